@@ -1,0 +1,3 @@
+from relconsole.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,275 @@
+"""The command line: ``relconsole review|demo|bind|run|validate|lease|accept|delete|freeze``.
+
+A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
+the engine, print text or ``--json``, and exit with the codes of SPEC §8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+from relconsole.engine import actions
+from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_USAGE,
+                                      RelconsoleError, UsageError)
+from relconsole.engine.literal import one_line
+from relconsole.engine.review import Review, load_review, run_review
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits 2, which §8 gives to coverage gaps
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a YYYY-MM-DD date") from None
+
+
+def _review_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", default=".", help="repository to review (default: .)")
+    parser.add_argument("--base", default=None, help="base ref the oracle is read from (default: main)")
+    parser.add_argument("--head", default="HEAD", help="the patch (default: HEAD)")
+    parser.add_argument("--today", type=_date, default=None,
+                        help="the day leases and freezes are judged on (default: RELCONSOLE_TODAY or today)")
+    parser.add_argument("--oracle-from", choices=["base", "HEAD"], default="base",
+                        help="read the oracle from the base ref (default) or, explicitly, from HEAD")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = _Parser(prog="relconsole", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    review = sub.add_parser("review", help="open the review console")
+    _review_options(review)
+
+    demo = sub.add_parser("demo", help="materialise the sample repository and open the console")
+    demo.add_argument("--into", type=Path, default=None, help="directory to create (default: a temporary one)")
+    demo.add_argument("--no-open", action="store_true", help="only materialise and print the path")
+    demo.add_argument("--today", type=_date, default=None)
+
+    for name, text in (("bind", "map touched paths to owners (exit 2 on a gap)"),
+                       ("run", "run the touched relations with the counted freeze protocol"),
+                       ("validate", "validate the oracle files and quarantine (exit 5 on a bad file)")):
+        cmd = sub.add_parser(name, help=text)
+        _review_options(cmd)
+        cmd.add_argument("--json", action="store_true", help="print JSON")
+    sub.choices["run"].add_argument("--all", action="store_true", help="run every relation, not only touched ones")
+    sub.choices["run"].add_argument("--relation", action="append", default=None, help="run only this relation (repeatable)")
+
+    lease = sub.add_parser("lease", help="dataset leases")
+    lease_sub = lease.add_subparsers(dest="lease_command", required=True, parser_class=_Parser)
+    renew = lease_sub.add_parser("renew", help="renew a lease you own (one lease: commit)")
+    renew.add_argument("lease_id")
+    renew.add_argument("--until", type=_date, required=True)
+    _review_options(renew)
+    renew.add_argument("--json", action="store_true")
+    status = lease_sub.add_parser("status", help="state of every dataset lease")
+    _review_options(status)
+    status.add_argument("--json", action="store_true")
+
+    for name, text in (("accept", "accept a candidate or drafted seed rows (catalog: commit)"),
+                       ("delete", "delete a candidate or drafted seed rows (quarantine: commit)")):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("item", nargs="+", help="candidate id, or seed rows as PATH:LINE")
+        _review_options(cmd)
+        cmd.add_argument("--json", action="store_true")
+
+    freeze = sub.add_parser("freeze", help="commit a freeze for a missed relation (freeze: commit)")
+    freeze.add_argument("relation_id")
+    freeze.add_argument("--reason", required=True)
+    freeze.add_argument("--expires", type=_date, default=None)
+    _review_options(freeze)
+    freeze.add_argument("--json", action="store_true")
+
+    shots = sub.add_parser("screenshots", help="regenerate screenshots/*.svg from the sample repository")
+    shots.add_argument("--out", type=Path, default=Path("screenshots"))
+    return parser
+
+
+def _load(args) -> Review:
+    return load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
+
+
+def _emit(args, payload: dict, lines: list[str]) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        for line in lines:
+            print(line)
+
+
+def _errors_payload(review: Review) -> list[dict]:
+    return [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors]
+
+
+def cmd_bind(args) -> int:
+    review = _load(args)
+    try:
+        paths = [{"status": b.touched.status, "path": b.path, "old_path": b.touched.old_path,
+                  "state": b.state, "pattern": b.pattern, "relations": list(b.relations)}
+                 for b in review.bindings]
+        payload = {"base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
+                   "paths": paths, "gaps": [b.path for b in review.gaps()],
+                   "errors": _errors_payload(review)}
+        lines = [f"{b.touched.status}  {one_line(b.path)}  {b.state}"
+                 + (f"  {', '.join(b.relations)}" if b.relations else "") for b in review.bindings]
+        lines += [f"error: {one_line(e.one_line())}" for e in review.errors]
+        _emit(args, payload, lines)
+        if review.errors:
+            return EXIT_BAD_INPUT
+        return EXIT_GAP if review.gaps() else EXIT_PASS
+    finally:
+        review.close()
+
+
+def cmd_run(args) -> int:
+    review = _load(args)
+    try:
+        if review.errors:
+            _emit(args, {"errors": _errors_payload(review)},
+                  [f"error: {one_line(e.one_line())}" for e in review.errors])
+            return EXIT_BAD_INPUT
+        ids = args.relation or ([r.id for r in review.relations] if args.all else None)
+        results = run_review(review, ids)
+        decision = review.decision() if ids is None else _worst_of(results)
+        payload = {"decision": decision.decision, "reason": decision.reason, "row": decision.row,
+                   "relation_id": decision.relation_id, "detail": decision.detail,
+                   "relations": [r.to_json() | {"identity": review.identities.get(r.relation_id),
+                                                "identity_changed": r.relation_id in review.changed_identity}
+                                 for r in results],
+                   "gaps": [b.path for b in review.gaps()]}
+        lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
+        lines.append(f"decision: {decision.decision}  ({decision.reason})")
+        _emit(args, payload, lines)
+        return decision.exit_code
+    finally:
+        review.close()
+
+
+def _worst_of(results):
+    from relconsole.engine.decision import worst
+    return worst([r.verdict for r in results])
+
+
+def cmd_validate(args) -> int:
+    review = _load(args)
+    try:
+        payload = {"errors": _errors_payload(review),
+                   "leases": [{"id": s.id, "source": s.source, "state": s.state, "reason": s.reason}
+                              for s in review.leases],
+                   "freezes": [{"relation_id": f.relation_id, "state": f.state, "why": f.why}
+                               for f in review.freezes],
+                   "candidates": [{"id": c.id, "path": c.path, "valid": c.valid, "reasons": c.reasons}
+                                  for c in review.candidates],
+                   "seed_rows": [{"key": r.key, "relation_id": r.relation_id, "valid": r.valid,
+                                  "reasons": r.reasons} for r in review.seed_rows]}
+        lines = [f"error: {one_line(e.one_line())}" for e in review.errors]
+        lines += [f"candidate {one_line(c.id)}: " + ("valid" if c.valid else "rejected: " + one_line("; ".join(c.reasons)))
+                  for c in review.candidates]
+        lines += [f"seed row {one_line(r.key)}: " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
+                  for r in review.seed_rows]
+        _emit(args, payload, lines or ["ok"])
+        return EXIT_BAD_INPUT if review.errors else EXIT_PASS
+    finally:
+        review.close()
+
+
+def _commit_payload(result) -> dict:
+    return {"commit": result.sha, "branch": result.branch, "kind": result.kind,
+            "message": result.message, "paths": list(result.paths)}
+
+
+def cmd_lease(args) -> int:
+    review = _load(args)
+    try:
+        if args.lease_command == "status":
+            rows = [{"id": s.id, "source": s.source, "state": s.state, "reason": s.reason,
+                     "days_left": s.days_left} for s in review.leases]
+            _emit(args, {"leases": rows}, [f"{r['id']}: {r['state']}  {one_line(r['reason'])}" for r in rows])
+            return EXIT_PASS
+        result = actions.renew_lease(review, args.lease_id, args.until)
+        _emit(args, _commit_payload(result), [f"{result.sha[:12]} {result.message}"])
+        return EXIT_PASS
+    finally:
+        review.close()
+
+
+def cmd_accept_delete(args) -> int:
+    review = _load(args)
+    try:
+        rows = [i for i in args.item if any(r.key == i for r in review.seed_rows)]
+        others = [i for i in args.item if i not in rows]
+        act = actions.accept if args.command == "accept" else actions.delete
+        result = act(review, others, rows)
+        _emit(args, _commit_payload(result), [f"{result.sha[:12]} {result.message}"])
+        return EXIT_PASS
+    finally:
+        review.close()
+
+
+def cmd_freeze(args) -> int:
+    review = _load(args)
+    try:
+        run_review(review, [args.relation_id])
+        row = actions.proposed_freeze(review, args.relation_id, args.reason, args.expires)
+        result = actions.commit_freeze(review, row)
+        _emit(args, _commit_payload(result) | {"row": row}, [f"{result.sha[:12]} {result.message}"])
+        return EXIT_PASS
+    finally:
+        review.close()
+
+
+def cmd_review(args) -> int:
+    from relconsole.console.app import ReviewApp
+
+    app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
+                    oracle_from=args.oracle_from)
+    app.run()
+    return app.return_code or 0
+
+
+def cmd_demo(args) -> int:
+    from relconsole.engine.demo import materialise
+
+    path = materialise(args.into, args.today)
+    print(path)
+    if args.no_open:
+        return EXIT_PASS
+    from relconsole.console.app import ReviewApp
+
+    app = ReviewApp(repo=str(path), today=args.today)
+    app.run()
+    return app.return_code or 0
+
+
+def cmd_screenshots(args) -> int:
+    from relconsole.console.screenshots import regenerate
+
+    for path in regenerate(args.out):
+        print(path)
+    return EXIT_PASS
+
+
+COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease": cmd_lease,
+            "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze,
+            "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code of §8."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except RelconsoleError as exc:
+        print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,1 @@
+"""The Textual review console: a thin front end over ``relconsole.engine``."""

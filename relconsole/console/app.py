@@ -1,0 +1,440 @@
+"""The review console (SPEC §11): four panes, a status line, keyboard first.
+
+The App holds the engine's Review and the reviewer's pending decisions; widgets only
+render. Loading, running relations and committing run in thread workers and report
+back with ``call_from_thread``, so input never waits on git or on a subject.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
+
+from relconsole.console import render, views
+from relconsole.console.commands import ReviewCommands
+from relconsole.console.screens.confirm import ConfirmScreen
+from relconsole.console.screens.detail import DetailScreen
+from relconsole.console.screens.form import FormScreen
+from relconsole.console.screens.help import HelpScreen
+from relconsole.console.widgets.pane import Pane
+from relconsole.console.widgets.status import StatusLine
+from relconsole.engine import actions
+from relconsole.engine.errors import RelconsoleError
+from relconsole.engine.freezes import check_new_row
+from relconsole.engine.leases import check_renewal
+from relconsole.engine.literal import literal
+from relconsole.engine.review import Review, load_review, run_review
+
+PANES = ("touched", "relations", "leases", "quarantine")
+PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine",
+                "freeze": "relations", "renew": "leases"}
+
+
+class ReviewApp(App[int]):
+    """The console over one review. Arguments mirror ``relconsole review``."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "relconsole"
+    COMMANDS = App.COMMANDS | {ReviewCommands}
+    BINDINGS = [
+        Binding("1", "focus_pane('touched')", "Paths", show=False, id="pane.touched"),
+        Binding("2", "focus_pane('relations')", "Relations", show=False, id="pane.relations"),
+        Binding("3", "focus_pane('leases')", "Leases", show=False, id="pane.leases"),
+        Binding("4", "focus_pane('quarantine')", "Quarantine", show=False, id="pane.quarantine"),
+        Binding("r", "run", "Run", id="run"),
+        Binding("space", "mark", "Mark", id="mark"),
+        Binding("a", "accept", "Accept", id="accept"),
+        Binding("d", "delete", "Delete", id="delete"),
+        Binding("c", "commit", "Commit", id="commit"),
+        Binding("f", "freeze", "Freeze", id="freeze"),
+        Binding("n", "renew", "Renew", id="renew"),
+        Binding("escape", "clear_narrow", "Clear filter", show=False, id="clear"),
+        Binding("question_mark,f1", "help", "Help", id="help"),
+        Binding("q", "quit_review", "Quit", id="quit"),
+    ]
+
+    def __init__(self, repo: str = ".", base_ref: str | None = None, head_ref: str = "HEAD",
+                 today: dt.date | None = None, oracle_from: str = "base", autorun: bool = True):
+        super().__init__()
+        self.repo_path = repo
+        self.base_ref = base_ref
+        self.head_ref = head_ref
+        self.today = today
+        self.oracle_from = oracle_from
+        self.autorun = autorun
+        self.review: Review | None = None
+        self.load_error: str | None = None
+        self.marked: set[str] = set()
+        self.pending: dict[str, str] = {}
+        self.narrow: str | None = None
+        self.running: set[str] = set()
+        self.busy_reasons: set[str] = set()
+
+    # --- composition ------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="panes"):
+            yield Pane("touched", "1 Touched paths")
+            yield Pane("relations", "2 Relations")
+            yield Pane("leases", "3 Leases")
+            yield Pane("quarantine", "4 Quarantine")
+        yield Static(id="detail")
+        yield ProgressBar(id="progress", show_eta=False)
+        yield StatusLine(Text(" loading review…", style="italic"), id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#progress").display = False
+        self.query_one("#touched", Pane).focus()
+        self.reload(first=True)
+
+    def reload(self, first: bool = False) -> None:
+        """Start (re)loading the review; ``busy`` is true from this call on."""
+        self.busy_reasons.add("load")
+        self.load(first)
+
+    @property
+    def busy(self) -> bool:
+        """True while loading, running or committing (tests and screenshots wait on it)."""
+        return bool(self.busy_reasons)
+
+    def pane(self, kind: str) -> Pane:
+        return self.query_one(f"#{kind}", Pane)
+
+    def focused_pane(self) -> Pane | None:
+        focused = self.focused
+        return focused if isinstance(focused, Pane) else None
+
+    # --- loading ----------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="load")
+    def load(self, first: bool = False) -> None:
+        """Build the Review off the UI thread; on failure show the error, never crash."""
+        try:
+            review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
+                                 self.oracle_from)
+        except RelconsoleError as exc:
+            self.call_from_thread(self._load_failed, exc.one_line())
+            return
+        except Exception as exc:  # a pane message beats a traceback for any surprise
+            self.call_from_thread(self._load_failed, f"{type(exc).__name__}: {exc}")
+            return
+        self.call_from_thread(self._loaded, review, first)
+
+    def _load_failed(self, message: str) -> None:
+        self.busy_reasons.discard("load")
+        self.load_error = message
+        self.query_one("#status", StatusLine).show_error(message)
+        self.pane("touched").fill([], empty=literal(message))
+        self.notify(message, title="cannot load the review", severity="error", markup=False, timeout=10)
+
+    def _loaded(self, review: Review, first: bool) -> None:
+        old = self.review
+        if old is not None:
+            for rid, result in old.results.items():
+                if review.identities.get(rid) == old.identities.get(rid):
+                    review.results.setdefault(rid, result)
+            old.close()
+        self.review = review
+        self.load_error = None
+        live = {views.item_id(x) for x in views.quarantine_items(review)}
+        self.marked &= live
+        self.pending = {k: v for k, v in self.pending.items() if k in live}
+        self.busy_reasons.discard("load")
+        self.refresh_all()
+        if first and self.autorun and review.catalog is not None and review.touched_relations():
+            self.action_run()
+
+    def refresh_all(self) -> None:
+        """Re-render every pane, the status line and the detail strip from the Review."""
+        review = self.review
+        if review is None:
+            return
+        self.pane("touched").fill(views.touched_items(review), empty="no touched paths")
+        self.refresh_relations()
+        self.pane("leases").fill(views.lease_items(review), empty="no leases")
+        self.pane("quarantine").fill(views.quarantine_options(review, self.marked, self.pending),
+                                     empty="quarantine is empty")
+        self.refresh_status()
+        self.show_detail()
+
+    def refresh_relations(self) -> None:
+        pane = self.pane("relations")
+        pane.fill(views.relation_items(self.review, self.narrow, self.running), empty="no relations")
+        pane.border_title = "2 Relations" + (f" · owners of {literal(self.narrow)} (esc clears)"
+                                             if self.narrow else "")
+
+    def refresh_status(self) -> None:
+        running = f"running {len(self.running)} relation(s)…" if self.running else ""
+        self.query_one("#status", StatusLine).show_decision(self.review, running)
+
+    # --- detail strip and detail screens ------------------------------------------------
+
+    @on(OptionList.OptionHighlighted)
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list is self.focused:
+            self.show_detail()
+
+    def on_descendant_focus(self, _event) -> None:
+        self.show_detail()
+        self.refresh_bindings()
+
+    def show_detail(self) -> None:
+        """The bottom strip: everything about the highlighted item, literally."""
+        pane = self.focused_pane()
+        detail = self.query_one("#detail", Static)
+        if self.review is None or pane is None:
+            detail.update("")
+            return
+        detail.update(views.detail_text(self.review, pane.kind, pane.highlighted_id))
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        if self.review is None or not isinstance(event.option_list, Pane):
+            return
+        kind, oid = event.option_list.kind, event.option.id
+        if kind == "touched":
+            path = views.touched_path(self.review, oid)
+            self.narrow = None if self.narrow == path else path
+            self.refresh_relations()
+            return
+        screen = views.detail_screen(self.review, kind, oid)
+        if screen is not None:
+            self.push_screen(screen)
+
+    def action_clear_narrow(self) -> None:
+        if self.narrow is not None:
+            self.narrow = None
+            self.refresh_relations()
+
+    def action_focus_pane(self, kind: str) -> None:
+        self.pane(kind).focus()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Keys that act on one pane only work (and show) while that pane has focus."""
+        wanted = PANE_ACTIONS.get(action)
+        if wanted is None:
+            return True
+        pane = self.focused_pane()
+        return pane is not None and pane.kind == wanted
+
+    # --- running relations ------------------------------------------------------------
+
+    def action_run(self) -> None:
+        if self.review is None or self.review.catalog is None:
+            self.notify("nothing to run: the review did not load", severity="warning")
+            return
+        if self.running:
+            self.notify("relations are already running", severity="warning")
+            return
+        ids = self.review.touched_relations()
+        if not ids:
+            self.notify("no touched path is owned by a relation", severity="information")
+            return
+        self.running = set(ids)
+        bar = self.query_one("#progress", ProgressBar)
+        bar.update(total=len(ids), progress=0)
+        bar.display = True
+        self.busy_reasons.add("run")
+        self.refresh_relations()
+        self.refresh_status()
+        self.run_relations(self.review, ids)
+
+    @work(thread=True, exclusive=True, group="run")
+    def run_relations(self, review: Review, ids: list[str]) -> None:
+        """Evaluate the touched relations in worker processes, reporting each as it ends."""
+        try:
+            run_review(review, ids, lambda result: self.call_from_thread(self._relation_done, review, result))
+        except Exception as exc:
+            self.call_from_thread(self.notify, f"run failed: {exc}", severity="error", markup=False)
+        self.call_from_thread(self._run_finished, review)
+
+    def _relation_done(self, review: Review, result) -> None:
+        self.running.discard(result.relation_id)
+        if self.review is not review and self.review is not None:
+            self.review.results[result.relation_id] = result
+        else:
+            review.results[result.relation_id] = result
+        self.query_one("#progress", ProgressBar).advance(1)
+        self.refresh_relations()
+        self.refresh_status()
+        self.show_detail()
+
+    def _run_finished(self, review: Review) -> None:
+        self.running.clear()
+        self.busy_reasons.discard("run")
+        self.query_one("#progress").display = False
+        self.refresh_relations()
+        self.refresh_status()
+
+    # --- quarantine decisions -----------------------------------------------------------
+
+    def _targets(self) -> list[str]:
+        if self.marked:
+            return sorted(self.marked)
+        oid = self.pane("quarantine").highlighted_id
+        return [oid] if oid and views.is_decidable(oid) else []
+
+    def action_mark(self) -> None:
+        oid = self.pane("quarantine").highlighted_id
+        if not oid or not views.is_decidable(oid):
+            return
+        self.marked ^= {oid}
+        self.pane("quarantine").action_cursor_down()
+        self.refresh_quarantine()
+
+    def refresh_quarantine(self) -> None:
+        self.pane("quarantine").fill(views.quarantine_options(self.review, self.marked, self.pending),
+                                     empty="quarantine is empty")
+        self.show_detail()
+
+    def action_accept(self) -> None:
+        """Mark the targets as pending accepts (``c`` commits them); rejected ones refuse."""
+        targets = self._targets()
+        if not targets or self.review is None:
+            return
+        for oid in targets:
+            reasons = views.rejection(self.review, oid)
+            if reasons:
+                self.notify(f"{views.item_label(self.review, oid)} is rejected: {reasons}",
+                            title="cannot accept", severity="error", markup=False)
+                return
+        for oid in targets:
+            if self.pending.get(oid) == "accept" and len(targets) == 1:
+                del self.pending[oid]
+            else:
+                self.pending[oid] = "accept"
+        self.marked.clear()
+        self.refresh_quarantine()
+
+    def action_delete(self) -> None:
+        targets = self._targets()
+        if not targets or self.review is None:
+            return
+        question = views.describe_change(self.review, targets, "delete")
+        self.push_screen(ConfirmScreen("Delete from quarantine?", question),
+                         lambda yes: yes and self._commit("delete", targets))
+
+    def action_commit(self) -> None:
+        accepts = [oid for oid, what in self.pending.items() if what == "accept"]
+        if not accepts or self.review is None:
+            self.notify("no pending catalog changes: accept candidates or rows with a first",
+                        severity="information")
+            return
+        question = views.describe_change(self.review, accepts, "accept")
+        self.push_screen(ConfirmScreen("Commit catalog changes?", question),
+                         lambda yes: yes and self._commit("accept", accepts))
+
+    def _commit(self, what: str, oids: list[str]) -> None:
+        candidates, rows = views.split_targets(oids)
+        fn = actions.accept if what == "accept" else actions.delete
+        review = self.review
+        self.start_commit(lambda: fn(review, candidates, rows), oids)
+
+    def start_commit(self, make_commit, decided: list[str] | None = None) -> None:
+        """Run ``make_commit`` (returns a CommitResult) in the git worker."""
+        self.busy_reasons.add("git")
+        self.commit_in_background(make_commit, decided)
+
+    @work(thread=True, exclusive=True, group="git")
+    def commit_in_background(self, make_commit, decided: list[str] | None = None) -> None:
+        """Make one commit off the UI thread; a refusal is a notification, not a crash."""
+        try:
+            result = make_commit()
+        except RelconsoleError as exc:
+            self.call_from_thread(self._commit_failed, exc.one_line())
+            return
+        except Exception as exc:
+            self.call_from_thread(self._commit_failed, f"{type(exc).__name__}: {exc}")
+            return
+        self.call_from_thread(self._committed, result, decided or [])
+
+    def _commit_failed(self, message: str) -> None:
+        self.busy_reasons.discard("git")
+        self.notify(message, title="no commit made", severity="error", markup=False, timeout=10)
+
+    def _committed(self, result, decided: list[str]) -> None:
+        for oid in decided:
+            self.pending.pop(oid, None)
+            self.marked.discard(oid)
+        self.notify(f"{result.sha[:10]} on {result.branch}: {result.message}\n" + "\n".join(result.paths),
+                    title=f"{result.kind} commit made", markup=False)
+        self.reload()
+        self.busy_reasons.discard("git")
+
+    # --- freeze and lease renewal --------------------------------------------------------
+
+    def action_freeze(self) -> None:
+        review = self.review
+        rid = views.relation_of(self.pane("relations").highlighted_id)
+        if review is None or rid is None:
+            return
+        try:
+            row = actions.proposed_freeze(review, rid)
+        except RelconsoleError as exc:
+            self.notify(exc.one_line(), title="cannot freeze", severity="error", markup=False)
+            return
+        policy = review.catalog.get(rid).freeze
+        if not policy.allowed:
+            self.notify(f"{rid} does not allow freezing", title="cannot freeze", severity="error", markup=False)
+            return
+
+        def check(values: dict) -> str | None:
+            return views.freeze_problem(review, row, values)
+
+        body = views.freeze_body(review, row)
+        fields = [("reason", "Reason (required: why is this miss tolerable for now?)", "", "flaky because …"),
+                  ("expires", f"Expires (at most {policy.max_days} days from today)", row["expires"], "YYYY-MM-DD")]
+        self.push_screen(FormScreen(f"Commit a freeze for {rid}", body, fields, check),
+                         lambda values: values and self._freeze(row, values))
+
+    def _freeze(self, row: dict, values: dict) -> None:
+        final = dict(row, reason=values["reason"].strip(), expires=values["expires"].strip())
+        review = self.review
+        self.start_commit(lambda: actions.commit_freeze(review, final))
+
+    def action_renew(self) -> None:
+        review = self.review
+        status = views.lease_of(review, self.pane("leases").highlighted_id) if review else None
+        if status is None or status.lease is None:
+            return
+        limit = review.today + dt.timedelta(days=review.layout.renew_max_days)
+
+        def check(values: dict) -> str | None:
+            return views.renewal_problem(review, status, values.get("until", ""))
+
+        body = views.renewal_body(review, status, limit)
+        fields = [("until", "New expiry", limit.isoformat(), "YYYY-MM-DD")]
+        self.push_screen(FormScreen(f"Renew lease {status.id}", body, fields, check),
+                         lambda values: values and self._renew(status.id, values["until"]))
+
+    def _renew(self, lease_id: str, until: str) -> None:
+        review = self.review
+        self.start_commit(lambda: actions.renew_lease(review, lease_id, dt.date.fromisoformat(until)))
+
+    # --- help and quit --------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen([("Everywhere", list(self.BINDINGS)),
+                                     ("In a pane", list(Pane.BINDINGS) + [
+                                         Binding("enter", "select", "open the item (a touched path narrows the relations)")])]))
+
+    def action_quit_review(self) -> None:
+        if not self.pending:
+            self.exit(0)
+            return
+        self.push_screen(ConfirmScreen("Quit?", f"{len(self.pending)} accepted item(s) are not committed yet "
+                                                "(press c to commit them). Quit anyway?"),
+                         lambda yes: yes and self.exit(0))
+
+    def on_unmount(self) -> None:
+        if self.review is not None:
+            self.review.close()

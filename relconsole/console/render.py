@@ -1,0 +1,132 @@
+"""Engine objects rendered as Rich ``Text`` for the panes, literally.
+
+Every untrusted string (paths, ids, candidate bodies, failure messages) goes through
+``literal`` and into ``Text`` objects, never into markup, so ``[bold]`` or an escape
+sequence in a path shows as typed. Each state carries a word or symbol as well as a
+colour so it reads on a monochrome terminal.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from relconsole.engine.candidates import Candidate, SeedRow
+from relconsole.engine.leases import LeaseStatus
+from relconsole.engine.literal import one_line
+from relconsole.engine.owners import Binding
+from relconsole.engine.runner import RelationResult
+
+STATE_STYLE = {
+    "owned": ("●", "green"), "exempt": ("○", "dim"), "gap": ("✗ UNOWNED", "bold red"),
+    "protected": ("⚑ PROTECTED", "bold yellow"),
+    "ok": ("✓ ok", "green"), "expiring": ("⚠ expiring", "yellow"), "expired": ("✗ expired", "bold red"),
+    "drifted": ("✗ drifted", "bold red"), "missing": ("✗ missing", "bold red"),
+    "invalid": ("✗ invalid", "bold red"),
+}
+DECISION_STYLE = {"pass": "green", "freeze": "cyan", "hold": "yellow", "reject": "bold red",
+                  "abort": "bold magenta"}
+
+
+def lit(text: object, style: str = "") -> Text:
+    """Untrusted text as a single-line Text, control characters made visible."""
+    return Text(one_line(text), style=style)
+
+
+def touched_prompt(binding: Binding) -> Text:
+    """Two lines: status letter and path; then the owners or the gap."""
+    symbol, style = STATE_STYLE[binding.state]
+    line = Text.assemble((f"{binding.touched.status} ", "bold"), lit(binding.path))
+    if binding.touched.old_path:
+        line.append_text(Text.assemble((" ← ", "dim"), lit(binding.touched.old_path, "dim")))
+    second = Text("  ")
+    second.append(symbol, style)
+    if binding.relations:
+        second.append(" " + one_line(", ".join(binding.relations)), "dim")
+    elif binding.state == "exempt":
+        second.append(" exempt", "dim")
+    return Text("\n").join([line, second])
+
+
+def result_text(result: RelationResult | None, blocked: str | None, touched: bool, running: bool) -> tuple[str, Text]:
+    """(symbol, words) for a relation's result: held, MISSED with rerun counts, blocked..."""
+    if running:
+        return "…", Text("running", "italic yellow")
+    if result is None:
+        if blocked:
+            return "⊘", Text("BLOCKED", "bold red")
+        return "·", Text("not run" if touched else "untouched", "dim")
+    if result.outcome == "blocked":
+        return "⊘", Text("BLOCKED", "bold red")
+    text = Text("MISSED", "bold red") if result.outcome == "missed" else Text("held", "green")
+    if result.reruns:
+        text.append(f" frozen {result.rerun_passes}/{len(result.reruns)}"
+                    f" need {result.freeze.pass_needed}", "cyan")
+    return ("✗" if result.outcome == "missed" else "✓"), text
+
+
+def relation_prompt(relation, result, blocked, touched, running, freeze, identity_changed) -> Text:
+    """Two lines: result symbol and id; then result words, kind, freeze, identity, decision."""
+    symbol, words = result_text(result, blocked, touched, running)
+    colour = words.spans[0].style if words.spans else words.style
+    head = Text.assemble((symbol + " ", colour), lit(relation.id, "bold" if touched else ""))
+    second = Text.assemble("  ", words)
+    if result is not None and result.verdict.decision != "pass":
+        row = f" row {result.verdict.row}" if result.verdict.row else ""
+        second.append(f" · {result.verdict.decision}{row}", DECISION_STYLE[result.verdict.decision])
+    if identity_changed:
+        second.append(" · Δ changed in PR", "bold yellow")
+    if freeze is not None:
+        second.append(f" · freeze {freeze.state}", "cyan" if freeze.state == "live" else "dim")
+    second.append(f" · {relation.kind}", "dim")
+    return Text("\n").join([head, second])
+
+
+def lease_prompt(status: LeaseStatus) -> Text:
+    """Two lines: state and lease id; then expiry, days left and owner."""
+    symbol, style = STATE_STYLE[status.state]
+    head = Text.assemble((symbol, style), " ", lit(status.id, "bold"))
+    second = Text("  ")
+    if status.lease is not None:
+        left = status.days_left
+        when = f"{-left} d ago" if left is not None and left < 0 else f"{left} d left"
+        second.append(f"{status.lease.expires.isoformat()} · {when} · ", "dim")
+        second.append_text(lit(", ".join(status.lease.owners), "dim"))
+    else:
+        second.append_text(lit(status.reason, "red"))
+    return Text("\n").join([head, second])
+
+
+def candidate_prompt(candidate: Candidate, marked: bool, pending: str | None) -> Text:
+    """Two lines: mark box and id; then the verdict (first reason when rejected)."""
+    box = "☑" if marked else "☐"
+    head = Text.assemble((box + " ", "bold"), lit(candidate.id, "bold"))
+    if pending:
+        head.append(f"  [{pending} pending]", "bold cyan")
+    second = Text("  ")
+    if candidate.valid:
+        second.append("✓ valid", "green")
+        second.append(" · not replayed", "dim")
+    else:
+        second.append("✗ rejected: ", "bold red")
+        second.append_text(lit(candidate.reasons[0], "red"))
+    return Text("\n").join([head, second])
+
+
+def seed_group_prompt(relation_id: str, count: int) -> Text:
+    """Header line above a relation's drafted seed rows."""
+    return Text.assemble(("▾ ", "dim"), lit(relation_id, "bold"), (f" · drafted seed rows ({count})", "dim"))
+
+
+def seed_row_prompt(row: SeedRow, marked: bool, pending: str | None) -> Text:
+    """Two lines: mark box, line number and the row text; then its verdict."""
+    box = "☑" if marked else "☐"
+    head = Text.assemble(("  " + box + f" {row.line}: ", "bold"), lit(row.text))
+    if pending:
+        head.append(f"  [{pending} pending]", "bold cyan")
+    second = Text("     ")
+    if row.valid:
+        second.append("✓ valid", "green")
+    else:
+        second.append("✗ ", "bold red")
+        second.append_text(lit("; ".join(row.reasons), "red"))
+    return Text("\n").join([head, second])

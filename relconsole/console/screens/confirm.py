@@ -1,0 +1,36 @@
+"""A yes/no dialog that says exactly what will happen before a commit."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Dismisses with True on ``y``/``enter``, False on ``n``/``escape``.
+
+    ``question`` is shown literally (it may hold paths and ids).
+    """
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, title: str, question: str):
+        super().__init__()
+        self.title_text = title
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(Text(self.question), id="dialog-body")
+            yield Static(Text("y / enter: yes    n / esc: no", style="dim"), id="dialog-keys")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)

@@ -1,0 +1,160 @@
+"""Detail views: a missed relation side by side, a candidate's body, a lease manifest.
+
+All content is built as Rich Text from engine data and shown literally.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from relconsole.console.render import lit
+from relconsole.engine.literal import literal
+
+
+def outline(value: Any, differing: set[str], path: tuple = (), indent: int = 0) -> list[Text]:
+    """A canonical output as indented ``key: value`` lines; disagreeing keys marked ``≠``."""
+    lines: list[Text] = []
+    pad = "  " * indent
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = path + (key,)
+            dotted = ".".join(str(p) for p in here)
+            marked = dotted in differing
+            prefix = Text("≠ " if marked else "  ", "bold red" if marked else "")
+            if isinstance(item, (dict, list)) and item:
+                lines.append(Text.assemble(prefix, pad, lit(key, "bold"), ":"))
+                lines.extend(outline(item, differing, here, indent + 1))
+            else:
+                lines.append(Text.assemble(prefix, pad, lit(key, "bold"), ": ",
+                                           lit(repr(item), "reverse red" if marked else "")))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            here = path + (index,)
+            if isinstance(item, (dict, list)) and item:
+                lines.append(Text.assemble("  ", pad, f"- [{index}]"))
+                lines.extend(outline(item, differing, here, indent + 1))
+            else:
+                lines.append(Text.assemble("  ", pad, "- ", lit(repr(item))))
+    else:
+        marked = "(whole output)" in differing
+        lines.append(Text.assemble("≠ " if marked else "  ", lit(repr(value))))
+    return lines
+
+
+def relation_text(relation, result, freeze, identity: str | None, changed: bool) -> Text:
+    """The header of a relation's detail: statement, input, verdict, reruns, freeze."""
+    text = Text()
+    text.append_text(lit(relation.id, "bold"))
+    text.append(f"  {relation.kind} · compare {relation.compare}"
+                + (f" · quantum {relation.quantum:g}" if relation.quantum else ""), "dim")
+    text.append("\n")
+    text.append_text(lit(relation.statement, "italic"))
+    text.append("\nsubject ")
+    text.append_text(lit(relation.subject))
+    text.append(" · input ")
+    text.append_text(lit(relation.lease_id and f"lease {relation.lease_id}" or f"seeds {relation.seeds_path}"))
+    if identity:
+        text.append(f"\nidentity {identity[:19]}…", "dim")
+        if changed:
+            text.append("  Δ the patch changes this relation (ignored: the oracle comes from the base)", "bold yellow")
+    if result is None:
+        text.append("\nnot run yet: press r", "dim")
+        return text
+    text.append("\nverdict: ")
+    row = f" (§8 row {result.verdict.row})" if result.verdict.row else ""
+    text.append(f"{result.verdict.decision.upper()} {result.verdict.reason}{row}", "bold")
+    text.append(" · ")
+    text.append_text(lit(result.summary))
+    if result.first is not None:
+        text.append("\nsource vs follow-up: ")
+        text.append_text(lit(result.first.note or "-"))
+        if result.first.differing:
+            text.append(f"\ndisagreeing keys ({len(result.first.differing)}): ")
+            text.append_text(lit(", ".join(result.first.differing[:12])))
+    if result.reruns:
+        text.append("\nreruns: " + " ".join("✓" if r.held else "✗" for r in result.reruns)
+                    + f"  ({result.rerun_passes}/{len(result.reruns)} held)")
+    if freeze is not None:
+        text.append("\nfreeze: ")
+        text.append_text(lit(f"{freeze.state} · {freeze.why} · reason: {freeze.raw.get('reason', '')}"))
+    if result.signature:
+        text.append(f"\nsignature {result.signature[:23]}…", "dim")
+    return text
+
+
+class DetailScreen(Screen):
+    """A full-screen detail view; ``escape``/``q`` goes back.
+
+    ``header`` is Text shown on top; ``left``/``right`` are optional (title, lines)
+    columns shown side by side (for a missed relation's two canonical outputs).
+    """
+
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+
+    def __init__(self, header: Text, left: tuple[str, list[Text]] | None = None,
+                 right: tuple[str, list[Text]] | None = None, body: Text | None = None):
+        super().__init__()
+        self.header = header
+        self.left = left
+        self.right = right
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.header, id="detail-header")
+        if self.left and self.right:
+            with Horizontal(id="detail-columns"):
+                for column_id, (title, lines) in (("detail-left", self.left), ("detail-right", self.right)):
+                    scroll = VerticalScroll(Static(Text("\n").join(lines) if lines else Text("(empty)")),
+                                            id=column_id)
+                    scroll.border_title = title
+                    yield scroll
+        if self.body is not None:
+            body = VerticalScroll(Static(self.body), id="detail-body")
+            yield body
+        yield Footer()
+
+
+def candidate_text(candidate) -> Text:
+    """A candidate's verdicts, provenance and full body, literally."""
+    text = Text()
+    text.append_text(lit(candidate.id, "bold"))
+    text.append(f"  {candidate.path}\n", "dim")
+    for verdict in candidate.verdicts:
+        text.append("  ✓ " if verdict.ok else "  ✗ ", "green" if verdict.ok else "bold red")
+        text.append(verdict.rule)
+        if verdict.reason:
+            text.append(": ")
+            text.append_text(lit(verdict.reason, "" if verdict.ok else "red"))
+        text.append("\n")
+    text.append("provenance: ", "bold")
+    text.append_text(lit(" · ".join(f"{k} {v}" for k, v in candidate.provenance().items() if v)))
+    text.append("\n\n")
+    text.append(literal(candidate.text))
+    return text
+
+
+def lease_text(status) -> Text:
+    """A lease's state, reason and manifest fields, literally."""
+    text = Text()
+    text.append_text(lit(status.id, "bold"))
+    text.append(f"  {status.source}\n", "dim")
+    text.append(f"state {status.state}: ", "bold")
+    text.append_text(lit(status.reason))
+    lease = status.lease
+    if lease is not None:
+        for key in ("path", "sha256", "expires", "owners", "allowed_relations", "notes"):
+            value = getattr(lease, key)
+            value = ", ".join(value) if isinstance(value, tuple) else value
+            text.append(f"\n{key}: ", "bold")
+            text.append_text(lit(value))
+        if status.actual_sha256 and status.actual_sha256 != lease.sha256:
+            text.append("\ncorpus hashes to: ", "bold red")
+            text.append_text(lit(status.actual_sha256))
+    return text

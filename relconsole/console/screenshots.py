@@ -1,0 +1,85 @@
+"""Regenerate ``screenshots/*.svg`` from the sample repository (``relconsole screenshots``).
+
+The console is driven headless with the Pilot, exactly as the tests drive it, on a
+freshly materialised sample repository with a fixed "today", so the pictures show
+real computation and change only when the console does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from relconsole.console.app import ReviewApp
+from relconsole.console.widgets.pane import Pane
+from relconsole.engine.demo import materialise
+
+SIZE = (160, 48)
+TODAY = dt.date(2026, 11, 30)
+SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal")
+
+
+async def _settle(pilot, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while pilot.app.busy or (pilot.app.review is None and pilot.app.load_error is None):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the console did not settle")
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
+async def _goto(pilot, pane_key: str, kind: str, option_id: str) -> None:
+    await pilot.press(pane_key, "g")
+    pane = pilot.app.query_one(f"#{kind}", Pane)
+    for _ in range(pane.option_count + 1):
+        if pane.highlighted_id == option_id:
+            return
+        await pilot.press("j")
+
+
+async def _shoot(repo: Path, out: Path) -> list[Path]:
+    written = []
+    app = ReviewApp(repo=str(repo), today=TODAY)
+
+    def save(name: str) -> None:
+        path = out / f"{name}.svg"
+        app.save_screenshot(filename=path.name, path=str(out))
+        written.append(path)
+
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot)
+        await _goto(pilot, "2", "relations", "r:penguins.order_invariant")
+        await pilot.pause(0.2)
+        save("overview")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        save("missed-relation")
+        await pilot.press("escape")
+        await _goto(pilot, "4", "quarantine", "c:oracle/quarantine/penguins.expected_total.yaml")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        save("candidate-detail")
+        await pilot.press("escape")
+        await _goto(pilot, "3", "leases", "l:oracle/leases/weather.yaml")
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        save("lease-renewal")
+        await pilot.press("escape")
+    return written
+
+
+def regenerate(out: Path) -> list[Path]:
+    """Write the screenshots into ``out`` (created if needed); returns their paths."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="relconsole-shots-"))
+    try:
+        repo = materialise(scratch / "sample", TODAY)
+        return asyncio.run(_shoot(repo, out))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

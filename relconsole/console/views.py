@@ -1,0 +1,283 @@
+"""What each pane lists, built from a Review (no widgets here, so it tests headless).
+
+Item ids: ``t:<n>`` touched path n, ``r:<relation id>``, ``e:<n>`` bad-file error n,
+``l:<lease source>``, ``c:<candidate path>``, ``s:<path>:<line>`` drafted seed row,
+``g:<relation id>`` a seed-row group header.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rich.text import Text
+
+from relconsole.console import render
+from relconsole.console.render import lit
+from relconsole.console.screens.detail import (DetailScreen, candidate_text, lease_text, outline,
+                                               relation_text)
+from relconsole.engine.errors import CommitRefused
+from relconsole.engine.freezes import check_new_row
+from relconsole.engine.leases import check_renewal
+from relconsole.engine.review import Review
+
+
+def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
+    return [(f"t:{i}", render.touched_prompt(b), False) for i, b in enumerate(review.bindings)]
+
+
+def touched_path(review: Review, oid: str | None) -> str | None:
+    if not oid or not oid.startswith("t:"):
+        return None
+    return review.bindings[int(oid[2:])].path
+
+
+def _lease_paths(review: Review) -> set[str]:
+    return {s.source for s in review.leases}
+
+
+def error_items(review: Review) -> list[tuple[str, Text, bool]]:
+    """Bad files other than lease manifests (those show as invalid leases)."""
+    out = []
+    for index, error in enumerate(review.errors):
+        if error.path in _lease_paths(review):
+            continue
+        out.append((f"e:{index}", Text.assemble(("✗ BAD FILE ", "bold red"), lit(error.one_line(), "red")), False))
+    return out
+
+
+def relation_items(review: Review, narrow: str | None, running: set[str]) -> list[tuple[str, Text, bool]]:
+    touched = set(review.touched_relations())
+    owners = None
+    if narrow is not None:
+        owners = {rid for b in review.bindings if b.path == narrow for rid in b.relations}
+    items = error_items(review)
+    ordered = sorted(review.relations, key=lambda r: (r.id not in touched,))
+    for relation in ordered:
+        if owners is not None and relation.id not in owners:
+            continue
+        prompt = render.relation_prompt(
+            relation, review.results.get(relation.id), review.blocked_reason(relation),
+            relation.id in touched, relation.id in running, review.freeze_for(relation.id),
+            relation.id in review.changed_identity)
+        items.append((f"r:{relation.id}", prompt, False))
+    return items
+
+
+def relation_of(oid: str | None) -> str | None:
+    return oid[2:] if oid and oid.startswith("r:") else None
+
+
+def lease_items(review: Review) -> list[tuple[str, Text, bool]]:
+    items = [(f"l:{s.source}", render.lease_prompt(s), False) for s in review.leases]
+    items.append(("w:none", Text("workspace leases: none held (replay takes one)", "dim italic"), True))
+    return items
+
+
+def lease_of(review: Review, oid: str | None):
+    if not oid or not oid.startswith("l:"):
+        return None
+    return next((s for s in review.leases if s.source == oid[2:]), None)
+
+
+def quarantine_items(review: Review) -> list:
+    """Candidates and seed rows in display order."""
+    return list(review.candidates) + list(review.seed_rows)
+
+
+def item_id(item) -> str:
+    return f"s:{item.key}" if hasattr(item, "key") and hasattr(item, "line") else f"c:{item.path}"
+
+
+def quarantine_options(review: Review, marked: set[str], pending: dict[str, str]) -> list[tuple[str, Text, bool]]:
+    items = []
+    for candidate in review.candidates:
+        oid = item_id(candidate)
+        items.append((oid, render.candidate_prompt(candidate, oid in marked, pending.get(oid)), False))
+    groups: dict[str, list] = {}
+    for row in review.seed_rows:
+        groups.setdefault(row.relation_id, []).append(row)
+    for relation_id, rows in groups.items():
+        items.append((f"g:{relation_id}", render.seed_group_prompt(relation_id, len(rows)), True))
+        for row in rows:
+            oid = item_id(row)
+            items.append((oid, render.seed_row_prompt(row, oid in marked, pending.get(oid)), False))
+    return items
+
+
+def is_decidable(oid: str) -> bool:
+    return oid.startswith(("c:", "s:"))
+
+
+def _find(review: Review, oid: str):
+    for item in quarantine_items(review):
+        if item_id(item) == oid:
+            return item
+    return None
+
+
+def rejection(review: Review, oid: str) -> str:
+    """'' when the item may be accepted, else its reasons joined."""
+    item = _find(review, oid)
+    if item is None:
+        return "no longer in quarantine"
+    return "" if item.valid else "; ".join(item.reasons)
+
+
+def item_label(review: Review, oid: str) -> str:
+    item = _find(review, oid)
+    if item is None:
+        return oid
+    return f"row {item.line} of {item.path}" if oid.startswith("s:") else item.id
+
+
+def split_targets(oids: list[str]) -> tuple[list[str], list[str]]:
+    """(candidate paths, seed row keys) from item ids."""
+    return ([o[2:] for o in oids if o.startswith("c:")], [o[2:] for o in oids if o.startswith("s:")])
+
+
+def describe_change(review: Review, oids: list[str], what: str) -> str:
+    """Exactly what the commit will do, for the confirmation dialog."""
+    branch = review.layout.target_branch
+    candidates, rows = split_targets(oids)
+    lines = []
+    if what == "accept":
+        lines.append(f"One catalog: commit on {branch}:")
+        for path in candidates:
+            lines.append(f"  add {item_label(review, 'c:' + path)} to {review.layout.catalog}")
+            lines.append(f"  remove {path}")
+        for key in rows:
+            row = _find(review, "s:" + key)
+            seeds = review.catalog.get(row.relation_id).seeds_path
+            lines.append(f"  append row {row.line} to {seeds}: {row.text}")
+    else:
+        lines.append(f"One quarantine: commit on {branch}:")
+        for path in candidates:
+            lines.append(f"  remove {path}")
+        for key in rows:
+            row = _find(review, "s:" + key)
+            lines.append(f"  drop row {row.line} of {row.path}: {row.text}")
+    lines.append("Your staged and unstaged work is left as it is.")
+    return "\n".join(lines)
+
+
+def detail_text(review: Review, kind: str, oid: str | None) -> Text:
+    """The bottom strip for the highlighted item."""
+    if not oid:
+        return Text("")
+    if oid.startswith("e:"):
+        return lit(review.errors[int(oid[2:])].one_line(), "red")
+    if kind == "touched" and oid.startswith("t:"):
+        binding = review.bindings[int(oid[2:])]
+        text = Text.assemble(lit(binding.path, "bold"), f"  {binding.touched.status} · {binding.state}")
+        if binding.pattern:
+            text.append(" · pattern ")
+            text.append_text(lit(binding.pattern))
+        for flag in review.flags:
+            if flag.path == binding.path:
+                text.append(f"\n⚑ {flag.name}: ", "bold yellow")
+                text.append_text(lit(flag.detail))
+                if flag.commits:
+                    text.append(f" (commits {', '.join(flag.commits)})", "dim")
+        if binding.state == "gap":
+            text.append("\n✗ no owner pattern matches this path: bind exits 2 until the catalog owns it", "red")
+        text.append("\nenter: show only the relations that own this path", "dim")
+        return text
+    if kind == "relations" and oid.startswith("r:"):
+        relation = review.catalog.get(oid[2:])
+        return relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
+                             review.identities.get(relation.id), relation.id in review.changed_identity)
+    if kind == "leases":
+        status = lease_of(review, oid)
+        return lease_text(status) if status else Text("")
+    item = _find(review, oid)
+    if item is None:
+        return Text("")
+    if oid.startswith("c:"):
+        text = Text.assemble(lit(item.id, "bold"), ("  ✓ valid" if item.valid else "  ✗ rejected", ""))
+        for reason in item.reasons:
+            text.append("\n  • ")
+            text.append_text(lit(reason, "red"))
+        text.append_text(Text.assemble("\n", ("provenance: ", "dim"),
+                                       lit(" · ".join(f"{k} {v}" for k, v in item.provenance().items() if v), "dim")))
+        return text
+    text = Text.assemble(lit(f"{item.path} line {item.line}", "bold"), "\n", lit(item.text))
+    for reason in item.reasons:
+        text.append("\n  • ")
+        text.append_text(lit(reason, "red"))
+    return text
+
+
+def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | None:
+    """The full-screen view opened with enter, or None."""
+    if not oid:
+        return None
+    if kind == "relations" and oid.startswith("r:"):
+        relation = review.catalog.get(oid[2:])
+        result = review.results.get(relation.id)
+        header = relation_text(relation, result, review.freeze_for(relation.id),
+                               review.identities.get(relation.id), relation.id in review.changed_identity)
+        first = result.first if result else None
+        if first is None or first.source is None:
+            return DetailScreen(header)
+        differing = set(first.differing)
+        return DetailScreen(header,
+                            ("source output (canonical)", outline(first.source, differing)),
+                            ("follow-up output (canonical)", outline(first.followup, differing)))
+    if kind == "leases":
+        status = lease_of(review, oid)
+        return DetailScreen(lease_text(status)) if status else None
+    if kind == "quarantine" and oid.startswith("c:"):
+        candidate = _find(review, oid)
+        return DetailScreen(Text.assemble(lit(candidate.id, "bold"), "  candidate relation"),
+                            body=candidate_text(candidate))
+    return None
+
+
+def freeze_body(review: Review, row: dict) -> str:
+    result = review.results.get(row["relation_id"])
+    return (f"The relation missed: {result.summary}\n"
+            f"One freeze: commit on {review.layout.target_branch} writing only {review.layout.freezes}:\n"
+            f"  relation {row['relation_id']} · lease {row['lease_id'] or '-'}\n"
+            f"  signature {row['signature']}\n"
+            f"  reruns {row['reruns']}, pass_needed {row['pass_needed']}, created_by {row['created_by']}")
+
+
+def freeze_problem(review: Review, row: dict, values: dict) -> str | None:
+    if not values.get("reason", "").strip():
+        return "a freeze needs a reason"
+    try:
+        dt.date.fromisoformat(values.get("expires", "").strip())
+    except ValueError:
+        return "expiry must be a YYYY-MM-DD date"
+    return check_new_row(dict(row, reason=values["reason"].strip(), expires=values["expires"].strip()),
+                         review.catalog, review.today)
+
+
+def renewal_body(review: Review, status, limit: dt.date) -> str:
+    from relconsole.engine.actions import git_identity
+
+    try:
+        who = git_identity(review)
+        me = f"{who.name} <{who.email}>"
+    except CommitRefused as exc:
+        me = exc.one_line()
+    return (f"Lease {status.id} ({status.state}: {status.reason})\n"
+            f"owner: {', '.join(status.lease.owners)} · you: {me}\n"
+            f"One lease: commit on {review.layout.target_branch} with only {status.source};\n"
+            f"sha256 stays {status.lease.sha256[:16]}…; at most {limit.isoformat()} "
+            f"({review.layout.renew_max_days} days from today).")
+
+
+def renewal_problem(review: Review, status, until_text: str) -> str | None:
+    from relconsole.engine.actions import git_identity
+
+    try:
+        until = dt.date.fromisoformat(until_text.strip())
+    except ValueError:
+        return "the new expiry must be a YYYY-MM-DD date"
+    try:
+        who = git_identity(review)
+        check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
+    except CommitRefused as exc:
+        return exc.one_line()
+    return None

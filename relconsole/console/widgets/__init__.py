@@ -1,0 +1,1 @@
+"""Widgets of the review console: they render and post messages, nothing more."""

@@ -1,0 +1,46 @@
+"""The status line: the PR's decision, the table row that fired, gaps, flags, refs."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from relconsole.console.render import DECISION_STYLE, lit
+
+
+class StatusLine(Static):
+    """Shows one review's headline; ``show_*`` methods only build Text (no markup)."""
+
+    def show_decision(self, review, running: str = "") -> None:
+        """Render the decision line for ``review`` (an engine Review)."""
+        decision = review.decision()
+        text = Text()
+        text.append(f" {decision.decision.upper()} ", f"reverse {DECISION_STYLE[decision.decision]}")
+        row = f"§8 row {decision.row} " if decision.row else ""
+        text.append(f" {row}{decision.reason}", "bold")
+        if decision.relation_id:
+            text.append(" · ")
+            text.append_text(lit(decision.relation_id))
+        if decision.detail:
+            text.append(" · ")
+            text.append_text(lit(decision.detail, "dim"))
+        gaps = len(review.gaps())
+        if gaps:
+            text.append(f"  ✗ {gaps} unowned path{'s' if gaps > 1 else ''} (exit 2)", "bold red")
+        if review.flags:
+            text.append(f"  ⚑ {len(review.flags)} review flag{'s' if len(review.flags) > 1 else ''}", "bold yellow")
+        if review.errors:
+            text.append(f"  ✗ {len(review.errors)} bad file{'s' if len(review.errors) > 1 else ''}", "bold red")
+        text.append("\n")
+        text.append(f" oracle {review.base_ref}@{review.oracle_sha[:8]}", "dim")
+        if review.oracle_from == "HEAD":
+            text.append(" (--oracle-from HEAD)", "bold yellow")
+        text.append(f" · head {review.head_ref}@{review.head_sha[:8]} · merge base {review.merge_base[:8]}"
+                    f" · today {review.today.isoformat()}", "dim")
+        if running:
+            text.append(f" · {running}", "italic yellow")
+        self.update(text)
+
+    def show_error(self, message: str) -> None:
+        """Render a fatal load error (one line, literal)."""
+        self.update(Text.assemble((" ABORT ", "reverse bold magenta"), " ", lit(message)))

@@ -1,0 +1,204 @@
+"""What a reviewer does to the oracle: accept, delete, renew, freeze (SPEC §4, §6, §9, §10).
+
+Each action re-reads the files it changes from the oracle branch's current tip, checks
+the rule it implements, and makes exactly one commit of one kind through
+``commits.commit_changes`` (a temporary index; the user's work is never touched).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+from relconsole.engine import textedit
+from relconsole.engine.catalog import load_catalog
+from relconsole.engine.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
+from relconsole.engine.freezes import check_new_row
+from relconsole.engine.gitio import TreeView, resolve
+from relconsole.engine.leases import check_renewal
+from relconsole.engine.review import Review
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The git identity commits are made as (user.name, user.email)."""
+
+    name: str
+    email: str
+
+
+def git_identity(review: Review) -> Identity:
+    """The repository's configured identity. Raises CommitRefused when none is set."""
+    reader = review.repo.config_reader()
+    name = reader.get_value("user", "name", default="")
+    email = reader.get_value("user", "email", default="")
+    if not name and not email:
+        raise CommitRefused("no git identity: set user.name and user.email")
+    return Identity(str(name), str(email))
+
+
+def _tip_view(review: Review) -> TreeView:
+    return TreeView(review.repo, resolve(review.repo, review.layout.target_branch))
+
+
+def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], body: str = "") -> CommitResult:
+    return commit_changes(review.repo, review.layout.target_branch, kind, subject, changes, body,
+                          layout=review.layout)
+
+
+def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = ()) -> CommitResult:
+    """Accept candidates and drafted seed rows together: one ``catalog:`` commit (§9, §10).
+
+    Candidates are appended to the catalog in catalog form (every other byte kept) and
+    their files removed; seed rows are appended to their relations' seeds files and
+    removed from quarantine (a file with no row left is removed). Raises
+    CommitRefused when any chosen item is rejected, UsageError for unknown items.
+    """
+    candidates = [_candidate(review, cid) for cid in candidate_ids]
+    rows = _rows(review, list(row_keys)) if row_keys else []
+    if not candidates and not rows:
+        raise UsageError("nothing to accept")
+    for candidate in candidates:
+        if not candidate.valid or candidate.row is None:
+            raise CommitRefused(f"{candidate.id} is rejected: {'; '.join(candidate.reasons)}")
+    for row in rows:
+        if not row.valid:
+            raise CommitRefused(f"row {row.key} is rejected: {'; '.join(row.reasons)}")
+    view = _tip_view(review)
+    changes: list[FileChange] = []
+    if candidates:
+        changes += _catalog_with(view, review.layout.catalog, candidates)
+    changes += _seeds_with(review, view, rows) + _shrink_quarantine(view, rows)
+    names = [c.id for c in candidates] + ([f"{len(rows)} seed row(s) for "
+                                          + ", ".join(sorted({r.relation_id for r in rows}))] if rows else [])
+    body = "".join(f"Accepted from quarantine: {c.path}\n" + "".join(
+        f"  {k}: {v}\n" for k, v in c.provenance().items() if v) for c in candidates)
+    body += "".join(f"Accepted seed row {r.key}: {r.text}\n" for r in rows)
+    return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
+
+
+def _catalog_with(view: TreeView, path: str, candidates) -> list[FileChange]:
+    text = view.read_text(path) or ""
+    for candidate in candidates:
+        text = textedit.append_catalog_relation(text, candidate.row, path)
+    load_catalog(text, path)  # the result must still be a valid catalog
+    return [FileChange(path, text.encode())] + [FileChange(c.path, None) for c in candidates]
+
+
+def _seeds_with(review: Review, view: TreeView, rows) -> list[FileChange]:
+    changes = []
+    for relation_id in sorted({r.relation_id for r in rows}):
+        seeds = review.catalog.get(relation_id).seeds_path
+        values = [json.loads(r.text) for r in rows if r.relation_id == relation_id]
+        changes.append(FileChange(seeds, textedit.append_jsonl_rows(view.read_text(seeds) or "", values).encode()))
+    return changes
+
+
+def delete(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = ()) -> CommitResult:
+    """Remove candidates and drafted seed rows from quarantine: one ``quarantine:`` commit."""
+    candidates = [_candidate(review, cid) for cid in candidate_ids]
+    rows = _rows(review, list(row_keys)) if row_keys else []
+    if not candidates and not rows:
+        raise UsageError("nothing to delete")
+    changes = [FileChange(c.path, None) for c in candidates]
+    changes += _shrink_quarantine(_tip_view(review), rows)
+    names = [c.id for c in candidates] + ([f"{len(rows)} drafted seed row(s) for "
+                                          + ", ".join(sorted({r.relation_id for r in rows}))] if rows else [])
+    body = "".join(f"{c.path}: {'; '.join(c.reasons) or 'deleted by reviewer'}\n" for c in candidates)
+    body += "".join(f"{r.key}: {'; '.join(r.reasons) or 'deleted by reviewer'}\n" for r in rows)
+    return _commit(review, "quarantine", "delete " + "; ".join(names), changes, body)
+
+
+def _candidate(review: Review, candidate_id: str):
+    for candidate in review.candidates:
+        if candidate.id == candidate_id or candidate.path == candidate_id:
+            return candidate
+    raise UsageError(f"no candidate {candidate_id!r} in quarantine")
+
+
+def _rows(review: Review, keys: list[str]):
+    chosen = [r for r in review.seed_rows if r.key in keys]
+    missing = set(keys) - {r.key for r in chosen}
+    if missing:
+        raise UsageError(f"no drafted seed row {sorted(missing)[0]!r}")
+    return chosen
+
+
+def _shrink_quarantine(view: TreeView, rows) -> list[FileChange]:
+    """The quarantine files without ``rows``; a file with no row left is removed (§10)."""
+    changes = []
+    for path in sorted({r.path for r in rows}):
+        text = view.read_text(path)
+        if text is None:
+            raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
+        lines = text.splitlines()
+        mine = {r.line for r in rows if r.path == path}
+        for row in rows:
+            if row.path == path and (row.line > len(lines) or lines[row.line - 1] != row.text):
+                raise CommitRefused(f"{path} changed since the review loaded; reload the review")
+        rest = textedit.remove_jsonl_lines(text, mine)
+        changes.append(FileChange(path, rest.encode() if rest.strip() else None))
+    return changes
+
+
+def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
+    """Move a lease's expiry to ``until`` (§4): owner only, at most the configured maximum.
+
+    One ``lease:`` commit with only that manifest; ``sha256`` is untouched. Raises
+    CommitRefused with the reason otherwise.
+    """
+    status = review.lease(lease_id)
+    if status is None:
+        raise UsageError(f"no lease {lease_id!r}")
+    who = git_identity(review)
+    check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
+    path = status.source
+    old = _tip_view(review).read_text(path)
+    if old is None:
+        raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
+    new = textedit.set_lease_expires(old, until, path)
+    return _commit(review, "lease", f"renew {lease_id} until {until.isoformat()}",
+                   [FileChange(path, new.encode())],
+                   f"Expiry {status.lease.expires.isoformat()} -> {until.isoformat()}, "
+                   f"renewed by {who.email or who.name}.\n")
+
+
+def proposed_freeze(review: Review, relation_id: str, reason: str = "",
+                    expires: dt.date | None = None) -> dict:
+    """The freeze row the console proposes for a missed relation (§6, §8 row 8 fields).
+
+    Expiry defaults to the policy's ``max_days`` from today; reruns to its ``min_reruns``.
+    """
+    relation = review.catalog.get(relation_id) if review.catalog else None
+    result = review.results.get(relation_id)
+    if relation is None or result is None or result.outcome != "missed":
+        raise UsageError(f"{relation_id} has no miss to freeze; run it first")
+    policy = relation.freeze
+    expires = expires or review.today + dt.timedelta(days=policy.max_days)
+    who = git_identity(review)
+    return {"relation_id": relation_id, "expires": expires.isoformat(),
+            "reruns": max(policy.min_reruns, 1), "pass_needed": max(policy.min_reruns, 1),
+            "reason": reason, "lease_id": relation.lease_id or "",
+            "signature": result.signature or "", "test_id": relation_id,
+            "created_by": who.email or who.name, "created_at": review.today.isoformat()}
+
+
+def commit_freeze(review: Review, row: dict) -> CommitResult:
+    """Write a proposed freeze row (replacing that relation's row): one ``freeze:`` commit.
+
+    Raises CommitRefused when the row breaks the relation's freeze policy (§6).
+    """
+    problem = check_new_row(row, review.catalog, review.today)
+    if problem:
+        raise CommitRefused(f"freeze for {row.get('relation_id')}: {problem}")
+    path = review.layout.freezes
+    old = _tip_view(review).read_text(path)
+    try:
+        new = textedit.upsert_freeze_row(old, row, path)
+    except BadInputError:
+        raise
+    return _commit(review, "freeze", f"freeze {row['relation_id']} until {row['expires']}",
+                   [FileChange(path, new.encode())],
+                   f"Reason: {row['reason']}\nSignature: {row['signature']}\n")

@@ -1,0 +1,92 @@
+"""Canonical form and comparison of relation outputs (SPEC §3 ``compare``, ``quantum``).
+
+``exact``: values must be equal as they are (floats to the last bit).
+``canon``: mappings by key, numbers rounded to ``quantum``, sequences as bags only
+when the relation says output order is free.
+``tolerance``: numbers may differ by at most ``quantum``.
+A comparison returns the paths of the disagreeing keys so the console can mark them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+Path = tuple
+
+
+def canonical(value: Any, compare: str = "canon", quantum: float | None = None,
+              order_free: bool = False) -> Any:
+    """A JSON-able canonical form of ``value``.
+
+    Mappings get sorted string keys; sets and tuples become lists; numbers are rounded
+    to ``quantum`` under ``canon``; with ``order_free`` every sequence is sorted by its
+    elements' canonical JSON (a bag). Idempotent: canonical(canonical(x)) == canonical(x).
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return _number(value, compare, quantum)
+    if isinstance(value, dict):
+        return {str(k): canonical(v, compare, quantum, order_free)
+                for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        items = [canonical(v, compare, quantum, order_free) for v in value]
+        return sorted(items, key=_sort_key)
+    if isinstance(value, (list, tuple)):
+        items = [canonical(v, compare, quantum, order_free) for v in value]
+        return sorted(items, key=_sort_key) if order_free else items
+    return repr(value)
+
+
+def _number(value: float, compare: str, quantum: float | None) -> float:
+    if compare != "canon" or not quantum or not math.isfinite(value):
+        return value
+    step = Decimal(repr(quantum))
+    rounded = (Decimal(repr(value)) / step).quantize(Decimal(1), rounding=ROUND_HALF_EVEN) * step
+    return float(rounded)
+
+
+def _sort_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def differences(left: Any, right: Any, compare: str = "canon", quantum: float | None = None,
+                path: Path = ()) -> list[Path]:
+    """Paths where two canonical values disagree; [] when they are equal under ``compare``.
+
+    A path is a tuple of keys and indexes; () means the values differ at the top.
+    """
+    if isinstance(left, dict) and isinstance(right, dict):
+        out: list[Path] = []
+        for key in sorted(set(left) | set(right), key=str):
+            if key not in left or key not in right:
+                out.append(path + (key,))
+            else:
+                out.extend(differences(left[key], right[key], compare, quantum, path + (key,)))
+        return out
+    if isinstance(left, list) and isinstance(right, list):
+        if len(left) != len(right):
+            return [path]
+        out = []
+        for index, (a, b) in enumerate(zip(left, right)):
+            out.extend(differences(a, b, compare, quantum, path + (index,)))
+        return out
+    if _numbers(left, right):
+        if compare == "tolerance" and quantum is not None:
+            return [] if abs(left - right) <= quantum else [path]
+        return [] if left == right or (math.isnan(left) and math.isnan(right)) else [path]
+    return [] if left == right and type(left) is type(right) else [path]
+
+
+def _numbers(*values: Any) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def path_text(path: Path) -> str:
+    """A disagreeing key path as a reviewer reads it: ``Adelie.bill_length_mm_sum``."""
+    return ".".join(str(p) for p in path) if path else "(whole output)"

@@ -1,0 +1,305 @@
+"""The catalog of relations and the touched-path owner map (SPEC §3).
+
+A catalog is YAML (JSON loads too) with two keys, ``owners`` and ``relations``.
+Loading validates every field's type, rejects unknown fields, checks that every
+relation id named in ``owners`` is defined, and keeps the line of every relation so
+later errors can point at it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from relconsole.engine.errors import BadInputError
+from relconsole.engine.schemacheck import first_error, validate
+from relconsole.engine.yamlload import Loaded, load_yaml_text
+
+KINDS = ("permutation", "idempotence", "replay_ingest", "split_merge", "monotonic",
+         "roundtrip", "invariance", "bound")
+COMPARES = ("exact", "canon", "tolerance")
+ANSWER_KEYS = ("expected", "result", "output", "answer")
+
+_REF = {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"}
+_FIELD_SPEC = {
+    "oneOf": [
+        {"enum": ["str", "int", "float", "bool", "date"]},
+        {"type": "object", "additionalProperties": False, "required": ["type"],
+         "properties": {"type": {"enum": ["str", "int", "float", "bool", "date"]},
+                        "min": {"type": "number"}, "max": {"type": "number"},
+                        "choices": {"type": "array"}}},
+    ]
+}
+INPUT_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "lease": {"type": "string", "minLength": 1},
+        "seeds": {"type": "string", "minLength": 1},
+        "schema": {"type": "object", "additionalProperties": _FIELD_SPEC},
+    },
+    "oneOf": [{"required": ["lease"]}, {"required": ["seeds"]}],
+}
+RELATION_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["id", "kind", "subject", "input", "compare", "statement"],
+    "properties": {
+        "id": {"type": "string", "pattern": r"^[A-Za-z0-9_][\w.\-]*$"},
+        "kind": {"enum": list(KINDS)},
+        "subject": _REF,
+        "input": INPUT_SCHEMA,
+        "compare": {"enum": list(COMPARES)},
+        "quantum": {"type": ["number", "string"]},
+        "params": {"type": "object"},
+        "owner": {"type": "string", "minLength": 1},
+        "statement": {"type": "string", "minLength": 1},
+        "freeze": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"allowed": {"type": "boolean"},
+                           "max_days": {"type": "integer", "minimum": 1},
+                           "min_reruns": {"type": "integer", "minimum": 1}},
+        },
+        "merge": _REF, "inverse": _REF, "transform": _REF,
+        "clock": {"enum": ["frozen", "real"]},
+    },
+}
+CATALOG_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["relations"],
+    "properties": {
+        "owners": {"type": "object",
+                   "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+        "relations": {"type": "array", "items": RELATION_SCHEMA},
+    },
+}
+
+# Params each kind understands; anything else is a bad input file (§3: not silently ignored).
+KIND_PARAMS: dict[str, set[str]] = {
+    "permutation": {"shuffles", "seed", "order_free"},
+    "idempotence": set(),
+    "replay_ingest": set(),
+    "split_merge": {"splits", "seed", "order_free"},
+    "monotonic": {"field", "step", "max"},
+    "roundtrip": set(),
+    "invariance": {"seed"},
+    "bound": {"equals", "raises", "edge"},
+}
+KIND_FIELDS: dict[str, set[str]] = {"split_merge": {"merge"}, "roundtrip": {"inverse"},
+                                    "invariance": {"transform"}}
+KIND_REQUIRED: dict[str, set[str]] = {"roundtrip": {"inverse"}, "invariance": {"transform"}}
+
+
+@dataclass(frozen=True)
+class FreezePolicy:
+    """Whether a relation may be frozen (§6), for at most ``max_days`` days."""
+
+    allowed: bool = False
+    max_days: int = 14
+    min_reruns: int = 3
+
+
+@dataclass
+class Relation:
+    """One catalog relation (§3); ``raw`` is the mapping as written, ``line`` its 1-based line."""
+
+    id: str
+    kind: str
+    subject: str
+    input: dict
+    compare: str
+    statement: str
+    quantum: float | None = None
+    params: dict = field(default_factory=dict)
+    owner: str | None = None
+    freeze: FreezePolicy = field(default_factory=FreezePolicy)
+    merge: str | None = None
+    inverse: str | None = None
+    transform: str | None = None
+    clock: str = "frozen"
+    raw: dict = field(default_factory=dict)
+    line: int | None = None
+
+    @property
+    def lease_id(self) -> str | None:
+        """The dataset lease this relation reads, or None for a seeds input."""
+        return self.input.get("lease")
+
+    @property
+    def seeds_path(self) -> str | None:
+        """The seeds file this relation reads, or None for a lease input."""
+        return self.input.get("seeds")
+
+    def callables(self) -> dict[str, str]:
+        """Role -> ``module:attr`` for subject, merge, inverse and transform as set."""
+        roles = {"subject": self.subject, "merge": self.merge, "inverse": self.inverse,
+                 "transform": self.transform}
+        return {k: v for k, v in roles.items() if v}
+
+    def identity(self, callable_sources: dict[str, bytes] | None = None) -> str:
+        """sha256 over the id and the semantic definition (§3), as ``sha256:<hex>``.
+
+        ``callable_sources`` maps role -> source bytes of callables kept in the
+        protected tree; renaming a test, reordering or reformatting the catalog,
+        changing ``statement`` or ``owner`` leaves the identity unchanged.
+        """
+        semantic = {k: self.raw.get(k) for k in
+                    ("id", "kind", "subject", "input", "compare", "quantum", "params",
+                     "merge", "inverse", "transform")}
+        digest = hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode())
+        for role in sorted(callable_sources or {}):
+            digest.update(role.encode() + b"\0" + hashlib.sha256(callable_sources[role]).digest())
+        return "sha256:" + digest.hexdigest()
+
+
+@dataclass
+class Catalog:
+    """Relations by id plus the owner map as ordered (pattern, relation ids) pairs."""
+
+    source: str
+    relations: dict[str, Relation]
+    owners: list[tuple[str, list[str]]]
+    loaded: Loaded | None = None
+
+    def get(self, relation_id: str) -> Relation | None:
+        """The relation with that id, or None."""
+        return self.relations.get(relation_id)
+
+
+def load_catalog(text: str, source: str) -> Catalog:
+    """Parse and validate catalog text.
+
+    Raises BadInputError (exit 5) naming ``source`` and the line for malformed YAML,
+    unknown or mistyped fields, duplicate relation ids, params a kind does not take,
+    and owner entries naming undefined relations.
+    """
+    loaded = load_yaml_text(text, source)
+    if loaded.data is None:
+        raise BadInputError(source, "empty catalog: expected keys 'owners' and 'relations'", 1)
+    validate(loaded, CATALOG_SCHEMA, source)
+    relations: dict[str, Relation] = {}
+    for index, raw in enumerate(loaded.data["relations"]):
+        line = loaded.line_of(("relations", index))
+        relation = _relation(raw, source, line, loaded, index)
+        if relation.id in relations:
+            first = relations[relation.id].line
+            raise BadInputError(source, f"duplicate relation id {relation.id!r} (first on line {first})", line)
+        relations[relation.id] = relation
+    owners = list((loaded.data.get("owners") or {}).items())
+    for pattern, ids in owners:
+        for rid in ids:
+            if rid not in relations:
+                raise BadInputError(
+                    source, f"owners[{pattern!r}] names {rid!r}, which the catalog does not define",
+                    loaded.line_of(("owners", pattern)))
+    return Catalog(source, relations, owners, loaded)
+
+
+def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: int) -> Relation:
+    kind = raw["kind"]
+    for name in ("merge", "inverse", "transform"):
+        if name in raw and name not in KIND_FIELDS.get(kind, set()):
+            raise BadInputError(source, f"relation {raw['id']!r}: field {name!r} does not apply to kind {kind}",
+                                loaded.line_of(("relations", index, name)))
+    for name in KIND_REQUIRED.get(kind, set()):
+        if name not in raw:
+            raise BadInputError(source, f"relation {raw['id']!r}: kind {kind} needs field {name!r}", line)
+    params = raw.get("params") or {}
+    unknown = set(params) - KIND_PARAMS[kind]
+    if unknown:
+        raise BadInputError(
+            source, f"relation {raw['id']!r}: unknown params for {kind}: {', '.join(sorted(unknown))}",
+            loaded.line_of(("relations", index, "params")))
+    if raw["compare"] == "tolerance" and "quantum" not in raw:
+        raise BadInputError(source, f"relation {raw['id']!r}: compare tolerance needs a quantum", line)
+    quantum = _quantum(raw, source, loaded.line_of(("relations", index, "quantum")))
+    freeze = FreezePolicy(**(raw.get("freeze") or {})) if raw.get("freeze") else FreezePolicy()
+    return Relation(
+        id=raw["id"], kind=kind, subject=raw["subject"], input=dict(raw["input"]),
+        compare=raw["compare"], statement=raw["statement"], quantum=quantum,
+        params=dict(params), owner=raw.get("owner"), freeze=freeze, merge=raw.get("merge"),
+        inverse=raw.get("inverse"), transform=raw.get("transform"),
+        clock=raw.get("clock", "frozen"), raw=raw, line=line)
+
+
+def _quantum(raw: dict, source: str, line: int | None) -> float | None:
+    """``quantum`` as a positive float; YAML 1.1 reads ``1e-9`` (no dot) as a string."""
+    value = raw.get("quantum")
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise BadInputError(source, f"relation {raw['id']!r}: quantum {value!r} is not a number", line) from None
+    if not number > 0 or number != number or number == float("inf"):
+        raise BadInputError(source, f"relation {raw['id']!r}: quantum must be a positive number", line)
+    raw["quantum"] = number
+    return number
+
+
+# --- input schemas (§3) ---------------------------------------------------------------
+
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
+               "date": "string"}
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def row_schema(field_specs: dict[str, Any]) -> dict:
+    """JSON schema of one input row from an input ``schema`` (field -> type or spec).
+
+    Exactly the declared keys, each of its type and within ``min``/``max``/``choices``.
+    """
+    properties = {}
+    for name, spec in field_specs.items():
+        spec = {"type": spec} if isinstance(spec, str) else dict(spec)
+        prop: dict[str, Any] = {"type": _JSON_TYPES[spec["type"]]}
+        if spec["type"] == "date":
+            prop["pattern"] = _ISO_DATE.pattern
+        if "min" in spec:
+            prop["minimum"] = spec["min"]
+        if "max" in spec:
+            prop["maximum"] = spec["max"]
+        if "choices" in spec:
+            prop["enum"] = spec["choices"]
+        properties[name] = prop
+    return {"type": "object", "properties": properties, "required": sorted(properties),
+            "additionalProperties": False}
+
+
+def answer_like(key: str) -> bool:
+    """True for a key that looks like a stored answer (``expected``, ``result_total``...)."""
+    lowered = key.lower()
+    return any(lowered == k or lowered.startswith(k + "_") or lowered.endswith("_" + k)
+               for k in ANSWER_KEYS)
+
+
+def check_row(row: Any, field_specs: dict[str, Any] | None) -> list[str]:
+    """Why one seed or drafted input row is not acceptable (§3, §10); [] when it is.
+
+    Answer-like keys are reported first and on their own, then schema violations.
+    """
+    reasons: list[str] = []
+    if isinstance(row, dict):
+        for key in row:
+            if answer_like(str(key)):
+                reasons.append(f"answer-like key {key!r}: inputs never carry outputs")
+    if field_specs:
+        if isinstance(row, dict):
+            extra = sorted(set(row) - set(field_specs))
+            for key in extra:
+                if not answer_like(str(key)):
+                    reasons.append(f"key {key!r} is not in the input schema")
+            missing = sorted(set(field_specs) - set(row))
+            for key in missing:
+                reasons.append(f"missing key {key!r} of the input schema")
+            trimmed = {k: v for k, v in row.items() if k in field_specs}
+            if not missing:
+                problem = first_error(trimmed, row_schema(field_specs))
+                if problem:
+                    reasons.append(problem)
+        else:
+            reasons.append("expected a JSON object with the input schema's keys")
+    return reasons

@@ -1,0 +1,85 @@
+"""Where a reviewed repository keeps its oracle (SPEC §2), read from ``[tool.relconsole]``.
+
+The layout is read from the base ref's ``pyproject.toml``, like the rest of the oracle,
+so a patch cannot move its own gate.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+
+import jsonschema
+
+from relconsole.engine.errors import BadInputError
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths (repository-relative, POSIX) and policies of a reviewed repository.
+
+    Days are calendar days; ``relation_timeout_seconds`` is wall-clock seconds.
+    """
+
+    catalog: str = "oracle/catalog.yaml"
+    leases_dir: str = "oracle/leases"
+    freezes: str = "oracle/freezes.json"
+    pins: str = "oracle/pins.json"
+    quarantine_dir: str = "oracle/quarantine"
+    seeds_dir: str = "oracle/seeds"
+    protected: tuple[str, ...] = ("oracle/**",)
+    import_paths: tuple[str, ...] | None = None  # None: repository root, plus src/ if present
+    base_ref: str = "main"
+    oracle_branch: str | None = None  # None: the base ref
+    expiring_window_days: int = 7
+    renew_max_days: int = 30
+    relation_timeout_seconds: float = 120.0
+    frozen_clock: str = "2026-01-01T00:00:00+00:00"
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def target_branch(self) -> str:
+        """The branch console commits go onto (§9)."""
+        return self.oracle_branch or self.base_ref
+
+
+_STR = {"type": "string", "minLength": 1}
+_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "catalog": _STR, "leases_dir": _STR, "freezes": _STR, "pins": _STR,
+        "quarantine_dir": _STR, "seeds_dir": _STR, "base_ref": _STR, "oracle_branch": _STR,
+        "protected": {"type": "array", "items": _STR},
+        "import_paths": {"type": "array", "items": {"type": "string"}},
+        "expiring_window_days": {"type": "integer", "minimum": 0},
+        "renew_max_days": {"type": "integer", "minimum": 1},
+        "relation_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "frozen_clock": _STR,
+    },
+}
+
+
+def layout_from_pyproject(text: str | None, source: str = "pyproject.toml") -> Layout:
+    """Build the Layout from ``pyproject.toml`` text (None or no section: defaults).
+
+    Raises BadInputError (exit 5) for invalid TOML or an unknown or mistyped key.
+    """
+    if not text:
+        return Layout()
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        raise BadInputError(source, f"invalid TOML: {exc.args[0] if exc.args else exc}", line) from None
+    section = doc.get("tool", {}).get("relconsole")
+    if section is None:
+        return Layout()
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(_SCHEMA).iter_errors(section))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "[tool.relconsole]"
+        raise BadInputError(source, f"[tool.relconsole] {where}: {error.message}")
+    known = {f.name for f in fields(Layout)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items() if k in known}
+    return replace(Layout(), **values)

@@ -1,0 +1,168 @@
+"""Counted flake freezes (SPEC §6): rows an operator commits, never a skip mark.
+
+The freeze file is a JSON list of rows. A row is ``live`` until its expiry day has
+passed, then ``expired`` (ignored: the relation is mandatory again). Rows that break
+the relation's freeze policy are ``invalid`` and ignored too, with the reason shown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+from relconsole.engine.catalog import Catalog
+from relconsole.engine.errors import BadInputError
+from relconsole.engine.schemacheck import first_error
+
+LIVE, EXPIRED, INVALID = "live", "expired", "invalid"
+
+_TEXT = {"type": "string", "minLength": 1}
+ROW_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["relation_id", "expires", "reruns", "pass_needed", "reason"],
+    "properties": {
+        "relation_id": _TEXT,
+        "expires": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+        "reruns": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "pass_needed": {"type": "integer", "minimum": 1},
+        "reason": {"type": "string", "pattern": r"\S"},
+        "lease_id": {"type": "string"},
+        "signature": {"type": "string"},
+        "test_id": {"type": "string"},
+        "created_by": {"type": "string"},
+        "created_at": {"type": "string"},
+    },
+}
+
+
+@dataclass
+class FreezeRow:
+    """One freeze row with its state on the review's day and the reason for it."""
+
+    raw: dict
+    line: int | None
+    state: str
+    why: str
+
+    @property
+    def relation_id(self) -> str:
+        return self.raw["relation_id"]
+
+    @property
+    def expires(self) -> dt.date:
+        return dt.date.fromisoformat(self.raw["expires"])
+
+    @property
+    def reruns(self) -> int:
+        return self.raw["reruns"]
+
+    @property
+    def pass_needed(self) -> int:
+        return self.raw["pass_needed"]
+
+
+def parse_rows(text: str | None, source: str) -> list[tuple[dict, int | None]]:
+    """The rows of a freeze file with their lines. Absent or blank text: no rows.
+
+    Raises BadInputError (file, line) for malformed JSON, a non-list top level, a row
+    with a ``skip`` key, an empty reason, ``pass_needed > reruns`` or a wrong type.
+    """
+    if text is None or not text.strip():
+        return []
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
+    if not isinstance(rows, list):
+        raise BadInputError(source, "the freeze file is a JSON list of rows", 1)
+    starts = _row_lines(text)
+    out = []
+    for index, row in enumerate(rows):
+        line = starts[index] if index < len(starts) else None
+        if isinstance(row, dict) and "skip" in row:
+            raise BadInputError(source, f"row {index}: a freeze is counted reruns, never a skip", line)
+        problem = first_error(row, ROW_SCHEMA)
+        if problem:
+            raise BadInputError(source, f"row {index}: {problem}", line)
+        if row["pass_needed"] > row["reruns"]:
+            raise BadInputError(source, f"row {index}: pass_needed {row['pass_needed']} > reruns {row['reruns']}", line)
+        try:
+            dt.date.fromisoformat(row["expires"])
+        except ValueError:
+            raise BadInputError(source, f"row {index}: expires {row['expires']!r} is not a date", line) from None
+        out.append((row, line))
+    return out
+
+
+def _row_lines(text: str) -> list[int]:
+    """1-based lines where each top-level row object starts (a small bracket scanner)."""
+    lines, depth, line, in_string, escaped = [], 0, 1, False, False
+    for char in text:
+        if char == "\n":
+            line += 1
+        if in_string:
+            escaped = (char == "\\") and not escaped
+            if char == '"' and not escaped:
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth == 2 and char == "{":
+                lines.append(line)
+        elif char in "]}":
+            depth -= 1
+    return lines
+
+
+def assess(rows: list[tuple[dict, int | None]], catalog: Catalog, today: dt.date) -> list[FreezeRow]:
+    """Each row's state on ``today`` under the catalog's freeze policies (§6)."""
+    out = []
+    for raw, line in rows:
+        relation = catalog.get(raw["relation_id"])
+        expires = dt.date.fromisoformat(raw["expires"])
+        if relation is None:
+            out.append(FreezeRow(raw, line, INVALID, f"no relation {raw['relation_id']!r} in the catalog"))
+        elif not relation.freeze.allowed:
+            out.append(FreezeRow(raw, line, INVALID, f"{relation.id} does not allow freezing"))
+        elif expires < today:
+            out.append(FreezeRow(raw, line, EXPIRED, f"freeze expired on {expires.isoformat()}: mandatory again"))
+        elif (expires - today).days > relation.freeze.max_days:
+            out.append(FreezeRow(raw, line, INVALID,
+                                 f"expires {expires.isoformat()}, beyond max_days {relation.freeze.max_days}"))
+        else:
+            out.append(FreezeRow(raw, line, LIVE, f"frozen until {expires.isoformat()}"))
+    return out
+
+
+def for_relation(rows: list[FreezeRow], relation_id: str) -> FreezeRow | None:
+    """The row that governs ``relation_id``: a live one if any, else the latest other."""
+    mine = [r for r in rows if r.relation_id == relation_id]
+    live = [r for r in mine if r.state == LIVE]
+    pool = live or mine
+    return max(pool, key=lambda r: r.raw["expires"]) if pool else None
+
+
+def check_new_row(row: dict, catalog: Catalog, today: dt.date) -> str | None:
+    """Why a freeze row the console is about to commit breaks §6, or None when it is fine."""
+    problem = first_error(row, ROW_SCHEMA)
+    if problem:
+        return problem
+    relation = catalog.get(row["relation_id"])
+    if relation is None:
+        return f"no relation {row['relation_id']!r} in the catalog"
+    if not relation.freeze.allowed:
+        return f"{relation.id} does not allow freezing"
+    if row["pass_needed"] > row["reruns"]:
+        return f"pass_needed {row['pass_needed']} > reruns {row['reruns']}"
+    if row["reruns"] < relation.freeze.min_reruns:
+        return f"reruns {row['reruns']} below the policy's min_reruns {relation.freeze.min_reruns}"
+    expires = dt.date.fromisoformat(row["expires"])
+    if expires <= today:
+        return f"expiry {expires.isoformat()} is not after today"
+    if (expires - today).days > relation.freeze.max_days:
+        return f"expiry {expires.isoformat()} beyond the policy's {relation.freeze.max_days} days"
+    return None

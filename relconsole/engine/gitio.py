@@ -1,0 +1,158 @@
+"""Read-only git access: refs, merge base, touched paths and blobs of a commit.
+
+Touched paths come from ``git diff --name-status -z -M`` (no C-quoting of odd names,
+renames with both paths), never from GitPython's object diff, which is orders of
+magnitude slower on big diffs. Blobs are read as bytes from the object database
+because ``git show`` through GitPython strips the final newline.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from relconsole.engine.errors import GitError, UsageError
+
+_SCRUBBED = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY")
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The process environment without git variables that would redirect a git call."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env.update(extra or {})
+    return env
+
+
+def open_repo(path: str | Path) -> git.Repo:
+    """Open the repository whose work tree contains ``path``.
+
+    Raises UsageError (exit 64) when ``path`` is not inside a git work tree.
+    """
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise UsageError(f"{path}: not a git repository") from None
+
+
+def resolve(repo: git.Repo, ref: str) -> str:
+    """The commit sha ``ref`` names. Raises GitError (abort) for an unknown ref."""
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        raise GitError(f"unknown ref {ref!r}: fetch it (git fetch origin {ref}) or name another with --base/--head") from None
+
+
+def merge_base(repo: git.Repo, base: str, head: str) -> str:
+    """The merge base of two commits.
+
+    Raises GitError (abort, §8) when there is none, telling a shallow clone (fetch more
+    history) apart from unrelated histories.
+    """
+    try:
+        return repo.git.merge_base(base, head)
+    except git.GitCommandError:
+        pass
+    shallow = Path(repo.git_dir, "shallow").exists()
+    if shallow:
+        raise GitError(
+            f"no merge base of {base} and {head}: this is a shallow clone; "
+            "fetch the history (git fetch --unshallow, or --depth with more commits)")
+    raise GitError(f"no merge base of {base} and {head}: the histories are unrelated")
+
+
+def current_branch(repo: git.Repo) -> str | None:
+    """The checked-out branch name, or None for a detached HEAD (as CI checks out)."""
+    try:
+        return repo.git.symbolic_ref("--quiet", "--short", "HEAD")
+    except git.GitCommandError:
+        return None
+
+
+@dataclass(frozen=True)
+class Touched:
+    """One path the patch touched: ``status`` is git's letter (A, M, D, R, C, T).
+
+    For renames and copies ``old_path`` is the source path; else None.
+    """
+
+    status: str
+    path: str
+    old_path: str | None = None
+
+
+def touched_paths(repo: git.Repo, base: str, head: str) -> list[Touched]:
+    """Paths changed between ``base`` and ``head`` (commits), renames detected."""
+    raw = repo.git.execute(
+        ["git", "diff", "--name-status", "-z", "-M", "--no-ext-diff", base, head],
+        env=clean_env(), strip_newline_in_stdout=False)
+    fields = raw.split("\0")
+    out: list[Touched] = []
+    i = 0
+    while i < len(fields) and fields[i]:
+        status = fields[i]
+        letter = status[0]
+        if letter in "RC":
+            out.append(Touched(letter, fields[i + 2], fields[i + 1]))
+            i += 3
+        else:
+            out.append(Touched(letter, fields[i + 1]))
+            i += 2
+    return out
+
+
+class TreeView:
+    """Read-only view of one commit's tree: what the oracle or the code under test holds."""
+
+    def __init__(self, repo: git.Repo, commit: str):
+        self.repo = repo
+        self.commit = commit
+        self._tree = repo.commit(commit).tree
+
+    def _blob(self, path: str):
+        try:
+            obj = self._tree / path
+        except KeyError:
+            return None
+        return obj if obj.type == "blob" else None
+
+    def exists(self, path: str) -> bool:
+        """True when ``path`` is a file in this commit."""
+        return self._blob(path) is not None
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The file's exact bytes, or None when the commit has no such file."""
+        blob = self._blob(path)
+        return None if blob is None else blob.data_stream.read()
+
+    def read_text(self, path: str) -> str | None:
+        """The file decoded as UTF-8, or None when absent."""
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def list_files(self, directory: str) -> list[str]:
+        """Repository-relative paths of the files directly under ``directory``, sorted."""
+        try:
+            tree = self._tree / directory.rstrip("/")
+        except KeyError:
+            return []
+        if tree.type != "tree":
+            return []
+        return sorted(b.path for b in tree.blobs)
+
+    def export(self, dest: Path, paths: list[str] | None = None) -> None:
+        """Write the commit's files (or only those under ``paths``) into ``dest``."""
+        args = ["git", "archive", "--format=tar", self.commit]
+        if paths:
+            args += ["--", *paths]
+        proc = subprocess.run(args, cwd=self.repo.working_tree_dir or self.repo.git_dir,
+                              env=clean_env(), capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise GitError(f"git archive {self.commit[:12]} failed: {proc.stderr.decode(errors='replace').strip()}")
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+            tar.extractall(dest, filter="data")

@@ -1,0 +1,225 @@
+"""The relation kinds (SPEC §3): each is a transform of the source input plus a
+comparison of the outputs, never a stored answer.
+
+This module runs inside a worker process (``relconsole.engine.worker``), with the tree
+under test on ``sys.path``; it never runs in the console's process. Each check returns
+an Outcome: whether the relation held, the two canonical outputs that were compared
+last (or that disagreed), and the disagreeing key paths.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from relconsole.engine.canon import canonical, differences, path_text
+
+
+@dataclass
+class Outcome:
+    """Result of one evaluation of a relation on one source input.
+
+    ``source`` and ``followup`` are the canonical outputs of the source and follow-up
+    runs; ``differing`` lists disagreeing key paths as text; ``note`` says which
+    follow-up input missed (shuffle 3, split at 120, seed row 2...).
+    """
+
+    held: bool
+    source: Any = None
+    followup: Any = None
+    differing: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+def load_callable(ref: str) -> Callable:
+    """Import ``module:attr.path`` (entry-point style). Raises ImportError/AttributeError."""
+    module_name, _, attr_path = ref.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in attr_path.split("."):
+        target = getattr(target, part)
+    return target
+
+
+class Check:
+    """Compares two raw outputs under the relation's ``compare``/``quantum``/order rule."""
+
+    def __init__(self, relation: dict):
+        self.compare = relation.get("compare", "canon")
+        self.quantum = relation.get("quantum")
+        self.order_free = bool((relation.get("params") or {}).get("order_free", False))
+
+    def canon(self, value: Any) -> Any:
+        return canonical(value, self.compare, self.quantum, self.order_free)
+
+    def outcome(self, left: Any, right: Any, note: str = "", bag: bool = False) -> Outcome:
+        a = canonical(left, self.compare, self.quantum, self.order_free or bag)
+        b = canonical(right, self.compare, self.quantum, self.order_free or bag)
+        diff = differences(a, b, self.compare, self.quantum)
+        return Outcome(not diff, a, b, [path_text(p) for p in diff], note)
+
+
+def _first_miss(outcomes) -> Outcome:
+    last = Outcome(True, note="no follow-up input")
+    for outcome in outcomes:
+        if not outcome.held:
+            return outcome
+        last = outcome
+    return last
+
+
+def permutation(rel: dict, f: Callable, x: Any, rng: random.Random, **_) -> Outcome:
+    check = Check(rel)
+    shuffles = int((rel.get("params") or {}).get("shuffles", 6))
+    base = f(copy.deepcopy(x))
+
+    def runs():
+        for n in range(1, shuffles + 1):
+            y = list(x)
+            rng.shuffle(y)
+            yield check.outcome(base, f(y), f"shuffle {n} of {shuffles}")
+    return _first_miss(runs())
+
+
+def idempotence(rel: dict, f: Callable, x: Any, **_) -> Outcome:
+    once = f(copy.deepcopy(x))
+    return Check(rel).outcome(once, f(copy.deepcopy(once)), "f(f(x)) vs f(x)")
+
+
+def replay_ingest(rel: dict, f: Callable, x: Any, **_) -> Outcome:
+    store = f()
+    store.reset()
+    store.ingest(copy.deepcopy(x))
+    once = copy.deepcopy(store.projection())
+    store.reset()
+    store.ingest(copy.deepcopy(x))
+    store.ingest(copy.deepcopy(x))
+    return Check(rel).outcome(once, store.projection(), "ingest twice vs ingest once")
+
+
+def split_points(length: int, splits: Any) -> list[int]:
+    """Split indexes for ``splits`` (an int count, evenly spaced, or fractions in (0, 1))."""
+    if isinstance(splits, list):
+        points = [int(length * float(s)) for s in splits]
+    else:
+        count = int(splits)
+        points = [length * k // (count + 1) for k in range(1, count + 1)]
+    return sorted({p for p in points if 0 <= p <= length})
+
+
+def _concat(a: Any, b: Any) -> Any:
+    return list(a) + list(b)
+
+
+def split_merge(rel: dict, f: Callable, x: Any, merge: Callable | None = None, **_) -> Outcome:
+    merge = merge or _concat
+    check = Check(rel)
+    whole = f(copy.deepcopy(x))
+    rows = list(x)
+
+    def runs():
+        for point in split_points(len(rows), (rel.get("params") or {}).get("splits", 3)):
+            merged = merge(f(rows[:point]), f(rows[point:]))
+            yield check.outcome(whole, merged, f"split at row {point} of {len(rows)}", bag=True)
+    return _first_miss(runs())
+
+
+def _raise(value: Any, field_name: str, step: float, cap: float | None) -> Any:
+    if isinstance(value, dict) and field_name in value:
+        raised = dict(value)
+        old = value[field_name]
+        number = float(old) if isinstance(old, str) else old
+        new = number + step
+        if cap is not None:
+            new = min(new, cap)
+        raised[field_name] = type(old)(new) if isinstance(old, (int, float)) and not isinstance(old, bool) else str(new)
+        return raised
+    if isinstance(value, list):
+        return [_raise(v, field_name, step, cap) for v in value]
+    return value
+
+
+def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
+    """Paths where ``after`` falls below ``before``: numbers drop, or members go missing."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = []
+        for key in before:
+            if key not in after:
+                out.append(path_text(path + (key,)))
+            else:
+                out.extend(never_below(before[key], after[key], path + (key,)))
+        return out
+    if isinstance(before, (list, set, tuple)) and isinstance(after, (list, set, tuple)):
+        kept = {canonical_key(v) for v in after}
+        lost = [v for v in before if canonical_key(v) not in kept]
+        return [f"{path_text(path)} lost {len(lost)} member(s), e.g. {lost[0]!r}"] if lost else []
+    if isinstance(before, (int, float)) and isinstance(after, (int, float)):
+        return [path_text(path)] if after < before else []
+    return [] if before == after else [path_text(path)]
+
+
+def canonical_key(value: Any) -> str:
+    import json
+    return json.dumps(canonical(value), sort_keys=True, default=repr)
+
+
+def monotonic(rel: dict, f: Callable, x: Any, **_) -> Outcome:
+    params = rel.get("params") or {}
+    field_name = params.get("field")
+    raised = _raise(x, field_name, params.get("step", 1), params.get("max"))
+    before, after = f(copy.deepcopy(x)), f(raised)
+    lost = never_below(before, after)
+    return Outcome(not lost, canonical(before), canonical(after), lost,
+                   f"{field_name} raised by {params.get('step', 1)}")
+
+
+def roundtrip(rel: dict, f: Callable, x: Any, inverse: Callable | None = None, **_) -> Outcome:
+    return Check(rel).outcome(x, inverse(f(copy.deepcopy(x))), "inverse(f(x)) vs x")
+
+
+def invariance(rel: dict, f: Callable, x: Any, transform: Callable | None = None, **_) -> Outcome:
+    return Check(rel).outcome(f(copy.deepcopy(x)), f(transform(copy.deepcopy(x))), "f(T(x)) vs f(x)")
+
+
+def bound(rel: dict, f: Callable, x: Any, **_) -> Outcome:
+    params = rel.get("params") or {}
+    if "raises" in params:
+        try:
+            got = f(x)
+        except Exception as exc:  # the named class is the documented edge
+            name = type(exc).__name__
+            return Outcome(name == params["raises"], params["raises"], name,
+                           [] if name == params["raises"] else ["(exception class)"], "edge")
+        return Outcome(False, params["raises"], canonical(got), ["(no exception)"], "edge")
+    return Check(rel).outcome(params.get("equals"), f(x), "edge")
+
+
+KINDS: dict[str, Callable[..., Outcome]] = {
+    "permutation": permutation, "idempotence": idempotence, "replay_ingest": replay_ingest,
+    "split_merge": split_merge, "monotonic": monotonic, "roundtrip": roundtrip,
+    "invariance": invariance, "bound": bound,
+}
+
+
+def evaluate(rel: dict, inputs: list[Any], seed: int) -> Outcome:
+    """Run relation ``rel`` (a catalog mapping) over each source input; first miss wins.
+
+    ``inputs`` is ``[corpus_rows]`` for a lease or one entry per seed for seeds.
+    ``seed`` seeds the shuffles (a rerun passes a new seed). Raises whatever the
+    subject raises: the worker reports it as a miss with the exception class.
+    """
+    kind = KINDS[rel["kind"]]
+    subject = load_callable(rel["subject"])
+    helpers = {name: load_callable(rel[name]) for name in ("merge", "inverse", "transform") if rel.get(name)}
+    rng = random.Random(seed)
+    last = Outcome(True, note="no input")
+    for index, x in enumerate(inputs):
+        outcome = kind(rel, subject, x, rng=rng, **helpers)
+        if len(inputs) > 1:
+            outcome.note = f"seed row {index + 1}: {outcome.note}"
+        if not outcome.held:
+            return outcome
+        last = outcome
+    return last

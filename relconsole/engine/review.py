@@ -1,0 +1,414 @@
+"""One review: everything a reviewer sees for a patch, computed from git and the oracle.
+
+``load_review`` reads the oracle from the base ref's tip (SPEC §2), maps the touched
+paths between the merge base and HEAD to owners, checks leases, pins and freezes,
+validates quarantine, and collects bad input files instead of stopping at the first.
+``run_review`` then evaluates the touched relations on HEAD's tree in worker processes.
+The console, the CLI and the pytest plugin all go through this module.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import io
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import git
+
+from relconsole.engine import gitio
+from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, SeedRow, validate_candidate,
+                                          validate_seed_rows)
+from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
+from relconsole.engine.config import Layout, layout_from_pyproject
+from relconsole.engine.decision import Decision, worst
+from relconsole.engine.errors import BadInputError, RelconsoleError
+from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
+from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
+from relconsole.engine.owners import GAP, PROTECTED, Binding, bind
+from relconsole.engine.runner import RelationResult, RunPlan, run_all
+from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
+
+DEFAULT_BASE = "main"
+
+
+def today_from_env() -> dt.date:
+    """``RELCONSOLE_TODAY`` (YYYY-MM-DD) when set, else the local date (§4 injectable today)."""
+    value = os.environ.get("RELCONSOLE_TODAY")
+    return dt.date.fromisoformat(value) if value else dt.date.today()
+
+
+@dataclass
+class ReviewFlag:
+    """Something in the patch a reviewer must see (§9), with where it happened."""
+
+    name: str
+    path: str
+    detail: str
+    commits: tuple[str, ...] = ()
+
+
+@dataclass
+class Review:
+    """The state of one review. Paths are repository-relative POSIX strings."""
+
+    repo: git.Repo
+    base_ref: str
+    head_ref: str
+    head_sha: str
+    base_tip: str
+    merge_base: str
+    oracle_sha: str
+    oracle_from: str
+    today: dt.date
+    layout: Layout
+    oracle_dir: Path
+    catalog: Catalog | None = None
+    errors: list[BadInputError] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    leases: list[LeaseStatus] = field(default_factory=list)
+    pins: dict[str, str] = field(default_factory=dict)
+    freezes: list[FreezeRow] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    seed_rows: list[SeedRow] = field(default_factory=list)
+    flags: list[ReviewFlag] = field(default_factory=list)
+    identities: dict[str, str] = field(default_factory=dict)
+    changed_identity: set[str] = field(default_factory=set)
+    seed_problems: dict[str, str] = field(default_factory=dict)
+    results: dict[str, RelationResult] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return Path(self.repo.working_tree_dir)
+
+    @property
+    def relations(self) -> list[Relation]:
+        """Catalog relations in catalog order ([] when the catalog did not load)."""
+        return list(self.catalog.relations.values()) if self.catalog else []
+
+    def touched_relations(self) -> list[str]:
+        """Ids of relations owning at least one touched path, in catalog order."""
+        owned = {rid for b in self.bindings for rid in b.relations}
+        return [r.id for r in self.relations if r.id in owned]
+
+    def gaps(self) -> list[Binding]:
+        return [b for b in self.bindings if b.state == GAP]
+
+    def lease(self, lease_id: str) -> LeaseStatus | None:
+        return next((s for s in self.leases if s.lease and s.lease.id == lease_id), None)
+
+    def freeze_for(self, relation_id: str) -> FreezeRow | None:
+        return for_relation(self.freezes, relation_id)
+
+    def blocked_reason(self, relation: Relation) -> str | None:
+        """Why the relation cannot run (its lease or seeds fail closed), or None."""
+        if relation.lease_id:
+            return reading_refusal(self.lease(relation.lease_id), relation.id, relation.lease_id)
+        return self.seed_problems.get(relation.id)
+
+    def decision(self) -> Decision:
+        """The PR's decision: worst of the touched relations' verdicts (§8).
+
+        Touched relations not yet run make it ``hold`` (evidence pending); a bad input
+        file makes it ``abort`` with reason ``bad_input``.
+        """
+        if self.errors:
+            return Decision("abort", "bad_input", None, None, self.errors[0].one_line())
+        verdicts = []
+        for rid in self.touched_relations():
+            result = self.results.get(rid)
+            verdicts.append(result.verdict if result else
+                            Decision("hold", "not_run", None, rid, "press r to run"))
+        return worst(verdicts)
+
+    def close(self) -> None:
+        """Remove the review's temporary oracle directory."""
+        shutil.rmtree(self.oracle_dir, ignore_errors=True)
+
+
+def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_ref: str = "HEAD",
+                today: dt.date | None = None, oracle_from: str = "base") -> Review:
+    """Build a Review for ``head_ref`` against ``base_ref`` (default ``main``).
+
+    Raises UsageError for a path outside git, GitError (abort) for unknown refs or a
+    missing merge base. Bad oracle files do not raise: they land in ``review.errors``.
+    """
+    repo = gitio.open_repo(repo_path)
+    base_ref = base_ref or DEFAULT_BASE
+    head_sha = gitio.resolve(repo, head_ref)
+    base_tip = gitio.resolve(repo, base_ref)
+    merge_base = gitio.merge_base(repo, base_tip, head_sha)
+    oracle_sha = head_sha if oracle_from.upper() == "HEAD" else base_tip
+    errors: list[BadInputError] = []
+    oracle_view = gitio.TreeView(repo, oracle_sha)
+    try:
+        layout = layout_from_pyproject(oracle_view.read_text("pyproject.toml"))
+    except BadInputError as exc:
+        errors.append(exc)
+        layout = Layout()
+    oracle_dir = scratch_dir("relconsole-oracle-")
+    export_oracle(repo, oracle_sha, layout.protected, oracle_dir)
+    review = Review(repo, base_ref, head_ref, head_sha, base_tip, merge_base, oracle_sha,
+                    "HEAD" if oracle_sha == head_sha and oracle_from.upper() == "HEAD" else "base",
+                    today or today_from_env(), layout, oracle_dir, errors=errors)
+    _load_oracle(review, oracle_view)
+    _bind(review)
+    _load_quarantine(review, oracle_view)
+    _patch_catalog(review)
+    return review
+
+
+def _collect(review: Review, fn: Callable, *args):
+    try:
+        return fn(*args)
+    except BadInputError as exc:
+        review.errors.append(exc)
+        return None
+
+
+def _load_oracle(review: Review, view: gitio.TreeView) -> None:
+    layout = review.layout
+    text = view.read_text(layout.catalog)
+    if text is None:
+        review.errors.append(BadInputError(layout.catalog, f"no catalog in {review.base_ref}"))
+    else:
+        review.catalog = _collect(review, load_catalog, text, layout.catalog)
+    for path in view.list_files(layout.leases_dir):
+        if not path.endswith((".yaml", ".yml")):
+            continue
+        try:
+            lease = parse_lease(view.read_text(path), path)
+        except BadInputError as exc:
+            review.errors.append(exc)
+            review.leases.append(LeaseStatus(path, "invalid", exc.one_line()))
+            continue
+        review.leases.append(lease_status(lease, review.oracle_dir, review.today,
+                                          layout.expiring_window_days))
+    _duplicate_lease_ids(review)
+    review.pins = _collect(review, pin_states, view.read_text(layout.pins), review.oracle_dir,
+                           layout.pins) or {}
+    rows = _collect(review, parse_rows, view.read_text(layout.freezes), layout.freezes) or []
+    if review.catalog is not None:
+        review.freezes = assess(rows, review.catalog, review.today)
+        _check_seeds(review, view)
+        review.identities = {r.id: r.identity(_callable_sources(r, view)) for r in review.relations}
+
+
+def _duplicate_lease_ids(review: Review) -> None:
+    seen: dict[str, str] = {}
+    for status in review.leases:
+        if status.lease is None:
+            continue
+        if status.lease.id in seen:
+            review.errors.append(BadInputError(
+                status.source, f"lease id {status.lease.id!r} is also used by {seen[status.lease.id]}", 1))
+        seen[status.lease.id] = status.source
+
+
+def _check_seeds(review: Review, view: gitio.TreeView) -> None:
+    """§3: a seeds file with bad rows fails closed (the relation is blocked, exit 5)."""
+    for relation in review.relations:
+        path = relation.seeds_path
+        if not path:
+            continue
+        text = view.read_text(path)
+        if text is None:
+            review.seed_problems[relation.id] = f"seeds file {path} is absent"
+            review.errors.append(BadInputError(path, f"seeds file of {relation.id} is absent"))
+            continue
+        problem = _seed_file_problem(text, path, relation)
+        if problem:
+            review.seed_problems[relation.id] = problem.one_line()
+            review.errors.append(problem)
+
+
+def _seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError | None:
+    count = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        count += 1
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return BadInputError(path, f"invalid JSON: {exc.msg}", number)
+        reasons = check_row(value, relation.input.get("schema"))
+        if reasons:
+            return BadInputError(path, reasons[0], number)
+    if count == 0:
+        return BadInputError(path, "a seeds file is never empty", 1)
+    return None
+
+
+def _callable_sources(relation: Relation, view: gitio.TreeView) -> dict[str, bytes]:
+    """Source bytes of callables kept in the oracle tree (they are part of identity, §3)."""
+    out = {}
+    for role, ref in relation.callables().items():
+        module = ref.split(":", 1)[0].replace(".", "/")
+        for candidate in (f"{module}.py", f"{module}/__init__.py"):
+            data = view.read_bytes(candidate)
+            if data is not None:
+                out[role] = data
+                break
+    return out
+
+
+def _bind(review: Review) -> None:
+    touched = gitio.touched_paths(review.repo, review.merge_base, review.head_sha)
+    owners = review.catalog.owners if review.catalog else []
+    review.bindings = bind(owners, touched, review.layout.protected)
+    for binding in review.bindings:
+        if binding.state == PROTECTED or (binding.touched.old_path and
+                                          bind([], [gitio.Touched("M", binding.touched.old_path)],
+                                               review.layout.protected)[0].state == PROTECTED):
+            review.flags.append(ReviewFlag(
+                "protected_path_changed", binding.path,
+                "the patch changes a protected path; the review reads the oracle from "
+                f"{review.base_ref}, so this has no effect here",
+                _commits_touching(review, binding.path)))
+
+
+def _commits_touching(review: Review, path: str) -> tuple[str, ...]:
+    out = review.repo.git.log("--format=%h", f"{review.merge_base}..{review.head_sha}", "--", path)
+    return tuple(out.split())
+
+
+def _input_fields(review: Review, inp: dict) -> list[str] | None:
+    if isinstance(inp.get("schema"), dict):
+        return list(inp["schema"])
+    if inp.get("lease"):
+        status = review.lease(str(inp["lease"]))
+        if status is None or status.lease is None:
+            return None
+        corpus = review.oracle_dir / status.lease.path
+        try:
+            with open(corpus, encoding="utf-8", newline="") as handle:
+                return next(csv.reader(io.StringIO(handle.readline())), None)
+        except OSError:
+            return None
+    if inp.get("seeds") and review.catalog:
+        for relation in review.relations:
+            if relation.seeds_path == inp["seeds"] and relation.input.get("schema"):
+                return list(relation.input["schema"])
+    return None
+
+
+def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
+    if review.catalog is None:
+        return
+    for path in view.list_files(review.layout.quarantine_dir):
+        text = view.read_text(path) or ""
+        if path.endswith(SEEDS_SUFFIX):
+            relation = review.catalog.get(path.rsplit("/", 1)[-1].removesuffix(SEEDS_SUFFIX))
+            existing = _seed_values(view, relation.seeds_path) if relation and relation.seeds_path else []
+            review.seed_rows.extend(validate_seed_rows(path, text, review.catalog, existing))
+        elif path.endswith((".yaml", ".yml")):
+            review.candidates.append(validate_candidate(
+                path, text, review.catalog, lambda inp: _input_fields(review, inp)))
+
+
+def _seed_values(view: gitio.TreeView, path: str) -> list:
+    values = []
+    for line in (view.read_text(path) or "").splitlines():
+        try:
+            values.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return values
+
+
+def _patch_catalog(review: Review) -> None:
+    """Identity changes the patch makes to relations (§3), from HEAD's own catalog."""
+    if review.catalog is None or review.oracle_sha == review.head_sha:
+        return
+    head_view = gitio.TreeView(review.repo, review.head_sha)
+    text = head_view.read_text(review.layout.catalog)
+    if text is None:
+        return
+    try:
+        patched = load_catalog(text, f"{review.layout.catalog} (in {review.head_ref})")
+    except BadInputError as exc:
+        review.flags.append(ReviewFlag("patch_catalog_invalid", review.layout.catalog, exc.one_line()))
+        return
+    for relation in patched.relations.values():
+        before = review.identities.get(relation.id)
+        if before and before != relation.identity(_callable_sources(relation, head_view)):
+            review.changed_identity.add(relation.id)
+
+
+# --- running -------------------------------------------------------------------------
+
+def import_paths(layout: Layout, root: Path) -> list[str]:
+    """Absolute import paths for subjects: configured, or the root plus ``src/`` (§3)."""
+    if layout.import_paths is not None:
+        return [str((root / p).resolve()) for p in layout.import_paths]
+    paths = [str(root)]
+    if (root / "src").is_dir():
+        paths.append(str(root / "src"))
+    return paths
+
+
+def _fixture_pin(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> RelationResult:
+    reason = "lease_not_usable" if relation.lease_id else "bad_seeds"
+    return RelationResult(relation.id, "blocked",
+                          Decision("reject", reason, None, relation.id, why),
+                          f"blocked: {why}", freeze=freeze)
+
+
+def run_review(review: Review, relation_ids: list[str] | None = None,
+               progress: Callable[[RelationResult], None] | None = None) -> list[RelationResult]:
+    """Evaluate relations (default: the touched ones) on HEAD's tree with the oracle overlaid.
+
+    Results are stored in ``review.results`` and returned in the order asked. Blocked
+    relations (a lease or seeds file that fails closed) are reported without running.
+    Raises RelconsoleError when the catalog did not load.
+    """
+    if review.catalog is None:
+        raise RelconsoleError("the catalog did not load; fix it before running relations")
+    ids = relation_ids if relation_ids is not None else review.touched_relations()
+    tree = scratch_dir("relconsole-run-")
+    try:
+        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree)
+        plans, results = [], {}
+        for rid in ids:
+            relation = review.catalog.get(rid)
+            if relation is None:
+                raise RelconsoleError(f"no relation {rid!r} in the catalog")
+            freeze = review.freeze_for(rid)
+            why = review.blocked_reason(relation)
+            if why:
+                results[rid] = _blocked(relation, why, freeze)
+                if progress:
+                    progress(results[rid])
+                continue
+            plans.append((_plan(review, relation, tree), freeze))
+        for result in run_all(plans, progress):
+            results[result.relation_id] = result
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    review.results.update(results)
+    return [results[rid] for rid in ids]
+
+
+def _plan(review: Review, relation: Relation, tree: Path) -> RunPlan:
+    if relation.lease_id:
+        lease = review.lease(relation.lease_id).lease
+        kind, path = "lease", tree / lease.path
+    else:
+        kind, path = "seeds", tree / relation.seeds_path
+    return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
+                   _fixture_pin(path), review.layout.relation_timeout_seconds)

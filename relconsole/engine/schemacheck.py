@@ -1,0 +1,82 @@
+"""Schema validation of loaded files, with errors that name ``file:line``.
+
+jsonschema does the checking; this module adds a ``date`` type (PyYAML turns an
+unquoted ``2026-12-31`` into a ``datetime.date``) and turns the best error into one
+line a reviewer can act on ("expected a string, got a date: quote it").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+from jsonschema.validators import extend
+
+from relconsole.engine.errors import BadInputError
+from relconsole.engine.yamlload import Loaded
+
+
+def _is_date(_checker, value) -> bool:
+    return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+
+
+_TYPES = Draft202012Validator.TYPE_CHECKER.redefine("date", _is_date)
+Validator = extend(Draft202012Validator, type_checker=_TYPES)
+
+
+def describe(value: Any) -> str:
+    """A short name for the type of ``value`` as a YAML reader sees it."""
+    if isinstance(value, bool):
+        return "a boolean (yes/no/true/false)"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dt.datetime):
+        return "a timestamp"
+    if isinstance(value, dt.date):
+        return "a date"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "nothing (null)"
+    return type(value).__name__
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path) or "top level"
+    if error.validator == "type":
+        wanted = error.validator_value
+        wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
+        got = describe(error.instance)
+        hint = ""
+        if "string" in str(wanted) and not isinstance(error.instance, (dict, list)):
+            hint = ": quote it"
+        return f"{where}: expected {wanted}, got {got}{hint}"
+    if error.validator == "additionalProperties":
+        return f"{where}: {error.message} (unknown fields are not ignored)"
+    if error.validator == "required":
+        return f"{where}: missing field: {error.message.split(' is a required')[0]}"
+    return f"{where}: {error.message}"
+
+
+def validate(loaded: Loaded, schema: dict, source: str) -> None:
+    """Validate ``loaded.data`` against ``schema``.
+
+    Raises BadInputError naming ``source`` and the line of the offending value.
+    """
+    error = jsonschema.exceptions.best_match(Validator(schema).iter_errors(loaded.data))
+    if error is None:
+        return
+    line = loaded.line_of(tuple(error.absolute_path))
+    raise BadInputError(source, _message(error), line)
+
+
+def first_error(data: Any, schema: dict) -> str | None:
+    """The best error message for ``data`` against ``schema``, or None (for row checks)."""
+    error = jsonschema.exceptions.best_match(Validator(schema).iter_errors(data))
+    return None if error is None else _message(error)

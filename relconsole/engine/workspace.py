@@ -1,0 +1,53 @@
+"""Materialised trees that relations run in (SPEC §2: protected files come from the base ref).
+
+A workspace is the code under test (HEAD's tree, exported with ``git archive``) with
+every protected path replaced by the oracle commit's version, so seeds, corpora and
+adapters are the base ref's whatever the patch did to them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import git
+
+from relconsole.engine.gitio import TreeView
+from relconsole.engine.owners import protected
+
+
+def protected_files(view: TreeView, patterns: tuple[str, ...]) -> list[str]:
+    """Repository paths of every file in ``view`` under a protected pattern."""
+    listing = view.repo.git.ls_tree("-r", "-z", "--name-only", view.commit)
+    return [p for p in listing.split("\0") if p and protected(patterns, p)]
+
+
+def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
+    """Write the oracle commit's protected files under ``dest``; returns their paths."""
+    view = TreeView(repo, oracle_commit)
+    paths = protected_files(view, patterns)
+    dest.mkdir(parents=True, exist_ok=True)
+    for start in range(0, len(paths), 500):  # keep argv short on big oracles
+        view.export(dest, paths[start:start + 500])
+    return paths
+
+
+def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
+                   patterns: tuple[str, ...], dest: Path) -> Path:
+    """Export ``code_commit`` into ``dest``, then overlay the oracle's protected files.
+
+    Protected files the code commit has but the oracle lacks are removed, so a patch
+    cannot add its own seeds or adapters. Returns ``dest``.
+    """
+    view = TreeView(repo, code_commit)
+    view.export(dest)
+    for path in protected_files(view, patterns):
+        (dest / path).unlink(missing_ok=True)
+    shutil.copytree(oracle_dir, dest, dirs_exist_ok=True)
+    return dest
+
+
+def scratch_dir(prefix: str = "relconsole-") -> Path:
+    """A new private temporary directory (the caller removes it)."""
+    return Path(tempfile.mkdtemp(prefix=prefix))

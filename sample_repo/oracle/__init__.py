@@ -1,0 +1,1 @@
+"""The protected oracle of the sample project: relations, leases, corpora and adapters."""

@@ -1,0 +1,31 @@
+"""Shared fixtures: a materialised sample repository and git helpers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from relconsole.engine.demo import materialise
+
+TODAY = dt.date(2026, 11, 30)
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    """Run git in ``repo`` and return stdout (text, stripped of nothing)."""
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout
+
+
+def git_bytes(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Path:
+    """The sample repository with ``agent/patch`` checked out, dates relative to TODAY."""
+    return materialise(tmp_path / "sample", TODAY)
