@@ -94,7 +94,8 @@ def user_state(root: Path) -> dict[str, str]:
 
 
 def accept_changes() -> list[FileChange]:
-    new_catalog = CATALOG.replace(b"\n# end of relations", b"  - id: orders.x\n    kind: permutation\n\n# end of relations")
+    new_catalog = CATALOG.replace(b"\n# end of relations",
+                                  b"  - id: orders.x\n    kind: permutation\n\n# end of relations")
     return [FileChange("oracle/catalog.yaml", new_catalog), FileChange("oracle/quarantine/x.yaml", None)]
 
 
@@ -237,7 +238,8 @@ def test_freeze_commit_lands(repo_path: Path):
     commit_changes(git.Repo(root), "main", "freeze", "freeze orders.order_invariant",
                    [FileChange("oracle/freezes.json", b'[{"relation_id": "a"}]\n')], body="reason: flaky CI")
     assert name_status(root) == ["M\toracle/freezes.json"]
-    assert run(root, "log", "-1", "--format=%B", "main") == "freeze: freeze orders.order_invariant\n\nreason: flaky CI\n\n"
+    assert run(root, "log", "-1", "--format=%B", "main") == (
+        "freeze: freeze orders.order_invariant\n\nreason: flaky CI\n\n")
 
 
 def _old(repo_path: Path):

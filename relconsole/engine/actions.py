@@ -133,7 +133,7 @@ def _shrink_quarantine(view: TreeView, rows) -> list[FileChange]:
         text = view.read_text(path)
         if text is None:
             raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
-        lines = text.splitlines()
+        lines = textedit.jsonl_lines(text)
         mine = {r.line for r in rows if r.path == path}
         for row in rows:
             if row.path == path and (row.line > len(lines) or lines[row.line - 1] != row.text):

@@ -7,16 +7,18 @@ it into the catalog in catalog form; drafted seed rows are judged one row at a t
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, answer_like,
-                                       check_row)
+from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation,
+                                       answer_like, check_row)
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error
-from relconsole.engine.yamlload import load_yaml_text
+from relconsole.engine.textedit import jsonl_lines
+from relconsole.engine.yamlload import Loaded, load_yaml_text
 
 TRANSFORM_TO_KIND = {"permute": "permutation", "replay-ingest": "replay_ingest",
                      "split-merge": "split_merge", "monotonic": "monotonic",
@@ -188,11 +190,20 @@ def _references(raw: dict, input_fields: Callable[[dict], list[str] | None]) -> 
     if not used:
         return Verdict("references_input", False,
                        f"vacuous: references no field of its input ({', '.join(names)})")
-    if raw.get("compare") == "tolerance" and isinstance(raw.get("quantum"), (int, float)) \
-            and raw["quantum"] >= WIDE_QUANTUM:
+    if raw.get("compare") == "tolerance" and _number(raw.get("quantum")) >= WIDE_QUANTUM:
         return Verdict("references_input", False,
                        f"always true: tolerance {raw['quantum']} admits any output")
     return Verdict("references_input", True, f"uses {', '.join(used)}")
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float (YAML 1.1 reads ``1e6`` as a string), or 0.0 when it is none."""
+    if isinstance(value, bool):
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _strings(value: Any):
@@ -240,6 +251,10 @@ def _catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
     if unknown:
         return Verdict("catalog_form", False,
                        f"params {', '.join(sorted(unknown))} do not apply to {kind}"), None
+    try:  # the catalog's own rules (tolerance needs a quantum, roundtrip needs inverse...)
+        _relation(copy.deepcopy(row), "candidate", None, Loaded(row), 0)
+    except BadInputError as exc:
+        return Verdict("catalog_form", False, f"as a catalog row: {exc.message}"), None
     return Verdict("catalog_form", True), row
 
 
@@ -260,7 +275,7 @@ def validate_seed_rows(path: str, text: str, catalog: Catalog,
     specs = relation.input.get("schema") if relation else None
     seen = {json.dumps(v, sort_keys=True) for v in existing}
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(text), 1):
         if not line.strip():
             continue
         try:

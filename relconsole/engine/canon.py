@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Decimal, getcontext
 from typing import Any
 
 Path = tuple
@@ -32,8 +32,8 @@ def canonical(value: Any, compare: str = "canon", quantum: float | None = None,
     if isinstance(value, float):
         return _number(value, compare, quantum)
     if isinstance(value, dict):
-        return {str(k): canonical(v, compare, quantum, order_free)
-                for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        return {name: canonical(v, compare, quantum, order_free)
+                for name, v in sorted(_named_items(value), key=lambda kv: kv[0])}
     if isinstance(value, (set, frozenset)):
         items = [canonical(v, compare, quantum, order_free) for v in value]
         return sorted(items, key=_sort_key)
@@ -43,11 +43,23 @@ def canonical(value: Any, compare: str = "canon", quantum: float | None = None,
     return repr(value)
 
 
+def _named_items(value: dict) -> list[tuple[str, Any]]:
+    """Items with string keys; a non-string key whose text another key already has
+    (``1`` beside ``"1"``) is named with its type, so no value is lost and the result
+    does not depend on insertion order."""
+    texts = [str(k) for k in value]
+    return [(str(k) if isinstance(k, str) or texts.count(str(k)) == 1
+             else f"{str(k)} ({type(k).__name__})", v) for k, v in value.items()]
+
+
 def _number(value: float, compare: str, quantum: float | None) -> float:
     if compare != "canon" or not quantum or not math.isfinite(value):
         return value
     step = Decimal(repr(quantum))
-    rounded = (Decimal(repr(value)) / step).quantize(Decimal(1), rounding=ROUND_HALF_EVEN) * step
+    ratio = Decimal(repr(value)) / step
+    if ratio.adjusted() >= getcontext().prec - 1:
+        return value  # the float is far coarser than the quantum: it is on the grid already
+    rounded = ratio.quantize(Decimal(1), rounding=ROUND_HALF_EVEN) * step
     return float(rounded)
 
 
@@ -77,10 +89,19 @@ def differences(left: Any, right: Any, compare: str = "canon", quantum: float | 
             out.extend(differences(a, b, compare, quantum, path + (index,)))
         return out
     if _numbers(left, right):
+        if left == right or (_isnan(left) and _isnan(right)):
+            return []
         if compare == "tolerance" and quantum is not None:
-            return [] if abs(left - right) <= quantum else [path]
-        return [] if left == right or (math.isnan(left) and math.isnan(right)) else [path]
+            try:
+                return [] if abs(left - right) <= quantum else [path]
+            except OverflowError:  # an int too large for a float is no near neighbour
+                return [path]
+        return [path]
     return [] if left == right and type(left) is type(right) else [path]
+
+
+def _isnan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _numbers(*values: Any) -> bool:

@@ -155,4 +155,14 @@ class TreeView:
         if proc.returncode != 0:
             raise GitError(f"git archive {self.commit[:12]} failed: {proc.stderr.decode(errors='replace').strip()}")
         with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-            tar.extractall(dest, filter="data")
+            tar.extractall(dest, filter=_inside_only)
+
+
+def _inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's ``data`` filter, except that a member it refuses (a committed symlink to
+    an absolute path or out of the tree) is left out instead of aborting the export: a
+    lease on it then reads as absent, and nothing is ever written outside ``dest``."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError:
+        return None

@@ -58,20 +58,24 @@ def bind(owners: list[tuple[str, list[str]]], touched: list[Touched],
     """Map each touched path to its owners; order follows ``touched``.
 
     A renamed path is bound by its new path, so moving a file out of its owner's
-    pattern shows as a gap. A path no pattern owns but that is protected (§2) is
+    pattern shows as a gap; the relations owning its old path still apply (moving an
+    owned file into an exempt place does not drop them). A path no pattern owns but that is protected (§2) is
     ``protected``: not a gap, but a review flag, since the patch may not touch it.
     """
     out = []
     for item in touched:
         hit = winning_pattern(owners, item.path)
+        # a rename also removes the old path: its owners still guard the moved code
+        old = winning_pattern(owners, item.old_path) if item.status == "R" and item.old_path else None
+        moved = tuple(rid for rid in (old[1] if old else ()) if not hit or rid not in hit[1])
         if hit is None and protected(protected_patterns, item.path):
-            out.append(Binding(item, PROTECTED, None, ()))
+            out.append(Binding(item, PROTECTED, None, moved))
         elif hit is None:
-            out.append(Binding(item, GAP, None, ()))
-        elif not hit[1]:
+            out.append(Binding(item, GAP, None, moved))
+        elif not hit[1] and not moved:
             out.append(Binding(item, EXEMPT, hit[0], ()))
         else:
-            out.append(Binding(item, OWNED, hit[0], tuple(hit[1])))
+            out.append(Binding(item, OWNED, hit[0], tuple(hit[1]) + moved))
     return out
 
 

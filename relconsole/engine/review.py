@@ -33,6 +33,7 @@ from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_row
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.owners import GAP, PROTECTED, Binding, bind
 from relconsole.engine.runner import RelationResult, RunPlan, run_all
+from relconsole.engine.textedit import jsonl_lines
 from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
 
 DEFAULT_BASE = "main"
@@ -230,7 +231,7 @@ def _check_seeds(review: Review, view: gitio.TreeView) -> None:
 
 def _seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError | None:
     count = 0
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(text), 1):
         if not line.strip():
             continue
         count += 1
@@ -315,7 +316,7 @@ def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
 
 def _seed_values(view: gitio.TreeView, path: str) -> list:
     values = []
-    for line in (view.read_text(path) or "").splitlines():
+    for line in jsonl_lines(view.read_text(path) or ""):
         try:
             values.append(json.loads(line))
         except json.JSONDecodeError:

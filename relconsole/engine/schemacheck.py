@@ -72,7 +72,13 @@ def validate(loaded: Loaded, schema: dict, source: str) -> None:
     error = jsonschema.exceptions.best_match(Validator(schema).iter_errors(loaded.data))
     if error is None:
         return
-    line = loaded.line_of(tuple(error.absolute_path))
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        extra = next((k for k in error.instance if k not in known), None)
+        if extra is not None:  # point at the unknown field itself, not its mapping
+            path += (extra,)
+    line = loaded.line_of(path)
     raise BadInputError(source, _message(error), line)
 
 

@@ -112,13 +112,14 @@ def _block_item(row: dict, dash: int, gap: int) -> list[str]:
 
 
 def _row_yaml(row: dict) -> str:
-    """``dump_yaml(row)``, or an ASCII-escaped dump when that would not read back the same.
+    """``dump_yaml(row)``, or an ASCII-escaped dump when that holds a raw NEL, LS or PS.
 
-    PyYAML writes NEL (U+0085) raw inside a single-quoted scalar and then folds it to a
-    space on reading; escaping keeps such a row exact.
+    PyYAML writes those raw inside single-quoted scalars; YAML 1.1 readers take them as
+    line breaks (PyYAML even folds NEL to a space), YAML 1.2 readers as text. Escaped,
+    every reader gets the same string.
     """
     text = dump_yaml(row)
-    if _same(yaml.safe_load(text), _plain(row)):
+    if not any(char in text for char in "\x85\u2028\u2029"):
         return text
     return yaml.safe_dump(row, sort_keys=False, allow_unicode=False, default_flow_style=False, width=100)
 
@@ -200,6 +201,15 @@ def append_jsonl_rows(text: str, rows: list[dict]) -> str:
     if text and not text.endswith("\n"):
         text += newline
     return text + "".join(json.dumps(row, ensure_ascii=False) + newline for row in rows)
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text without their ``\\n`` (1-based line n is item n-1).
+
+    Lines end at "\\n" only, so numbering agrees with ``remove_jsonl_lines``; a trailing
+    "\\r" stays on the line (JSON ignores it as whitespace).
+    """
+    return [line.removesuffix("\n") for line in re.findall(r"[^\n]*\n|[^\n]+\Z", text)]
 
 
 def remove_jsonl_lines(text: str, line_numbers: set[int]) -> str:

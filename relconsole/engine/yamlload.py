@@ -10,6 +10,7 @@ every value so schema errors can name ``file:line``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import re
 from typing import Any
 
 import yaml
@@ -99,7 +100,27 @@ def _scalar_key(node: yaml.Node) -> Any:
     return repr(node)
 
 
+_NUMBER_LIKE = re.compile(r"[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+")
+
+
+class _Dumper(yaml.SafeDumper):
+    """Quotes strings that a YAML 1.2 reader would take for numbers (``1e3``, ``0o17``)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if _NUMBER_LIKE.fullmatch(value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    return dumper.represent_str(value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 def dump_yaml(data: Any) -> str:
-    """Block-style YAML for ``data`` with keys in the given order (for writing new rows)."""
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False,
-                          width=100)
+    """Block-style YAML for ``data`` with keys in the given order (for writing new rows).
+
+    Strings that look like numbers to any YAML version are quoted, so a reader never
+    turns an id or a digest into a number.
+    """
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=100)
