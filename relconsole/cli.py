@@ -98,12 +98,15 @@ def _load(args) -> Review:
     return load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
 
 
-def _emit(args, payload: dict, lines: list[str]) -> None:
+def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
+    """Print ``payload`` as JSON, or ``lines`` as text with each bad file on stderr."""
     if getattr(args, "json", False):
         print(json.dumps(payload, indent=2, default=str))
-    else:
-        for line in lines:
-            print(line)
+        return
+    for line in lines:
+        print(line)
+    for error in errors:
+        print(f"relconsole: {one_line(error.one_line())}", file=sys.stderr)
 
 
 def _errors_payload(review: Review) -> list[dict]:
@@ -121,8 +124,7 @@ def cmd_bind(args) -> int:
                    "errors": _errors_payload(review)}
         lines = [f"{b.touched.status}  {one_line(b.path)}  {b.state}"
                  + (f"  {', '.join(b.relations)}" if b.relations else "") for b in review.bindings]
-        lines += [f"error: {one_line(e.one_line())}" for e in review.errors]
-        _emit(args, payload, lines)
+        _emit(args, payload, lines, review.errors)
         if review.errors:
             return EXIT_BAD_INPUT
         return EXIT_GAP if review.gaps() else EXIT_PASS
@@ -134,8 +136,7 @@ def cmd_run(args) -> int:
     review = _load(args)
     try:
         if review.errors:
-            _emit(args, {"errors": _errors_payload(review)},
-                  [f"error: {one_line(e.one_line())}" for e in review.errors])
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
         results = run_review(review, ids)
@@ -171,12 +172,11 @@ def cmd_validate(args) -> int:
                                   for c in review.candidates],
                    "seed_rows": [{"key": r.key, "relation_id": r.relation_id, "valid": r.valid,
                                   "reasons": r.reasons} for r in review.seed_rows]}
-        lines = [f"error: {one_line(e.one_line())}" for e in review.errors]
-        lines += [f"candidate {one_line(c.id)}: " + ("valid" if c.valid else "rejected: " + one_line("; ".join(c.reasons)))
+        lines = [f"candidate {one_line(c.id)}: " + ("valid" if c.valid else "rejected: " + one_line("; ".join(c.reasons)))
                   for c in review.candidates]
         lines += [f"seed row {one_line(r.key)}: " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
                   for r in review.seed_rows]
-        _emit(args, payload, lines or ["ok"])
+        _emit(args, payload, lines or ([] if review.errors else ["ok"]), review.errors)
         return EXIT_BAD_INPUT if review.errors else EXIT_PASS
     finally:
         review.close()
@@ -193,8 +193,9 @@ def cmd_lease(args) -> int:
         if args.lease_command == "status":
             rows = [{"id": s.id, "source": s.source, "state": s.state, "reason": s.reason,
                      "days_left": s.days_left} for s in review.leases]
-            _emit(args, {"leases": rows}, [f"{r['id']}: {r['state']}  {one_line(r['reason'])}" for r in rows])
-            return EXIT_PASS
+            _emit(args, {"leases": rows, "errors": _errors_payload(review)},
+                  [f"{r['id']}: {r['state']}  {one_line(r['reason'])}" for r in rows], review.errors)
+            return EXIT_BAD_INPUT if review.errors else EXIT_PASS
         result = actions.renew_lease(review, args.lease_id, args.until)
         _emit(args, _commit_payload(result), [f"{result.sha[:12]} {result.message}"])
         return EXIT_PASS
@@ -232,8 +233,7 @@ def cmd_review(args) -> int:
 
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
                     oracle_from=args.oracle_from)
-    app.run()
-    return app.return_code or 0
+    return app.run() or 0
 
 
 def cmd_demo(args) -> int:
@@ -246,8 +246,7 @@ def cmd_demo(args) -> int:
     from relconsole.console.app import ReviewApp
 
     app = ReviewApp(repo=str(path), today=args.today)
-    app.run()
-    return app.return_code or 0
+    return app.run() or 0
 
 
 def cmd_screenshots(args) -> int:
@@ -269,7 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except RelconsoleError as exc:
+        if getattr(args, "json", False):
+            error = {"message": exc.one_line(), "exit_code": exc.exit_code}
+            if hasattr(exc, "path"):
+                error |= {"path": exc.path, "line": exc.line}
+            print(json.dumps({"error": error}))
         print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `relconsole bind | head`: the reader left; say nothing more
+        sys.stderr.close()
+        return EXIT_PASS

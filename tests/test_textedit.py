@@ -239,19 +239,32 @@ def test_set_lease_expires_errors_and_empty_value():
         '{"id": "x", "expires": "2026-02-01"}')
 
 
+def _freeze(relation_id: str, **extra) -> dict:
+    row = {"relation_id": relation_id, "expires": "2026-01-10", "reruns": 5, "pass_needed": 5,
+           "reason": "flaky \u2014 CI"}
+    return dict(row, **extra)
+
+
 def test_upsert_freeze_row():
-    row = {"relation_id": "a", "expires": "2026-01-10", "reruns": 5, "pass_needed": 5, "reason": "flaky \u2014 CI"}
+    row = _freeze("a")
     assert json.loads(upsert_freeze_row(None, row, "f.json")) == [row]
     assert json.loads(upsert_freeze_row("  \n", row, "f.json")) == [row]
-    text = json.dumps([{"relation_id": "b"}, {"relation_id": "a", "reruns": 1}])
+    text = json.dumps([_freeze("b"), _freeze("a", reruns=1, pass_needed=1)])
     out = upsert_freeze_row(text, row, "f.json")
-    assert json.loads(out) == [{"relation_id": "b"}, row]
-    assert out == json.dumps([{"relation_id": "b"}, row], indent=2, ensure_ascii=False) + "\n"
-    assert json.loads(upsert_freeze_row(out, {"relation_id": "c"}, "f.json"))[-1] == {"relation_id": "c"}
+    assert json.loads(out) == [_freeze("b"), row]
+    assert out == json.dumps([_freeze("b"), row], indent=2, ensure_ascii=False) + "\n"
+    assert json.loads(upsert_freeze_row(out, _freeze("c"), "f.json"))[-1] == _freeze("c")
 
 
-@pytest.mark.parametrize(("text", "line"), [('[\n  {"relation_id": "a",}\n]', 2), ('{"relation_id": "a"}', 1),
-                                            ("[1]", None)])
+def test_upsert_freeze_row_refuses_a_file_with_a_skip_row():
+    text = json.dumps([_freeze("b", skip=True)], indent=2)
+    with pytest.raises(BadInputError) as caught:
+        upsert_freeze_row(text, _freeze("a"), "oracle/freezes.json")
+    skip_line = next(n for n, line in enumerate(text.split("\n"), 1) if '"skip"' in line)
+    assert caught.value.line == skip_line and "skip" in caught.value.message
+
+
+@pytest.mark.parametrize(("text", "line"), [('[\n  {"relation_id": "a",}\n]', 2), ('{"relation_id": "a"}', 1)])
 def test_upsert_freeze_row_refuses_malformed_files(text, line):
     with pytest.raises(BadInputError) as caught:
         upsert_freeze_row(text, {"relation_id": "a"}, "oracle/freezes.json")

@@ -44,20 +44,31 @@ class ReviewApp(App[int]):
     TITLE = "relconsole"
     COMMANDS = App.COMMANDS | {ReviewCommands}
     BINDINGS = [
-        Binding("1", "focus_pane('touched')", "Paths", show=False, id="pane.touched"),
-        Binding("2", "focus_pane('relations')", "Relations", show=False, id="pane.relations"),
-        Binding("3", "focus_pane('leases')", "Leases", show=False, id="pane.leases"),
-        Binding("4", "focus_pane('quarantine')", "Quarantine", show=False, id="pane.quarantine"),
-        Binding("r", "run", "Run", id="run"),
-        Binding("space", "mark", "Mark", id="mark"),
-        Binding("a", "accept", "Accept", id="accept"),
-        Binding("d", "delete", "Delete", id="delete"),
-        Binding("c", "commit", "Commit", id="commit"),
-        Binding("f", "freeze", "Freeze", id="freeze"),
-        Binding("n", "renew", "Renew", id="renew"),
-        Binding("escape", "clear_narrow", "Clear filter", show=False, id="clear"),
-        Binding("question_mark,f1", "help", "Help", id="help"),
-        Binding("q", "quit_review", "Quit", id="quit"),
+        Binding("1", "focus_pane('touched')", "Paths", show=False, id="pane.touched",
+                tooltip="focus the touched paths pane"),
+        Binding("2", "focus_pane('relations')", "Relations", show=False, id="pane.relations",
+                tooltip="focus the relations pane"),
+        Binding("3", "focus_pane('leases')", "Leases", show=False, id="pane.leases",
+                tooltip="focus the leases pane"),
+        Binding("4", "focus_pane('quarantine')", "Quarantine", show=False, id="pane.quarantine",
+                tooltip="focus the quarantine pane"),
+        Binding("r", "run", "Run", id="run", tooltip="run the touched relations again (in the background)"),
+        Binding("space", "mark", "Mark", id="mark",
+                tooltip="quarantine: mark or unmark the item and move down (a and d act on marked items)"),
+        Binding("a", "accept", "Accept", id="accept",
+                tooltip="quarantine: accept the item or the marked items (pending until c)"),
+        Binding("d", "delete", "Delete", id="delete",
+                tooltip="quarantine: delete the item or the marked items (asks, then one quarantine: commit)"),
+        Binding("c", "commit", "Commit", id="commit",
+                tooltip="commit the pending accepts as one catalog: commit (asks first)"),
+        Binding("f", "freeze", "Freeze", id="freeze",
+                tooltip="relations: commit a freeze for the missed relation (you type the reason)"),
+        Binding("n", "renew", "Renew", id="renew", tooltip="leases: renew a lease you own (one lease: commit)"),
+        Binding("escape", "clear_narrow", "Clear filter", show=False, id="clear",
+                tooltip="show every relation again after narrowing to a path"),
+        Binding("question_mark,f1", "help", "Help", id="help", tooltip="this help"),
+        Binding("q", "quit_review", "Quit", id="quit",
+                tooltip="quit (asks when accepts are pending); exits with the review's §8 code"),
     ]
 
     def __init__(self, repo: str = ".", base_ref: str | None = None, head_ref: str = "HEAD",
@@ -71,6 +82,7 @@ class ReviewApp(App[int]):
         self.autorun = autorun
         self.review: Review | None = None
         self.load_error: str | None = None
+        self.load_exit = 3
         self.marked: set[str] = set()
         self.pending: dict[str, str] = {}
         self.narrow: str | None = None
@@ -101,6 +113,9 @@ class ReviewApp(App[int]):
         self.busy_reasons.add("load")
         self.load(first)
 
+    def on_resize(self, event) -> None:
+        self.screen.set_class(event.size.height < 30, "-short")
+
     @property
     def busy(self) -> bool:
         """True while loading, running or committing (tests and screenshots wait on it)."""
@@ -122,19 +137,20 @@ class ReviewApp(App[int]):
             review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
                                  self.oracle_from)
         except RelconsoleError as exc:
-            self.call_from_thread(self._load_failed, exc.one_line())
+            self.call_from_thread(self._load_failed, exc.one_line(), exc.exit_code)
             return
         except Exception as exc:  # a pane message beats a traceback for any surprise
-            self.call_from_thread(self._load_failed, f"{type(exc).__name__}: {exc}")
+            self.call_from_thread(self._load_failed, f"{type(exc).__name__}: {exc}", 3)
             return
         self.call_from_thread(self._loaded, review, first)
 
-    def _load_failed(self, message: str) -> None:
+    def _load_failed(self, message: str, exit_code: int) -> None:
         self.busy_reasons.discard("load")
         self.load_error = message
+        self.load_exit = exit_code
         self.query_one("#status", StatusLine).show_error(message)
         self.pane("touched").fill([], empty=literal(message))
-        self.notify(message, title="cannot load the review", severity="error", markup=False, timeout=10)
+        self.notify(message, title="cannot load the review", severity="error", markup=False, timeout=30)
 
     def _loaded(self, review: Review, first: bool) -> None:
         old = self.review
@@ -359,7 +375,7 @@ class ReviewApp(App[int]):
 
     def _commit_failed(self, message: str) -> None:
         self.busy_reasons.discard("git")
-        self.notify(message, title="no commit made", severity="error", markup=False, timeout=10)
+        self.notify(message, title="no commit made", severity="error", markup=False, timeout=30)
 
     def _committed(self, result, decided: list[str]) -> None:
         for oid in decided:
@@ -383,9 +399,6 @@ class ReviewApp(App[int]):
             self.notify(exc.one_line(), title="cannot freeze", severity="error", markup=False)
             return
         policy = review.catalog.get(rid).freeze
-        if not policy.allowed:
-            self.notify(f"{rid} does not allow freezing", title="cannot freeze", severity="error", markup=False)
-            return
 
         def check(values: dict) -> str | None:
             return views.freeze_problem(review, row, values)
@@ -407,6 +420,10 @@ class ReviewApp(App[int]):
         if status is None or status.lease is None:
             return
         limit = review.today + dt.timedelta(days=review.layout.renew_max_days)
+        blocker = views.renewal_blocker(review, status, limit)
+        if blocker:
+            self.notify(blocker, title=f"cannot renew {status.id}", severity="error", markup=False, timeout=30)
+            return
 
         def check(values: dict) -> str | None:
             return views.renewal_problem(review, status, values.get("until", ""))
@@ -423,17 +440,27 @@ class ReviewApp(App[int]):
     # --- help and quit --------------------------------------------------------------------
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen([("Everywhere", list(self.BINDINGS)),
-                                     ("In a pane", list(Pane.BINDINGS) + [
-                                         Binding("enter", "select", "open the item (a touched path narrows the relations)")])]))
+        moving = [Binding("tab", "", tooltip="next pane"), Binding("shift+tab", "", tooltip="previous pane"),
+                  Binding("up,down", "", tooltip="previous / next item")]
+        moving += [Binding(b.key, b.action, tooltip=b.description.lower() + " item") for b in Pane.BINDINGS]
+        moving += [Binding("enter", "", tooltip="open the item: a touched path narrows the relations to its "
+                                                 "owners; a missed relation shows both canonical outputs"),
+                   Binding("ctrl+p", "", tooltip="command palette: every action by name")]
+        self.push_screen(HelpScreen([("Moving", moving), ("Acting", list(self.BINDINGS))]))
+
+    def exit_code(self) -> int:
+        """The §8 code of what the console shows (a load failure: its error's code)."""
+        if self.review is not None:
+            return self.review.exit_code()
+        return self.load_exit
 
     def action_quit_review(self) -> None:
         if not self.pending:
-            self.exit(0)
+            self.exit(self.exit_code(), return_code=self.exit_code())
             return
         self.push_screen(ConfirmScreen("Quit?", f"{len(self.pending)} accepted item(s) are not committed yet "
                                                 "(press c to commit them). Quit anyway?"),
-                         lambda yes: yes and self.exit(0))
+                         lambda yes: yes and self.exit(self.exit_code(), return_code=self.exit_code()))
 
     def on_unmount(self) -> None:
         if self.review is not None:

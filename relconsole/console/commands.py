@@ -31,9 +31,8 @@ class ReviewCommands(Provider):
         for text, action in ACTIONS:
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text),
-                          partial(self.app.run_action, action), help=f"action: {action}")
+                yield Hit(score, matcher.highlight(text), partial(self.app.run_action, action))
 
     async def discover(self) -> Hits:
         for text, action in ACTIONS:
-            yield Hit(1.0, text, partial(self.app.run_action, action), help=f"action: {action}")
+            yield Hit(1.0, text, partial(self.app.run_action, action))

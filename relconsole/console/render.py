@@ -18,7 +18,7 @@ from relconsole.engine.runner import RelationResult
 
 STATE_STYLE = {
     "owned": ("●", "green"), "exempt": ("○", "dim"), "gap": ("✗ UNOWNED", "bold red"),
-    "protected": ("⚑ PROTECTED", "bold yellow"),
+    "protected": ("⚑ PROTECTED", "bold yellow"), "unknown": ("? owners unknown", "bold yellow"),
     "ok": ("✓ ok", "green"), "expiring": ("⚠ expiring", "yellow"), "expired": ("✗ expired", "bold red"),
     "drifted": ("✗ drifted", "bold red"), "missing": ("✗ missing", "bold red"),
     "invalid": ("✗ invalid", "bold red"),
@@ -59,23 +59,23 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
         return "⊘", Text("BLOCKED", "bold red")
     text = Text("MISSED", "bold red") if result.outcome == "missed" else Text("held", "green")
     if result.reruns:
-        text.append(f" frozen {result.rerun_passes}/{len(result.reruns)}"
-                    f" need {result.freeze.pass_needed}", "cyan")
+        text.append(f" {result.rerun_passes}/{len(result.reruns)} reruns (need {result.freeze.pass_needed})",
+                    "cyan")
     return ("✗" if result.outcome == "missed" else "✓"), text
 
 
 def relation_prompt(relation, result, blocked, touched, running, freeze, identity_changed) -> Text:
-    """Two lines: result symbol and id; then result words, kind, freeze, identity, decision."""
+    """Two lines: result symbol and id; then result words, decision row, identity, freeze, kind."""
     symbol, words = result_text(result, blocked, touched, running)
     colour = words.spans[0].style if words.spans else words.style
     head = Text.assemble((symbol + " ", colour), lit(relation.id, "bold" if touched else ""))
     second = Text.assemble("  ", words)
     if result is not None and result.verdict.decision != "pass":
-        row = f" row {result.verdict.row}" if result.verdict.row else ""
-        second.append(f" · {result.verdict.decision}{row}", DECISION_STYLE[result.verdict.decision])
+        row = f"·{result.verdict.row}" if result.verdict.row else ""
+        second.append(f" {result.verdict.decision}{row}", DECISION_STYLE[result.verdict.decision])
     if identity_changed:
-        second.append(" · Δ changed in PR", "bold yellow")
-    if freeze is not None:
+        second.append(" Δ", "bold yellow")
+    if freeze is not None and not (result and result.reruns):
         second.append(f" · freeze {freeze.state}", "cyan" if freeze.state == "live" else "dim")
     second.append(f" · {relation.kind}", "dim")
     return Text("\n").join([head, second])
@@ -96,16 +96,24 @@ def lease_prompt(status: LeaseStatus) -> Text:
     return Text("\n").join([head, second])
 
 
+def pin_prompt(name: str, state: str) -> Text:
+    """Two lines: pin state and fixture name; then what the state means."""
+    good = state == "match"
+    head = Text.assemble(("✓ pin" if good else "✗ PIN", "green" if good else "bold red"), " ", lit(name))
+    return Text("\n").join([head, Text("  hash matches" if good else "  hash differs: fixture drift",
+                                         "dim" if good else "red")])
+
+
 def candidate_prompt(candidate: Candidate, marked: bool, pending: str | None) -> Text:
     """Two lines: mark box and id; then the verdict (first reason when rejected)."""
-    box = "☑" if marked else "☐"
-    head = Text.assemble((box + " ", "bold"), lit(candidate.id, "bold"))
-    if pending:
-        head.append(f"  [{pending} pending]", "bold cyan")
+    box = "✚" if pending else ("☑" if marked else "☐")
+    head = Text.assemble((box + " ", "bold cyan" if pending else "bold"), lit(candidate.id, "bold"))
     second = Text("  ")
+    if pending:
+        second.append(f"{pending} pending (c commits) · ", "bold cyan")
     if candidate.valid:
         second.append("✓ valid", "green")
-        second.append(" · not replayed", "dim")
+        second.append(" · not replayed" + (" · ⚠ " + candidate.notes[0] if candidate.notes else ""), "dim")
     else:
         second.append("✗ rejected: ", "bold red")
         second.append_text(lit(candidate.reasons[0], "red"))
@@ -119,11 +127,11 @@ def seed_group_prompt(relation_id: str, count: int) -> Text:
 
 def seed_row_prompt(row: SeedRow, marked: bool, pending: str | None) -> Text:
     """Two lines: mark box, line number and the row text; then its verdict."""
-    box = "☑" if marked else "☐"
-    head = Text.assemble(("  " + box + f" {row.line}: ", "bold"), lit(row.text))
-    if pending:
-        head.append(f"  [{pending} pending]", "bold cyan")
+    box = "✚" if pending else ("☑" if marked else "☐")
+    head = Text.assemble(("  " + box + f" {row.line}: ", "bold cyan" if pending else "bold"), lit(row.text))
     second = Text("     ")
+    if pending:
+        second.append(f"{pending} pending (c commits) · ", "bold cyan")
     if row.valid:
         second.append("✓ valid", "green")
     else:

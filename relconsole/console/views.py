@@ -69,7 +69,8 @@ def relation_of(oid: str | None) -> str | None:
 
 def lease_items(review: Review) -> list[tuple[str, Text, bool]]:
     items = [(f"l:{s.source}", render.lease_prompt(s), False) for s in review.leases]
-    items.append(("w:none", Text("workspace leases: none held (replay takes one)", "dim italic"), True))
+    items += [(f"p:{name}", render.pin_prompt(name, state), False) for name, state in review.pins.items()]
+    items.append(("w:none", Text("no workspace leases held", "dim italic"), True))
     return items
 
 
@@ -185,7 +186,12 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     if kind == "relations" and oid.startswith("r:"):
         relation = review.catalog.get(oid[2:])
         return relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
-                             review.identities.get(relation.id), relation.id in review.changed_identity)
+                             review.identities.get(relation.id), relation.id in review.changed_identity,
+                             review.blocked_reason(relation), relation.id in review.touched_relations())
+    if kind == "leases" and oid.startswith("p:"):
+        name = oid[2:]
+        return Text.assemble(("fixture pin ", "bold"), lit(name), f": {review.pins.get(name, '?')}",
+                             (f"\n(pins in {review.layout.pins}: a mismatch rejects, §8 row 4)", "dim"))
     if kind == "leases":
         status = lease_of(review, oid)
         return lease_text(status) if status else Text("")
@@ -197,6 +203,9 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
         for reason in item.reasons:
             text.append("\n  • ")
             text.append_text(lit(reason, "red"))
+        for note in item.notes:
+            text.append("\n  ⚠ ")
+            text.append_text(lit(note, "yellow"))
         text.append_text(Text.assemble("\n", ("provenance: ", "dim"),
                                        lit(" · ".join(f"{k} {v}" for k, v in item.provenance().items() if v), "dim")))
         return text
@@ -215,7 +224,8 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
         relation = review.catalog.get(oid[2:])
         result = review.results.get(relation.id)
         header = relation_text(relation, result, review.freeze_for(relation.id),
-                               review.identities.get(relation.id), relation.id in review.changed_identity)
+                               review.identities.get(relation.id), relation.id in review.changed_identity,
+                               review.blocked_reason(relation), relation.id in review.touched_relations())
         first = result.first if result else None
         if first is None or first.source is None:
             return DetailScreen(header)
@@ -234,12 +244,22 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
 
 
 def freeze_body(review: Review, row: dict) -> str:
+    """What the freeze commit writes, what it replaces, and what it cannot change."""
     result = review.results.get(row["relation_id"])
-    return (f"The relation missed: {result.summary}\n"
-            f"One freeze: commit on {review.layout.target_branch} writing only {review.layout.freezes}:\n"
-            f"  relation {row['relation_id']} · lease {row['lease_id'] or '-'}\n"
-            f"  signature {row['signature']}\n"
-            f"  reruns {row['reruns']}, pass_needed {row['pass_needed']}, created_by {row['created_by']}")
+    lines = [f"The relation missed: {result.summary}",
+             f"Decision now: {result.verdict.decision} {result.verdict.reason}"
+             + (f" (§8 row {result.verdict.row})" if result.verdict.row else "")]
+    if result.reruns and result.rerun_passes == 0:
+        lines.append("It missed on every run: a freeze only helps an intermittent miss that the base "
+                     "shows too (§8 row 8); this one will still be rejected.")
+    old = next((f for f in review.freezes if f.relation_id == row["relation_id"]), None)
+    if old is not None:
+        lines.append(f"REPLACES the {old.state} row expiring {old.raw['expires']} "
+                     f"(reason: {old.raw.get('reason', '')})")
+    lines += [f"One freeze: commit on {review.layout.target_branch} writing only {review.layout.freezes}:",
+              f"  relation {row['relation_id']} · lease {row['lease_id'] or '-'} · signature {row['signature'][:23]}…",
+              f"  reruns {row['reruns']}, pass_needed {row['pass_needed']}, created_by {row['created_by']}"]
+    return "\n".join(lines)
 
 
 def freeze_problem(review: Review, row: dict, values: dict) -> str | None:
@@ -266,6 +286,22 @@ def renewal_body(review: Review, status, limit: dt.date) -> str:
             f"One lease: commit on {review.layout.target_branch} with only {status.source};\n"
             f"sha256 stays {status.lease.sha256[:16]}…; at most {limit.isoformat()} "
             f"({review.layout.renew_max_days} days from today).")
+
+
+def renewal_blocker(review: Review, status, limit: dt.date) -> str | None:
+    """Why no date at all could renew this lease now (owner, state, already long enough)."""
+    from relconsole.engine.actions import git_identity
+
+    try:
+        who = git_identity(review)
+        check_renewal(status, who.name, who.email, max(limit, status.lease.expires + dt.timedelta(days=1)),
+                      review.today, 10 ** 6)
+    except CommitRefused as exc:
+        return exc.one_line()
+    if status.lease.expires >= limit:
+        return (f"{status.id} already runs to {status.lease.expires.isoformat()}, past the renewal "
+                f"maximum {limit.isoformat()}: nothing to renew yet")
+    return None
 
 
 def renewal_problem(review: Review, status, until_text: str) -> str | None:

@@ -173,8 +173,14 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
     """
     relation = review.catalog.get(relation_id) if review.catalog else None
     result = review.results.get(relation_id)
-    if relation is None or result is None or result.outcome != "missed":
-        raise UsageError(f"{relation_id} has no miss to freeze; run it first")
+    if relation is None:
+        raise UsageError(f"no relation {relation_id!r} in the catalog")
+    if not relation.freeze.allowed:
+        raise CommitRefused(f"{relation_id} does not allow freezing (its catalog entry has no freeze policy)")
+    if result is None:
+        raise UsageError(f"{relation_id} has not run yet: run it first")
+    if result.outcome != "missed":
+        raise UsageError(f"{relation_id} {result.outcome}: there is no miss to freeze")
     policy = relation.freeze
     expires = expires or review.today + dt.timedelta(days=policy.max_days)
     who = git_identity(review)

@@ -54,6 +54,7 @@ class Candidate:
     raw: Any
     verdicts: list[Verdict] = field(default_factory=list)
     row: dict | None = None
+    notes: list[str] = field(default_factory=list)  # warnings that do not block accepting
 
     @property
     def id(self) -> str:
@@ -124,7 +125,8 @@ def validate_candidate(path: str, text: str, catalog: Catalog,
         return Candidate(path, text, None, [Verdict("parses", False, exc.one_line())])
     candidate = Candidate(path, text, raw, [Verdict("parses", True)])
     if not isinstance(raw, dict):
-        candidate.verdicts.append(Verdict("fields", False, "a candidate is a YAML mapping"))
+        candidate.verdicts.append(Verdict("fields", False, f"{path}:1: a candidate is a YAML mapping, "
+                                                            f"not {type(raw).__name__}"))
         return candidate
     checks = [_fields(raw), _answers(raw), _skips(raw), _freeze_fields(raw),
               _references(raw, input_fields), _unique(raw, catalog), _transform(raw)]
@@ -173,10 +175,10 @@ def _skips(raw: dict) -> Verdict:
 
 
 def _freeze_fields(raw: dict) -> Verdict:
-    for path, key, _value in _walk(raw):
-        if key in FREEZE_KEYS:
-            return Verdict("no_freeze_fields", False,
-                           f"{_dotted(path)}: freeze fields belong to the operator's freeze file")
+    found = [_dotted(path) for path, key, _value in _walk(raw) if key in FREEZE_KEYS]
+    if found:
+        return Verdict("no_freeze_fields", False,
+                       f"freeze fields {', '.join(found)}: freezes belong to the operator's freeze file")
     return Verdict("no_freeze_fields", True)
 
 

@@ -56,6 +56,10 @@ class GitError(RelconsoleError):
 
 
 class CommitRefused(RelconsoleError):
-    """A console commit was refused by a rule (§4 owner, §6 policy, dirty path); no commit made."""
+    """A console commit was refused by a rule (§4 owner, §6 policy, dirty path); no commit made.
 
-    exit_code = EXIT_ABORT
+    Exit 64: the request cannot be honoured as asked (another owner, another date, a
+    clean path first); nothing about the patch under review is decided by it.
+    """
+
+    exit_code = EXIT_USAGE

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from relconsole.engine.catalog import Catalog
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error
+from relconsole.engine.yamlload import load_yaml_text
 
 LIVE, EXPIRED, INVALID = "live", "expired", "invalid"
 
@@ -64,10 +65,11 @@ class FreezeRow:
 
 
 def parse_rows(text: str | None, source: str) -> list[tuple[dict, int | None]]:
-    """The rows of a freeze file with their lines. Absent or blank text: no rows.
+    """The rows of a freeze file with the line each starts on. Absent or blank: no rows.
 
-    Raises BadInputError (file, line) for malformed JSON, a non-list top level, a row
-    with a ``skip`` key, an empty reason, ``pass_needed > reruns`` or a wrong type.
+    Raises BadInputError (file, line of the offending key where known; rows counted
+    from 1) for malformed JSON, a non-list top level, a row with a ``skip`` key, an
+    empty reason, ``pass_needed > reruns``, a wrong type or an impossible date.
     """
     if text is None or not text.strip():
         return []
@@ -77,23 +79,48 @@ def parse_rows(text: str | None, source: str) -> list[tuple[dict, int | None]]:
         raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
     if not isinstance(rows, list):
         raise BadInputError(source, "the freeze file is a JSON list of rows", 1)
-    starts = _row_lines(text)
+    line_of = _line_finder(text, source)
     out = []
     for index, row in enumerate(rows):
-        line = starts[index] if index < len(starts) else None
-        if isinstance(row, dict) and "skip" in row:
-            raise BadInputError(source, f"row {index}: a freeze is counted reruns, never a skip", line)
-        problem = first_error(row, ROW_SCHEMA)
+        problem, key = _row_problem(row)
         if problem:
-            raise BadInputError(source, f"row {index}: {problem}", line)
-        if row["pass_needed"] > row["reruns"]:
-            raise BadInputError(source, f"row {index}: pass_needed {row['pass_needed']} > reruns {row['reruns']}", line)
-        try:
-            dt.date.fromisoformat(row["expires"])
-        except ValueError:
-            raise BadInputError(source, f"row {index}: expires {row['expires']!r} is not a date", line) from None
-        out.append((row, line))
+            raise BadInputError(source, f"row {index + 1}: {problem}", line_of(index, key))
+        out.append((row, line_of(index, None)))
     return out
+
+
+def _row_problem(row) -> tuple[str | None, str | None]:
+    """(why the row is invalid, the key to blame) or (None, None)."""
+    if isinstance(row, dict) and "skip" in row:
+        return "a freeze is counted reruns, never a skip", "skip"
+    if isinstance(row, dict) and isinstance(row.get("reason"), str) and not row["reason"].strip():
+        return "a freeze needs a reason", "reason"
+    problem = first_error(row, ROW_SCHEMA)
+    if problem:
+        key = problem.split(":", 1)[0]
+        return problem, key if isinstance(row, dict) and key in row else None
+    if row["pass_needed"] > row["reruns"]:
+        return f"pass_needed {row['pass_needed']} > reruns {row['reruns']}", "pass_needed"
+    try:
+        dt.date.fromisoformat(row["expires"])
+    except ValueError:
+        return f"expires {row['expires']!r} is not a date", "expires"
+    return None, None
+
+
+def _line_finder(text: str, source: str):
+    """(row index, key or None) -> 1-based line, from the YAML view of the JSON text."""
+    try:
+        loaded = load_yaml_text(text, source)
+    except BadInputError:
+        loaded = None
+    starts = _row_lines(text)
+
+    def line_of(index: int, key: str | None) -> int | None:
+        if loaded is not None:
+            return loaded.line_of((index, key) if key else (index,))
+        return starts[index] if index < len(starts) else None
+    return line_of
 
 
 def _row_lines(text: str) -> list[int]:
@@ -102,9 +129,12 @@ def _row_lines(text: str) -> list[int]:
     for char in text:
         if char == "\n":
             line += 1
-        if in_string:
-            escaped = (char == "\\") and not escaped
-            if char == '"' and not escaped:
+        if in_string:  # the character after a backslash is escaped, whatever it is
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
                 in_string = False
             continue
         if char == '"':
@@ -148,7 +178,7 @@ def for_relation(rows: list[FreezeRow], relation_id: str) -> FreezeRow | None:
 
 def check_new_row(row: dict, catalog: Catalog, today: dt.date) -> str | None:
     """Why a freeze row the console is about to commit breaks §6, or None when it is fine."""
-    problem = first_error(row, ROW_SCHEMA)
+    problem = _row_problem(row)[0]
     if problem:
         return problem
     relation = catalog.get(row["relation_id"])

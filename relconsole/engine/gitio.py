@@ -45,7 +45,13 @@ def resolve(repo: git.Repo, ref: str) -> str:
     try:
         return repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
     except git.GitCommandError:
-        raise GitError(f"unknown ref {ref!r}: fetch it (git fetch origin {ref}) or name another with --base/--head") from None
+        pass
+    if ref == "HEAD":
+        raise GitError("HEAD has no commit yet: commit the patch first")
+    remote, _, branch = ref.partition("/")
+    fetch = f"git fetch {remote} {branch}" if branch and remote in {r.name for r in repo.remotes} \
+        else f"git fetch origin {ref}"
+    raise GitError(f"unknown ref {ref!r}: fetch it ({fetch}) or name another with --base/--head")
 
 
 def merge_base(repo: git.Repo, base: str, head: str) -> str:

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0/C1 controls, line and paragraph separators, and bidirectional overrides and isolates
+# (which can make a path or a candidate read differently from what it is).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def literal(text: object) -> str:
-    """``text`` with C0/C1 control characters (except tab and newline) as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """``text`` with control, separator and bidi characters (except tab, newline) escaped.
+
+    ``\\xNN`` for the C0/C1 range, ``\\uNNNN`` above it.
+    """
+    return _CONTROL.sub(_escape, str(text))
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def one_line(text: object) -> str:

@@ -13,7 +13,7 @@ import pathspec
 
 from relconsole.engine.gitio import Touched
 
-OWNED, EXEMPT, GAP, PROTECTED = "owned", "exempt", "gap", "protected"
+OWNED, EXEMPT, GAP, PROTECTED, UNKNOWN = "owned", "exempt", "gap", "protected", "unknown"
 
 
 @lru_cache(maxsize=4096)

@@ -23,15 +23,16 @@ from typing import Callable
 import git
 
 from relconsole.engine import gitio
-from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, SeedRow, validate_candidate,
-                                          validate_seed_rows)
+from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, SeedRow, Verdict,
+                                          validate_candidate, validate_seed_rows)
 from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
-from relconsole.engine.errors import BadInputError, RelconsoleError
+from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, GitError,
+                                      RelconsoleError, UsageError)
 from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
-from relconsole.engine.owners import GAP, PROTECTED, Binding, bind
+from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.runner import RelationResult, RunPlan, run_all
 from relconsole.engine.textedit import jsonl_lines
 from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
@@ -42,7 +43,12 @@ DEFAULT_BASE = "main"
 def today_from_env() -> dt.date:
     """``RELCONSOLE_TODAY`` (YYYY-MM-DD) when set, else the local date (§4 injectable today)."""
     value = os.environ.get("RELCONSOLE_TODAY")
-    return dt.date.fromisoformat(value) if value else dt.date.today()
+    if not value:
+        return dt.date.today()
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"RELCONSOLE_TODAY={value!r} is not a YYYY-MM-DD date") from None
 
 
 @dataclass
@@ -128,6 +134,15 @@ class Review:
                             Decision("hold", "not_run", None, rid, "press r to run"))
         return worst(verdicts)
 
+    def exit_code(self) -> int:
+        """The §8 exit code of this review: 5 for a bad file, else the decision's, else 2 for a gap."""
+        if self.errors:
+            return EXIT_BAD_INPUT
+        code = self.decision().exit_code
+        if code == EXIT_PASS and self.gaps():
+            return EXIT_GAP
+        return code
+
     def close(self) -> None:
         """Remove the review's temporary oracle directory."""
         shutil.rmtree(self.oracle_dir, ignore_errors=True)
@@ -141,9 +156,8 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     missing merge base. Bad oracle files do not raise: they land in ``review.errors``.
     """
     repo = gitio.open_repo(repo_path)
-    base_ref = base_ref or DEFAULT_BASE
     head_sha = gitio.resolve(repo, head_ref)
-    base_tip = gitio.resolve(repo, base_ref)
+    base_ref, base_tip = _base(repo, base_ref)
     merge_base = gitio.merge_base(repo, base_tip, head_sha)
     oracle_sha = head_sha if oracle_from.upper() == "HEAD" else base_tip
     errors: list[BadInputError] = []
@@ -163,6 +177,20 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     _load_quarantine(review, oracle_view)
     _patch_catalog(review)
     return review
+
+
+def _base(repo: git.Repo, base_ref: str | None) -> tuple[str, str]:
+    """(name, sha) of the base ref; by default ``main``, else ``origin/main`` (a CI clone)."""
+    if base_ref:
+        return base_ref, gitio.resolve(repo, base_ref)
+    try:
+        return DEFAULT_BASE, gitio.resolve(repo, DEFAULT_BASE)
+    except GitError:
+        try:
+            return f"origin/{DEFAULT_BASE}", gitio.resolve(repo, f"origin/{DEFAULT_BASE}")
+        except GitError:
+            raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base "
+                           "with --base, or fetch it (git fetch origin main)") from None
 
 
 def _collect(review: Review, fn: Callable, *args):
@@ -264,10 +292,14 @@ def _bind(review: Review) -> None:
     touched = gitio.touched_paths(review.repo, review.merge_base, review.head_sha)
     owners = review.catalog.owners if review.catalog else []
     review.bindings = bind(owners, touched, review.layout.protected)
+    if review.catalog is None:  # no owner map: say "unknown", never a false gap
+        review.bindings = [Binding(b.touched, UNKNOWN if b.state != PROTECTED else PROTECTED, None, ())
+                           for b in review.bindings]
     for binding in review.bindings:
-        if binding.state == PROTECTED or (binding.touched.old_path and
-                                          bind([], [gitio.Touched("M", binding.touched.old_path)],
-                                               review.layout.protected)[0].state == PROTECTED):
+        # §9: any change to a protected path is flagged, even where an owner pattern covers it
+        if binding.state == PROTECTED or any(
+                path and protected(review.layout.protected, path)
+                for path in (binding.path, binding.touched.old_path)):
             review.flags.append(ReviewFlag(
                 "protected_path_changed", binding.path,
                 "the patch changes a protected path; the review reads the oracle from "
@@ -301,17 +333,42 @@ def _input_fields(review: Review, inp: dict) -> list[str] | None:
 
 
 def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
-    if review.catalog is None:
-        return
+    """Validate every quarantine file; without a catalog, say so on each item (fail closed)."""
+    catalog = review.catalog or Catalog(review.layout.catalog, {}, [])
+    no_catalog = "cannot be judged: the catalog did not load"
     for path in view.list_files(review.layout.quarantine_dir):
         text = view.read_text(path) or ""
         if path.endswith(SEEDS_SUFFIX):
-            relation = review.catalog.get(path.rsplit("/", 1)[-1].removesuffix(SEEDS_SUFFIX))
+            relation = catalog.get(path.rsplit("/", 1)[-1].removesuffix(SEEDS_SUFFIX))
             existing = _seed_values(view, relation.seeds_path) if relation and relation.seeds_path else []
-            review.seed_rows.extend(validate_seed_rows(path, text, review.catalog, existing))
+            rows = validate_seed_rows(path, text, catalog, existing)
+            for row in rows if review.catalog is None else ():
+                row.reasons = [no_catalog]
+            review.seed_rows.extend(rows)
         elif path.endswith((".yaml", ".yml")):
-            review.candidates.append(validate_candidate(
-                path, text, review.catalog, lambda inp: _input_fields(review, inp)))
+            candidate = validate_candidate(path, text, catalog, lambda inp: _input_fields(review, inp))
+            if review.catalog is None:
+                candidate.verdicts.append(Verdict("unique_id", False, no_catalog))
+                candidate.row = None
+            candidate.notes.extend(_candidate_notes(review, candidate))
+            review.candidates.append(candidate)
+
+
+def _candidate_notes(review: Review, candidate: Candidate) -> list[str]:
+    """What accepting would not fix: a lease that does not allow the new relation (§4)."""
+    if candidate.row is None or not isinstance(candidate.row.get("input"), dict):
+        return []
+    lease_id = candidate.row["input"].get("lease")
+    status = review.lease(str(lease_id)) if lease_id else None
+    if status is None or status.lease is None:
+        return [f"reads lease {lease_id!r}, which does not exist"] if lease_id else []
+    notes = []
+    if candidate.id not in status.lease.allowed_relations:
+        notes.append(f"lease {lease_id} does not list {candidate.id} in allowed_relations: once "
+                     "accepted it stays blocked until the lease owner adds it (a lease: commit)")
+    if status.state not in ("ok", "expiring"):
+        notes.append(f"lease {lease_id} is {status.state}: {status.reason}")
+    return notes
 
 
 def _seed_values(view: gitio.TreeView, path: str) -> list:

@@ -22,7 +22,12 @@ def _is_date(_checker, value) -> bool:
     return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
 
 
-_TYPES = Draft202012Validator.TYPE_CHECKER.redefine("date", _is_date)
+def _is_integer(_checker, value) -> bool:
+    # JSON Schema counts 25.0 as an integer; a seed or a rerun count written 25.0 is not.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_TYPES = Draft202012Validator.TYPE_CHECKER.redefine_many({"date": _is_date, "integer": _is_integer})
 Validator = extend(Draft202012Validator, type_checker=_TYPES)
 
 
@@ -57,6 +62,12 @@ def _message(error: jsonschema.ValidationError) -> str:
         if "string" in str(wanted) and not isinstance(error.instance, (dict, list)):
             hint = ": quote it"
         return f"{where}: expected {wanted}, got {got}{hint}"
+    if error.validator in ("oneOf", "anyOf") and not isinstance(error.instance, (dict, list)):
+        wanted = sorted({str(s.get("type", "value")) for s in error.validator_value if isinstance(s, dict)}
+                        | ({"one of the listed words"} if any("enum" in s for s in error.validator_value) else set()))
+        got = describe(error.instance)
+        hint = ": quote it" if "string" in wanted else ""
+        return f"{where}: expected {' or '.join(w for w in wanted if w != 'value')}, got {got}{hint}"
     if error.validator == "additionalProperties":
         return f"{where}: {error.message} (unknown fields are not ignored)"
     if error.validator == "required":

@@ -285,18 +285,10 @@ def upsert_freeze_row(freezes_text: str | None, row: dict, source: str) -> str:
 
 
 def _freeze_rows(text: str | None, source: str) -> list[dict]:
-    if text is None or not text.strip():
-        return []
-    try:
-        rows = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
-    if not isinstance(rows, list):
-        raise BadInputError(source, "the freeze file must be a JSON list of freeze rows", 1)
-    for index, entry in enumerate(rows):
-        if not isinstance(entry, dict):
-            raise BadInputError(source, f"freeze row {index + 1} is not a JSON object")
-    return rows
+    """The existing rows, validated as the review validates them (a bad file blocks writing)."""
+    from relconsole.engine.freezes import parse_rows
+
+    return [row for row, _line in parse_rows(text, source)]
 
 
 # ---------------------------------------------------------------------------- shared

@@ -9,6 +9,8 @@ every value so schema errors can name ``file:line``.
 
 from __future__ import annotations
 
+import bisect
+import re
 from dataclasses import dataclass, field
 import re
 from typing import Any
@@ -18,6 +20,7 @@ import yaml
 from relconsole.engine.errors import BadInputError
 
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: no catalog, manifest or candidate is legitimately larger
+_ODD_BREAKS = re.compile("[\x85\u2028\u2029]|\r(?!\n)")
 MAX_NODES = 100_000  # nodes visited while expanding aliases (a "billion laughs" stops here)
 
 Path = tuple  # a path into the loaded document: keys and list indexes
@@ -53,7 +56,7 @@ def load_yaml_text(text: str, source: str) -> Loaded:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
+        line = _line_counter(text)(mark) if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
         if "expected a single document" in str(exc):
             problem = "several YAML documents in one file (only one is allowed)"
@@ -64,34 +67,74 @@ def load_yaml_text(text: str, source: str) -> Loaded:
         return Loaded(None, {(): 1})
     lines: dict[Path, int] = {}
     budget = [MAX_NODES]
-    _check(node, (), lines, source, budget)
-    data = yaml.SafeLoader("").construct_document(node)
+    try:
+        _check(node, (), lines, source, budget, _line_counter(text))
+        data = yaml.SafeLoader("").construct_document(node)
+    except (ValueError, OverflowError, yaml.YAMLError) as exc:  # e.g. an unquoted 2031-02-30
+        bad = _unconstructible(node)
+        what = f"invalid value {bad.value!r}" if bad is not None else "invalid value"
+        raise BadInputError(source, f"{what}: {exc} (quote it if it is text)",
+                            _line_counter(text)(bad.start_mark) if bad is not None else None) from None
     return Loaded(data, lines)
 
 
-def _check(node: yaml.Node, path: Path, lines: dict, source: str, budget: list) -> None:
+def _unconstructible(node: yaml.Node, seen: set | None = None) -> yaml.ScalarNode | None:
+    """The first scalar PyYAML cannot turn into a value (depth first), or None."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return None
+    seen.add(id(node))
+    if isinstance(node, yaml.ScalarNode):
+        try:
+            yaml.SafeLoader("").construct_object(node)
+        except (ValueError, OverflowError, yaml.YAMLError):
+            return node
+        return None
+    children = node.value if isinstance(node, yaml.SequenceNode) else \
+        [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+    for child in children:
+        bad = _unconstructible(child, seen)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _line_counter(text: str):
+    """mark -> 1-based line counting ``\\n`` only, as editors, ``sed`` and JSON do.
+
+    PyYAML also breaks lines at NEL, LS, PS and a lone CR, which would shift every
+    later line number of a file that holds one (say, inside a quoted reason).
+    """
+    if not _ODD_BREAKS.search(text):
+        return lambda mark: mark.line + 1
+    newlines = [i for i, char in enumerate(text) if char == "\n"]
+    return lambda mark: bisect.bisect_left(newlines, mark.index) + 1
+
+
+def _check(node: yaml.Node, path: Path, lines: dict, source: str, budget: list,
+           line_of=lambda mark: mark.line + 1) -> None:
     budget[0] -= 1
     if budget[0] < 0:
         raise BadInputError(source, "document expands to too many nodes (alias bomb?)",
-                            node.start_mark.line + 1)
-    lines.setdefault(path, node.start_mark.line + 1)
+                            line_of(node.start_mark))
+    lines.setdefault(path, line_of(node.start_mark))
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise BadInputError(source, "YAML merge keys (<<) are not allowed",
-                                    key_node.start_mark.line + 1)
+                                    line_of(key_node.start_mark))
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else repr(key_node)
-            line = key_node.start_mark.line + 1
+            line = line_of(key_node.start_mark)
             if key in seen:
                 raise BadInputError(
                     source, f"duplicate key {key!r} (first on line {seen[key]})", line)
             seen[key] = line
             lines.setdefault(path + (_scalar_key(key_node),), line)
-            _check(value_node, path + (_scalar_key(key_node),), lines, source, budget)
+            _check(value_node, path + (_scalar_key(key_node),), lines, source, budget, line_of)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _check(item, path + (index,), lines, source, budget)
+            _check(item, path + (index,), lines, source, budget, line_of)
 
 
 def _scalar_key(node: yaml.Node) -> Any:

@@ -48,7 +48,8 @@ def outline(value: Any, differing: set[str], path: tuple = (), indent: int = 0) 
     return lines
 
 
-def relation_text(relation, result, freeze, identity: str | None, changed: bool) -> Text:
+def relation_text(relation, result, freeze, identity: str | None, changed: bool,
+                  blocked: str | None = None, touched: bool = True) -> Text:
     """The header of a relation's detail: statement, input, verdict, reruns, freeze."""
     text = Text()
     text.append_text(lit(relation.id, "bold"))
@@ -64,14 +65,19 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool)
         text.append(f"\nidentity {identity[:19]}…", "dim")
         if changed:
             text.append("  Δ the patch changes this relation (ignored: the oracle comes from the base)", "bold yellow")
+    if blocked:
+        text.append("\n⊘ blocked: ", "bold red")
+        text.append_text(lit(blocked, "red"))
     if result is None:
-        text.append("\nnot run yet: press r", "dim")
+        text.append("\nnot run yet: press r" if touched else
+                    "\nno touched path is owned by this relation: it is not part of this review", "dim")
         return text
     text.append("\nverdict: ")
     row = f" (§8 row {result.verdict.row})" if result.verdict.row else ""
     text.append(f"{result.verdict.decision.upper()} {result.verdict.reason}{row}", "bold")
-    text.append(" · ")
-    text.append_text(lit(result.summary))
+    if result.summary != result.verdict.reason:
+        text.append(" · ")
+        text.append_text(lit(result.summary))
     if result.first is not None:
         text.append("\nsource vs follow-up: ")
         text.append_text(lit(result.first.note or "-"))
@@ -79,7 +85,8 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool)
             text.append(f"\ndisagreeing keys ({len(result.first.differing)}): ")
             text.append_text(lit(", ".join(result.first.differing[:12])))
     if result.reruns:
-        text.append("\nreruns: " + " ".join("✓" if r.held else "✗" for r in result.reruns)
+        text.append("\nreruns (every one recorded): "
+                    + " ".join(("✓" if r.held else "✗") + f"seed {r.seed}" for r in result.reruns)
                     + f"  ({result.rerun_passes}/{len(result.reruns)} held)")
     if freeze is not None:
         text.append("\nfreeze: ")
@@ -126,6 +133,10 @@ def candidate_text(candidate) -> Text:
     text = Text()
     text.append_text(lit(candidate.id, "bold"))
     text.append(f"  {candidate.path}\n", "dim")
+    for note in candidate.notes:
+        text.append("  ⚠ ", "yellow")
+        text.append_text(lit(note, "yellow"))
+        text.append("\n")
     for verdict in candidate.verdicts:
         text.append("  ✓ " if verdict.ok else "  ✗ ", "green" if verdict.ok else "bold red")
         text.append(verdict.rule)

@@ -10,15 +10,24 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
+KEY_NAMES = {"question_mark": "?", "space": "space", "escape": "esc", "enter": "enter",
+             "shift+tab": "shift+tab", "ctrl+p": "ctrl+p"}
+
+
+def key_names(keys: str) -> str:
+    """``question_mark,f1`` -> ``? / f1``."""
+    return " / ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
 def bindings_text(groups: list[tuple[str, list[Binding]]]) -> Text:
-    """One line per binding: keys and description, grouped by where they work."""
+    """One line per binding: keys and what they do, grouped by where they work."""
+    width = 2 + max((len(key_names(b.key)) for _t, bs in groups for b in bs), default=10)
     text = Text()
     for title, bindings in groups:
         text.append(f"{title}\n", "bold underline")
         for binding in bindings:
-            keys = ", ".join(k.strip() for k in binding.key.split(","))
-            text.append(f"  {keys:<16}", "bold cyan")
-            text.append(f"{binding.description or binding.action}\n")
+            text.append(f"  {key_names(binding.key):<{width}}", "bold cyan")
+            text.append(f"{binding.tooltip or binding.description or binding.action}\n")
         text.append("\n")
     return text
 

@@ -15,28 +15,40 @@ class StatusLine(Static):
         """Render the decision line for ``review`` (an engine Review)."""
         decision = review.decision()
         text = Text()
+        if review.oracle_from == "HEAD":
+            text.append(" ⚠ ORACLE FROM HEAD (the patch's own) ", "reverse bold yellow")
+            text.append(" ")
+        if review.errors:
+            text.append(" BAD INPUT ", "reverse bold red")
+            text.append(" exit 5 · ")
+            text.append_text(lit(review.errors[0].one_line(), "red"))
+            if len(review.errors) > 1:
+                text.append(f" (+{len(review.errors) - 1} more)", "red")
+            text.append("\n")
+            self._refs(text, review, running)
+            return
         text.append(f" {decision.decision.upper()} ", f"reverse {DECISION_STYLE[decision.decision]}")
         row = f"§8 row {decision.row} " if decision.row else ""
         text.append(f" {row}{decision.reason}", "bold")
+        gaps = len(review.gaps())
+        if gaps:
+            text.append(f" ✗ {gaps} unowned path{'s' if gaps > 1 else ''} (exit 2)", "bold red")
+        if review.flags:
+            text.append(f" ⚑ {len(review.flags)} review flag{'s' if len(review.flags) > 1 else ''}", "bold yellow")
         if decision.relation_id:
             text.append(" · ")
             text.append_text(lit(decision.relation_id))
         if decision.detail:
             text.append(" · ")
             text.append_text(lit(decision.detail, "dim"))
-        gaps = len(review.gaps())
-        if gaps:
-            text.append(f"  ✗ {gaps} unowned path{'s' if gaps > 1 else ''} (exit 2)", "bold red")
-        if review.flags:
-            text.append(f"  ⚑ {len(review.flags)} review flag{'s' if len(review.flags) > 1 else ''}", "bold yellow")
-        if review.errors:
-            text.append(f"  ✗ {len(review.errors)} bad file{'s' if len(review.errors) > 1 else ''}", "bold red")
         text.append("\n")
-        text.append(f" oracle {review.base_ref}@{review.oracle_sha[:8]}", "dim")
-        if review.oracle_from == "HEAD":
-            text.append(" (--oracle-from HEAD)", "bold yellow")
-        text.append(f" · head {review.head_ref}@{review.head_sha[:8]} · merge base {review.merge_base[:8]}"
-                    f" · today {review.today.isoformat()}", "dim")
+        self._refs(text, review, running)
+
+    def _refs(self, text: Text, review, running: str) -> None:
+        oracle = review.head_ref if review.oracle_from == "HEAD" else review.base_ref
+        text.append_text(lit(f" oracle {oracle}@{review.oracle_sha[:8]} · head {review.head_ref}"
+                             f"@{review.head_sha[:8]} · merge base {review.merge_base[:8]}"
+                             f" · today {review.today.isoformat()}", "dim"))
         if running:
             text.append(f" · {running}", "italic yellow")
         self.update(text)

@@ -1,0 +1,353 @@
+"""Touched paths and their owners (SPEC §3 owners, §8 exit 2), on real git repositories.
+
+Touched paths come from real commits in ``tmp_path`` (renames, deletions and names with
+spaces, quotes, non-ASCII, ``[bold]`` and newlines). Which pattern matches which path is
+checked against git itself (``git check-ignore --no-index``, the reference for
+"gitignore-style"), and last-match-wins against a brute-force reference written here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import git
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relconsole.engine.gitio import Touched, touched_paths
+from relconsole.engine.owners import EXEMPT, GAP, OWNED, PROTECTED, bind, gaps, winning_pattern
+
+PROTECTED_PATTERNS = ("oracle/**",)
+
+
+def run_git(root: Path, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    done = subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com",
+                           "-c", "commit.gpgsign=false", *args],
+                          cwd=root, env=env, input=input, capture_output=True, check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {args}: {done.stderr.decode(errors='replace')}")
+    return done.stdout
+
+
+class Repo:
+    """A scratch git repository driven with plain git commands."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        run_git(root, "init", "-q", "-b", "main")
+        self._n = itertools.count()
+
+    def write(self, path: str, text: str | None = None) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # distinct bodies, so rename detection pairs only what we moved
+        target.write_text(text if text is not None else f"body of {path!r} #{next(self._n)}\n" * 20,
+                          encoding="utf-8")
+
+    def commit(self, message: str = "c") -> str:
+        run_git(self.root, "add", "-A")
+        run_git(self.root, "commit", "-q", "--allow-empty", "-m", message)
+        return run_git(self.root, "rev-parse", "HEAD").decode().strip()
+
+    def mv(self, old: str, new: str) -> None:
+        (self.root / new).parent.mkdir(parents=True, exist_ok=True)
+        run_git(self.root, "mv", "--", old, new)
+
+    def rm(self, path: str) -> None:
+        run_git(self.root, "rm", "-q", "--", path)
+
+    def touched(self, base: str, head: str) -> list[Touched]:
+        return touched_paths(git.Repo(self.root), base, head)
+
+
+OWNERS = [
+    ("src/**", ["core.all"]),
+    ("src/aggregator.py", ["agg.order", "agg.split"]),
+    ("src/store/**", ["store.replay"]),
+    ("docs/**", []),
+    ("tests/**", []),
+]
+
+ODD_NAMES = [
+    "src/with space.py",
+    "src/it's \"quoted\".py",
+    "src/ünïcødé-π.py",
+    "src/[bold].py",
+    "src/[red]x[/red].py",
+    "src/new\nline.py",
+    "src/tab\there.py",
+    "src/back\\slash.py",
+    "src/-leading-dash.py",
+]
+
+
+# --- touched paths from real commits -------------------------------------------------------
+
+@pytest.fixture
+def repo(tmp_path) -> Repo:
+    return Repo(tmp_path / "repo")
+
+
+def test_odd_names_come_back_verbatim_as_additions(repo):
+    repo.write("README.md")
+    base = repo.commit()
+    for name in ODD_NAMES:
+        repo.write(name)
+    head = repo.commit()
+    touched = repo.touched(base, head)
+    assert sorted(t.path for t in touched) == sorted(ODD_NAMES)
+    assert {t.status for t in touched} == {"A"}
+    assert all(t.old_path is None for t in touched)
+
+
+def test_odd_names_are_owned_by_the_pattern_that_covers_them(repo):
+    repo.write("README.md")
+    base = repo.commit()
+    for name in ODD_NAMES:
+        repo.write(name)
+    repo.write("docs/it's \"q\" ü [bold].md")
+    repo.write("weird [bold]/x\ny.txt")
+    repo.write("oracle/data/ü.csv")
+    head = repo.commit()
+    bindings = {b.path: b for b in bind(OWNERS, repo.touched(base, head), PROTECTED_PATTERNS)}
+    for name in ODD_NAMES:
+        assert bindings[name].state == OWNED and bindings[name].relations == ("core.all",)
+    assert bindings["docs/it's \"q\" ü [bold].md"].state == EXEMPT
+    assert bindings["weird [bold]/x\ny.txt"].state == GAP
+    assert bindings["oracle/data/ü.csv"].state == PROTECTED
+    assert [b.path for b in gaps(list(bindings.values()))] == ["weird [bold]/x\ny.txt"]
+
+
+_counter = itertools.count()
+_component = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
+    min_size=1, max_size=24,
+).filter(lambda s: s not in (".", "..") and not s.lower().startswith(".git")
+         and len(s.encode("utf-8")) < 200)
+
+
+@pytest.fixture(scope="module")
+def shared_repo(tmp_path_factory) -> Repo:
+    shared = Repo(tmp_path_factory.mktemp("names") / "repo")
+    shared.write("README.md")
+    shared.commit()
+    return shared
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(_component, min_size=1, max_size=4, unique=True))
+def test_any_file_name_is_reported_exactly(shared_repo, names):
+    base = run_git(shared_repo.root, "rev-parse", "HEAD").decode().strip()
+    folder = f"ex{next(_counter)}"
+    for name in names:
+        shared_repo.write(f"{folder}/{name}")
+    head = shared_repo.commit()
+    touched = shared_repo.touched(base, head)
+    assert sorted(t.path for t in touched) == sorted(f"{folder}/{n}" for n in names)
+
+
+def test_rename_reports_both_paths(repo):
+    repo.write("src/aggregator.py")
+    base = repo.commit()
+    repo.mv("src/aggregator.py", "src/it's a [bold] ü\nname.py")
+    head = repo.commit()
+    [moved] = repo.touched(base, head)
+    assert (moved.status, moved.old_path, moved.path) == ("R", "src/aggregator.py", "src/it's a [bold] ü\nname.py")
+
+
+def test_rename_into_an_owned_pattern_is_owned(repo):
+    repo.write("docs/draft.py")
+    base = repo.commit()
+    repo.mv("docs/draft.py", "src/store/draft.py")
+    head = repo.commit()
+    [binding] = bind(OWNERS, repo.touched(base, head), PROTECTED_PATTERNS)
+    assert binding.state == OWNED
+    assert binding.pattern == "src/store/**"
+    assert binding.relations == ("store.replay",)
+
+
+def test_rename_out_of_an_owned_pattern_into_nowhere_is_a_gap(repo):
+    repo.write("src/aggregator.py")
+    base = repo.commit()
+    repo.mv("src/aggregator.py", "attic/aggregator.py")
+    head = repo.commit()
+    [binding] = bind(OWNERS, repo.touched(base, head), PROTECTED_PATTERNS)
+    assert binding.state == GAP
+    assert binding.path == "attic/aggregator.py"
+
+
+def test_rename_into_an_exempt_place_keeps_the_old_owners(repo):
+    """Moving owned code under docs/ must not silently drop the relations that guarded it."""
+    repo.write("src/aggregator.py")
+    base = repo.commit()
+    repo.mv("src/aggregator.py", "docs/aggregator.py")
+    head = repo.commit()
+    touched = repo.touched(base, head)
+    [binding] = bind(OWNERS, touched, PROTECTED_PATTERNS)
+    assert binding.touched.status == "R"
+    old_owners = set(winning_pattern(OWNERS, "src/aggregator.py")[1])
+    assert old_owners <= set(binding.relations)
+    assert binding.state != EXEMPT
+
+
+def test_deletion_is_bound_by_the_deleted_path(repo):
+    repo.write("src/store/db.py")
+    repo.write("docs/old.md")
+    base = repo.commit()
+    repo.rm("src/store/db.py")
+    repo.rm("docs/old.md")
+    head = repo.commit()
+    touched = repo.touched(base, head)
+    assert {(t.status, t.path) for t in touched} == {("D", "src/store/db.py"), ("D", "docs/old.md")}
+    states = {b.path: (b.state, b.relations) for b in bind(OWNERS, touched, PROTECTED_PATTERNS)}
+    assert states["src/store/db.py"] == (OWNED, ("store.replay",))
+    assert states["docs/old.md"] == (EXEMPT, ())
+
+
+def test_exempt_gap_and_protected_are_told_apart(repo):
+    repo.write("README.md")
+    base = repo.commit()
+    for path in ("docs/guide.md", "tools/new.sh", "oracle/catalog.yaml", "src/x.py"):
+        repo.write(path)
+    head = repo.commit()
+    states = {b.path: b.state for b in bind(OWNERS, repo.touched(base, head), PROTECTED_PATTERNS)}
+    assert states == {"docs/guide.md": EXEMPT, "tools/new.sh": GAP,
+                      "oracle/catalog.yaml": PROTECTED, "src/x.py": OWNED}
+    # an owner pattern wins over protection: it is then an ordinary owned path
+    with_oracle = OWNERS + [("oracle/**", ["core.all"])]
+    states = {b.path: b.state for b in bind(with_oracle, repo.touched(base, head), PROTECTED_PATTERNS)}
+    assert states["oracle/catalog.yaml"] == OWNED
+
+
+# --- patterns: git is the reference ----------------------------------------------------------
+
+POOL_PATTERNS = [
+    "src/**", "src/*.py", "*.py", "docs/**", "**/test_*.py", "src/store/**", "src/aggregator.py",
+    "/README.md", "README.md", "tests/", "src/[bold].py", "src/\\[bold\\].py", "**/ü*", "oracle/**",
+    "src/store", "*.md", "lib/**/x.py", "src/*", "**", "docs/*/", "a b/**", "**/*.csv",
+]
+POOL_PATHS = [
+    "src/aggregator.py", "src/store/db.py", "src/store", "src/[bold].py", "src/b.py",
+    "src/new\nline.py", "docs/it's \"q\" ü.md", "docs/a b/c.md", "README.md", "sub/README.md",
+    "tests/test_x.py", "tests/unit/test_y.py", "lib/a/b/x.py", "lib/x.py", "oracle/data/ü.csv",
+    "ü-notes.txt", "x.pyc", "a b/c d.txt", "src/store/deep/er.py", "docs/x",
+]
+RELATION_IDS = ["r.a", "r.b", "r.c", "r.d"]
+
+
+@pytest.fixture(scope="module")
+def git_matches(tmp_path_factory) -> dict[str, set[str]]:
+    """pattern -> the pool paths git's own ignore matcher says it matches."""
+    root = tmp_path_factory.mktemp("checkignore")
+    run_git(root, "init", "-q")
+    out = {}
+    for pattern in POOL_PATTERNS:
+        (root / ".gitignore").write_text(pattern + "\n", encoding="utf-8")
+        raw = run_git(root, "check-ignore", "--no-index", "-z", "--stdin",
+                      input="\0".join(POOL_PATHS).encode() + b"\0", check=False)
+        out[pattern] = {p.decode() for p in raw.split(b"\0") if p}
+    return out
+
+
+def test_single_patterns_match_as_git_matches(git_matches):
+    from relconsole.engine.owners import matches
+    for pattern in POOL_PATTERNS:
+        ours = {p for p in POOL_PATHS if matches(pattern, p)}
+        assert ours == git_matches[pattern], pattern
+
+
+def test_brackets_in_a_pattern_are_a_class_unless_escaped(git_matches):
+    assert "src/b.py" in git_matches["src/[bold].py"]
+    assert "src/[bold].py" not in git_matches["src/[bold].py"]
+    assert git_matches["src/\\[bold\\].py"] == {"src/[bold].py"}
+    owners = [("src/[bold].py", ["r.class"]), ("src/\\[bold\\].py", ["r.literal"])]
+    result = {b.path: b.relations for b in bind(owners, [Touched("A", "src/[bold].py"),
+                                                         Touched("A", "src/b.py")])}
+    assert result == {"src/[bold].py": ("r.literal",), "src/b.py": ("r.class",)}
+
+
+def reference_binding(owners, item: Touched, git_matches) -> tuple[str, set[str]]:
+    """Brute force: walk every pattern in order, remember the last that git says matches."""
+    def winner(path):
+        found = None
+        for pattern, ids in owners:
+            if path in git_matches[pattern]:
+                found = (pattern, ids)
+        return found
+
+    new = winner(item.path)
+    old = winner(item.old_path) if item.status == "R" else None
+    ids = set(new[1] if new else ()) | set(old[1] if old else ())
+    if new is None:
+        return (PROTECTED if item.path in git_matches["oracle/**"] else GAP), ids
+    return (OWNED if ids else EXEMPT), ids
+
+
+_owners = st.lists(st.tuples(st.sampled_from(POOL_PATTERNS),
+                             st.lists(st.sampled_from(RELATION_IDS), max_size=2, unique=True)),
+                   max_size=8)
+_touched_item = st.one_of(
+    st.builds(Touched, st.sampled_from("AMD"), st.sampled_from(POOL_PATHS)),
+    st.builds(lambda new, old: Touched("R", new, old), st.sampled_from(POOL_PATHS), st.sampled_from(POOL_PATHS)),
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(owners=_owners, touched=st.lists(_touched_item, max_size=8))
+def test_last_matching_pattern_wins(git_matches, owners, touched):
+    bindings = bind([(p, list(ids)) for p, ids in owners], touched, PROTECTED_PATTERNS)
+    assert [b.touched for b in bindings] == touched
+    for binding in bindings:
+        state, ids = reference_binding(owners, binding.touched, git_matches)
+        assert binding.state == state, binding
+        assert set(binding.relations) == ids, binding
+        assert len(binding.relations) == len(set(binding.relations))
+        if state in (OWNED, EXEMPT):
+            last = [p for p, _ in owners if binding.path in git_matches[p]][-1]
+            assert binding.pattern == last
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(owners=_owners, touched=st.lists(_touched_item, max_size=8), seed=st.integers(0, 2**32))
+def test_binding_does_not_depend_on_the_order_of_touched_paths(owners, touched, seed):
+    shuffled = list(touched)
+    random.Random(seed).shuffle(shuffled)
+    owners = [(p, list(ids)) for p, ids in owners]
+    key = lambda b: (b.touched.status, b.path, b.touched.old_path or "")
+    one = sorted(((key(b), b.state, b.pattern, b.relations) for b in bind(owners, touched, PROTECTED_PATTERNS)))
+    two = sorted(((key(b), b.state, b.pattern, b.relations) for b in bind(owners, shuffled, PROTECTED_PATTERNS)))
+    assert one == two
+
+
+@settings(max_examples=200)
+@given(owners=_owners, paths=st.lists(st.sampled_from(POOL_PATHS), min_size=1, max_size=6),
+       catch_all=st.lists(st.sampled_from(RELATION_IDS), max_size=2, unique=True))
+def test_a_final_catch_all_decides_everything(owners, paths, catch_all):
+    owners = [(p, list(ids)) for p, ids in owners] + [("**", catch_all)]
+    for binding in bind(owners, [Touched("M", p) for p in paths], PROTECTED_PATTERNS):
+        assert binding.pattern == "**"
+        assert binding.relations == tuple(catch_all)
+        assert binding.state == (OWNED if catch_all else EXEMPT)
+
+
+@settings(max_examples=200)
+@given(owners=_owners, paths=st.lists(st.sampled_from(POOL_PATHS), min_size=1, max_size=6),
+       first=st.lists(st.sampled_from(RELATION_IDS), max_size=2, unique=True))
+def test_a_leading_catch_all_only_fills_gaps(owners, paths, first):
+    owners = [(p, list(ids)) for p, ids in owners]
+    touched = [Touched("M", p) for p in paths]
+    before = bind(owners, touched, PROTECTED_PATTERNS)
+    after = bind([("**", first)] + owners, touched, PROTECTED_PATTERNS)
+    for old, new in zip(before, after):
+        if old.state in (GAP, PROTECTED):
+            assert new.pattern == "**" and new.relations == tuple(first)
+        else:
+            assert (new.state, new.pattern, new.relations) == (old.state, old.pattern, old.relations)

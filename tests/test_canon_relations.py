@@ -1,0 +1,513 @@
+"""Canonical form and comparison (SPEC §3 compare/quantum) and the relation kinds.
+
+``canonical``/``differences`` are checked by properties (idempotence, key-order
+invariance, rounding to the quantum grid, symmetry, a value never differs from itself).
+Each relation kind runs on small subjects written into ``tmp_path``: a correct one holds
+and a broken one misses. Worker isolation (a raise, a dying process, a hang) goes
+through ``runner.evaluate_once`` in real child processes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relconsole.engine.canon import canonical, differences
+from relconsole.engine.catalog import load_catalog
+from relconsole.engine.relations import evaluate
+from relconsole.engine.runner import RunPlan, evaluate_once
+
+PROJECT = Path(__file__).resolve().parents[1]
+COMPARES = ("exact", "canon", "tolerance")
+
+# --- strategies ----------------------------------------------------------------------------
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-10**20, 10**20), st.text(max_size=6),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+_keys = st.one_of(st.text(max_size=5), st.integers(-5, 5))
+values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4),
+                            st.tuples(inner, inner)),
+    max_leaves=16,
+)
+quanta = st.sampled_from([None, 1e-9, 1e-6, 1e-3, 0.25, 0.1, 1.0, 5.0, 1e3])
+
+
+def reordered(value, rng: random.Random):
+    """The same value with every mapping's items inserted in a shuffled order."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: reordered(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [reordered(v, rng) for v in value]
+    if isinstance(value, tuple):
+        return tuple(reordered(v, rng) for v in value)
+    return value
+
+
+def dumps(value) -> str:
+    return json.dumps(value, allow_nan=True)  # keeps key order: order is what we compare
+
+
+# --- canonical -------------------------------------------------------------------------------
+
+@settings(max_examples=400)
+@given(value=values, compare=st.sampled_from(COMPARES), quantum=quanta, order_free=st.booleans())
+def test_canonical_is_idempotent(value, compare, quantum, order_free):
+    once = canonical(value, compare, quantum, order_free)
+    twice = canonical(once, compare, quantum, order_free)
+    assert dumps(twice) == dumps(once)
+
+
+@settings(max_examples=400)
+@given(value=values, compare=st.sampled_from(COMPARES), quantum=quanta, order_free=st.booleans(),
+       seed=st.integers(0, 2**32))
+def test_canonical_does_not_depend_on_key_order(value, compare, quantum, order_free, seed):
+    shuffled = reordered(value, random.Random(seed))
+    assert dumps(canonical(shuffled, compare, quantum, order_free)) == \
+        dumps(canonical(value, compare, quantum, order_free))
+
+
+@settings(max_examples=300)
+@given(value=values, compare=st.sampled_from(COMPARES), quantum=quanta, order_free=st.booleans())
+def test_a_value_never_differs_from_itself(value, compare, quantum, order_free):
+    c = canonical(value, compare, quantum, order_free)
+    assert differences(c, c, compare, quantum) == []
+    assert differences(c, canonical(value, compare, quantum, order_free), compare, quantum) == []
+
+
+@settings(max_examples=300)
+@given(value=values)
+def test_canonical_output_is_json(value):
+    text = json.dumps(canonical(value, "canon", 1e-6, True), allow_nan=True)
+    assert isinstance(text, str)
+
+
+def test_keys_that_print_alike_are_kept_apart():
+    """``1`` and ``"1"`` are two keys: neither value may vanish, whatever the insertion order."""
+    a = canonical({1: "int", "1": "str"})
+    b = canonical({"1": "str", 1: "int"})
+    assert a == b
+    assert sorted(a.values()) == ["int", "str"]
+    assert differences(canonical({1: "x", "1": "y"}), canonical({1: "z", "1": "y"})) != []
+
+
+@settings(max_examples=400)
+@given(k=st.integers(-10**6, 10**6), quantum=st.sampled_from([1e-9, 1e-6, 1e-3, 0.25, 0.5, 2.0, 10.0]),
+       a=st.floats(-0.49, 0.49), b=st.floats(-0.49, 0.49))
+def test_values_within_half_a_quantum_of_a_grid_point_compare_equal(k, quantum, a, b):
+    grid = k * quantum
+    left, right = grid + a * quantum, grid + b * quantum
+    assert differences(canonical(left, "canon", quantum), canonical(right, "canon", quantum), "canon", quantum) == []
+    assert math.isclose(canonical(left, "canon", quantum), grid, rel_tol=1e-12, abs_tol=quantum * 1e-6)
+
+
+@settings(max_examples=300)
+@given(k=st.integers(-10**6, 10**6), quantum=st.sampled_from([1e-6, 1e-3, 0.25, 2.0]),
+       a=st.floats(0.02, 0.48), b=st.floats(0.52, 0.98))
+def test_values_a_grid_step_apart_differ_under_canon(k, quantum, a, b):
+    left = k * quantum + a * quantum  # rounds to k
+    right = (k + 1) * quantum + b * quantum  # rounds to k + 1 or k + 2
+    assert differences(canonical(left, "canon", quantum), canonical(right, "canon", quantum),
+                       "canon", quantum) != []
+
+
+@pytest.mark.parametrize("value", [1e20, -3.5e300, 1.7e18 + 123.0, 5e-324, 1e308])
+def test_canon_rounding_survives_extreme_magnitudes(value):
+    rounded = canonical(value, "canon", 1e-9)
+    assert math.isfinite(rounded)
+    assert abs(rounded - value) <= 1e-9 / 2 or rounded == value
+    assert canonical(rounded, "canon", 1e-9) == rounded
+
+
+@settings(max_examples=300)
+@given(data=st.data(), quantum=st.floats(1e-9, 1e3), compare=st.sampled_from(COMPARES))
+def test_differences_are_symmetric(data, quantum, compare):
+    left = data.draw(values)
+    right = data.draw(st.one_of(values, st.just(left)))
+    one = differences(canonical(left, compare, quantum), canonical(right, compare, quantum), compare, quantum)
+    two = differences(canonical(right, compare, quantum), canonical(left, compare, quantum), compare, quantum)
+    assert sorted(map(repr, one)) == sorted(map(repr, two))
+
+
+@settings(max_examples=300)
+@given(x=st.floats(-1e12, 1e12), d=st.floats(-1e3, 1e3), quantum=st.floats(1e-9, 1e3))
+def test_tolerance_admits_exactly_the_numbers_within_quantum(x, d, quantum):
+    y = x + d
+    within = abs(x - y) <= quantum
+    assert (differences(x, y, "tolerance", quantum) == []) is within
+    assert (differences({"k": [x]}, {"k": [y]}, "tolerance", quantum) == []) is within
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 10**400, -(10**400)])
+@pytest.mark.parametrize("compare", COMPARES)
+def test_non_finite_and_huge_numbers_equal_themselves(value, compare):
+    assert differences({"x": value}, {"x": value}, compare, 1e-6) == []
+
+
+@pytest.mark.parametrize("compare", COMPARES)
+def test_huge_numbers_and_infinities_differ_from_others(compare):
+    assert differences(10**400, 1.0, compare, 1e-6) == [()]
+    assert differences(float("inf"), float("-inf"), compare, 1e-6) == [()]
+    assert differences(float("nan"), 0.0, compare, 1e-6) == [()]
+
+
+def test_differences_name_the_disagreeing_paths():
+    left = {"Adelie": {"count": 152, "mass": 1.0}, "Gentoo": {"count": 124}}
+    right = {"Adelie": {"count": 152, "mass": 2.0}, "Chinstrap": {"count": 68}}
+    found = set(differences(left, right, "exact"))
+    assert found == {("Adelie", "mass"), ("Gentoo",), ("Chinstrap",)}
+
+
+@settings(max_examples=200)
+@given(items=st.lists(st.one_of(st.integers(-50, 50), st.text(max_size=3)), max_size=8), seed=st.integers(0, 2**32))
+def test_order_free_compares_bags(items, seed):
+    shuffled = list(items)
+    random.Random(seed).shuffle(shuffled)
+    assert differences(canonical(items, "exact", None, True), canonical(shuffled, "exact", None, True), "exact") == []
+    if shuffled != items:
+        assert differences(canonical(items, "exact"), canonical(shuffled, "exact"), "exact") != []
+    if items:
+        fewer = shuffled[1:]
+        assert differences(canonical(items, "exact", None, True), canonical(fewer, "exact", None, True), "exact") != []
+
+
+# --- relation kinds with subjects written here ----------------------------------------------------
+
+@pytest.fixture
+def module(tmp_path, monkeypatch):
+    """Write a module into tmp_path, importable under a fresh name; returns its name."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def write(source: str) -> str:
+        name = f"subj_{uuid.uuid4().hex[:12]}"
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+        return name
+    return write
+
+
+def relation(kind: str, subject: str, compare: str = "exact", **fields) -> dict:
+    rel = {"id": f"t.{kind}", "kind": kind, "subject": subject, "compare": compare,
+           "input": {"seeds": "x.jsonl"}, "statement": "test"}
+    rel.update(fields)
+    return rel
+
+
+SUMS = """
+import math
+
+def naive(xs):
+    total = 0.0
+    for x in xs:
+        total += x
+    return {"total": total}
+
+def compensated(xs):
+    return {"total": math.fsum(xs)}
+"""
+SPREAD = [1e16, 1.0, -1e16, 3.14159, 2.5e-3, 7e15, -7e15, 0.1, 0.2, 0.3, 1e-8, 123456.789]
+
+
+def test_permutation_holds_for_a_compensated_sum(module):
+    name = module(SUMS)
+    out = evaluate(relation("permutation", f"{name}:compensated", params={"shuffles": 8}), [SPREAD], seed=7)
+    assert out.held
+
+
+def test_permutation_misses_an_order_dependent_float_sum(module):
+    name = module(SUMS)
+    out = evaluate(relation("permutation", f"{name}:naive", params={"shuffles": 8}), [SPREAD], seed=7)
+    assert not out.held
+    assert out.differing == ["total"]
+    assert "shuffle" in out.note
+
+
+@settings(max_examples=50, deadline=None)
+@given(xs=st.lists(st.floats(-1e15, 1e15), max_size=30), seed=st.integers(0, 2**31))
+def test_compensated_sum_is_permutation_stable_for_any_floats(tmp_path_factory, xs, seed):
+    folder = tmp_path_factory.mktemp("fsum")
+    name = f"fsum_{uuid.uuid4().hex[:8]}"
+    (folder / f"{name}.py").write_text(SUMS)
+    import sys
+    sys.path.insert(0, str(folder))
+    try:
+        out = evaluate(relation("permutation", f"{name}:compensated", params={"shuffles": 4}), [xs], seed)
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)
+    assert out.held
+
+
+def test_permutation_tolerance_forgives_what_exact_does_not(module):
+    name = module(SUMS)
+    loose = evaluate(relation("permutation", f"{name}:naive", "tolerance", quantum=10.0,
+                              params={"shuffles": 8}), [SPREAD], seed=7)
+    assert loose.held
+
+
+STORES = """
+class Upsert:
+    def __init__(self): self.rows = {}
+    def reset(self): self.rows = {}
+    def ingest(self, rows):
+        for row in rows: self.rows[row["date"]] = dict(row)
+    def projection(self): return dict(self.rows)
+
+class Append:
+    def __init__(self): self.rows = []
+    def reset(self): self.rows = []
+    def ingest(self, rows): self.rows.extend(dict(r) for r in rows)
+    def projection(self): return {"rows": list(self.rows)}
+
+def upsert(): return Upsert()
+def append(): return Append()
+"""
+WEATHER = [{"date": f"2012/01/{d:02d}", "precipitation": str(d / 10)} for d in range(1, 9)]
+
+
+def test_replay_ingest_holds_for_an_upserting_store(module):
+    name = module(STORES)
+    assert evaluate(relation("replay_ingest", f"{name}:upsert"), [WEATHER], seed=0).held
+
+
+def test_replay_ingest_misses_a_store_that_appends(module):
+    name = module(STORES)
+    out = evaluate(relation("replay_ingest", f"{name}:append"), [WEATHER], seed=0)
+    assert not out.held
+    assert out.differing
+
+
+MERGES = """
+def counts(rows):
+    out = {}
+    for row in rows:
+        out[row["k"]] = out.get(row["k"], 0) + 1
+    return out
+
+def merge(a, b):
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+def lossy_merge(a, b):
+    return {k: a[k] + b.get(k, 0) for k in a}  # drops keys only the right half has
+"""
+ROWS = [{"k": k} for k in "aabbbcaddeef"]
+
+
+def test_split_merge_holds_with_a_correct_merge(module):
+    name = module(MERGES)
+    rel = relation("split_merge", f"{name}:counts", merge=f"{name}:merge", params={"splits": 3})
+    assert evaluate(rel, [ROWS], seed=0).held
+
+
+def test_split_merge_misses_a_merge_that_drops_a_key(module):
+    name = module(MERGES)
+    rel = relation("split_merge", f"{name}:counts", merge=f"{name}:lossy_merge", params={"splits": 3})
+    out = evaluate(rel, [ROWS], seed=0)
+    assert not out.held
+    assert "split" in out.note
+    whole = {}
+    for row in ROWS:
+        whole[row["k"]] = whole.get(row["k"], 0) + 1
+    assert set(out.differing) <= set(whole)
+
+
+ROLLOUTS = """
+import hashlib
+
+def _bucket(text):
+    return int.from_bytes(hashlib.sha256(text.encode()).digest(), "big") % 100
+
+def stable(x):
+    return sorted(u for u in (f"u{i:05d}" for i in range(x["population"]))
+                  if _bucket(x["salt"] + u) < x["percent"])
+
+def reshuffled(x):
+    # the bucket depends on the percent itself: raising it reshuffles everyone
+    return sorted(u for u in (f"u{i:05d}" for i in range(x["population"]))
+                  if _bucket(f'{x["salt"]}{x["percent"]}{u}') < x["percent"])
+"""
+SETTINGS = [{"percent": 10, "salt": "a", "population": 300}, {"percent": 45, "salt": "b", "population": 300},
+            {"percent": 95, "salt": "c", "population": 300}, {"percent": 100, "salt": "d", "population": 50}]
+MONO = {"field": "percent", "step": 10, "max": 100}
+
+
+def test_monotonic_holds_for_stable_buckets(module):
+    name = module(ROLLOUTS)
+    assert evaluate(relation("monotonic", f"{name}:stable", params=MONO), SETTINGS, seed=0).held
+
+
+def test_monotonic_misses_a_rollout_that_reshuffles_buckets(module):
+    name = module(ROLLOUTS)
+    out = evaluate(relation("monotonic", f"{name}:reshuffled", params=MONO), SETTINGS, seed=0)
+    assert not out.held
+    assert any("lost" in d for d in out.differing)
+
+
+CODECS = """
+import json
+
+def dumps(rows): return json.dumps(rows)
+def loads(text): return json.loads(text)
+
+def lossy_dumps(rows):
+    return json.dumps([{k: (str(round(float(v), 1)) if k == "price" else v) for k, v in r.items()} for r in rows])
+"""
+STOCKS = [{"symbol": "MSFT", "date": "Jan 1 2000", "price": "39.81"},
+          {"symbol": "IBM", "date": "Feb 1 2000", "price": "100.52"}]
+
+
+def test_roundtrip_holds_for_a_faithful_codec(module):
+    name = module(CODECS)
+    assert evaluate(relation("roundtrip", f"{name}:dumps", inverse=f"{name}:loads"), [STOCKS], seed=0).held
+
+
+def test_roundtrip_misses_a_lossy_codec(module):
+    name = module(CODECS)
+    out = evaluate(relation("roundtrip", f"{name}:lossy_dumps", inverse=f"{name}:loads"), [STOCKS], seed=0)
+    assert not out.held
+    assert all(d.endswith("price") for d in out.differing)
+
+
+OTHERS = """
+def dedupe(xs): return sorted(set(xs))
+def append_marker(xs): return list(xs) + ["*"]
+def upper(xs): return [x.upper() for x in xs]
+def reverse(xs): return list(reversed(xs))
+def count(xs): return len(xs)
+def first(xs): return xs[0]
+def strict(xs):
+    if not xs:
+        raise LookupError("empty input")
+    return xs
+"""
+
+
+def test_idempotence(module):
+    name = module(OTHERS)
+    words = [["b", "a", "b", "c"]]
+    assert evaluate(relation("idempotence", f"{name}:dedupe"), words, seed=0).held
+    assert not evaluate(relation("idempotence", f"{name}:append_marker"), words, seed=0).held
+
+
+def test_invariance(module):
+    name = module(OTHERS)
+    words = [["b", "a", "c"]]
+    assert evaluate(relation("invariance", f"{name}:count", transform=f"{name}:reverse"), words, seed=0).held
+    assert not evaluate(relation("invariance", f"{name}:first", transform=f"{name}:reverse"), words, seed=0).held
+
+
+def test_bound_edges(module):
+    name = module(OTHERS)
+    assert evaluate(relation("bound", f"{name}:strict", params={"raises": "LookupError"}), [[]], seed=0).held
+    assert not evaluate(relation("bound", f"{name}:strict", params={"raises": "ValueError"}), [[]], seed=0).held
+    assert not evaluate(relation("bound", f"{name}:dedupe", params={"raises": "LookupError"}), [[]], seed=0).held
+    assert evaluate(relation("bound", f"{name}:dedupe", params={"equals": []}), [[]], seed=0).held
+    assert not evaluate(relation("bound", f"{name}:append_marker", params={"equals": []}), [[]], seed=0).held
+
+
+def test_the_first_missing_seed_row_is_named(module):
+    name = module(ROLLOUTS)
+    inputs = [{"percent": 0, "salt": "z", "population": 10}] + SETTINGS
+    out = evaluate(relation("monotonic", f"{name}:reshuffled", params=MONO), inputs, seed=0)
+    assert not out.held and out.note.startswith("seed row ")
+    row = int(out.note.split()[2].rstrip(":"))
+    assert 2 <= row <= len(inputs)  # the percent-0 row admits nobody before or after
+
+
+# --- worker isolation ---------------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def _workers_find_relconsole(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(PROJECT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+
+
+BAD_SUBJECTS = """
+import os, time
+
+class LedgerMismatch(Exception):
+    pass
+
+def fine(x): return x
+
+def raises(x): raise LedgerMismatch("totals disagree")
+
+def dies(x): os._exit(3)
+
+def hangs(x):
+    time.sleep(60)
+    return x
+
+def chatty(x):
+    print("noise on stdout that is not JSON")
+    return x
+"""
+
+
+def worker_plan(tmp_path: Path, subject: str, timeout: float = 60.0) -> RunPlan:
+    tree = tmp_path / "tree"
+    (tree / "oracle" / "seeds").mkdir(parents=True, exist_ok=True)
+    (tree / "bad.py").write_text(BAD_SUBJECTS)
+    (tree / "oracle" / "seeds" / "x.jsonl").write_text('["a", "b"]\n')
+    catalog = load_catalog(textwrap.dedent(f"""\
+        relations:
+          - id: iso.{subject}
+            kind: idempotence
+            subject: bad:{subject}
+            input: {{seeds: oracle/seeds/x.jsonl}}
+            compare: exact
+            statement: isolation
+        """), "oracle/catalog.yaml")
+    return RunPlan(catalog.get(f"iso.{subject}"), tree, [str(tree)], "seeds",
+                   tree / "oracle" / "seeds" / "x.jsonl", "pin", timeout_seconds=timeout)
+
+
+def test_a_healthy_subject_holds_in_a_worker(tmp_path):
+    record = evaluate_once(worker_plan(tmp_path, "fine"), seed=0)
+    assert record.held and record.error_type is None
+
+
+def test_a_chatty_subject_does_not_corrupt_the_reply(tmp_path):
+    record = evaluate_once(worker_plan(tmp_path, "chatty"), seed=0)
+    assert record.held
+
+
+def test_a_raising_subject_is_a_miss_naming_the_exception(tmp_path):
+    record = evaluate_once(worker_plan(tmp_path, "raises"), seed=0)
+    assert not record.held
+    assert record.error_type == "LedgerMismatch"
+    assert "totals disagree" in record.error
+
+
+def test_a_dying_worker_is_a_miss(tmp_path):
+    record = evaluate_once(worker_plan(tmp_path, "dies"), seed=0)
+    assert not record.held
+    assert record.error_type == "worker died"
+    assert "3" in record.error
+
+
+def test_a_hanging_subject_times_out(tmp_path):
+    timeout = 2.0
+    started = time.monotonic()
+    record = evaluate_once(worker_plan(tmp_path, "hangs", timeout=timeout), seed=0)
+    elapsed = time.monotonic() - started
+    assert not record.held
+    assert record.error_type == "timeout"
+    assert timeout <= elapsed < timeout + 20
