@@ -1,0 +1,122 @@
+"""The CLI twins of the console actions, on the sample repository (SPEC §8 exit codes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from relconsole.cli import main
+from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE
+from relconsole.engine.leases import parse_lease
+from tests.conftest import TODAY, git
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main([*args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def repo_args(repo: Path) -> list[str]:
+    return ["--repo", str(repo), "--today", TODAY.isoformat()]
+
+
+def tip(repo: Path) -> str:
+    return git(repo, "rev-parse", "main").strip()
+
+
+def names(repo: Path) -> list[str]:
+    return sorted(git(repo, "show", "--format=", "--name-only", "main").split())
+
+
+def test_lease_renew_by_the_owner_is_one_lease_commit(demo_repo: Path, capsys):
+    until = TODAY + dt.timedelta(days=10)
+    old = parse_lease(git(demo_repo, "show", "main:oracle/leases/weather.yaml"), "weather.yaml")
+    code, out, _ = cli(capsys, "lease", "renew", "weather", "--until", until.isoformat(), "--json", *repo_args(demo_repo))
+    assert code == EXIT_PASS
+    payload = json.loads(out)
+    assert payload["commit"] == tip(demo_repo) and payload["kind"] == "lease"
+    assert names(demo_repo) == ["oracle/leases/weather.yaml"]
+    new = parse_lease(git(demo_repo, "show", "main:oracle/leases/weather.yaml"), "weather.yaml")
+    assert new.expires == until and new.sha256 == old.sha256
+
+
+@pytest.mark.parametrize(("lease", "days", "words"), [
+    ("stocks", 10, "owner"),  # alice's lease; the demo identity is the maintainers'
+    ("weather", 31, "maximum"),  # beyond the default 30-day maximum
+    ("weather", 0, "not after today"),
+])
+def test_lease_renew_refusals_make_no_commit(demo_repo: Path, capsys, lease, days, words):
+    before = tip(demo_repo)
+    until = (TODAY + dt.timedelta(days=days)).isoformat()
+    code, _, err = cli(capsys, "lease", "renew", lease, "--until", until, *repo_args(demo_repo))
+    assert code == EXIT_USAGE
+    assert words in err and len(err.strip().splitlines()) == 1
+    assert tip(demo_repo) == before
+
+
+def test_accept_and_delete_twins(demo_repo: Path, capsys):
+    code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--json", *repo_args(demo_repo))
+    assert code == EXIT_PASS and json.loads(out)["kind"] == "catalog"
+    assert names(demo_repo) == ["oracle/catalog.yaml", "oracle/quarantine/penguins.mass_permutation.yaml"]
+
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "accept", "penguins.expected_total", *repo_args(demo_repo))
+    assert code == EXIT_USAGE and "expected" in err and tip(demo_repo) == before
+
+    code, out, _ = cli(capsys, "delete", "penguins.expected_total", *repo_args(demo_repo))
+    assert code == EXIT_PASS and git(demo_repo, "log", "-1", "--format=%s", "main").startswith("quarantine:")
+    assert names(demo_repo) == ["oracle/quarantine/penguins.expected_total.yaml"]
+
+    rows = "oracle/quarantine/rollout.monotonic.seeds.jsonl"
+    drafted = git(demo_repo, "show", f"main:{rows}").splitlines()
+    code, _, _ = cli(capsys, "accept", f"{rows}:1", f"{rows}:2", *repo_args(demo_repo))
+    assert code == EXIT_PASS
+    seeds = git(demo_repo, "show", "main:oracle/seeds/rollout.jsonl").splitlines()
+    assert [json.loads(x) for x in seeds[-2:]] == [json.loads(x) for x in drafted[:2]]
+
+
+def test_freeze_twin_writes_the_row(demo_repo: Path, capsys):
+    code, out, _ = cli(capsys, "freeze", "penguins.order_invariant", "--reason", "runner pool swap",
+                       "--json", *repo_args(demo_repo))
+    assert code == EXIT_PASS
+    assert names(demo_repo) == ["oracle/freezes.json"]
+    rows = json.loads(git(demo_repo, "show", "main:oracle/freezes.json"))
+    assert [r["reason"] for r in rows if r["relation_id"] == "penguins.order_invariant"] == ["runner pool swap"]
+    assert json.loads(out)["row"]["signature"].startswith("sha256:")
+
+
+def test_freeze_twin_refuses_a_relation_that_held(demo_repo: Path, capsys):
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "freeze", "weather.replay_ingest", "--reason", "x", *repo_args(demo_repo))
+    assert code == EXIT_USAGE and "no miss" in err and tip(demo_repo) == before
+    code, _, err = cli(capsys, "freeze", "penguins.split_merge", "--reason", "x", *repo_args(demo_repo))
+    assert code == EXIT_USAGE and "does not allow freezing" in err and tip(demo_repo) == before
+
+
+@pytest.mark.parametrize("argv", [["nonsense"], ["lease"], ["lease", "renew", "x"],
+                                  ["lease", "renew", "x", "--until", "soon"], ["bind", "--today", "2026-02-30"]])
+def test_usage_errors_exit_64(argv, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == EXIT_USAGE
+
+
+def test_bad_relconsole_today_is_a_usage_error(demo_repo: Path, capsys, monkeypatch):
+    monkeypatch.setenv("RELCONSOLE_TODAY", "someday")
+    code, _, err = cli(capsys, "bind", "--repo", str(demo_repo))
+    assert code == EXIT_USAGE and "RELCONSOLE_TODAY" in err
+
+
+def test_run_json_reports_the_miss(demo_repo: Path, capsys):
+    code, out, _ = cli(capsys, "run", "--json", *repo_args(demo_repo))
+    payload = json.loads(out)
+    assert code == EXIT_REJECT and payload["decision"] == "reject"
+    missed = {r["relation_id"]: r for r in payload["relations"] if r["outcome"] == "missed"}
+    assert set(missed) == {"penguins.order_invariant"}
+    first = missed["penguins.order_invariant"]["first_run"]
+    assert first["differing"] and first["source"] != first["followup"]
+    assert missed["penguins.order_invariant"]["identity_changed"] is True
