@@ -14,7 +14,8 @@ from pathlib import Path
 
 from relconsole.engine import actions
 from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_USAGE,
-                                      RelconsoleError, UsageError)
+                                      RelconsoleError)
+from relconsole.engine.decision import worst
 from relconsole.engine.literal import one_line
 from relconsole.engine.review import Review, load_review, run_review
 
@@ -156,7 +157,6 @@ def cmd_run(args) -> int:
 
 
 def _worst_of(results):
-    from relconsole.engine.decision import worst
     return worst([r.verdict for r in results])
 
 

@@ -8,7 +8,6 @@ back with ``call_from_thread``, so input never waits on git or on a subject.
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
@@ -17,18 +16,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
 
-from relconsole.console import render, views
+from relconsole.console import views
 from relconsole.console.commands import ReviewCommands
 from relconsole.console.screens.confirm import ConfirmScreen
-from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine import actions
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.freezes import check_new_row
-from relconsole.engine.leases import check_renewal
 from relconsole.engine.literal import literal
 from relconsole.engine.review import Review, load_review, run_review
 

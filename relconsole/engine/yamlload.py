@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-import re
 from typing import Any
 
 import yaml
