@@ -61,6 +61,20 @@ class Check:
         return Outcome(not diff, a, b, [path_text(p) for p in diff], note)
 
 
+def fresh(x: Any) -> Any:
+    """A copy of a source input a subject may change without touching the original.
+
+    Lists are copied with each mapping row copied too (values are strings or JSON
+    scalars, so one level is enough and O(rows), where ``deepcopy`` is many times slower
+    on a 336k-row corpus); a mapping seed is copied; anything else is passed as is.
+    """
+    if isinstance(x, list):
+        return [dict(row) if isinstance(row, dict) else row for row in x]
+    if isinstance(x, dict):
+        return copy.deepcopy(x)
+    return x
+
+
 def _first_miss(outcomes) -> Outcome:
     last = Outcome(True, note="no follow-up input")
     for outcome in outcomes:
@@ -73,29 +87,29 @@ def _first_miss(outcomes) -> Outcome:
 def permutation(rel: dict, f: Callable, x: Any, rng: random.Random, **_) -> Outcome:
     check = Check(rel)
     shuffles = int((rel.get("params") or {}).get("shuffles", 6))
-    base = f(copy.deepcopy(x))
+    base = f(fresh(x))
 
     def runs():
         for n in range(1, shuffles + 1):
-            y = list(x)
+            y = fresh(x)
             rng.shuffle(y)
             yield check.outcome(base, f(y), f"shuffle {n} of {shuffles}")
     return _first_miss(runs())
 
 
 def idempotence(rel: dict, f: Callable, x: Any, **_) -> Outcome:
-    once = f(copy.deepcopy(x))
+    once = f(fresh(x))
     return Check(rel).outcome(once, f(copy.deepcopy(once)), "f(f(x)) vs f(x)")
 
 
 def replay_ingest(rel: dict, f: Callable, x: Any, **_) -> Outcome:
     store = f()
     store.reset()
-    store.ingest(copy.deepcopy(x))
+    store.ingest(fresh(x))
     once = copy.deepcopy(store.projection())
     store.reset()
-    store.ingest(copy.deepcopy(x))
-    store.ingest(copy.deepcopy(x))
+    store.ingest(fresh(x))
+    store.ingest(fresh(x))
     return Check(rel).outcome(once, store.projection(), "ingest twice vs ingest once")
 
 
@@ -116,12 +130,12 @@ def _concat(a: Any, b: Any) -> Any:
 def split_merge(rel: dict, f: Callable, x: Any, merge: Callable | None = None, **_) -> Outcome:
     merge = merge or _concat
     check = Check(rel)
-    whole = f(copy.deepcopy(x))
+    whole = f(fresh(x))
     rows = list(x)
 
     def runs():
         for point in split_points(len(rows), (rel.get("params") or {}).get("splits", 3)):
-            merged = merge(f(rows[:point]), f(rows[point:]))
+            merged = merge(f(fresh(rows[:point])), f(fresh(rows[point:])))
             yield check.outcome(whole, merged, f"split at row {point} of {len(rows)}", bag=True)
     return _first_miss(runs())
 
@@ -169,18 +183,18 @@ def monotonic(rel: dict, f: Callable, x: Any, **_) -> Outcome:
     params = rel.get("params") or {}
     field_name = params.get("field")
     raised = _raise(x, field_name, params.get("step", 1), params.get("max"))
-    before, after = f(copy.deepcopy(x)), f(raised)
+    before, after = f(fresh(x)), f(raised)
     lost = never_below(before, after)
     return Outcome(not lost, canonical(before), canonical(after), lost,
                    f"{field_name} raised by {params.get('step', 1)}")
 
 
 def roundtrip(rel: dict, f: Callable, x: Any, inverse: Callable | None = None, **_) -> Outcome:
-    return Check(rel).outcome(x, inverse(f(copy.deepcopy(x))), "inverse(f(x)) vs x")
+    return Check(rel).outcome(x, inverse(f(fresh(x))), "inverse(f(x)) vs x")
 
 
 def invariance(rel: dict, f: Callable, x: Any, transform: Callable | None = None, **_) -> Outcome:
-    return Check(rel).outcome(f(copy.deepcopy(x)), f(transform(copy.deepcopy(x))), "f(T(x)) vs f(x)")
+    return Check(rel).outcome(f(fresh(x)), f(transform(fresh(x))), "f(T(x)) vs f(x)")
 
 
 def bound(rel: dict, f: Callable, x: Any, **_) -> Outcome:

@@ -382,22 +382,43 @@ def _seed_values(view: gitio.TreeView, path: str) -> list:
 
 
 def _patch_catalog(review: Review) -> None:
-    """Identity changes the patch makes to relations (§3), from HEAD's own catalog."""
-    if review.catalog is None or review.oracle_sha == review.head_sha:
+    """Relations whose identity the patch changes (§3): HEAD's catalog against the merge base's.
+
+    The review still runs the oracle's relations; a changed identity is shown ("Δ changed
+    in PR") and raised as a ``relation_changed`` flag, as is a patch catalog that does
+    not load.
+    """
+    if review.merge_base == review.head_sha:
         return
-    head_view = gitio.TreeView(review.repo, review.head_sha)
-    text = head_view.read_text(review.layout.catalog)
-    if text is None:
-        return
+    source = f"{review.layout.catalog} (in {review.head_ref})"
     try:
-        patched = load_catalog(text, f"{review.layout.catalog} (in {review.head_ref})")
+        after = _catalog_identities(gitio.TreeView(review.repo, review.head_sha), review.layout.catalog, source)
     except BadInputError as exc:
         review.flags.append(ReviewFlag("patch_catalog_invalid", review.layout.catalog, exc.one_line()))
         return
-    for relation in patched.relations.values():
-        before = review.identities.get(relation.id)
-        if before and before != relation.identity(_callable_sources(relation, head_view)):
-            review.changed_identity.add(relation.id)
+    try:
+        before = _catalog_identities(gitio.TreeView(review.repo, review.merge_base), review.layout.catalog,
+                                     f"{review.layout.catalog} (at the merge base)")
+    except BadInputError:
+        before = {}
+    for rid in sorted(set(before) | set(after)):
+        if before.get(rid) == after.get(rid):
+            continue
+        review.changed_identity.add(rid)
+        what = "added" if rid not in before else "removed" if rid not in after else "changed"
+        review.flags.append(ReviewFlag(
+            "relation_changed", review.layout.catalog,
+            f"the patch {what} relation {rid} (identity {(before.get(rid) or '-')[:19]} -> "
+            f"{(after.get(rid) or '-')[:19]}); the review runs the oracle's version"))
+
+
+def _catalog_identities(view: gitio.TreeView, path: str, source: str) -> dict[str, str]:
+    """Relation id -> identity for the catalog in ``view`` ({} when it has none)."""
+    text = view.read_text(path)
+    if text is None:
+        return {}
+    catalog = load_catalog(text, source)
+    return {r.id: r.identity(_callable_sources(r, view)) for r in catalog.relations.values()}
 
 
 # --- running -------------------------------------------------------------------------
@@ -468,5 +489,6 @@ def _plan(review: Review, relation: Relation, tree: Path) -> RunPlan:
         kind, path = "lease", tree / lease.path
     else:
         kind, path = "seeds", tree / relation.seeds_path
+    clock = None if relation.clock == "real" else review.layout.frozen_clock
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
-                   _fixture_pin(path), review.layout.relation_timeout_seconds)
+                   _fixture_pin(path), review.layout.relation_timeout_seconds, clock)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -91,17 +92,19 @@ class RunPlan:
     input_path: Path
     fixture_pin: str  # sha256 of the input, for signatures
     timeout_seconds: float = 120.0
+    clock: str | None = None  # ISO instant the worker's clock is frozen at; None: real time
 
 
 def evaluate_once(plan: RunPlan, seed: int) -> RunRecord:
     """Run the relation once in a worker process; a crash or timeout is a miss."""
     request = {"root": str(plan.root), "import_paths": plan.import_paths,
-               "relation": plan.relation.raw, "seed": seed,
+               "relation": plan.relation.raw, "seed": seed, "clock": plan.clock,
                "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
     started = time.monotonic()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONHASHSEED"] = "0"  # str hashes, set order: the same every run
+    env["TZ"] = "UTC"
     try:
         proc = subprocess.run([sys.executable, "-m", "relconsole.engine.worker"],
                               input=json.dumps(request, default=str), capture_output=True,
@@ -114,8 +117,10 @@ def evaluate_once(plan: RunPlan, seed: int) -> RunRecord:
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return RunRecord(False, seed, error_type="worker died",
-                         error=f"exit {proc.returncode}: {tail}", seconds=seconds)
+        how = f"exit {proc.returncode}"
+        if proc.returncode < 0:
+            how = f"killed by {signal.Signals(-proc.returncode).name}"
+        return RunRecord(False, seed, error_type="worker died", error=f"{how}: {tail}", seconds=seconds)
     reply = json.loads(lines[-1])
     if "error" in reply:
         err = reply["error"]
@@ -145,7 +150,9 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None) -> RelationResult:
                                        "missed with no live freeze" + detail),
                               f"missed: {first.describe()}{detail}", first, freeze=freeze,
                               signature=sig)
-    reruns = [evaluate_once(plan, _base_seed(relation) + n) for n in range(1, freeze.reruns + 1)]
+    seeds = [_base_seed(relation) + n for n in range(1, freeze.reruns + 1)]
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        reruns = list(pool.map(lambda seed: evaluate_once(plan, seed), seeds))
     passes = sum(1 for r in reruns if r.held)
     verdict_word = "PASS" if passes >= freeze.pass_needed else "FAIL"
     summary = f"frozen {passes}/{freeze.reruns}, needed {freeze.pass_needed}: {verdict_word}"

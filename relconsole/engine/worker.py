@@ -10,12 +10,14 @@ never in the console's process, so a crash or a hang cannot take the console dow
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import gzip
 import io
 import json
 import os
 import random
 import sys
+import time
 import traceback
 
 
@@ -26,7 +28,7 @@ def read_corpus(path: str) -> list:
     with opener(path, "rt", encoding="utf-8", newline="") as handle:
         if stem.endswith((".jsonl", ".ndjson")):
             return [json.loads(line) for line in handle if line.strip()]
-        return [dict(row) for row in csv.DictReader(handle)]
+        return list(csv.DictReader(handle))
 
 
 def read_seeds(path: str) -> list:
@@ -35,8 +37,51 @@ def read_seeds(path: str) -> list:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def freeze_clock(instant: str) -> None:
+    """Make ``time.time``, ``datetime.now`` and friends return ``instant`` (ISO 8601).
+
+    Installed before the subject is imported, so ``from datetime import datetime`` in
+    the subject gets the frozen class; monotonic clocks keep running (timeouts need
+    them). Naive "local" times are UTC: the worker runs with TZ=UTC.
+    """
+    moment = dt.datetime.fromisoformat(instant)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    epoch = moment.timestamp()
+    real = dt.datetime
+
+    class FrozenDatetime(real):
+        @classmethod
+        def now(cls, tz=None):
+            value = moment.astimezone(tz) if tz else moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            return cls.combine(value.date(), value.timetz() if tz else value.time())
+
+        @classmethod
+        def utcnow(cls):
+            return cls.now(dt.timezone.utc).replace(tzinfo=None)
+
+        @classmethod
+        def today(cls):
+            return cls.now()
+
+    class FrozenDate(dt.date):
+        @classmethod
+        def today(cls):
+            return cls.fromordinal(moment.astimezone(dt.timezone.utc).date().toordinal())
+
+    dt.datetime, dt.date = FrozenDatetime, FrozenDate
+    gmtime, localtime, ctime = time.gmtime, time.localtime, time.ctime
+    time.time = lambda: epoch
+    time.time_ns = lambda: int(epoch * 1_000_000_000)
+    time.gmtime = lambda secs=None: gmtime(epoch if secs is None else secs)
+    time.localtime = lambda secs=None: localtime(epoch if secs is None else secs)
+    time.ctime = lambda secs=None: ctime(epoch if secs is None else secs)
+
+
 def main() -> int:
     request = json.load(sys.stdin)
+    if request.get("clock"):
+        freeze_clock(request["clock"])
     os.chdir(request["root"])
     for entry in reversed(request["import_paths"]):
         sys.path.insert(0, entry)

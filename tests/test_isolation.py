@@ -1,0 +1,139 @@
+"""Subjects run in worker processes: crashes, hangs, a frozen clock and seeded randomness.
+
+A subject that segfaults or hangs is a miss with its reason; the console keeps taking
+keys meanwhile. Clock- and seed-shaped flakes are removed in the worker (issue 3 item 4).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import textwrap
+import time
+from pathlib import Path
+
+from relconsole.console.app import ReviewApp
+from relconsole.console.widgets.pane import Pane
+from relconsole.engine.catalog import load_catalog
+from relconsole.engine.config import Layout
+from relconsole.engine.runner import RunPlan, evaluate_once
+from tests.conftest import TODAY, git
+from tests.test_console import settle
+
+SUBJECTS = """
+import ctypes, random, time
+from datetime import date, datetime, timezone
+
+def segfault(x):
+    return ctypes.string_at(0)
+
+def stamp(x):
+    return [time.time(), datetime.now().isoformat(), datetime.now(timezone.utc).isoformat(),
+            date.today().isoformat()]
+
+def dice(x):
+    return [random.random() for _ in range(3)]
+
+def hangs(x):
+    time.sleep(120)
+    return x
+"""
+
+
+def plan(tmp_path: Path, subject: str, kind: str = "idempotence", clock: str | None = None,
+         extra: str = "", timeout: float = 60.0) -> RunPlan:
+    tree = tmp_path / "tree"
+    (tree / "oracle" / "seeds").mkdir(parents=True, exist_ok=True)
+    (tree / "subjects.py").write_text(SUBJECTS)
+    (tree / "oracle" / "seeds" / "x.jsonl").write_text('["a"]\n')
+    catalog = load_catalog(textwrap.dedent(f"""\
+        relations:
+          - id: iso.{subject}
+            kind: {kind}
+            subject: subjects:{subject}
+            input: {{seeds: oracle/seeds/x.jsonl}}
+            compare: exact
+            statement: isolation
+        """) + extra, "oracle/catalog.yaml")
+    return RunPlan(catalog.get(f"iso.{subject}"), tree, [str(tree)], "seeds",
+                   tree / "oracle" / "seeds" / "x.jsonl", "pin", timeout, clock)
+
+
+def test_a_segfault_is_a_miss_naming_the_signal(tmp_path):
+    record = evaluate_once(plan(tmp_path, "segfault"), seed=0)
+    assert not record.held and record.error_type == "worker died"
+    assert "SIGSEGV" in record.error
+
+
+def test_the_clock_is_frozen_at_the_configured_instant(tmp_path):
+    instant = Layout().frozen_clock
+    moment = dt.datetime.fromisoformat(instant)
+    utc = moment.astimezone(dt.timezone.utc)
+    expected = [moment.timestamp(), utc.replace(tzinfo=None).isoformat(), utc.isoformat(),
+                utc.date().isoformat()]
+    extra = f"    params: {{equals: {expected!r}}}\n".replace("'", '"')
+    record = evaluate_once(plan(tmp_path, "stamp", "bound", instant, extra), seed=0)
+    assert record.held, record.describe()
+
+
+def test_a_frozen_clock_removes_a_clock_shaped_flake(tmp_path):
+    frozen = evaluate_once(plan(tmp_path, "stamp", clock=Layout().frozen_clock), seed=0)
+    real = evaluate_once(plan(tmp_path, "stamp", clock=None), seed=0)
+    assert frozen.held
+    assert not real.held and real.differing  # time moved between f(x) and f(f(x))
+
+
+def test_randomness_is_seeded_per_run(tmp_path):
+    first = evaluate_once(plan(tmp_path, "dice", "bound", extra="    params: {equals: 0}\n"), seed=7)
+    again = evaluate_once(plan(tmp_path, "dice", "bound", extra="    params: {equals: 0}\n"), seed=7)
+    other = evaluate_once(plan(tmp_path, "dice", "bound", extra="    params: {equals: 0}\n"), seed=8)
+    assert first.followup == again.followup != other.followup
+
+
+def _hanging_repo(tmp_path: Path, timeout: float) -> Path:
+    repo = tmp_path / "hang"
+    (repo / "oracle" / "seeds").mkdir(parents=True)
+    (repo / "src").mkdir()
+    (repo / "src" / "subjects.py").write_text(SUBJECTS)
+    (repo / "oracle" / "seeds" / "x.jsonl").write_text('["a"]\n')
+    (repo / "pyproject.toml").write_text(f"[tool.relconsole]\nrelation_timeout_seconds = {timeout}\n")
+    (repo / "oracle" / "catalog.yaml").write_text(textwrap.dedent("""\
+        owners:
+          "src/**": [iso.hangs]
+        relations:
+          - id: iso.hangs
+            kind: idempotence
+            subject: subjects:hangs
+            input: {seeds: oracle/seeds/x.jsonl}
+            compare: exact
+            statement: a subject that never answers
+        """))
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(repo, "config", "user.name", "t")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "checkout", "-q", "-b", "patch")
+    (repo / "src" / "subjects.py").write_text(SUBJECTS + "\n# touched\n")
+    git(repo, "commit", "-q", "-am", "touch")
+    return repo
+
+
+async def test_the_console_answers_keys_while_a_subject_hangs(tmp_path):
+    timeout = 3.0
+    repo = _hanging_repo(tmp_path, timeout)
+    app = ReviewApp(repo=str(repo), today=TODAY)
+    async with app.run_test(size=(160, 48)) as pilot:
+        started = time.monotonic()
+        while not app.running:
+            assert time.monotonic() - started < 30, "the run never started"
+            await pilot.pause(0.05)
+        assert isinstance(app.focused, Pane) and app.focused.kind == "touched"
+        await pilot.press("3")  # the screen follows the key while the worker is stuck
+        assert app.running and app.focused.kind == "leases"
+        await pilot.press("2")
+        assert app.running and app.focused.kind == "relations"
+        await settle(pilot)
+        elapsed = time.monotonic() - started
+        result = app.review.results["iso.hangs"]
+    assert result.outcome == "missed" and result.first.error_type == "timeout"
+    assert elapsed < 2 * timeout + 5  # reported within about twice its timeout (+ start-up)
