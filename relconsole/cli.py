@@ -1,4 +1,4 @@
-"""The command line: ``relconsole review|demo|bind|run|validate|lease|accept|delete|freeze``.
+"""The command line: ``relconsole review|demo|bind|run|validate|lease|accept|delete|freeze|bite``.
 
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
 the engine, print text or ``--json``, and exit with the codes of SPEC §8.
@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 from relconsole.engine import actions
-from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_USAGE,
-                                      RelconsoleError)
+from relconsole.engine.bite import bite
+from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
+                                      EXIT_USAGE, RelconsoleError)
 from relconsole.engine.decision import worst
 from relconsole.engine.literal import one_line
 from relconsole.engine.review import Review, load_review, run_review
@@ -89,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     freeze.add_argument("--expires", type=_date, default=None)
     _review_options(freeze)
     freeze.add_argument("--json", action="store_true")
+
+    bite_cmd = sub.add_parser("bite", help="mutate a relation's subject: does the relation catch it?")
+    bite_cmd.add_argument("relation_id")
+    _review_options(bite_cmd)
+    bite_cmd.add_argument("--json", action="store_true", help="print JSON")
 
     shots = sub.add_parser("screenshots", help="regenerate screenshots/*.svg from the sample repository")
     shots.add_argument("--out", type=Path, default=Path("screenshots"))
@@ -228,6 +234,25 @@ def cmd_freeze(args) -> int:
         review.close()
 
 
+def cmd_bite(args) -> int:
+    """Exit 0 when the relation bites, 1 when it does not, 3 when it cannot be judged
+    (blocked, or it misses unmutated), 64 for an unknown relation."""
+    review = _load(args)
+    try:
+        if review.errors:
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            return EXIT_BAD_INPUT
+
+        def show(result):
+            if not args.json:
+                print(f"{result.outcome:<8}  {one_line(result.label)}  {result.path}:{result.line}", flush=True)
+        report = bite(review, args.relation_id, show)
+        _emit(args, report.to_json(), [one_line(report.verdict())])
+        return {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
+    finally:
+        review.close()
+
+
 def cmd_review(args) -> int:
     from relconsole.console.app import ReviewApp
 
@@ -259,7 +284,7 @@ def cmd_screenshots(args) -> int:
 
 COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease": cmd_lease,
             "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze,
-            "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
+            "bite": cmd_bite, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,389 @@
+"""Small AST mutations of ONE subject, for "does it bite" (``relconsole bite``, issue 3 item 6).
+
+``mutants(source, target)`` parses a module, finds the functions the relation's subject
+reaches (SPEC §3 ``module:attr.path``), and returns one ``Mutant`` per mutation site: the
+whole module re-written with ``ast.unparse`` with exactly one change inside one of those
+functions. Everything outside them is unchanged in meaning (comments and layout are lost,
+which is fine for a temporary tree).
+
+What is mutated (``target_functions``):
+
+- a function subject: that function, plus the same-module functions it calls by name and
+  the methods of a same-module class it calls (a factory), one level deep;
+- a class subject (``Store``): its methods; a method subject (``Store.ingest``): that method.
+
+Operators (``OPERATORS``; each site is a separate mutant with a label and a line):
+
+==============  ===========================================================================
+drop_sort       ``sorted(x)`` -> ``list(x)`` (the type kept, the order lost); ``x.sort()`` removed
+boundary        ``<`` <-> ``<=``, ``>`` <-> ``>=``
+negate          ``<`` <-> ``>``, ``<=`` <-> ``>=``, ``==`` <-> ``!=``, ``in`` <-> ``not in``, ``is`` <-> ``is not``
+drop_guard      an ``if`` without ``else`` whose body only raises/returns/continues/breaks is removed
+swap_args       the first two positional arguments of a call with two or more are swapped
+constant        an int ``n`` -> ``n + 1``, a float ``v`` -> ``v + 1.0`` (bools untouched)
+first_only      ``break`` appended to a ``for`` body; ``[... for ...]``/``{...: ... for ...}``
+                keep only their first element
+return_early    a bare ``return`` before the function's last statement
+drop_dedup      ``set(x)`` -> ``list(x)``; an upsert ``d[k] = v``, ``d.setdefault(k, ...)``,
+                ``d.update(m)`` gets a fresh key per write (``str(k) + '#' + str(len(d))``)
+uncompensated   ``math.fsum(x)``/``fsum(x)`` -> ``sum(x)`` (a compensated reduction made plain)
+==============  ===========================================================================
+
+Why not an existing library: mutmut 3 (libcst) rewrites every file of a project into a
+``mutants/`` copy with trampolines and needs pytest to run the mutants; cosmic-ray keeps a
+session database, a config file and a test command per run, with a dozen dependencies
+(sqlalchemy, aiohttp, parso...); mutatest drives pytest over whole files with coverage. None
+targets one function programmatically, none runs a relation instead of a test suite, and
+none has the data-pipeline operators a relation is about (lost sort, lost dedup, first row
+only). ``ast`` from the standard library does it in a few hundred lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+DEFAULT_LIMIT = 40
+
+Path_ = tuple[tuple[str, int | None], ...]  # (field, index-or-None) steps from a function node
+Edit = Callable[[ast.AST], "ast.AST | list[ast.stmt]"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutation of a module: ``source`` is the whole module with one change.
+
+    ``operator`` is a name from OPERATORS, ``label`` a short human text, ``line`` the
+    1-based line in the ORIGINAL source, ``function`` the qualified name mutated.
+    """
+
+    operator: str
+    label: str
+    line: int
+    function: str
+    source: str
+
+
+@dataclass(frozen=True)
+class _Site:
+    operator: str
+    label: str
+    line: int
+    path: Path_
+    edit: Edit
+
+
+class TargetNotFound(LookupError):
+    """The attribute path names nothing defined in the module (or not a function/class)."""
+
+
+# --- finding the target --------------------------------------------------------------
+
+def _defs(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    return {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _is_func(node: ast.AST) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _methods(cls: ast.ClassDef, prefix: str) -> list[tuple[str, ast.AST]]:
+    return [(f"{prefix}.{n.name}", n) for n in cls.body if _is_func(n)]
+
+
+def _resolve(module: ast.Module, attr_path: str) -> tuple[str, ast.AST]:
+    node: ast.AST | None = None
+    body = module.body
+    for part in attr_path.split("."):
+        node = _defs(body).get(part)
+        if node is None:
+            raise TargetNotFound(f"{attr_path}: no function or class {part!r} defined in the module")
+        body = getattr(node, "body", [])
+    return attr_path, node
+
+
+def _called_names(func: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in names:
+            names.append(node.func.id)
+    return names
+
+
+def target_functions(module: ast.Module, attr_path: str) -> list[tuple[str, ast.AST]]:
+    """(qualified name, function node) pairs the subject ``attr_path`` reaches, in order.
+
+    Raises TargetNotFound when ``attr_path`` names nothing defined in the module.
+    """
+    name, node = _resolve(module, attr_path)
+    if isinstance(node, ast.ClassDef):
+        return _methods(node, name)
+    found = [(name, node)]
+    top = _defs(module.body)
+    for callee in _called_names(node):
+        helper = top.get(callee)
+        if helper is None or helper is node:
+            continue
+        found.extend(_methods(helper, callee) if isinstance(helper, ast.ClassDef) else [(callee, helper)])
+    seen: set[int] = set()
+    return [(n, f) for n, f in found if not (id(f) in seen or seen.add(id(f)))]
+
+
+# --- walking with paths ----------------------------------------------------------------
+
+def _walk(node: ast.AST, path: Path_ = ()) -> Iterator[tuple[Path_, ast.AST]]:
+    """Every node under ``node`` (itself excluded) with its path, depth first, in source order."""
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, ast.AST):
+            yield path + ((name, None),), value
+            yield from _walk(value, path + ((name, None),))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, ast.AST):
+                    yield path + ((name, index),), item
+                    yield from _walk(item, path + ((name, index),))
+
+
+def _get(root: ast.AST, path: Path_) -> ast.AST:
+    node = root
+    for name, index in path:
+        node = getattr(node, name) if index is None else getattr(node, name)[index]
+    return node
+
+
+def _replace(root: ast.AST, path: Path_, new: ast.AST | list[ast.stmt]) -> None:
+    parent = _get(root, path[:-1])
+    name, index = path[-1]
+    if index is None:
+        setattr(parent, name, new)
+        return
+    items = getattr(parent, name)
+    items[index:index + 1] = new if isinstance(new, list) else [new]
+    if not items:  # a body emptied by a removal still needs a statement
+        items.append(ast.Pass())
+
+
+# --- operators: each yields (label, edit) for one node --------------------------------
+
+def _call_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _src(node: ast.AST, width: int = 40) -> str:
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def op_drop_sort(node: ast.AST):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sorted" \
+            and len(node.args) == 1:
+        yield f"drop sort: {_src(node)} -> list(...)", \
+            lambda n: ast.Call(ast.Name("list", ast.Load()), [n.args[0]], [])
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+            and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "sort":
+        yield f"drop sort: remove {_src(node.value)}", lambda n: []
+
+
+_BOUNDARY = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+_NEGATE = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.NotEq,
+           ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+           ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+
+
+def _compare_op(table: dict, verb: str):
+    def op(node: ast.AST):
+        if not isinstance(node, ast.Compare):
+            return
+        for index, cmp in enumerate(node.ops):
+            new = table.get(type(cmp))
+            if new is None:
+                continue
+
+            def edit(n, i=index, new=new):
+                n.ops[i] = new()
+                return n
+            left = node.left if index == 0 else node.comparators[index - 1]
+            pair = f"{_src(left, 25)} {{}} {_src(node.comparators[index], 25)}"
+            yield f"{verb}: {pair.format(_SYMBOL[type(cmp)])} -> {pair.format(_SYMBOL[new])}", edit
+    return op
+
+
+def _guard_only(body: list[ast.stmt]) -> bool:
+    return bool(body) and all(isinstance(s, (ast.Raise, ast.Return, ast.Continue, ast.Break)) for s in body)
+
+
+def op_drop_guard(node: ast.AST):
+    if isinstance(node, ast.If) and not node.orelse and _guard_only(node.body):
+        yield f"drop guard: if {_src(node.test)}: {type(node.body[0]).__name__.lower()}", lambda n: []
+
+
+def op_swap_args(node: ast.AST):
+    if isinstance(node, ast.Call) and len(node.args) >= 2 \
+            and not any(isinstance(a, ast.Starred) for a in node.args[:2]):
+        def edit(n):
+            n.args[0], n.args[1] = n.args[1], n.args[0]
+            return n
+        yield f"swap arguments of {_src(node.func, 30)}({_src(node.args[0], 15)}, {_src(node.args[1], 15)})", edit
+
+
+def op_constant(node: ast.AST):
+    value = getattr(node, "value", None) if isinstance(node, ast.Constant) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    new = value + 1 if isinstance(value, int) else value + 1.0
+    yield f"constant {value!r} -> {new!r}", lambda n: ast.Constant(new)
+
+
+def _first_of_comprehension(n: ast.AST) -> ast.AST:
+    if isinstance(n, ast.ListComp):
+        return ast.Subscript(n, ast.Slice(None, ast.Constant(1)), ast.Load())
+    items = ast.Call(ast.Attribute(n, "items", ast.Load()), [], [])
+    first = ast.Subscript(ast.Call(ast.Name("list", ast.Load()), [items], []),
+                          ast.Slice(None, ast.Constant(1)), ast.Load())
+    return ast.Call(ast.Name("dict", ast.Load()), [first], [])
+
+
+def op_first_only(node: ast.AST):
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        def edit(n):
+            n.body = n.body + [ast.Break()]
+            return n
+        yield f"first only: break after one pass of for {_src(node.target, 20)} in {_src(node.iter, 25)}", edit
+    if isinstance(node, (ast.ListComp, ast.DictComp)):
+        yield f"first only: keep the first element of {_src(node)}", _first_of_comprehension
+
+
+def _fresh_key(key: ast.expr, mapping: ast.expr) -> ast.expr:
+    """``str(key) + '#' + str(len(mapping))``: a new key per write, so nothing is replaced."""
+    def call(name, arg):
+        return ast.Call(ast.Name(name, ast.Load()), [arg], [])
+    left = ast.BinOp(call("str", key), ast.Add(), ast.Constant("#"))
+    return ast.BinOp(left, ast.Add(), call("str", call("len", copy.deepcopy(mapping))))
+
+
+def op_drop_dedup(node: ast.AST):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "set" \
+            and len(node.args) == 1:
+        yield f"drop dedup: {_src(node)} -> list(...)", \
+            lambda n: ast.Call(ast.Name("list", ast.Load()), n.args, n.keywords)
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript) \
+            and not isinstance(node.targets[0].slice, ast.Slice):
+        def edit(n):
+            target = n.targets[0]
+            target.slice = _fresh_key(target.slice, target.value)
+            return n
+        yield f"drop dedup: {_src(node.targets[0])} = ... writes a fresh key", edit
+    name = _call_name(node)
+    if name == "setdefault" and isinstance(node.func, ast.Attribute) and node.args:
+        def edit(n):
+            n.args[0] = _fresh_key(n.args[0], n.func.value)
+            return n
+        yield f"drop dedup: {_src(node.func)}(...) gets a fresh key", edit
+    if name == "update" and isinstance(node.func, ast.Attribute) and len(node.args) == 1 and not node.keywords:
+        def edit(n):
+            k, v = ast.Name("_k", ast.Load()), ast.Name("_v", ast.Load())
+            items = ast.Call(ast.Attribute(n.args[0], "items", ast.Load()), [], [])
+            gen = ast.comprehension(ast.Tuple([ast.Name("_k", ast.Store()), ast.Name("_v", ast.Store())],
+                                              ast.Store()), items, [], 0)
+            n.args[0] = ast.DictComp(_fresh_key(k, n.func.value), v, [gen])
+            return n
+        yield f"drop dedup: {_src(node.func)}(...) adds fresh keys", edit
+
+
+def op_uncompensated(node: ast.AST):
+    if _call_name(node) == "fsum" and len(node.args) == 1:
+        yield f"uncompensated: {_src(node)} -> sum(...)", \
+            lambda n: ast.Call(ast.Name("sum", ast.Load()), n.args, [])
+
+
+OPERATORS: dict[str, Callable] = {
+    "drop_sort": op_drop_sort, "boundary": _compare_op(_BOUNDARY, "boundary"),
+    "negate": _compare_op(_NEGATE, "negate"), "drop_guard": op_drop_guard,
+    "swap_args": op_swap_args, "constant": op_constant, "first_only": op_first_only,
+    "drop_dedup": op_drop_dedup, "uncompensated": op_uncompensated,
+}
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _return_early(func: ast.AST) -> Iterator[_Site]:
+    body = [s for s in func.body if not _is_docstring(s)]
+    if len(body) < 2:
+        return
+    last = len(func.body) - 1
+    label = f"return early: return before {_src(func.body[last], 40)}"
+    yield _Site("return_early", label, func.body[last].lineno,
+                (("body", last),), lambda n: [ast.Return(None), n])
+
+
+def sites(func: ast.AST) -> list[_Site]:
+    """Every mutation site inside one function node (docstrings and decorators skipped)."""
+    found = []
+    for path, node in _walk(func):
+        if path[0][0] in ("decorator_list", "returns", "args") or _is_docstring(node):
+            continue
+        for name, operator in OPERATORS.items():
+            for label, edit in operator(node):
+                found.append(_Site(name, label, getattr(node, "lineno", func.lineno), path, edit))
+    found.extend(_return_early(func))
+    return found
+
+
+def _spread(items: list, limit: int, key: Callable) -> list:
+    """At most ``limit`` items, round-robin over ``key`` groups so every operator is kept."""
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    chosen, lists = [], list(groups.values())
+    while len(chosen) < limit and any(lists):
+        for group in lists:
+            if group and len(chosen) < limit:
+                chosen.append(group.pop(0))
+    return chosen
+
+
+def mutants(source: str, attr_path: str, limit: int = DEFAULT_LIMIT) -> list[Mutant]:
+    """The mutants of ``attr_path`` (``func``, ``Class`` or ``Class.method``) in module ``source``.
+
+    Deterministic: the same source gives the same mutants in the same order (by line).
+    Mutants whose text equals the original or another mutant's are dropped; at most
+    ``limit``, chosen round-robin across operators. Raises SyntaxError for a module that
+    does not parse and TargetNotFound when ``attr_path`` is not defined in it.
+    """
+    module = ast.parse(source)
+    original = ast.unparse(module)
+    out, seen = [], {original}
+    for qualname, func in target_functions(module, attr_path):
+        func_path = _path_to(module, func)
+        for site in sites(func):
+            text = _apply(module, func_path + site.path, site.edit)
+            if text is None or text in seen:
+                continue
+            seen.add(text)
+            out.append(Mutant(site.operator, site.label, site.line, qualname, text))
+    chosen = _spread(out, limit, lambda m: m.operator)
+    return sorted(chosen, key=lambda m: (m.line, out.index(m)))
+
+
+def _path_to(module: ast.Module, target: ast.AST) -> Path_:
+    return next(path for path, node in _walk(module) if node is target)
+
+
+def _apply(module: ast.Module, path: Path_, edit: Edit) -> str | None:
+    mutated = copy.deepcopy(module)
+    _replace(mutated, path, edit(_get(mutated, path)))
+    ast.fix_missing_locations(mutated)
+    try:
+        text = ast.unparse(mutated)
+        compile(text, "<mutant>", "exec")
+    except (SyntaxError, ValueError, TypeError):  # an edit the grammar does not allow here
+        return None
+    return text

@@ -1,0 +1,324 @@
+"""Does it bite (issue 3 item 6): mutation operators on snippets, and ``bite`` on the sample."""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from relconsole.cli import main
+from relconsole.engine.bite import bite, cached_bite
+from relconsole.engine.demo import materialise
+from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, UsageError
+from relconsole.engine.mutations import OPERATORS, TargetNotFound, mutants
+from relconsole.engine.review import load_review
+from tests.conftest import TODAY, git
+
+SNIPPET = textwrap.dedent('''
+    """A module."""
+    import math
+
+    LIMIT = 3
+
+
+    def helper(xs):
+        return [x for x in xs]
+
+
+    def other(a, b):
+        return a < b
+
+
+    def target(rows):
+        """Every operator has a site in here."""
+        if not rows:
+            return []
+        seen = set(rows)
+        out = {}
+        for r in sorted(seen):
+            if r <= LIMIT:
+                out[r] = max(r, 0)
+        out.update({"n": 1.5})
+        out.setdefault("m", 2)
+        vals = list(out.values())
+        vals.sort()
+        return [math.fsum(vals), rows == rows, {k: v for k, v in out.items()}]
+''')
+
+STORE = textwrap.dedent('''
+    class Store:
+        def __init__(self):
+            self.rows = {}
+
+        def ingest(self, rows):
+            for row in rows:
+                self.rows[row["k"]] = row
+
+        def projection(self):
+            return sorted(self.rows)
+
+
+    def make_store():
+        return Store()
+
+
+    def unrelated(x):
+        return x > 1
+''')
+
+# A subject that ignores what its input holds: every mutant of it is permutation-invariant.
+WEAK_SUBJECT = textwrap.dedent('''
+    def count(rows):
+        """How many rows there are."""
+        total = 0
+        for row in rows:
+            total = total + 1
+        return total
+''')
+WEAK_RELATION = textwrap.indent(textwrap.dedent('''
+      - id: rows.count_invariant
+        kind: permutation
+        subject: weak:count
+        input: {seeds: oracle/seeds/weak.jsonl}
+        compare: exact
+        params: {shuffles: 3, seed: 1}
+        statement: Shuffling the rows leaves their count unchanged.
+'''), "  ")
+
+
+def top_level_dumps(source: str, skip: set[str]) -> list[str]:
+    return [ast.dump(n) for n in ast.parse(source).body if getattr(n, "name", None) not in skip]
+
+
+def function_dump(source: str, name: str) -> str:
+    return next(ast.dump(n) for n in ast.parse(source).body if getattr(n, "name", None) == name)
+
+
+# --- operators -------------------------------------------------------------------------
+
+def test_every_operator_has_a_site_and_changes_only_the_target():
+    found = mutants(SNIPPET, "target", limit=1000)
+    assert {m.operator for m in found} == set(OPERATORS) | {"return_early"}
+    for mutant in found:
+        compile(mutant.source, "<mutant>", "exec")
+        assert top_level_dumps(mutant.source, {"target"}) == top_level_dumps(SNIPPET, {"target"}), mutant.label
+        assert function_dump(mutant.source, "target") != function_dump(SNIPPET, "target"), mutant.label
+        assert mutant.function == "target" and mutant.label and mutant.line >= 16
+
+
+@pytest.mark.parametrize(("operator", "before", "after"), [
+    ("drop_sort", "for r in sorted(seen):", "for r in list(seen):"),
+    ("drop_sort", "vals.sort()", None),
+    ("boundary", "if r <= LIMIT:", "if r < LIMIT:"),
+    ("negate", "rows == rows", "rows != rows"),
+    ("drop_guard", "if not rows:", None),
+    ("swap_args", "max(r, 0)", "max(0, r)"),
+    ("constant", "1.5", "2.5"),
+    ("first_only", "out[r] = max(r, 0)\n", "break"),
+    ("drop_dedup", "seen = set(rows)", "seen = list(rows)"),
+    ("drop_dedup", "out[r] = max(r, 0)", "out[str(r) + '#' + str(len(out))] = max(r, 0)"),
+    ("uncompensated", "math.fsum(vals)", "sum(vals)"),
+    ("return_early", "vals.sort()", "return\n"),
+])
+def test_operator_edits(operator, before, after):
+    texts = [m.source for m in mutants(SNIPPET, "target", limit=1000) if m.operator == operator]
+    original = ast.unparse(ast.parse(SNIPPET))
+    assert before in original
+    if after is None:  # a removal: some mutant lacks the statement
+        assert any(before not in t for t in texts)
+    else:
+        assert any(after in t and t != original for t in texts)
+
+
+def test_mutating_the_module_behaves_differently():
+    namespace: dict = {}
+    mutant = next(m for m in mutants(SNIPPET, "target") if m.label.startswith("drop dedup: out[r]"))
+    exec(compile(mutant.source, "<mutant>", "exec"), namespace)
+    assert namespace["target"]([2, 1, 1])[2] == {"1#0": 1, "2#1": 2, "n": 1.5, "m": 2}
+
+
+def test_helpers_one_level_deep_and_nothing_else():
+    source = SNIPPET.replace("seen = set(rows)", "seen = set(helper(rows))")
+    functions = {m.function for m in mutants(source, "target", limit=1000)}
+    assert functions == {"target", "helper"}
+    for mutant in mutants(source, "target", limit=1000):
+        assert top_level_dumps(mutant.source, {"target", "helper"}) == \
+            top_level_dumps(source, {"target", "helper"})
+
+
+def test_factory_subject_mutates_the_returned_class_methods():
+    found = mutants(STORE, "make_store", limit=1000)
+    assert {m.function for m in found} == {"Store.ingest", "Store.projection"}
+    assert all(top_level_dumps(m.source, {"Store"})[1:] == top_level_dumps(STORE, {"Store"})[1:] for m in found)
+    assert {m.function for m in mutants(STORE, "Store", limit=1000)} == {"Store.ingest", "Store.projection"}
+    assert {m.function for m in mutants(STORE, "Store.ingest", limit=1000)} == {"Store.ingest"}
+    with pytest.raises(TargetNotFound):
+        mutants(STORE, "Store.missing")
+
+
+def test_mutants_are_deterministic_capped_and_spread_over_operators():
+    assert mutants(SNIPPET, "target") == mutants(SNIPPET, "target")
+    few = mutants(SNIPPET, "target", limit=6)
+    assert len(few) == 6 and len({m.operator for m in few}) == 6
+    assert [m.line for m in few] == sorted(m.line for m in few)
+    everything = mutants(SNIPPET, "target", limit=1000)
+    assert len({m.source for m in everything}) == len(everything)
+
+
+# --- bite on the sample repository -------------------------------------------------------
+
+def stocks_ok_day(repo: Path) -> dt.date:
+    """A day on which the stocks lease (which the demo makes expired) is comfortably fresh."""
+    text = git(repo, "show", "main:oracle/leases/stocks.yaml")
+    expires = dt.date.fromisoformat(re.search(r"^expires:\s*(\S+)", text, re.MULTILINE).group(1))
+    return expires - dt.timedelta(days=30)
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    repo = materialise(tmp_path_factory.mktemp("bite") / "sample", TODAY)
+    git(repo, "checkout", "-q", "main")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def reports(sample: Path) -> dict:
+    before = git(sample, "status", "--porcelain", "--untracked-files=all")
+    review = load_review(sample, "main", "HEAD", stocks_ok_day(sample))
+    try:
+        out = {r.id: bite(review, r.id) for r in review.relations}
+    finally:
+        review.close()
+    assert before == "" and git(sample, "status", "--porcelain", "--untracked-files=all") == ""
+    return out
+
+
+@pytest.mark.parametrize("relation_id", ["penguins.order_invariant", "penguins.split_merge",
+                                         "weather.replay_ingest", "rollout.monotonic", "codec.roundtrip"])
+def test_every_sample_relation_bites(reports, relation_id):
+    report = reports[relation_id]
+    assert report.baseline == "held", report.verdict()
+    assert report.bites is True and report.caught >= 1, report.verdict()
+    assert report.total == len(report.results) > 0
+    assert all(r.outcome in ("caught", "survived") and r.path == report.subject_path for r in report.results)
+    assert "bites: caught" in report.verdict()
+
+
+def test_a_lost_fsum_is_what_the_exact_permutation_relation_is_for(reports):
+    result = next(r for r in reports["penguins.order_invariant"].results if r.operator == "uncompensated")
+    assert result.outcome == "caught" and not result.crashed
+
+
+def test_bite_results_are_cached_for_run_json(sample: Path, reports):
+    review = load_review(sample, "main", "HEAD", stocks_ok_day(sample))
+    try:
+        for relation_id, report in reports.items():
+            assert cached_bite(review, relation_id) is report.bites is True
+        assert cached_bite(review, "no.such.relation") is None
+    finally:
+        review.close()
+    cache = json.loads((sample / ".git" / "relconsole" / "bite.json").read_text())
+    assert {entry["relation_id"] for entry in cache.values()} >= set(reports)
+
+
+def test_blocked_relation_is_reported_not_run(sample: Path):
+    review = load_review(sample, "main", "HEAD", TODAY)  # the demo's stocks lease is expired today
+    try:
+        report = bite(review, "codec.roundtrip")
+    finally:
+        review.close()
+    assert report.baseline == "blocked" and report.bites is None and not report.results
+    assert "expired" in report.verdict()
+
+
+def test_a_relation_that_already_misses_is_reported_as_such(sample: Path):
+    review = load_review(sample, "main", "agent/patch", TODAY)
+    try:
+        report = bite(review, "penguins.order_invariant")
+    finally:
+        review.close()
+    assert report.baseline == "missed" and report.bites is None and not report.results
+    assert "already misses" in report.verdict() and "would mean nothing" in report.verdict()
+
+
+def test_unknown_relation_is_a_usage_error(sample: Path):
+    review = load_review(sample, "main", "HEAD", TODAY)
+    try:
+        with pytest.raises(UsageError):
+            bite(review, "no.such.relation")
+    finally:
+        review.close()
+
+
+def test_mutants_never_leak_into_the_tree(sample: Path, tmp_path: Path):
+    tree = tmp_path / "tree"
+    original = git(sample, "show", "main:src/store.py").encode()
+    seen: list[bool] = []
+    review = load_review(sample, "main", "HEAD", TODAY)
+    try:
+        report = bite(review, "weather.replay_ingest", lambda r: seen.append(
+            (tree / "src/store.py").read_bytes() == original), tree=tree)
+
+        def explode(result):
+            raise RuntimeError("stop after the first mutant")
+        with pytest.raises(RuntimeError):
+            bite(review, "weather.replay_ingest", explode, tree=tmp_path / "tree2")
+    finally:
+        review.close()
+    assert seen and all(seen) and len(seen) == report.total
+    assert (tree / "src/store.py").read_bytes() == original
+    assert (tmp_path / "tree2/src/store.py").read_bytes() == original
+    assert git(sample, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+# --- a weak relation, and the CLI ----------------------------------------------------------
+
+@pytest.fixture
+def weak_repo(demo_repo: Path) -> Path:
+    git(demo_repo, "checkout", "-q", "main")
+    (demo_repo / "src/weak.py").write_text(WEAK_SUBJECT, encoding="utf-8")
+    (demo_repo / "oracle/seeds/weak.jsonl").write_text("[3, 1, 2]\n[5, 4]\n", encoding="utf-8")
+    with open(demo_repo / "oracle/catalog.yaml", "a", encoding="utf-8") as catalog:
+        catalog.write(WEAK_RELATION)
+    git(demo_repo, "add", "src/weak.py", "oracle/seeds/weak.jsonl", "oracle/catalog.yaml")
+    git(demo_repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "weak relation")
+    return demo_repo
+
+
+def test_a_relation_over_an_input_blind_subject_does_not_bite(weak_repo: Path):
+    review = load_review(weak_repo, "main", "HEAD", TODAY)
+    try:
+        assert cached_bite(review, "rows.count_invariant") is None
+        report = bite(review, "rows.count_invariant")
+        assert cached_bite(review, "rows.count_invariant") is False
+    finally:
+        review.close()
+    assert report.baseline == "held" and report.total >= 3
+    assert report.bites is False and report.caught == 0
+    assert "does not bite" in report.verdict()
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    return code, capsys.readouterr().out
+
+
+def test_cli_exit_codes_and_text(weak_repo: Path, capsys):
+    common = ["--repo", str(weak_repo), "--today", TODAY.isoformat()]
+    code, out = cli(capsys, "bite", "rows.count_invariant", *common)
+    assert code == EXIT_REJECT
+    lines = out.strip().splitlines()
+    assert all(re.match(r"^survived  .+  src/weak\.py:\d+$", line) for line in lines[:-1])
+    assert lines[-1].startswith("rows.count_invariant: does not bite")
+    code, out = cli(capsys, "bite", "rollout.monotonic", "--json", *common)
+    payload = json.loads(out)
+    assert code == EXIT_PASS and payload["bites"] is True and payload["caught"] >= 1
+    assert {"caught", "survived"} >= {m["outcome"] for m in payload["mutations"]}
+    assert cli(capsys, "bite", "codec.roundtrip", *common)[0] == EXIT_ABORT  # blocked today
+    assert cli(capsys, "bite", "no.such.relation", *common)[0] == EXIT_USAGE
+    assert git(weak_repo, "status", "--porcelain", "--untracked-files=all") == ""
