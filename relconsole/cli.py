@@ -18,6 +18,7 @@ from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT
                                       EXIT_USAGE, RelconsoleError)
 from relconsole.engine.decision import worst
 from relconsole.engine.literal import one_line
+from relconsole.engine.report import run_payload
 from relconsole.engine.review import Review, load_review, run_review
 
 
@@ -148,12 +149,7 @@ def cmd_run(args) -> int:
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
         results = run_review(review, ids)
         decision = review.decision() if ids is None else _worst_of(results)
-        payload = {"decision": decision.decision, "reason": decision.reason, "row": decision.row,
-                   "relation_id": decision.relation_id, "detail": decision.detail,
-                   "relations": [r.to_json() | {"identity": review.identities.get(r.relation_id),
-                                                "identity_changed": r.relation_id in review.changed_identity}
-                                 for r in results],
-                   "gaps": [b.path for b in review.gaps()]}
+        payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
         _emit(args, payload, lines)
