@@ -29,3 +29,13 @@ def git_bytes(repo: Path, *args: str) -> bytes:
 def demo_repo(tmp_path: Path) -> Path:
     """The sample repository with ``agent/patch`` checked out, dates relative to TODAY."""
     return materialise(tmp_path / "sample", TODAY)
+
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pytest_report_header(config) -> str:
+    """Say why the real-corpus group is or is not part of this run."""
+    where = "found" if SHARED_DATA.is_dir() else "missing"
+    return (f"relconsole shared corpora: {SHARED_DATA} ({where}); tests marked 'shared' are "
+            "not collected by default (run: python -m pytest -m shared)")

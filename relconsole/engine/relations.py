@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -43,6 +44,25 @@ def load_callable(ref: str) -> Callable:
     return target
 
 
+SMALL_BYTES = 1 << 20  # outputs larger than this are not carried back when the relation held
+
+
+def _identical(left: Any, right: Any) -> int | None:
+    """The JSON size of ``left`` when both values are the same to the letter, else None.
+
+    ``==`` runs in C and rules out most misses at once; equal JSON text then rules out
+    ``True == 1`` and ``1 == 1.0``, which the canonical comparison keeps apart. Values that
+    are equal but not written alike fall through to the canonical comparison.
+    """
+    try:
+        if left != right:
+            return None
+        text = json.dumps(left, default=repr)
+        return len(text) if text == json.dumps(right, default=repr) else None
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 class Check:
     """Compares two raw outputs under the relation's ``compare``/``quantum``/order rule."""
 
@@ -55,6 +75,10 @@ class Check:
         return canonical(value, self.compare, self.quantum, self.order_free)
 
     def outcome(self, left: Any, right: Any, note: str = "", bag: bool = False) -> Outcome:
+        same = _identical(left, right)
+        if same is not None:  # equal as written: equal under every compare, no canonical walk needed
+            kept = canonical(left, self.compare, self.quantum, self.order_free or bag) if same < SMALL_BYTES else None
+            return Outcome(True, kept, kept, [], note)
         a = canonical(left, self.compare, self.quantum, self.order_free or bag)
         b = canonical(right, self.compare, self.quantum, self.order_free or bag)
         diff = differences(a, b, self.compare, self.quantum)

@@ -449,10 +449,12 @@ def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> Relation
 
 
 def run_review(review: Review, relation_ids: list[str] | None = None,
-               progress: Callable[[RelationResult], None] | None = None) -> list[RelationResult]:
+               progress: Callable[[RelationResult], None] | None = None,
+               workers: int | None = None) -> list[RelationResult]:
     """Evaluate relations (default: the touched ones) on HEAD's tree with the oracle overlaid.
 
-    Results are stored in ``review.results`` and returned in the order asked. Blocked
+    ``workers`` worker processes run them (default: one per core). Results are stored
+    in ``review.results`` and returned in the order asked. Blocked
     relations (a lease or seeds file that fails closed) are reported without running.
     Raises RelconsoleError when the catalog did not load.
     """
@@ -475,7 +477,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
                     progress(results[rid])
                 continue
             plans.append((_plan(review, relation, tree), freeze))
-        for result in run_all(plans, progress):
+        for result in run_all(plans, progress, workers):
             results[result.relation_id] = result
     finally:
         shutil.rmtree(tree, ignore_errors=True)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -95,33 +98,101 @@ class RunPlan:
     clock: str | None = None  # ISO instant the worker's clock is frozen at; None: real time
 
 
-def evaluate_once(plan: RunPlan, seed: int) -> RunRecord:
-    """Run the relation once in a worker process; a crash or timeout is a miss."""
-    request = {"root": str(plan.root), "import_paths": plan.import_paths,
-               "relation": plan.relation.raw, "seed": seed, "clock": plan.clock,
-               "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
-    started = time.monotonic()
+
+
+def _worker_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONHASHSEED"] = "0"  # str hashes, set order: the same every run
     env["TZ"] = "UTC"
-    try:
-        proc = subprocess.run([sys.executable, "-m", "relconsole.engine.worker"],
-                              input=json.dumps(request, default=str), capture_output=True,
-                              text=True, timeout=plan.timeout_seconds, env=env, cwd=plan.root)
-    except subprocess.TimeoutExpired:
-        return RunRecord(False, seed, error_type="timeout",
-                         error=f"no answer within {plan.timeout_seconds:g} s",
-                         seconds=time.monotonic() - started)
-    seconds = time.monotonic() - started
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        how = f"exit {proc.returncode}"
-        if proc.returncode < 0:
-            how = f"killed by {signal.Signals(-proc.returncode).name}"
+    return env
+
+
+def _request(plan: RunPlan, seed: int) -> dict:
+    return {"root": str(plan.root), "import_paths": plan.import_paths, "relation": plan.relation.raw,
+            "seed": seed, "clock": plan.clock,
+            "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
+
+
+class Worker:
+    """One long-lived worker process (``relconsole.engine.worker``) for one tree.
+
+    Used by one thread at a time. A timeout kills the process; a death is reported
+    with its exit status or signal; either way the next request starts a fresh one.
+    """
+
+    def __init__(self, cwd: Path):
+        self.cwd = cwd
+        self.proc: subprocess.Popen | None = None
+        self.stderr = None
+        self.buffer = b""
+
+    def _start(self) -> None:
+        self.stderr = tempfile.TemporaryFile()
+        self.buffer = b""
+        self.proc = subprocess.Popen([sys.executable, "-m", "relconsole.engine.worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     env=_worker_env(), cwd=self.cwd)
+
+    def ask(self, plan: RunPlan, seed: int) -> RunRecord:
+        """Evaluate ``plan`` once with ``seed``; a crash or timeout is a miss record."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        started = time.monotonic()
+        try:
+            self.proc.stdin.write((json.dumps(_request(plan, seed), default=str) + "\n").encode())
+            self.proc.stdin.flush()
+            line = self._read_line(started + plan.timeout_seconds)
+        except (BrokenPipeError, OSError):
+            line = b""
+        seconds = time.monotonic() - started
+        if line is None:
+            self.close()
+            return RunRecord(False, seed, error_type="timeout",
+                             error=f"no answer within {plan.timeout_seconds:g} s", seconds=seconds)
+        if line == b"":
+            return self._died(seed, seconds)
+        return _record(json.loads(line), seed, seconds)
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """The next reply line; b"" when the worker died; None when the deadline passed."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b""
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def _died(self, seed: int, seconds: float) -> RunRecord:
+        code = self.proc.wait()
+        self.stderr.seek(0)
+        tail = (self.stderr.read().decode("utf-8", "replace").strip().splitlines() or ["(no output)"])[-1]
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+        self.close()
         return RunRecord(False, seed, error_type="worker died", error=f"{how}: {tail}", seconds=seconds)
-    reply = json.loads(lines[-1])
+
+    def close(self) -> None:
+        """Stop the process (EOF first, then a kill) and forget it."""
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+            for stream in (self.proc.stdout,):
+                stream.close()
+        if self.stderr is not None:
+            self.stderr.close()
+        self.proc, self.stderr = None, None
+
+
+def _record(reply: dict, seed: int, seconds: float) -> RunRecord:
     if "error" in reply:
         err = reply["error"]
         return RunRecord(False, seed, error_type=err["type"],
@@ -130,14 +201,45 @@ def evaluate_once(plan: RunPlan, seed: int) -> RunRecord:
                      reply["differing"], reply["note"], seconds=seconds)
 
 
+class WorkerPool:
+    """``size`` workers for one tree; ``evaluate`` borrows an idle one per request."""
+
+    def __init__(self, size: int, cwd: Path):
+        self.idle: queue.Queue[Worker] = queue.Queue()
+        self.all = [Worker(cwd) for _ in range(max(1, size))]
+        for worker in self.all:
+            self.idle.put(worker)
+
+    def evaluate(self, plan: RunPlan, seed: int) -> RunRecord:
+        worker = self.idle.get()
+        try:
+            return worker.ask(plan, seed)
+        finally:
+            self.idle.put(worker)
+
+    def close(self) -> None:
+        for worker in self.all:
+            worker.close()
+
+
+def evaluate_once(plan: RunPlan, seed: int) -> RunRecord:
+    """Run the relation once in a fresh worker process; a crash or timeout is a miss."""
+    worker = Worker(plan.root)
+    try:
+        return worker.ask(plan, seed)
+    finally:
+        worker.close()
+
+
 def _base_seed(relation: Relation) -> int:
     return int(relation.params.get("seed", 0))
 
 
-def run_relation(plan: RunPlan, freeze: FreezeRow | None) -> RelationResult:
-    """The counted freeze protocol of §6 for one relation."""
+def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | None = None) -> RelationResult:
+    """The counted freeze protocol of §6 for one relation (reruns in parallel on ``pool``)."""
     relation = plan.relation
-    first = evaluate_once(plan, _base_seed(relation))
+    evaluate = pool.evaluate if pool is not None else evaluate_once
+    first = evaluate(plan, _base_seed(relation))
     if first.held:
         return RelationResult(relation.id, "held", Decision("pass", "held", None, relation.id),
                               "held", first, freeze=freeze)
@@ -151,8 +253,8 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None) -> RelationResult:
                               f"missed: {first.describe()}{detail}", first, freeze=freeze,
                               signature=sig)
     seeds = [_base_seed(relation) + n for n in range(1, freeze.reruns + 1)]
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        reruns = list(pool.map(lambda seed: evaluate_once(plan, seed), seeds))
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as threads:
+        reruns = list(threads.map(lambda seed: evaluate(plan, seed), seeds))
     passes = sum(1 for r in reruns if r.held)
     verdict_word = "PASS" if passes >= freeze.pass_needed else "FAIL"
     summary = f"frozen {passes}/{freeze.reruns}, needed {freeze.pass_needed}: {verdict_word}"
@@ -167,15 +269,26 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None) -> RelationResult:
 def run_all(plans: list[tuple[RunPlan, FreezeRow | None]],
             progress: Callable[[RelationResult], None] | None = None,
             workers: int | None = None) -> list[RelationResult]:
-    """Run every plan in parallel across cores; ``progress`` is called as each finishes."""
+    """Run every plan on ``workers`` worker processes (default: one per core).
+
+    Plans share a tree; each worker reads a corpus once and serves every relation that
+    reads it. ``progress`` is called as each relation finishes; results keep plan order.
+    """
+    if not plans:
+        return []
+    size = workers or max(1, os.cpu_count() or 1)
+    pool = WorkerPool(min(size, len(plans)) if size > 1 else 1, plans[0][0].root)
     by_future = {}
-    with ThreadPoolExecutor(max_workers=workers or max(1, os.cpu_count() or 1)) as pool:
-        for index, (plan, freeze) in enumerate(plans):
-            by_future[pool.submit(run_relation, plan, freeze)] = index
-        done: dict[int, RelationResult] = {}
-        for future in as_completed(by_future):
-            result = future.result()
-            done[by_future[future]] = result
-            if progress:
-                progress(result)
+    try:
+        with ThreadPoolExecutor(max_workers=size) as threads:
+            for index, (plan, freeze) in enumerate(plans):
+                by_future[threads.submit(run_relation, plan, freeze, pool)] = index
+            done: dict[int, RelationResult] = {}
+            for future in as_completed(by_future):
+                result = future.result()
+                done[by_future[future]] = result
+                if progress:
+                    progress(result)
+    finally:
+        pool.close()
     return [done[i] for i in sorted(done)]

@@ -1,10 +1,14 @@
-"""Worker process that evaluates one relation on one materialised tree.
+"""Worker process that evaluates relations on one materialised tree.
 
-Run as ``python -m relconsole.engine.worker`` with a JSON request on stdin:
-``{"root", "import_paths", "relation", "input": {"kind": "lease"|"seeds", "path"},
-"seed", "clock"}``. Writes one JSON line on stdout: ``{"held", "source", "followup",
-"differing", "note"}`` or ``{"error": {"type", "message"}}``. Subject code runs here,
-never in the console's process, so a crash or a hang cannot take the console down.
+Run as ``python -m relconsole.engine.worker``. It reads one JSON request per line on
+stdin: ``{"root", "import_paths", "relation", "input": {"kind": "lease"|"seeds",
+"path"}, "seed", "clock"}``, and answers each with one JSON line:
+``{"held", "source", "followup", "differing", "note"}`` or ``{"error": {"type",
+"message", "where"}}``. A worker serves one tree for its whole life and keeps each
+corpus it has read (a 336k-row corpus is read once, not once per relation).
+
+Subject code runs here, never in the console's process, so a crash or a hang costs
+this process only; the parent (``runner.WorkerPool``) kills and replaces it.
 """
 
 from __future__ import annotations
@@ -20,9 +24,16 @@ import sys
 import time
 import traceback
 
+_REAL_DATETIME, _REAL_DATE = dt.datetime, dt.date
+_REAL = {name: getattr(time, name) for name in ("time", "time_ns", "gmtime", "localtime", "ctime")}
+_FROZEN: list[float | None] = [None]  # the epoch seconds the clock is frozen at, or None
+
 
 def read_corpus(path: str) -> list:
-    """Rows of a CSV (header row; values as strings) or JSON-lines corpus, gzip or not."""
+    """Rows of a CSV (header row; values as strings) or JSON-lines corpus, gzip or not.
+
+    The file is decoded as a stream; rows are dicts as ``csv.DictReader`` gives them.
+    """
     opener = gzip.open if path.endswith(".gz") else open
     stem = path[:-3] if path.endswith(".gz") else path
     with opener(path, "rt", encoding="utf-8", newline="") as handle:
@@ -37,71 +48,141 @@ def read_seeds(path: str) -> list:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def freeze_clock(instant: str) -> None:
-    """Make ``time.time``, ``datetime.now`` and friends return ``instant`` (ISO 8601).
+class _FrozenDatetime(_REAL_DATETIME):
+    @classmethod
+    def now(cls, tz=None):
+        if _FROZEN[0] is None:
+            return _REAL_DATETIME.now(tz) if tz else _REAL_DATETIME.now()
+        moment = _REAL_DATETIME.fromtimestamp(_FROZEN[0], tz or dt.timezone.utc)
+        value = moment if tz else moment.replace(tzinfo=None)
+        return cls.combine(value.date(), value.timetz() if tz else value.time())
 
-    Installed before the subject is imported, so ``from datetime import datetime`` in
-    the subject gets the frozen class; monotonic clocks keep running (timeouts need
+    @classmethod
+    def utcnow(cls):
+        return cls.now(dt.timezone.utc).replace(tzinfo=None)
+
+    @classmethod
+    def today(cls):
+        return cls.now()
+
+
+class _FrozenDate(_REAL_DATE):
+    @classmethod
+    def today(cls):
+        if _FROZEN[0] is None:
+            return _REAL_DATE.today()
+        return cls.fromordinal(_REAL_DATETIME.fromtimestamp(_FROZEN[0], dt.timezone.utc).toordinal())
+
+
+def _now() -> float:
+    return _REAL["time"]() if _FROZEN[0] is None else _FROZEN[0]
+
+
+def install_clock() -> None:
+    """Route the wall clock through ``_FROZEN`` (real time while it is None).
+
+    Installed before any subject is imported, so ``from datetime import datetime`` in a
+    subject gets the switchable class; monotonic clocks keep running (timeouts need
     them). Naive "local" times are UTC: the worker runs with TZ=UTC.
     """
-    moment = dt.datetime.fromisoformat(instant)
+    dt.datetime, dt.date = _FrozenDatetime, _FrozenDate
+    time.time = _now
+    time.time_ns = lambda: int(_now() * 1_000_000_000)
+    for name in ("gmtime", "localtime", "ctime"):
+        real = _REAL[name]
+        setattr(time, name, lambda secs=None, real=real: real(_now() if secs is None else secs))
+
+
+def set_clock(instant: str | None) -> None:
+    """Freeze the clock at ``instant`` (ISO 8601; naive means UTC), or let it run (None)."""
+    if instant is None:
+        _FROZEN[0] = None
+        return
+    moment = _REAL_DATETIME.fromisoformat(instant)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    epoch = moment.timestamp()
-    real = dt.datetime
+    _FROZEN[0] = moment.timestamp()
 
-    class FrozenDatetime(real):
-        @classmethod
-        def now(cls, tz=None):
-            value = moment.astimezone(tz) if tz else moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
-            return cls.combine(value.date(), value.timetz() if tz else value.time())
 
-        @classmethod
-        def utcnow(cls):
-            return cls.now(dt.timezone.utc).replace(tzinfo=None)
+REPLY_LIMIT = 1 << 20  # bytes of one canonical output sent back in full
 
-        @classmethod
-        def today(cls):
-            return cls.now()
 
-    class FrozenDate(dt.date):
-        @classmethod
-        def today(cls):
-            return cls.fromordinal(moment.astimezone(dt.timezone.utc).date().toordinal())
+def trimmed(value, differing: list[str]):
+    """``value`` when its JSON is small; else only the entries at the disagreeing keys.
 
-    dt.datetime, dt.date = FrozenDatetime, FrozenDate
-    gmtime, localtime, ctime = time.gmtime, time.localtime, time.ctime
-    time.time = lambda: epoch
-    time.time_ns = lambda: int(epoch * 1_000_000_000)
-    time.gmtime = lambda secs=None: gmtime(epoch if secs is None else secs)
-    time.localtime = lambda secs=None: localtime(epoch if secs is None else secs)
-    time.ctime = lambda secs=None: ctime(epoch if secs is None else secs)
+    A roundtrip over a 336k-row corpus would otherwise send the whole corpus back twice.
+    """
+    text = json.dumps(value, default=repr)
+    if len(text) <= REPLY_LIMIT:
+        return value
+    kept = {"(trimmed)": f"{len(text)} bytes; showing the disagreeing keys only"}
+    for dotted in differing[:50]:
+        node = value
+        for part in dotted.split("."):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                node = "(not found)"
+                break
+        kept[dotted] = node
+    return kept
+
+
+class Server:
+    """Answers requests for one tree; keeps the corpora it has read."""
+
+    def __init__(self):
+        self.root: str | None = None
+        self.corpora: dict[str, list] = {}
+
+    def enter(self, request: dict) -> None:
+        if self.root is None:
+            self.root = request["root"]
+            os.chdir(self.root)
+            for entry in reversed(request["import_paths"]):
+                sys.path.insert(0, entry)
+        elif request["root"] != self.root:
+            raise RuntimeError(f"this worker serves {self.root}, not {request['root']}")
+
+    def inputs(self, source: dict) -> list:
+        if source["kind"] != "lease":
+            return read_seeds(source["path"])
+        if source["path"] not in self.corpora:
+            self.corpora[source["path"]] = read_corpus(source["path"])
+        return [self.corpora[source["path"]]]
+
+    def answer(self, request: dict) -> dict:
+        from relconsole.engine.relations import evaluate
+
+        try:
+            self.enter(request)
+            set_clock(request.get("clock"))
+            seed = request.get("seed", 0)
+            random.seed(seed)
+            outcome = evaluate(request["relation"], self.inputs(request["input"]), seed)
+            return {"held": outcome.held, "source": trimmed(outcome.source, outcome.differing),
+                    "followup": trimmed(outcome.followup, outcome.differing),
+                    "differing": outcome.differing, "note": outcome.note}
+        except Exception as exc:  # the subject's failure is the result, not a worker crash
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+            return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where}}
 
 
 def main() -> int:
-    request = json.load(sys.stdin)
-    if request.get("clock"):
-        freeze_clock(request["clock"])
-    os.chdir(request["root"])
-    for entry in reversed(request["import_paths"]):
-        sys.path.insert(0, entry)
-    random.seed(request.get("seed", 0))
-    from relconsole.engine.relations import evaluate
-
-    source = request["input"]
-    inputs = [read_corpus(source["path"])] if source["kind"] == "lease" else read_seeds(source["path"])
-    real_stdout = sys.stdout
-    sys.stdout = io.StringIO()  # a chatty subject must not corrupt the reply
-    try:
-        outcome = evaluate(request["relation"], inputs, request.get("seed", 0))
-        reply = {"held": outcome.held, "source": outcome.source, "followup": outcome.followup,
-                 "differing": outcome.differing, "note": outcome.note}
-    except Exception as exc:  # the subject's failure is the result, not a worker crash
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
-        reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where}}
-    sys.stdout = real_stdout
-    sys.stdout.write(json.dumps(reply, default=repr) + "\n")
+    install_clock()
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever a subject prints, even to fd 1, cannot corrupt the replies
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
+    server = Server()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        reply = server.answer(json.loads(line))
+        replies.write(json.dumps(reply, default=repr) + "\n")
+        replies.flush()
     return 0
 
 

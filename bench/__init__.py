@@ -1,0 +1,1 @@
+"""Benchmarks: each script prints ratios against an anchor measured in the same run."""

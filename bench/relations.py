@@ -1,0 +1,127 @@
+"""Relation engine benchmark over the real flights corpus (issue 3).
+
+Prints, from one run on this machine:
+  engine/plain   the engine (one worker) against the same subject calls in a plain loop
+  1 vs 2 workers the speed-up of two worker processes on the eight flights relations
+  pytest/run     ``pytest --relconsole`` against ``relconsole run`` on the sample repository
+
+Usage: python bench/relations.py [--corpus ../shared/data/flights.csv.gz] [--shuffles 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.flights import RELATIONS, make_repo  # noqa: E402
+from relconsole.engine.relations import load_callable, split_points  # noqa: E402
+from relconsole.engine.review import load_review, run_review  # noqa: E402
+from relconsole.engine.worker import read_corpus  # noqa: E402
+
+TODAY = dt.date(2026, 11, 30)
+
+
+def plain_loop(repo: Path, shuffles: int) -> float:
+    """The same subject calls as the engine makes, in one process, compared with ``==``."""
+    sys.path[:0] = [str(repo / "src"), str(repo)]
+    started = time.perf_counter()
+    rows = read_corpus(str(repo / "oracle" / "data" / "flights.csv.gz"))
+    for relation in RELATIONS:
+        f = load_callable(relation["subject"])
+        kind = relation["kind"]
+        if kind == "permutation":
+            rng = random.Random(relation["params"]["seed"])
+            base = f(rows)
+            for _ in range(shuffles):
+                y = list(rows)
+                rng.shuffle(y)
+                assert f(y) == base
+        elif kind == "split_merge":
+            merge = load_callable(relation["merge"])
+            whole = f(rows)
+            for point in split_points(len(rows), relation["params"]["splits"]):
+                merge(f(rows[:point]), f(rows[point:])) == whole  # noqa: B015 (compared as the engine does)
+        elif kind == "invariance":
+            assert f(rows) == f(load_callable(relation["transform"])(rows))
+        elif kind == "monotonic":
+            raised = [dict(r, distance=str(float(r["distance"]) + 100)) for r in rows]
+            before, after = f(rows), f(raised)
+            assert all(after[k]["distance"] >= before[k]["distance"] for k in before)
+        elif kind == "roundtrip":
+            assert load_callable(relation["inverse"])(f(rows)) == rows
+    return time.perf_counter() - started
+
+
+def engine(repo: Path, workers: int) -> tuple[float, dict]:
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        started = time.perf_counter()
+        results = run_review(review, workers=workers)
+        return time.perf_counter() - started, {r.relation_id: r.outcome for r in results}
+    finally:
+        review.close()
+
+
+def sample_pytest_vs_run(scratch: Path) -> tuple[float, float, bool] | None:
+    """Wall time of ``pytest --relconsole`` and ``relconsole run --json`` on the sample."""
+    from relconsole.engine.demo import materialise
+
+    repo = materialise(scratch / "sample", TODAY)
+    started = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "relconsole", "run", "--json", "--today", TODAY.isoformat()],
+                         cwd=repo, capture_output=True, text=True)
+    run_seconds = time.perf_counter() - started
+    out = scratch / "pytest.json"
+    started = time.perf_counter()
+    plug = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--relconsole",
+                           f"--relconsole-today={TODAY.isoformat()}", f"--relconsole-json={out}"],
+                          cwd=repo, capture_output=True, text=True)
+    pytest_seconds = time.perf_counter() - started
+    if not out.exists():
+        print("pytest --relconsole wrote no JSON:", plug.stdout[-400:], plug.stderr[-400:])
+        return None
+    verdicts = lambda payload: {(r["relation_id"], r["decision"]) for r in payload["relations"]}  # noqa: E731
+    same = verdicts(json.loads(run.stdout)) <= verdicts(json.loads(out.read_text()))
+    return pytest_seconds, run_seconds, same
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "data" / "flights.csv.gz")
+    parser.add_argument("--shuffles", type=int, default=6)
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="relconsole-bench-"))
+    try:
+        repo = make_repo(scratch / "flights", args.corpus, args.shuffles)
+        plain = plain_loop(repo, args.shuffles)
+        one, outcomes = engine(repo, 1)
+        two, outcomes_two = engine(repo, 2)
+        print(f"flights relations: {len(outcomes)}, all held: {set(outcomes.values()) == {'held'}}, "
+              f"same with 2 workers: {outcomes == outcomes_two}")
+        print(f"plain loop        {plain:8.2f} s   (anchor)")
+        print(f"engine, 1 worker  {one:8.2f} s   engine/plain = {one / plain:.2f}x  (target <= 1.3x)")
+        print(f"engine, 2 workers {two:8.2f} s   speed-up 1->2 = {one / two:.2f}x  (target >= 1.7x)")
+        sample = sample_pytest_vs_run(scratch)
+        if sample:
+            pytest_seconds, run_seconds, same = sample
+            print(f"sample: relconsole run {run_seconds:.2f} s (anchor), pytest --relconsole "
+                  f"{pytest_seconds:.2f} s = {pytest_seconds / run_seconds:.2f}x (target <= 1.5x), "
+                  f"same verdicts: {same}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
