@@ -24,6 +24,7 @@ from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine import actions
+from relconsole.engine.bite import cached_bite
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
 from relconsole.engine.review import Review, load_review, run_review
@@ -132,6 +133,7 @@ class ReviewApp(App[int]):
         try:
             review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
                                  self.oracle_from)
+            review.bites = {r.id: cached_bite(review, r.id) for r in review.relations}
         except RelconsoleError as exc:
             self.call_from_thread(self._load_failed, exc.one_line(), exc.exit_code)
             return

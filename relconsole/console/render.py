@@ -64,7 +64,8 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
     return ("✗" if result.outcome == "missed" else "✓"), text
 
 
-def relation_prompt(relation, result, blocked, touched, running, freeze, identity_changed) -> Text:
+def relation_prompt(relation, result, blocked, touched, running, freeze, identity_changed,
+                    bites: bool | None = None) -> Text:
     """Two lines: result symbol and id; then result words, decision row, identity, freeze, kind."""
     symbol, words = result_text(result, blocked, touched, running)
     colour = words.spans[0].style if words.spans else words.style
@@ -75,6 +76,8 @@ def relation_prompt(relation, result, blocked, touched, running, freeze, identit
         second.append(f" {result.verdict.decision}{row}", DECISION_STYLE[result.verdict.decision])
     if identity_changed:
         second.append(" Δ", "bold yellow")
+    if bites is False:
+        second.append(" · ⚠ does not bite", "bold yellow")
     if freeze is not None and not (result and result.reruns):
         second.append(f" · freeze {freeze.state}", "cyan" if freeze.state == "live" else "dim")
     second.append(f" · {relation.kind}", "dim")

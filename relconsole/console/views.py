@@ -58,7 +58,7 @@ def relation_items(review: Review, narrow: str | None, running: set[str]) -> lis
         prompt = render.relation_prompt(
             relation, review.results.get(relation.id), review.blocked_reason(relation),
             relation.id in touched, relation.id in running, review.freeze_for(relation.id),
-            relation.id in review.changed_identity)
+            relation.id in review.changed_identity, review.bites.get(relation.id))
         items.append((f"r:{relation.id}", prompt, False))
     return items
 
@@ -187,7 +187,8 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
         relation = review.catalog.get(oid[2:])
         return relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
                              review.identities.get(relation.id), relation.id in review.changed_identity,
-                             review.blocked_reason(relation), relation.id in review.touched_relations())
+                             review.blocked_reason(relation), relation.id in review.touched_relations(),
+                             review.bites.get(relation.id))
     if kind == "leases" and oid.startswith("p:"):
         name = oid[2:]
         return Text.assemble(("fixture pin ", "bold"), lit(name), f": {review.pins.get(name, '?')}",
@@ -225,7 +226,8 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
         result = review.results.get(relation.id)
         header = relation_text(relation, result, review.freeze_for(relation.id),
                                review.identities.get(relation.id), relation.id in review.changed_identity,
-                               review.blocked_reason(relation), relation.id in review.touched_relations())
+                               review.blocked_reason(relation), relation.id in review.touched_relations(),
+                             review.bites.get(relation.id))
         first = result.first if result else None
         if first is None or first.source is None:
             return DetailScreen(header)

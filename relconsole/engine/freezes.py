@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from relconsole.engine.catalog import Catalog
+from relconsole.engine.decision import Decision
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error
 from relconsole.engine.yamlload import load_yaml_text
@@ -196,3 +197,31 @@ def check_new_row(row: dict, catalog: Catalog, today: dt.date) -> str | None:
     if (expires - today).days > relation.freeze.max_days:
         return f"expiry {expires.isoformat()} beyond the policy's {relation.freeze.max_days} days"
     return None
+
+
+def counted_verdict(relation_id: str, first_held: bool, first_miss: str, reruns_held: list[bool],
+                    freeze: FreezeRow | None) -> tuple[str, Decision, str]:
+    """(outcome, decision, summary) of the §6 counted freeze protocol, given the runs made.
+
+    The same words as ``runner.run_relation`` gives a catalog relation, for a relation
+    evaluated elsewhere (a hand-written ``@pytest.mark.relation`` test): a pass is a pass;
+    a miss without a LIVE freeze is ``reject``/``property_fail`` (row 3), the freeze's
+    ``why`` saying when an expired one expired; under a live freeze ``reruns_held`` are
+    the reruns and at least ``pass_needed`` must hold ("frozen 4/5, needed 4: PASS" ->
+    ``freeze``/``frozen_pass``, row 8). ``outcome`` is ``held`` or ``missed``.
+    """
+    if first_held:
+        return "held", Decision("pass", "held", None, relation_id), "held"
+    if freeze is None or freeze.state != LIVE:
+        detail = f"; {freeze.why}" if freeze is not None else ""
+        return ("missed", Decision("reject", "property_fail", 3, relation_id,
+                                   "missed with no live freeze" + detail),
+                f"missed: {first_miss}{detail}")
+    passes = sum(1 for held in reruns_held if held)
+    word = "PASS" if passes >= freeze.pass_needed else "FAIL"
+    summary = f"frozen {passes}/{len(reruns_held)}, needed {freeze.pass_needed}: {word}"
+    if word == "PASS":
+        return "held", Decision("freeze", "frozen_pass", 8, relation_id, summary), summary
+    reason = "property_fail" if passes == 0 else "freeze_fail"
+    return ("missed", Decision("reject", reason, 3 if passes == 0 else None, relation_id, summary),
+            summary)

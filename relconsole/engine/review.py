@@ -89,6 +89,7 @@ class Review:
     changed_identity: set[str] = field(default_factory=set)
     seed_problems: dict[str, str] = field(default_factory=dict)
     results: dict[str, RelationResult] = field(default_factory=dict)
+    bites: dict[str, bool | None] = field(default_factory=dict)  # from `relconsole bite`'s cache
 
     @property
     def root(self) -> Path:

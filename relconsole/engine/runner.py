@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from relconsole.engine.catalog import Relation
 from relconsole.engine.decision import Decision
-from relconsole.engine.freezes import LIVE, FreezeRow
+from relconsole.engine.freezes import LIVE, FreezeRow, counted_verdict
 from relconsole.engine.signatures import failure_class, signature
 
 
@@ -240,30 +240,16 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     relation = plan.relation
     evaluate = pool.evaluate if pool is not None else evaluate_once
     first = evaluate(plan, _base_seed(relation))
-    if first.held:
-        return RelationResult(relation.id, "held", Decision("pass", "held", None, relation.id),
-                              "held", first, freeze=freeze)
-    sig = signature(relation.id, relation.kind, plan.fixture_pin,
-                    failure_class(first.error_type, first.differing))
-    if freeze is None or freeze.state != LIVE:
-        detail = f"; {freeze.why}" if freeze is not None else ""
-        return RelationResult(relation.id, "missed",
-                              Decision("reject", "property_fail", 3, relation.id,
-                                       "missed with no live freeze" + detail),
-                              f"missed: {first.describe()}{detail}", first, freeze=freeze,
-                              signature=sig)
-    seeds = [_base_seed(relation) + n for n in range(1, freeze.reruns + 1)]
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as threads:
-        reruns = list(threads.map(lambda seed: evaluate(plan, seed), seeds))
-    passes = sum(1 for r in reruns if r.held)
-    verdict_word = "PASS" if passes >= freeze.pass_needed else "FAIL"
-    summary = f"frozen {passes}/{freeze.reruns}, needed {freeze.pass_needed}: {verdict_word}"
-    if verdict_word == "PASS":
-        decision = Decision("freeze", "frozen_pass", 8, relation.id, summary)
-        return RelationResult(relation.id, "held", decision, summary, first, reruns, freeze, sig)
-    reason = "property_fail" if passes == 0 else "freeze_fail"
-    decision = Decision("reject", reason, 3 if passes == 0 else None, relation.id, summary)
-    return RelationResult(relation.id, "missed", decision, summary, first, reruns, freeze, sig)
+    sig = None if first.held else signature(relation.id, relation.kind, plan.fixture_pin,
+                                            failure_class(first.error_type, first.differing))
+    reruns: list[RunRecord] = []
+    if not first.held and freeze is not None and freeze.state == LIVE:
+        seeds = [_base_seed(relation) + n for n in range(1, freeze.reruns + 1)]
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as threads:
+            reruns = list(threads.map(lambda seed: evaluate(plan, seed), seeds))
+    outcome, decision, summary = counted_verdict(relation.id, first.held, first.describe(),
+                                                 [r.held for r in reruns], freeze)
+    return RelationResult(relation.id, outcome, decision, summary, first, reruns, freeze, sig)
 
 
 def run_all(plans: list[tuple[RunPlan, FreezeRow | None]],

@@ -49,7 +49,7 @@ def outline(value: Any, differing: set[str], path: tuple = (), indent: int = 0) 
 
 
 def relation_text(relation, result, freeze, identity: str | None, changed: bool,
-                  blocked: str | None = None, touched: bool = True) -> Text:
+                  blocked: str | None = None, touched: bool = True, bites: bool | None = None) -> Text:
     """The header of a relation's detail: statement, input, verdict, reruns, freeze."""
     text = Text()
     text.append_text(lit(relation.id, "bold"))
@@ -65,6 +65,9 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
         text.append(f"\nidentity {identity[:19]}…", "dim")
         if changed:
             text.append("  Δ the patch changes this relation (ignored: the oracle comes from the base)", "bold yellow")
+    if bites is False:
+        text.append("\n⚠ does not bite: `relconsole bite` found no mutation of the subject it catches",
+                    "bold yellow")
     if blocked:
         text.append("\n⊘ blocked: ", "bold red")
         text.append_text(lit(blocked, "red"))
