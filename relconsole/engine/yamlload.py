@@ -10,6 +10,7 @@ every value so schema errors can name ``file:line``.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,17 @@ def load_yaml_text(text: str, source: str) -> Loaded:
         what = f"invalid value {bad.value!r}" if bad is not None else "invalid value"
         raise BadInputError(source, f"{what}: {exc} (quote it if it is text)",
                             _line_counter(text)(bad.start_mark) if bad is not None else None) from None
-    return Loaded(data, lines)
+    return Loaded(_as_json(text, data), lines)
+
+
+def _as_json(text: str, data: Any) -> Any:
+    """JSON text read as JSON: YAML 1.1 would read ``1e-06`` as a string (no dot)."""
+    if not text.lstrip().startswith(("{", "[")):
+        return data
+    try:
+        return json.loads(text)
+    except ValueError:
+        return data
 
 
 def _unconstructible(node: yaml.Node, seen: set | None = None) -> yaml.ScalarNode | None:
