@@ -137,3 +137,33 @@ async def test_the_console_answers_keys_while_a_subject_hangs(tmp_path):
         result = app.review.results["iso.hangs"]
     assert result.outcome == "missed" and result.first.error_type == "timeout"
     assert elapsed < 2 * timeout + 5  # reported within about twice its timeout (+ start-up)
+
+
+def test_a_subject_that_edits_its_rows_is_a_miss_and_cannot_spoil_the_next(tmp_path):
+    """Rows are shared between runs for speed, so an in-place edit must be caught and undone."""
+    from relconsole.engine.runner import Worker
+
+    tree = tmp_path / "tree"
+    (tree / "oracle").mkdir(parents=True)
+    (tree / "rows.py").write_text(
+        "def bumps(rows):\n    for r in rows:\n        r['x'] = str(int(r['x']) + 1)\n"
+        "    return sum(int(r['x']) for r in rows)\n\n"
+        "def total(rows):\n    return sum(int(r['x']) for r in rows)\n")
+    corpus = tree / "oracle" / "c.csv"
+    corpus.write_text("x\n1\n2\n3\n")
+    catalog = load_catalog(textwrap.dedent("""\
+        relations:
+          - {id: edits, kind: permutation, subject: rows:bumps, input: {lease: c}, compare: exact, statement: s}
+          - {id: total, kind: bound, subject: rows:total, input: {lease: c}, compare: exact, statement: s,
+             params: {equals: 6}}
+        """), "c.yaml")
+    worker = Worker(tree)
+    try:
+        def ask(rid):
+            return worker.ask(RunPlan(catalog.get(rid), tree, [str(tree)], "lease", corpus, "pin"), 0)
+        edited = ask("edits")
+        after = ask("total")  # the same worker, the same cached corpus
+    finally:
+        worker.close()
+    assert not edited.held and edited.error_type == "InputMutated"
+    assert after.held, after.describe()  # 1 + 2 + 3: the rows were restored

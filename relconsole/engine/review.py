@@ -478,12 +478,41 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
                     progress(results[rid])
                 continue
             plans.append((_plan(review, relation, tree), freeze))
-        for result in run_all(plans, progress, workers):
+        history = _durations(review)
+        for result in run_all(plans, progress, workers, history):
             results[result.relation_id] = result
+        _save_durations(review, history, results.values())
     finally:
         shutil.rmtree(tree, ignore_errors=True)
     review.results.update(results)
     return [results[rid] for rid in ids]
+
+
+def _durations_file(review: Review) -> Path:
+    return Path(review.repo.git_dir) / "relconsole" / "durations.json"
+
+
+def _durations(review: Review) -> dict[str, float]:
+    """Seconds each relation's first run took last time (for scheduling only)."""
+    try:
+        data = json.loads(_durations_file(review).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
+
+
+def _save_durations(review: Review, history: dict[str, float], results) -> None:
+    """Remember this run's durations; a failure to write only loses a scheduling hint."""
+    merged = dict(history)
+    merged.update({r.relation_id: round(r.first.seconds, 3) for r in results if r.first is not None})
+    path = _durations_file(review)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_suffix(".tmp")
+        scratch.write_text(json.dumps(merged, sort_keys=True))
+        os.replace(scratch, path)
+    except OSError:
+        pass
 
 
 def _plan(review: Review, relation: Relation, tree: Path) -> RunPlan:

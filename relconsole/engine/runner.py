@@ -252,13 +252,36 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     return RelationResult(relation.id, outcome, decision, summary, first, reruns, freeze, sig)
 
 
+# Relative cost of one evaluation in subject calls, for scheduling before any history exists.
+KIND_COST = {"permutation": None, "idempotence": 2, "replay_ingest": 3, "split_merge": None,
+             "monotonic": 3, "roundtrip": 10, "invariance": 3, "bound": 1}
+
+
+def expected_cost(relation: Relation, history: dict[str, float]) -> float:
+    """Seconds the relation took last time, else a weight by kind (calls of the subject).
+
+    Only the order matters: the longest relations start first (longest-processing-time
+    scheduling), so one slow relation does not run alone at the end.
+    """
+    if relation.id in history:
+        return history[relation.id]
+    if relation.kind == "permutation":
+        return 1 + int(relation.params.get("shuffles", 6))
+    if relation.kind == "split_merge":
+        splits = relation.params.get("splits", 3)
+        return 1 + (len(splits) if isinstance(splits, list) else int(splits))
+    return KIND_COST.get(relation.kind) or 2
+
+
 def run_all(plans: list[tuple[RunPlan, FreezeRow | None]],
             progress: Callable[[RelationResult], None] | None = None,
-            workers: int | None = None) -> list[RelationResult]:
+            workers: int | None = None, history: dict[str, float] | None = None) -> list[RelationResult]:
     """Run every plan on ``workers`` worker processes (default: one per core).
 
     Plans share a tree; each worker reads a corpus once and serves every relation that
-    reads it. ``progress`` is called as each relation finishes; results keep plan order.
+    reads it. The costliest relations start first (``expected_cost`` over ``history``,
+    seconds by relation id). ``progress`` is called as each relation finishes; results
+    keep plan order.
     """
     if not plans:
         return []
@@ -267,7 +290,9 @@ def run_all(plans: list[tuple[RunPlan, FreezeRow | None]],
     by_future = {}
     try:
         with ThreadPoolExecutor(max_workers=size) as threads:
-            for index, (plan, freeze) in enumerate(plans):
+            order = sorted(range(len(plans)), key=lambda i: -expected_cost(plans[i][0].relation, history or {}))
+            for index in order:
+                plan, freeze = plans[index]
                 by_future[threads.submit(run_relation, plan, freeze, pool)] = index
             done: dict[int, RelationResult] = {}
             for future in as_completed(by_future):

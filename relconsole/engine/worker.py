@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import gc
 import gzip
 import io
 import json
@@ -39,7 +40,20 @@ def read_corpus(path: str) -> list:
     with opener(path, "rt", encoding="utf-8", newline="") as handle:
         if stem.endswith((".jsonl", ".ndjson")):
             return [json.loads(line) for line in handle if line.strip()]
-        return list(csv.DictReader(handle))
+        reader = csv.reader(handle)
+        header = next(reader, [])
+        width = len(header)
+        # zip is several times faster than DictReader; ragged rows keep DictReader's rules
+        return [dict(zip(header, row)) if len(row) == width else _ragged(header, row)
+                for row in reader if row]
+
+
+def _ragged(header: list[str], row: list[str]) -> dict:
+    """A short row padded with None, a long one with its extra cells under None (as DictReader)."""
+    out = dict(zip(header, row + [None] * (len(header) - len(row))))
+    if len(row) > len(header):
+        out[None] = row[len(header):]
+    return out
 
 
 def read_seeds(path: str) -> list:
@@ -150,8 +164,24 @@ class Server:
         if source["kind"] != "lease":
             return read_seeds(source["path"])
         if source["path"] not in self.corpora:
-            self.corpora[source["path"]] = read_corpus(source["path"])
-        return [self.corpora[source["path"]]]
+            rows = read_corpus(source["path"])
+            self.corpora[source["path"]] = (rows, [dict(row) for row in rows])
+            gc.freeze()  # millions of long-lived row objects: keep the collector from rescanning them
+        return [self.corpora[source["path"]][0]]
+
+    def check_untouched(self, source: dict) -> str | None:
+        """Why the shared corpus rows changed during the run (restoring them), or None.
+
+        Relations share the rows between source and follow-up runs and across
+        relations, so a subject that edits a row in place would corrupt the evidence.
+        """
+        if source["kind"] != "lease":
+            return None
+        rows, pristine = self.corpora[source["path"]]
+        if rows == pristine:  # element by element, in C
+            return None
+        self.corpora[source["path"]] = ([dict(row) for row in pristine], pristine)
+        return "the subject changed its input rows in place; a relation needs a subject that leaves its input alone"
 
     def answer(self, request: dict) -> dict:
         from relconsole.engine.relations import evaluate
@@ -162,13 +192,17 @@ class Server:
             seed = request.get("seed", 0)
             random.seed(seed)
             outcome = evaluate(request["relation"], self.inputs(request["input"]), seed)
-            return {"held": outcome.held, "source": trimmed(outcome.source, outcome.differing),
-                    "followup": trimmed(outcome.followup, outcome.differing),
-                    "differing": outcome.differing, "note": outcome.note}
+            reply = {"held": outcome.held, "source": trimmed(outcome.source, outcome.differing),
+                     "followup": trimmed(outcome.followup, outcome.differing),
+                     "differing": outcome.differing, "note": outcome.note}
         except Exception as exc:  # the subject's failure is the result, not a worker crash
             frames = traceback.extract_tb(exc.__traceback__)
             where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
-            return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where}}
+            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where}}
+        mutated = self.check_untouched(request["input"]) if request["input"]["path"] in self.corpora else None
+        if mutated:
+            return {"error": {"type": "InputMutated", "message": mutated, "where": ""}}
+        return reply
 
 
 def main() -> int:
