@@ -167,3 +167,26 @@ def test_a_subject_that_edits_its_rows_is_a_miss_and_cannot_spoil_the_next(tmp_p
         worker.close()
     assert not edited.held and edited.error_type == "InputMutated"
     assert after.held, after.describe()  # 1 + 2 + 3: the rows were restored
+
+
+def test_a_relation_can_name_its_own_instant(tmp_path):
+    instant = "2031-05-06T07:08:09+00:00"
+    moment = dt.datetime.fromisoformat(instant)
+    expected = [moment.timestamp(), moment.replace(tzinfo=None).isoformat(), moment.isoformat(),
+                moment.date().isoformat()]
+    extra = f"    clock: '{instant}'\n    params: {{equals: {expected!r}}}\n".replace("'2", '"2').replace("0'", '0"')
+    catalog = load_catalog(textwrap.dedent("""\
+        relations:
+          - id: iso.stamp
+            kind: bound
+            subject: subjects:stamp
+            input: {seeds: oracle/seeds/x.jsonl}
+            compare: exact
+            statement: isolation
+        """) + extra.replace("'", '"'), "oracle/catalog.yaml")
+    relation = catalog.get("iso.stamp")
+    assert relation.clock == instant
+    base = plan(tmp_path, "stamp")
+    record = evaluate_once(RunPlan(relation, base.root, base.import_paths, "seeds", base.input_path, "pin",
+                                   60.0, relation.clock), seed=0)
+    assert record.held, record.describe()

@@ -63,7 +63,9 @@ RELATION_SCHEMA = {
                            "min_reruns": {"type": "integer", "minimum": 1}},
         },
         "merge": _REF, "inverse": _REF, "transform": _REF,
-        "clock": {"enum": ["frozen", "real"]},
+        # "frozen" (at the config's instant), "real" (opt out), or an ISO 8601 instant of its own
+        "clock": {"anyOf": [{"enum": ["frozen", "real"]},
+                            {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}"}]},
     },
 }
 CATALOG_SCHEMA = {

@@ -53,16 +53,16 @@ def _identical(left: Any, right: Any) -> int | None:
 
     ``==`` runs in C and rules out most misses at once; equal encodings then rule out
     ``True == 1`` and ``1 == 1.0``, which the canonical comparison keeps apart. marshal
-    encodes fastest; it may encode equal values differently (shared objects become
-    back-references), so unequal bytes fall back to JSON text, and values equal but not
-    written alike fall through to the canonical comparison.
+    format 0 (no back-references, so equal values encode alike) is twice as fast as
+    JSON; JSON text covers what marshal cannot encode, and values equal but not written
+    alike fall through to the canonical comparison.
     """
     try:
         if left != right:
             return None
     except (TypeError, ValueError, RecursionError):
         return None
-    for encode in (lambda v: marshal.dumps(v, 4), lambda v: json.dumps(v, default=repr).encode()):
+    for encode in (lambda v: marshal.dumps(v, 0), lambda v: json.dumps(v, default=repr).encode()):
         try:
             a = encode(left)
             if a == encode(right):

@@ -521,6 +521,6 @@ def _plan(review: Review, relation: Relation, tree: Path) -> RunPlan:
         kind, path = "lease", tree / lease.path
     else:
         kind, path = "seeds", tree / relation.seeds_path
-    clock = None if relation.clock == "real" else review.layout.frozen_clock
+    clock = {"real": None, "frozen": review.layout.frozen_clock}.get(relation.clock, relation.clock)
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
                    _fixture_pin(path), review.layout.relation_timeout_seconds, clock)
