@@ -25,6 +25,27 @@ def git_bytes(repo: Path, *args: str) -> bytes:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
 
 
+def reviewed_repo(repo: Path, base: dict[str, str], patch: dict[str, str] | None = None) -> Path:
+    """A git repository at ``repo``: ``base`` files committed on ``main``, then branch
+    ``patch`` checked out with ``patch`` files committed on it (when given)."""
+    for path, text in base.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    git(repo, "config", "user.name", "t")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "checkout", "-q", "-b", "patch")
+    if patch:
+        for path, text in patch.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "patch")
+    return repo
+
+
 @pytest.fixture
 def demo_repo(tmp_path: Path) -> Path:
     """The sample repository with ``agent/patch`` checked out, dates relative to TODAY."""

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from relconsole.engine.catalog import load_catalog
 from relconsole.engine.review import load_review
-from tests.conftest import TODAY, git
+from tests.conftest import TODAY, git, reviewed_repo
 
 BASE = {
     "id": "orders.split", "kind": "split_merge", "subject": "agg:summarize",
@@ -74,13 +74,7 @@ def test_semantic_fields_change_identity(field, value):
 
 
 def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    (repo / "oracle" / "seeds").mkdir(parents=True)
-    (repo / "src").mkdir()
-    (repo / "src" / "agg.py").write_text("def summarize(rows):\n    return list(rows)\n")
-    (repo / "oracle" / "adapters.py").write_text("def merge(a, b):\n    return a + b\n")
-    (repo / "oracle" / "seeds" / "rows.jsonl").write_text('[1, 2, 3]\n')
-    (repo / "oracle" / "catalog.yaml").write_text(textwrap.dedent("""\
+    catalog = textwrap.dedent("""\
         owners:
           "src/**": [rows.split]
         relations:
@@ -91,14 +85,11 @@ def _repo(tmp_path: Path) -> Path:
             input: {seeds: oracle/seeds/rows.jsonl}
             compare: exact
             statement: parts merged equal the whole
-        """))
-    git(tmp_path, "init", "-q", "-b", "main", str(repo))
-    git(repo, "config", "user.name", "t")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    git(repo, "checkout", "-q", "-b", "patch")
-    return repo
+        """)
+    return reviewed_repo(tmp_path / "repo", {
+        "src/agg.py": "def summarize(rows):\n    return list(rows)\n",
+        "oracle/adapters.py": "def merge(a, b):\n    return a + b\n",
+        "oracle/seeds/rows.jsonl": "[1, 2, 3]\n", "oracle/catalog.yaml": catalog})
 
 
 def _changed(repo: Path) -> set[str]:

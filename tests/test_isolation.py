@@ -16,7 +16,7 @@ from relconsole.console.widgets.pane import Pane
 from relconsole.engine.catalog import load_catalog
 from relconsole.engine.config import Layout
 from relconsole.engine.runner import RunPlan, evaluate_once
-from tests.conftest import TODAY, git
+from tests.conftest import TODAY, reviewed_repo
 from tests.test_console import settle
 
 SUBJECTS = """
@@ -90,13 +90,7 @@ def test_randomness_is_seeded_per_run(tmp_path):
 
 
 def _hanging_repo(tmp_path: Path, timeout: float) -> Path:
-    repo = tmp_path / "hang"
-    (repo / "oracle" / "seeds").mkdir(parents=True)
-    (repo / "src").mkdir()
-    (repo / "src" / "subjects.py").write_text(SUBJECTS)
-    (repo / "oracle" / "seeds" / "x.jsonl").write_text('["a"]\n')
-    (repo / "pyproject.toml").write_text(f"[tool.relconsole]\nrelation_timeout_seconds = {timeout}\n")
-    (repo / "oracle" / "catalog.yaml").write_text(textwrap.dedent("""\
+    catalog = textwrap.dedent("""\
         owners:
           "src/**": [iso.hangs]
         relations:
@@ -106,16 +100,11 @@ def _hanging_repo(tmp_path: Path, timeout: float) -> Path:
             input: {seeds: oracle/seeds/x.jsonl}
             compare: exact
             statement: a subject that never answers
-        """))
-    git(tmp_path, "init", "-q", "-b", "main", str(repo))
-    git(repo, "config", "user.name", "t")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    git(repo, "checkout", "-q", "-b", "patch")
-    (repo / "src" / "subjects.py").write_text(SUBJECTS + "\n# touched\n")
-    git(repo, "commit", "-q", "-am", "touch")
-    return repo
+        """)
+    return reviewed_repo(tmp_path / "hang", {
+        "src/subjects.py": SUBJECTS, "oracle/seeds/x.jsonl": '["a"]\n', "oracle/catalog.yaml": catalog,
+        "pyproject.toml": f"[tool.relconsole]\nrelation_timeout_seconds = {timeout}\n",
+    }, {"src/subjects.py": SUBJECTS + "\n# touched\n"})
 
 
 async def test_the_console_answers_keys_while_a_subject_hangs(tmp_path):
