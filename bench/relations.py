@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -86,8 +87,6 @@ def sample_pytest_vs_run(scratch: Path, repeat: int) -> dict | None:
     hypothesis's alone imports for about 1.6 s here) and with third-party autoload off
     (``-p relconsole.pytest_plugin`` only), which is what relconsole itself costs.
     """
-    import os
-
     from relconsole.engine.demo import materialise
 
     repo = materialise(scratch / "sample", TODAY)
@@ -112,12 +111,20 @@ def sample_pytest_vs_run(scratch: Path, repeat: int) -> dict | None:
     return best
 
 
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "data" / "flights.csv.gz")
+    shared = Path(os.environ.get("RELCONSOLE_SHARED", ROOT.parent / "shared"))
+    parser.add_argument("--corpus", type=Path, default=shared / "data" / "flights.csv.gz",
+                        help="flights.csv.gz (default: $RELCONSOLE_SHARED or ../shared, /data/)")
     parser.add_argument("--shuffles", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each measure, interleaved; best kept")
     args = parser.parse_args()
+    if not args.corpus.is_file():
+        parser.error(f"{args.corpus} is missing: pass --corpus PATH/flights.csv.gz or set RELCONSOLE_SHARED")
     scratch = Path(tempfile.mkdtemp(prefix="relconsole-bench-"))
     try:
         repo = make_repo(scratch / "flights", args.corpus, args.shuffles)
@@ -132,14 +139,16 @@ def main() -> int:
         print(f"flights relations: {len(outcomes)}, all held: {set(outcomes.values()) == {'held'}}, "
               f"same with 2 workers: {outcomes == outcomes_two}")
         print(f"plain loop        {plain:8.2f} s   (anchor)")
-        print(f"engine, 1 worker  {one:8.2f} s   engine/plain = {one / plain:.2f}x  (target <= 1.3x)")
-        print(f"engine, 2 workers {two:8.2f} s   speed-up 1->2 = {one / two:.2f}x  (target >= 1.7x)")
+        print(f"engine, 1 worker  {one:8.2f} s   engine/plain = {one / plain:.2f}x  "
+              f"(target <= 1.3x: {_verdict(one / plain <= 1.3)})")
+        print(f"engine, 2 workers {two:8.2f} s   speed-up 1->2 = {one / two:.2f}x  "
+              f"(target >= 1.7x: {_verdict(one / two >= 1.7)}; needs two idle cores)")
         sample = sample_pytest_vs_run(scratch, args.repeat)
         if sample:
             run = sample["run"]
             print(f"sample: relconsole run --json {run:.2f} s (anchor); same verdicts: {sample['same']}")
             print(f"  pytest --relconsole, relconsole plugin only {sample['pytest_own']:.2f} s = "
-                  f"{sample['pytest_own'] / run:.2f}x  (target <= 1.5x)")
+                  f"{sample['pytest_own'] / run:.2f}x  (target <= 1.5x: {_verdict(sample['pytest_own'] / run <= 1.5)})")
             print(f"  pytest --relconsole, every installed plugin {sample['pytest']:.2f} s = "
                   f"{sample['pytest'] / run:.2f}x  (the environment's plugins' import time included)")
     finally:

@@ -307,7 +307,8 @@ class RelconsoleSession:
         payload = run_payload(review, results, decision)
         overall = worst([decision, *self.tests_verdicts])
         payload |= decision_fields(overall)
-        payload |= {"tests": self.tests, "scope": "all" if self.all else "touched",
+        not_run = [rid for rid in review.touched_relations() if rid not in self.results]
+        payload |= {"tests": self.tests, "scope": "all" if self.all else "touched", "not_run": not_run,
                     "base": review.base_ref, "base_tip": review.base_tip,
                     "merge_base": review.merge_base, "head": review.head_sha,
                     "today": review.today.isoformat(), "oracle_from": review.oracle_from}

@@ -512,3 +512,12 @@ def test_bad_yaml_candidate_on_main_is_listed_as_rejected(tmp_path, capsys):
     [broken] = [c for c in payload["candidates"] if c["path"].endswith("broken.yaml")]
     assert broken["valid"] is False and broken["reasons"]
     assert len(payload["candidates"]) == 5
+
+
+@pytest.mark.parametrize("row", [{"s": "2", "meta": {"expected": 2}}, {"s": "2", "output ": 2},
+                                 {"s": "2", "rows": [{"result": 1}]}])
+def test_answers_hidden_in_nested_or_padded_keys_fail_a_seed_row(row):
+    from relconsole.engine.catalog import check_row
+
+    reasons = check_row(row, None)
+    assert reasons and all("answer-like" in r for r in reasons)

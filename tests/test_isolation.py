@@ -7,6 +7,7 @@ keys meanwhile. Clock- and seed-shaped flakes are removed in the worker (issue 3
 from __future__ import annotations
 
 import datetime as dt
+import json
 import textwrap
 import time
 from pathlib import Path
@@ -179,3 +180,96 @@ def test_a_relation_can_name_its_own_instant(tmp_path):
     record = evaluate_once(RunPlan(relation, base.root, base.import_paths, "seeds", base.input_path, "pin",
                                    60.0, relation.clock), seed=0)
     assert record.held, record.describe()
+
+
+def test_nested_in_place_edits_are_caught_and_undone(tmp_path):
+    from relconsole.engine.runner import Worker
+
+    tree = tmp_path / "tree"
+    (tree / "oracle").mkdir(parents=True)
+    (tree / "nest.py").write_text(
+        "def tags(rows):\n    for r in rows:\n        r['tags'].append('x')\n    return len(rows)\n\n"
+        "def count(rows):\n    return sum(len(r['tags']) for r in rows)\n")
+    corpus = tree / "oracle" / "c.jsonl"
+    corpus.write_text('{"tags": ["a"]}\n{"tags": []}\n')
+    catalog = load_catalog(textwrap.dedent("""\
+        relations:
+          - {id: edits, kind: permutation, subject: nest:tags, input: {lease: c}, compare: exact, statement: s}
+          - {id: count, kind: bound, subject: nest:count, input: {lease: c}, compare: exact, statement: s,
+             params: {equals: 1}}
+        """), "c.yaml")
+    worker = Worker(tree)
+    try:
+        edited = worker.ask(RunPlan(catalog.get("edits"), tree, [str(tree)], "lease", corpus, "p"), 0)
+        after = worker.ask(RunPlan(catalog.get("count"), tree, [str(tree)], "lease", corpus, "p"), 0)
+    finally:
+        worker.close()
+    assert edited.error_type == "InputMutated"
+    assert after.held, after.describe()
+
+
+def test_strftime_and_asctime_read_the_frozen_clock(tmp_path):
+    subjects = tmp_path / "tree" / "subjects.py"
+    record_plan = plan(tmp_path, "stamp", clock=Layout().frozen_clock)
+    subjects.write_text(SUBJECTS + "\ndef text_clock(x):\n    return [time.strftime('%Y-%m-%d %H:%M:%S'), time.asctime()]\n")
+    frozen = dt.datetime.fromisoformat(Layout().frozen_clock).astimezone(dt.timezone.utc)
+    expected = [frozen.strftime("%Y-%m-%d %H:%M:%S"), time.asctime(frozen.timetuple())]
+    relation = load_catalog(textwrap.dedent(f"""\
+        relations:
+          - id: iso.text
+            kind: bound
+            subject: subjects:text_clock
+            input: {{seeds: oracle/seeds/x.jsonl}}
+            compare: exact
+            statement: text clock
+            params: {{equals: {json.dumps(expected)}}}
+        """), "c.yaml").get("iso.text")
+    record = evaluate_once(RunPlan(relation, record_plan.root, record_plan.import_paths, "seeds",
+                                   record_plan.input_path, "pin", 60.0, Layout().frozen_clock), seed=0)
+    assert record.held, record.describe()
+
+
+def test_bound_raises_accepts_a_subclass(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "oracle" / "seeds").mkdir(parents=True)
+    (tree / "oracle" / "seeds" / "x.jsonl").write_text('"not json"\n')
+    catalog = load_catalog(textwrap.dedent("""\
+        relations:
+          - {id: sub, kind: bound, subject: json:loads, input: {seeds: oracle/seeds/x.jsonl}, compare: exact,
+             statement: s, params: {raises: ValueError}}
+          - {id: other, kind: bound, subject: json:loads, input: {seeds: oracle/seeds/x.jsonl}, compare: exact,
+             statement: s, params: {raises: KeyError}}
+        """), "c.yaml")
+    seeds = tree / "oracle" / "seeds" / "x.jsonl"
+    held = evaluate_once(RunPlan(catalog.get("sub"), tree, [str(tree)], "seeds", seeds, "p"), 0)
+    missed = evaluate_once(RunPlan(catalog.get("other"), tree, [str(tree)], "seeds", seeds, "p"), 0)
+    assert held.held and not missed.held
+
+
+def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path):
+    catalog = textwrap.dedent("""\
+        owners:
+          "src/**": [rows.split]
+        relations:
+          - id: rows.split
+            kind: split_merge
+            subject: agg:total
+            merge: oracle.adapters:merge
+            input: {seeds: oracle/seeds/rows.jsonl}
+            compare: exact
+            statement: parts merged equal the whole
+        """)
+    repo = reviewed_repo(tmp_path / "repo", {
+        "src/agg.py": "def total(rows):\n    return [sum(rows)]\n",
+        "oracle/adapters.py": "def merge(a, b):\n    raise RuntimeError('merge exploded')\n",
+        "oracle/seeds/rows.jsonl": "[1, 2, 3]\n", "oracle/catalog.yaml": catalog,
+    }, {"src/agg.py": "def total(rows):\n    return [sum(rows), 0][:1]\n"})
+    from relconsole.engine.review import load_review, run_review
+
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        [result] = run_review(review)
+    finally:
+        review.close()
+    assert result.outcome == "missed" and result.verdict.decision == "abort"
+    assert result.verdict.reason == "oracle_fault" and "oracle/adapters.py" in result.verdict.detail

@@ -535,3 +535,22 @@ def test_patch_symlink_out_of_the_tree_does_not_crash_run(demo, capsys):
     payload = json.loads(out)
     assert code == EXIT_REJECT  # the parallel sum still misses; nothing crashed
     assert "src/passwd.py" in payload["gaps"]
+
+
+@pytest.mark.parametrize("clock", ["2026-13-45T99:99:00", "2020-05-05T10:00garbage"])
+def test_an_impossible_relation_clock_is_a_bad_catalog(clock):
+    from relconsole.engine.catalog import load_catalog
+
+    text = ("relations:\n  - id: r\n    kind: bound\n    subject: m:f\n    input: {seeds: s.jsonl}\n"
+            f"    compare: exact\n    statement: s\n    clock: '{clock}'\n")
+    with pytest.raises(BadInputError) as caught:
+        load_catalog(text, "oracle/catalog.yaml")
+    assert caught.value.line == text.splitlines().index(f"    clock: '{clock}'") + 1
+
+
+def test_an_impossible_frozen_clock_in_pyproject_is_bad_input():
+    from relconsole.engine.config import layout_from_pyproject
+
+    with pytest.raises(BadInputError) as caught:
+        layout_from_pyproject('[tool.relconsole]\nfrozen_clock = "yesterday"\n')
+    assert "frozen_clock" in caught.value.message

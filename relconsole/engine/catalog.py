@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from relconsole.engine.config import check_instant
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error, validate
 from relconsole.engine.yamlload import Loaded, load_yaml_text
@@ -218,6 +219,9 @@ def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: i
     if raw["compare"] == "tolerance" and "quantum" not in raw:
         raise BadInputError(source, f"relation {raw['id']!r}: compare tolerance needs a quantum", line)
     quantum = _quantum(raw, source, loaded.line_of(("relations", index, "quantum")))
+    if raw.get("clock", "frozen") not in ("frozen", "real"):
+        check_instant(raw["clock"], source, f"relation {raw['id']!r}: clock",
+                      loaded.line_of(("relations", index, "clock")))
     freeze = FreezePolicy(**(raw.get("freeze") or {})) if raw.get("freeze") else FreezePolicy()
     return Relation(
         id=raw["id"], kind=kind, subject=raw["subject"], input=dict(raw["input"]),
@@ -278,16 +282,27 @@ def answer_like(key: str) -> bool:
                for k in ANSWER_KEYS)
 
 
+def _answer_keys(value: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of answer-like keys anywhere in a row (nested mappings and lists)."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{prefix}{key}"
+            if answer_like(str(key).strip()):
+                found.append(path)
+            found.extend(_answer_keys(item, path + "."))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_answer_keys(item, f"{prefix}{index}."))
+    return found
+
+
 def check_row(row: Any, field_specs: dict[str, Any] | None) -> list[str]:
     """Why one seed or drafted input row is not acceptable (§3, §10); [] when it is.
 
     Answer-like keys are reported first and on their own, then schema violations.
     """
-    reasons: list[str] = []
-    if isinstance(row, dict):
-        for key in row:
-            if answer_like(str(key)):
-                reasons.append(f"answer-like key {key!r}: inputs never carry outputs")
+    reasons = [f"answer-like key {path!r}: inputs never carry outputs" for path in _answer_keys(row)]
     if field_specs:
         if isinstance(row, dict):
             extra = sorted(set(row) - set(field_specs))

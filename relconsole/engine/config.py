@@ -6,6 +6,7 @@ so a patch cannot move its own gate.
 
 from __future__ import annotations
 
+import datetime as dt
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 
@@ -60,6 +61,15 @@ _SCHEMA = {
 }
 
 
+def check_instant(text: str, source: str, what: str, line: int | None = None) -> None:
+    """Raise BadInputError unless ``text`` is an ISO 8601 instant (``2026-01-01T00:00:00+00:00``)."""
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInputError(source, f"{what}: {text!r} is not an ISO 8601 instant "
+                                    "(like 2026-01-01T00:00:00+00:00)", line) from None
+
+
 def layout_from_pyproject(text: str | None, source: str = "pyproject.toml") -> Layout:
     """Build the Layout from ``pyproject.toml`` text (None or no section: defaults).
 
@@ -80,6 +90,8 @@ def layout_from_pyproject(text: str | None, source: str = "pyproject.toml") -> L
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "[tool.relconsole]"
         raise BadInputError(source, f"[tool.relconsole] {where}: {error.message}")
+    if "frozen_clock" in section:
+        check_instant(section["frozen_clock"], source, "[tool.relconsole] frozen_clock")
     known = {f.name for f in fields(Layout)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items() if k in known}
     return replace(Layout(), **values)

@@ -240,12 +240,21 @@ def bound(rel: dict, f: Callable, x: Any, **_) -> Outcome:
     if "raises" in params:
         try:
             got = f(x)
-        except Exception as exc:  # the named class is the documented edge
+        except Exception as exc:  # the named class (or a subclass of it) is the documented edge
             name = type(exc).__name__
-            return Outcome(name == params["raises"], params["raises"], name,
-                           [] if name == params["raises"] else ["(exception class)"], "edge")
+            held = _is_a(exc, params["raises"])
+            return Outcome(held, params["raises"], name, [] if held else ["(exception class)"], "edge")
         return Outcome(False, params["raises"], canonical(got), ["(no exception)"], "edge")
     return Check(rel).outcome(params.get("equals"), f(x), "edge")
+
+
+def _is_a(exc: BaseException, wanted: str) -> bool:
+    """True when ``exc`` is an instance of the class named ``wanted`` (``Name`` or
+    ``module.Name``), subclasses included: ``JSONDecodeError`` is a ``ValueError``."""
+    for cls in type(exc).__mro__:
+        if wanted in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
+            return True
+    return False
 
 
 KINDS: dict[str, Callable[..., Outcome]] = {

@@ -132,7 +132,7 @@ class Review:
         for rid in self.touched_relations():
             result = self.results.get(rid)
             verdicts.append(result.verdict if result else
-                            Decision("hold", "not_run", None, rid, "press r to run"))
+                            Decision("hold", "not_run", None, rid, "a touched relation has not run"))
         return worst(verdicts)
 
     def exit_code(self) -> int:
@@ -523,4 +523,5 @@ def _plan(review: Review, relation: Relation, tree: Path) -> RunPlan:
         kind, path = "seeds", tree / relation.seeds_path
     clock = {"real": None, "frozen": review.layout.frozen_clock}.get(relation.clock, relation.clock)
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
-                   _fixture_pin(path), review.layout.relation_timeout_seconds, clock)
+                   _fixture_pin(path), review.layout.relation_timeout_seconds, clock,
+                   review.layout.protected)

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from relconsole.engine.catalog import Relation
 from relconsole.engine.decision import Decision
 from relconsole.engine.freezes import LIVE, FreezeRow, counted_verdict
+from relconsole.engine.owners import protected
 from relconsole.engine.signatures import failure_class, signature
 
 
@@ -41,6 +42,7 @@ class RunRecord:
     error_type: str | None = None
     error: str = ""
     seconds: float = 0.0
+    error_files: list[str] = field(default_factory=list)  # tree paths of the traceback, innermost last
 
     def describe(self) -> str:
         """One line: what missed and where."""
@@ -96,6 +98,7 @@ class RunPlan:
     fixture_pin: str  # sha256 of the input, for signatures
     timeout_seconds: float = 120.0
     clock: str | None = None  # ISO instant the worker's clock is frozen at; None: real time
+    protected: tuple[str, ...] = ()  # patterns of the oracle's files (a fault there is not the patch's)
 
 
 
@@ -126,6 +129,7 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.stderr = None
         self.buffer = b""
+        self.mark = 0
 
     def _start(self) -> None:
         self.stderr = tempfile.TemporaryFile()
@@ -139,6 +143,8 @@ class Worker:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         started = time.monotonic()
+        self.stderr.seek(0, os.SEEK_END)
+        self.mark = self.stderr.tell()  # what this request makes the worker say starts here
         try:
             self.proc.stdin.write((json.dumps(_request(plan, seed), default=str) + "\n").encode())
             self.proc.stdin.flush()
@@ -170,7 +176,7 @@ class Worker:
 
     def _died(self, seed: int, seconds: float) -> RunRecord:
         code = self.proc.wait()
-        self.stderr.seek(0)
+        self.stderr.seek(self.mark)
         tail = (self.stderr.read().decode("utf-8", "replace").strip().splitlines() or ["(no output)"])[-1]
         how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
         self.close()
@@ -196,7 +202,8 @@ def _record(reply: dict, seed: int, seconds: float) -> RunRecord:
     if "error" in reply:
         err = reply["error"]
         return RunRecord(False, seed, error_type=err["type"],
-                         error=f"{err['message']} ({err.get('where', '')})", seconds=seconds)
+                         error=f"{err['message']} ({err.get('where', '')})", seconds=seconds,
+                         error_files=list(err.get("files") or []))
     return RunRecord(reply["held"], seed, reply["source"], reply["followup"],
                      reply["differing"], reply["note"], seconds=seconds)
 
@@ -249,7 +256,22 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
             reruns = list(threads.map(lambda seed: evaluate(plan, seed), seeds))
     outcome, decision, summary = counted_verdict(relation.id, first.held, first.describe(),
                                                  [r.held for r in reruns], freeze)
+    fault = oracle_fault(first, plan.protected)
+    if fault and outcome == "missed":
+        decision = Decision("abort", "oracle_fault", None, relation.id, fault)
     return RelationResult(relation.id, outcome, decision, summary, first, reruns, freeze, sig)
+
+
+def oracle_fault(record: RunRecord, protected_patterns: tuple[str, ...]) -> str | None:
+    """Why a miss is the oracle's fault, not the patch's: the innermost frame of the
+    exception is in a protected file (an adapter, merge or transform that raised)."""
+    if not record.error_files or not protected_patterns:
+        return None
+    innermost = record.error_files[-1]
+    if protected(protected_patterns, innermost):
+        return (f"{record.error_type} raised in the oracle's own {innermost}: fix the oracle "
+                "on the base branch; the patch is not judged by a broken relation")
+    return None
 
 
 # Relative cost of one evaluation in subject calls, for scheduling before any history exists.

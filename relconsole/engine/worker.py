@@ -19,6 +19,7 @@ import gc
 import gzip
 import io
 import json
+import marshal
 import os
 import random
 import sys
@@ -26,7 +27,8 @@ import time
 import traceback
 
 _REAL_DATETIME, _REAL_DATE = dt.datetime, dt.date
-_REAL = {name: getattr(time, name) for name in ("time", "time_ns", "gmtime", "localtime", "ctime")}
+_REAL = {name: getattr(time, name) for name in ("time", "time_ns", "gmtime", "localtime", "ctime",
+                                                 "strftime", "asctime")}
 _FROZEN: list[float | None] = [None]  # the epoch seconds the clock is frozen at, or None
 
 
@@ -105,6 +107,9 @@ def install_clock() -> None:
     for name in ("gmtime", "localtime", "ctime"):
         real = _REAL[name]
         setattr(time, name, lambda secs=None, real=real: real(_now() if secs is None else secs))
+    localtime, strftime, asctime = time.localtime, _REAL["strftime"], _REAL["asctime"]
+    time.strftime = lambda fmt, t=None: strftime(fmt, localtime() if t is None else t)
+    time.asctime = lambda t=None: asctime(localtime() if t is None else t)
 
 
 def set_clock(instant: str | None) -> None:
@@ -144,6 +149,11 @@ def trimmed(value, differing: list[str]):
     return kept
 
 
+def _deep_copy(rows: list) -> list:
+    """A full copy of corpus rows (JSON values): marshal round trip, many times faster than deepcopy."""
+    return marshal.loads(marshal.dumps(rows))
+
+
 class Server:
     """Answers requests for one tree; keeps the corpora it has read."""
 
@@ -165,7 +175,7 @@ class Server:
             return read_seeds(source["path"])
         if source["path"] not in self.corpora:
             rows = read_corpus(source["path"])
-            self.corpora[source["path"]] = (rows, [dict(row) for row in rows])
+            self.corpora[source["path"]] = (rows, _deep_copy(rows))
             gc.freeze()  # millions of long-lived row objects: keep the collector from rescanning them
         return [self.corpora[source["path"]][0]]
 
@@ -178,10 +188,20 @@ class Server:
         if source["kind"] != "lease":
             return None
         rows, pristine = self.corpora[source["path"]]
-        if rows == pristine:  # element by element, in C
+        if rows == pristine:  # element by element, nested values too, in C
             return None
-        self.corpora[source["path"]] = ([dict(row) for row in pristine], pristine)
+        self.corpora[source["path"]] = (_deep_copy(pristine), pristine)
         return "the subject changed its input rows in place; a relation needs a subject that leaves its input alone"
+
+    def tree_files(self, frames) -> list[str]:
+        """Tree-relative paths of the traceback's frames inside the tree, innermost last."""
+        root = os.path.realpath(self.root or ".")
+        out = []
+        for frame in frames:
+            path = os.path.realpath(frame.filename)
+            if path.startswith(root + os.sep):
+                out.append(os.path.relpath(path, root).replace(os.sep, "/"))
+        return out
 
     def answer(self, request: dict) -> dict:
         from relconsole.engine.relations import evaluate
@@ -198,7 +218,8 @@ class Server:
         except Exception as exc:  # the subject's failure is the result, not a worker crash
             frames = traceback.extract_tb(exc.__traceback__)
             where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
-            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where}}
+            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
+                               "files": self.tree_files(frames)}}
         mutated = self.check_untouched(request["input"]) if request["input"]["path"] in self.corpora else None
         if mutated:
             return {"error": {"type": "InputMutated", "message": mutated, "where": ""}}
