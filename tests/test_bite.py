@@ -322,3 +322,21 @@ def test_cli_exit_codes_and_text(weak_repo: Path, capsys):
     assert cli(capsys, "bite", "codec.roundtrip", *common)[0] == EXIT_ABORT  # blocked today
     assert cli(capsys, "bite", "no.such.relation", *common)[0] == EXIT_USAGE
     assert git(weak_repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+async def test_the_console_flags_a_relation_that_does_not_bite(weak_repo: Path):
+    from relconsole.console.app import ReviewApp
+    from tests.test_console import prompts, settle
+
+    review = load_review(weak_repo, "main", "HEAD", TODAY)
+    try:
+        bite(review, "rows.count_invariant")
+    finally:
+        review.close()
+    app = ReviewApp(repo=str(weak_repo), head_ref="main", today=TODAY, autorun=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        shown = prompts(app, "relations")
+        assert "does not bite" in shown["r:rows.count_invariant"]
+        assert not any("does not bite" in text for oid, text in shown.items()
+                       if oid != "r:rows.count_invariant")
