@@ -12,6 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
 from relconsole.engine.catalog import load_catalog
@@ -129,34 +131,44 @@ async def test_the_console_answers_keys_while_a_subject_hangs(tmp_path):
     assert elapsed < 2 * timeout + 5  # reported within about twice its timeout (+ start-up)
 
 
-def test_a_subject_that_edits_its_rows_is_a_miss_and_cannot_spoil_the_next(tmp_path):
+EDITING_SUBJECTS = {
+    # a flat edit of a CSV cell; the follow-up sums x (1 + 2 + 3) once the rows are restored
+    "flat": ("c.csv", "x\n1\n2\n3\n",
+             "def edits(rows):\n    for r in rows:\n        r['x'] = str(int(r['x']) + 1)\n    return len(rows)\n\n"
+             "def reads(rows):\n    return sum(int(r['x']) for r in rows)\n", 6),
+    # a nested edit of a JSON-lines value; the follow-up counts the tags (one) once restored
+    "nested": ("c.jsonl", '{"tags": ["a"]}\n{"tags": []}\n',
+               "def edits(rows):\n    for r in rows:\n        r['tags'].append('x')\n    return len(rows)\n\n"
+               "def reads(rows):\n    return sum(len(r['tags']) for r in rows)\n", 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITING_SUBJECTS))
+def test_an_in_place_edit_of_shared_rows_is_a_miss_and_is_undone(tmp_path, case):
     """Rows are shared between runs for speed, so an in-place edit must be caught and undone."""
     from relconsole.engine.runner import Worker
 
+    name, rows, source, expected = EDITING_SUBJECTS[case]
     tree = tmp_path / "tree"
     (tree / "oracle").mkdir(parents=True)
-    (tree / "rows.py").write_text(
-        "def bumps(rows):\n    for r in rows:\n        r['x'] = str(int(r['x']) + 1)\n"
-        "    return sum(int(r['x']) for r in rows)\n\n"
-        "def total(rows):\n    return sum(int(r['x']) for r in rows)\n")
-    corpus = tree / "oracle" / "c.csv"
-    corpus.write_text("x\n1\n2\n3\n")
-    catalog = load_catalog(textwrap.dedent("""\
+    (tree / "subject.py").write_text(source)
+    corpus = tree / "oracle" / name
+    corpus.write_text(rows)
+    catalog = load_catalog(textwrap.dedent(f"""\
         relations:
-          - {id: edits, kind: permutation, subject: rows:bumps, input: {lease: c}, compare: exact, statement: s}
-          - {id: total, kind: bound, subject: rows:total, input: {lease: c}, compare: exact, statement: s,
-             params: {equals: 6}}
+          - {{id: edits, kind: permutation, subject: subject:edits, input: {{lease: c}}, compare: exact,
+             statement: s}}
+          - {{id: reads, kind: bound, subject: subject:reads, input: {{lease: c}}, compare: exact,
+             statement: s, params: {{equals: {expected}}}}}
         """), "c.yaml")
     worker = Worker(tree)
     try:
-        def ask(rid):
-            return worker.ask(RunPlan(catalog.get(rid), tree, [str(tree)], "lease", corpus, "pin"), 0)
-        edited = ask("edits")
-        after = ask("total")  # the same worker, the same cached corpus
+        edited = worker.ask(RunPlan(catalog.get("edits"), tree, [str(tree)], "lease", corpus, "p"), 0)
+        after = worker.ask(RunPlan(catalog.get("reads"), tree, [str(tree)], "lease", corpus, "p"), 0)
     finally:
-        worker.close()
+        worker.close()  # the same worker, the same cached corpus for both relations
     assert not edited.held and edited.error_type == "InputMutated"
-    assert after.held, after.describe()  # 1 + 2 + 3: the rows were restored
+    assert after.held, after.describe()
 
 
 def test_a_relation_can_name_its_own_instant(tmp_path):
@@ -181,31 +193,6 @@ def test_a_relation_can_name_its_own_instant(tmp_path):
                                    60.0, relation.clock), seed=0)
     assert record.held, record.describe()
 
-
-def test_nested_in_place_edits_are_caught_and_undone(tmp_path):
-    from relconsole.engine.runner import Worker
-
-    tree = tmp_path / "tree"
-    (tree / "oracle").mkdir(parents=True)
-    (tree / "nest.py").write_text(
-        "def tags(rows):\n    for r in rows:\n        r['tags'].append('x')\n    return len(rows)\n\n"
-        "def count(rows):\n    return sum(len(r['tags']) for r in rows)\n")
-    corpus = tree / "oracle" / "c.jsonl"
-    corpus.write_text('{"tags": ["a"]}\n{"tags": []}\n')
-    catalog = load_catalog(textwrap.dedent("""\
-        relations:
-          - {id: edits, kind: permutation, subject: nest:tags, input: {lease: c}, compare: exact, statement: s}
-          - {id: count, kind: bound, subject: nest:count, input: {lease: c}, compare: exact, statement: s,
-             params: {equals: 1}}
-        """), "c.yaml")
-    worker = Worker(tree)
-    try:
-        edited = worker.ask(RunPlan(catalog.get("edits"), tree, [str(tree)], "lease", corpus, "p"), 0)
-        after = worker.ask(RunPlan(catalog.get("count"), tree, [str(tree)], "lease", corpus, "p"), 0)
-    finally:
-        worker.close()
-    assert edited.error_type == "InputMutated"
-    assert after.held, after.describe()
 
 
 def test_strftime_and_asctime_read_the_frozen_clock(tmp_path):
