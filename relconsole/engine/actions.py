@@ -182,13 +182,34 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
     if result.outcome != "missed":
         raise UsageError(f"{relation_id} {result.outcome}: there is no miss to freeze")
     policy = relation.freeze
-    expires = expires or review.today + dt.timedelta(days=policy.max_days)
+    carried = _replay_freeze_fields(review, relation_id)
+    default_expiry = review.today + dt.timedelta(days=policy.max_days)
+    if carried.get("expires_at"):
+        default_expiry = min(default_expiry, dt.date.fromisoformat(carried["expires_at"]))
+    expires = expires or default_expiry
     who = git_identity(review)
     return {"relation_id": relation_id, "expires": expires.isoformat(),
             "reruns": max(policy.min_reruns, 1), "pass_needed": max(policy.min_reruns, 1),
-            "reason": reason, "lease_id": relation.lease_id or "",
-            "signature": result.signature or "", "test_id": relation_id,
+            "reason": reason, "lease_id": carried.get("lease_id") or relation.lease_id or "",
+            "signature": carried.get("signature") or result.signature or "",
+            "test_id": carried.get("test_id") or relation_id,
             "created_by": who.email or who.name, "created_at": review.today.isoformat()}
+
+
+def _replay_freeze_fields(review: Review, relation_id: str) -> dict:
+    """The fields a §8 row-8 ``freeze`` decision carries ({} when the relation was not replayed).
+
+    Raises CommitRefused when the replay decided anything but freeze: the table, not
+    the operator, says whether a miss may be frozen.
+    """
+    replayed = review.replays.get(relation_id)
+    if replayed is None:
+        return {}
+    decision = replayed.decision
+    if decision.decision != "freeze":
+        raise CommitRefused(f"{relation_id}: the replay decided {decision.decision} ({decision.reason}, "
+                            f"§8 row {decision.row}); only a freeze decision (row 8) can become a freeze row")
+    return dict(decision.fields)
 
 
 def commit_freeze(review: Review, row: dict) -> CommitResult:

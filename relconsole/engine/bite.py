@@ -29,7 +29,7 @@ from relconsole.engine.catalog import Relation
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.gitio import TreeView
 from relconsole.engine.owners import protected
-from relconsole.engine.review import Review, _plan, import_paths
+from relconsole.engine.review import Review, import_paths, plan_for
 from relconsole.engine.runner import RunPlan, RunRecord, evaluate_once
 from relconsole.engine.workspace import build_run_tree, scratch_dir
 
@@ -110,11 +110,6 @@ class BiteReport:
                 "caught": self.caught, "crashed": self.crashed, "total": self.total,
                 "verdict": self.verdict(),
                 "mutations": [dataclasses.asdict(r) for r in self.results]}
-
-
-def plan_for(review: Review, relation: Relation, tree: Path) -> RunPlan:
-    """The RunPlan of ``relation`` on the materialised ``tree`` (public alias of review._plan)."""
-    return _plan(review, relation, tree)
 
 
 def _relation(review: Review, relation_id: str) -> Relation:

@@ -46,3 +46,37 @@ def run_payload(review: Review, results: list[RelationResult], decision: Decisio
                  for r in results]
     return decision_fields(decision) | {"relations": relations,
                                         "gaps": [b.path for b in review.gaps()]}
+
+
+def replay_payload(outcome) -> dict:
+    """The ``replay --json`` document: the PR-level decision of this replay, the lease it
+    ran under, and per relation the sheet path, the §8 row that fired and the run counts."""
+    relations = []
+    for rid, sheet in outcome.sheets.items():
+        decision = outcome.decisions[rid]
+        relations.append(decision_fields(decision) | {
+            "sheet": str(outcome.paths.get(rid, "")), "property_result": sheet["property_result"],
+            "runs": sheet["runs"], "signature": sheet["signature"],
+            "base_signature": sheet["base_signature"], "fields": decision.fields})
+    lease = outcome.lease.to_json() if outcome.lease else None
+    return decision_fields(outcome.overall()) | {"artifacts": str(outcome.artifacts), "lease": lease,
+                                                 "relations": relations}
+
+
+def replay_lines(outcome) -> list[str]:
+    """One line per replayed relation (row, decision, HEAD and base misses), then the PR line."""
+    lines = []
+    for rid, sheet in outcome.sheets.items():
+        decision, runs = outcome.decisions[rid], sheet["runs"]
+        lines.append(f"{rid}: row {decision.row} {decision.decision.upper()} ({decision.reason})  "
+                     f"HEAD missed {runs['head']['misses']}/{runs['head']['runs']}, "
+                     f"base {runs['base']['misses']}/{runs['base']['runs']}  {outcome.paths.get(rid, '')}")
+    overall = outcome.overall()
+    lines.append(f"decision: {overall.decision}  ({overall.reason})  sheets in {outcome.artifacts}")
+    return lines
+
+
+def record_decisions(git_dir, decisions: list[Decision]) -> bool:
+    """Append decisions to the gate-health history (never fails the caller)."""
+    from relconsole.engine import gatehealth
+    return gatehealth.append(git_dir, decisions)

@@ -62,6 +62,20 @@ class ReviewFlag:
 
 
 @dataclass
+class Replayed:
+    """A relation's replay (§7): its sheet, the §8 decision of the sheet, where it was written."""
+
+    sheet: dict
+    decision: Decision
+    path: Path | None = None
+
+    def misses(self, side: str) -> tuple[int, int]:
+        """(misses, runs) on ``side`` (``head`` or ``base``)."""
+        counts = self.sheet.get("runs", {}).get(side, {})
+        return int(counts.get("misses", 0)), int(counts.get("runs", 0))
+
+
+@dataclass
 class Review:
     """The state of one review. Paths are repository-relative POSIX strings."""
 
@@ -90,6 +104,9 @@ class Review:
     seed_problems: dict[str, str] = field(default_factory=dict)
     results: dict[str, RelationResult] = field(default_factory=dict)
     bites: dict[str, bool | None] = field(default_factory=dict)  # from `relconsole bite`'s cache
+    replays: dict[str, Replayed] = field(default_factory=dict)  # by relation id, from `b`/`replay`
+    workspace_leases: list = field(default_factory=list)  # wslease.WorkspaceLease, from the store
+    lease_store_note: str = ""  # why workspace leases could not be listed, if so
 
     @property
     def root(self) -> Path:
@@ -123,13 +140,17 @@ class Review:
     def decision(self) -> Decision:
         """The PR's decision: worst of the touched relations' verdicts (§8).
 
-        Touched relations not yet run make it ``hold`` (evidence pending); a bad input
-        file makes it ``abort`` with reason ``bad_input``.
+        A replayed relation's decision is its sheet's (§8 table row); touched relations
+        not yet run make it ``hold`` (evidence pending); a bad input file makes it
+        ``abort`` with reason ``bad_input``.
         """
         if self.errors:
             return Decision("abort", "bad_input", None, None, self.errors[0].one_line())
         verdicts = []
         for rid in self.touched_relations():
+            if rid in self.replays:
+                verdicts.append(self.replays[rid].decision)
+                continue
             result = self.results.get(rid)
             verdicts.append(result.verdict if result else
                             Decision("hold", "not_run", None, rid, "a touched relation has not run"))
@@ -477,7 +498,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
                 if progress:
                     progress(results[rid])
                 continue
-            plans.append((_plan(review, relation, tree), freeze))
+            plans.append((plan_for(review, relation, tree), freeze))
         history = _durations(review)
         for result in run_all(plans, progress, workers, history):
             results[result.relation_id] = result
@@ -515,7 +536,8 @@ def _save_durations(review: Review, history: dict[str, float], results) -> None:
         pass
 
 
-def _plan(review: Review, relation: Relation, tree: Path) -> RunPlan:
+def plan_for(review: Review, relation: Relation, tree: Path) -> RunPlan:
+    """The RunPlan of ``relation`` on a materialised ``tree`` (its input read from that tree)."""
     if relation.lease_id:
         lease = review.lease(relation.lease_id).lease
         kind, path = "lease", tree / lease.path

@@ -40,9 +40,15 @@ def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
     Protected files the code commit has but the oracle lacks are removed, so a patch
     cannot add its own seeds or adapters. Returns ``dest``.
     """
-    view = TreeView(repo, code_commit)
-    view.export(dest)
-    for path in protected_files(view, patterns):
+    TreeView(repo, code_commit).export(dest)
+    return overlay_oracle(repo, code_commit, oracle_dir, patterns, dest)
+
+
+def overlay_oracle(repo: git.Repo, code_commit: str, oracle_dir: Path,
+                   patterns: tuple[str, ...], dest: Path) -> Path:
+    """Replace the protected files of ``code_commit`` checked out in ``dest`` by the
+    oracle's (§2): the commit's own protected files are removed first. Returns ``dest``."""
+    for path in protected_files(TreeView(repo, code_commit), patterns):
         (dest / path).unlink(missing_ok=True)
     shutil.copytree(oracle_dir, dest, dirs_exist_ok=True)
     return dest

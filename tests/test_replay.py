@@ -1,0 +1,314 @@
+"""Replay (SPEC §7) on HEAD and the merge base in pooled worktrees under a workspace lease (§5).
+
+The repositories here hold a subject whose miss is a function of the run's seed (the
+worker seeds ``random`` before importing it), so which side misses, and how often, is
+known in advance from a model of the subject, not from replay's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import TODAY, git, reviewed_repo
+from relconsole.engine import actions
+from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
+from relconsole.engine.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
+from relconsole.engine.review import load_review
+from relconsole.engine.wslease import LeaseHeld, open_store
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+CORRECT = "def total(values):\n    return sum(values)\n"
+BROKEN = "CALLS = [0]\n\n\ndef total(values):\n    CALLS[0] += 1  # every call answers differently\n    return CALLS[0]\n"
+FLAKY = '''\
+import random
+
+FLIP = random.random()  # the first draw after the run's seed decides this run
+
+
+def total(values):
+    if FLIP < 0.5:
+        return sum(sorted(values))
+    return sum(values) + random.random()  # a fresh draw each call: never equal twice
+'''
+SEED = 0
+
+
+def flip_holds(seed: int) -> bool:
+    """Whether FLAKY holds when the worker seeds ``random`` with ``seed`` (a model of it)."""
+    return random.Random(seed).random() < 0.5
+
+
+def _relation(rid: str, module: str, freeze: bool = True) -> str:
+    policy = "\n            freeze: {allowed: true, max_days: 10, min_reruns: 2}" if freeze else ""
+    return f"""
+          - id: {rid}
+            kind: permutation
+            subject: {module}:total
+            input: {{seeds: oracle/seeds/nums.jsonl}}
+            compare: exact
+            params: {{shuffles: 2, seed: {SEED}}}
+            statement: Shuffling the numbers leaves their total unchanged.{policy}"""
+
+
+def flaky_repo(tmp_path: Path, base: dict[str, str], patch: dict[str, str], name: str = "repo") -> Path:
+    """A repository whose relations own one module each (``<module>.py``)."""
+    modules = sorted(set(base) | set(patch))
+    owners = "".join(f'\n          "{m}.py": [{m}.sum]' for m in modules)
+    relations = "".join(_relation(f"{m}.sum", m) for m in modules)
+    catalog = textwrap.dedent(f"""\
+        owners:{owners}
+        relations:{relations}
+        """)
+    files = {f"{m}.py": text for m, text in base.items()}
+    files |= {"oracle/seeds/nums.jsonl": "[1, 2, 3, 4, 5, 6, 7, 8]\n", "oracle/catalog.yaml": catalog}
+    return reviewed_repo(tmp_path / name, files, {f"{m}.py": text + "\n# patched\n" for m, text in patch.items()})
+
+
+@pytest.fixture(autouse=True)
+def _workers_find_relconsole(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(PROJECT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    monkeypatch.delenv("RELCONSOLE_LEASE_URL", raising=False)
+
+
+def _seed_where(first_misses: bool) -> None:
+    """Point SEED at a seed whose first run misses, so `run` reports a miss to replay."""
+    global SEED
+    SEED = next(s for s in range(1000) if flip_holds(s) is not first_misses)
+
+
+def do_replay(repo: Path, runs: int = 6, **options):
+    review = load_review(repo, "main", "HEAD", TODAY)
+    store = open_store(None, review.repo.common_dir)
+    try:
+        outcome = replay(review, store, ReplayOptions(runs=runs, **options))
+        return review, outcome
+    finally:
+        store.close()
+
+
+def expected_misses(runs: int) -> int:
+    return sum(not flip_holds(SEED + n) for n in range(runs))
+
+
+def test_intermittent_miss_on_both_sides_is_a_freeze_carrying_its_fields(tmp_path):
+    _seed_where(first_misses=True)
+    repo = flaky_repo(tmp_path, {"flaky": FLAKY}, {"flaky": FLAKY})
+    review, outcome = do_replay(repo, runs=6)
+    try:
+        sheet = outcome.sheets["flaky.sum"]
+        misses = expected_misses(6)
+        assert 0 < misses < 6, "the seeds chosen must make the miss intermittent"
+        assert sheet["runs"]["head"]["misses"] == misses == sheet["runs"]["base"]["misses"]
+        assert sheet["property_result"] == "pass"  # held at least once on HEAD
+        assert sheet["signature"] == sheet["base_signature"] != "none"
+        decision = outcome.decisions["flaky.sum"]
+        assert (decision.decision, decision.row) == ("freeze", 8)
+        assert decision.fields["lease_id"] == sheet["lease"]["id"] == outcome.lease.id
+        assert decision.fields["signature"] == sheet["signature"]
+        on_disk = json.loads(outcome.paths["flaky.sum"].read_text())
+        assert on_disk == json.loads(json.dumps(sheet))
+        assert on_disk["lease"]["state"] == "fresh"
+        row = actions.proposed_freeze(review, "flaky.sum", "flaky on base too")
+        assert (row["lease_id"], row["signature"]) == (decision.fields["lease_id"], decision.fields["signature"])
+        assert row["expires"] <= decision.fields["expires_at"]
+    finally:
+        review.close()
+
+
+def test_a_miss_the_base_never_shows_is_rejected(tmp_path):
+    _seed_where(first_misses=True)
+    repo = flaky_repo(tmp_path, {"flaky": CORRECT}, {"flaky": FLAKY})
+    review, outcome = do_replay(repo, runs=6)
+    try:
+        sheet = outcome.sheets["flaky.sum"]
+        assert sheet["runs"]["base"]["misses"] == 0 and sheet["base_signature"] == "none"
+        assert sheet["runs"]["head"]["misses"] == expected_misses(6)
+        decision = outcome.decisions["flaky.sum"]
+        assert (decision.decision, decision.reason, decision.row) == ("reject", "miss_not_on_base", 6)
+        with pytest.raises(RelconsoleError, match="row 6"):
+            actions.proposed_freeze(review, "flaky.sum", "not allowed by the table")
+    finally:
+        review.close()
+
+
+def test_a_miss_on_every_head_run_is_a_property_fail(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    review, outcome = do_replay(repo, runs=3)
+    try:
+        sheet = outcome.sheets["det.sum"]
+        assert sheet["runs"]["head"] == {"commit": review.head_sha, "runs": 3, "misses": 3}
+        assert sheet["runs"]["base"]["misses"] == 0
+        assert sheet["property_result"] == "fail"
+        assert outcome.decisions["det.sum"].row == 3
+        assert review.decision().decision == "reject"  # the console's status line follows the sheet
+    finally:
+        review.close()
+
+
+def test_held_relations_get_no_sheet_and_earlier_sheets_are_removed(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT, "ok": CORRECT}, {"det": BROKEN, "ok": CORRECT})
+    artifacts = tmp_path / "sheets"
+    artifacts.mkdir()
+    stale = artifacts / f"ok.sum{SHEET_SUFFIX}"
+    stale.write_text('{"test_id": "ok.sum", "lease": {"state": "fresh"}}')
+    review, outcome = do_replay(repo, runs=2, artifacts=artifacts)
+    review.close()
+    assert set(outcome.sheets) == {"det.sum"}
+    assert sorted(p.name for p in artifacts.iterdir()) == [f"det.sum{SHEET_SUFFIX}"]
+
+
+def _worktrees(repo: Path) -> list[str]:
+    listing = git(repo, "worktree", "list", "--porcelain")
+    return [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")][1:]
+
+
+def test_pooled_worktrees_are_reused_and_no_file_of_an_earlier_run_survives(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore logs")
+    review, _ = do_replay(repo, runs=1)
+    review.close()
+    first = _worktrees(repo)
+    assert len(first) == 2
+    for tree in map(Path, first):
+        assert git(tree, "status", "--porcelain", "--ignored") == ""  # returned to the pool clean
+        (tree / "left-over.txt").write_text("from an earlier run")
+        (tree / "debug.log").write_text("ignored, but still a left-over")
+        (tree / "det.py").write_text("tampered\n")
+    review, outcome = do_replay(repo, runs=1)
+    review.close()
+    assert _worktrees(repo) == first  # the same two, reused
+    for tree in map(Path, first):
+        assert not (tree / "left-over.txt").exists() and not (tree / "debug.log").exists()
+        assert (tree / "det.py").read_text() != "tampered\n"
+    assert outcome.decisions["det.sum"].row == 3  # tampering did not leak into the verdict
+
+
+def test_a_stale_registration_left_by_a_killed_run_is_pruned(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    review, _ = do_replay(repo, runs=1)
+    review.close()
+    import shutil
+    for tree in _worktrees(repo):
+        shutil.rmtree(tree)  # what a SIGKILL during `git worktree add` or a cleaner leaves
+    review, outcome = do_replay(repo, runs=1)
+    review.close()
+    assert all(Path(t).is_dir() for t in _worktrees(repo)) and len(_worktrees(repo)) == 2
+    assert outcome.decisions["det.sum"].row == 3
+
+
+def test_fresh_worktrees_are_removed_afterwards(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    review, outcome = do_replay(repo, runs=1, fresh_worktrees=True)
+    review.close()
+    assert _worktrees(repo) == []
+    assert outcome.decisions["det.sum"].row == 3
+
+
+def test_ctrl_c_releases_the_lease_cleans_the_worktrees_and_writes_no_sheet(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    artifacts = tmp_path / "sheets"
+    review = load_review(repo, "main", "HEAD", TODAY)
+    store = open_store(None, review.repo.common_dir)
+
+    def interrupt(step):
+        for tree in _worktrees(repo):
+            (Path(tree) / "scratch.tmp").write_text("mid-run file")
+        raise KeyboardInterrupt
+
+    options = ReplayOptions(runs=3, artifacts=artifacts, workspace="ws-ctrl-c")
+    with pytest.raises(KeyboardInterrupt):
+        replay(review, store, options, interrupt)
+    assert store.status("ws-ctrl-c").state == "missing"  # released, not left to its TTL
+    store.close()
+    review.close()
+    assert not artifacts.exists() or not list(artifacts.glob(f"*{SHEET_SUFFIX}"))
+    for tree in _worktrees(repo):
+        assert git(Path(tree), "status", "--porcelain", "--ignored") == ""
+
+
+def test_a_workspace_held_by_another_holder_aborts_and_names_it(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    review = load_review(repo, "main", "HEAD", TODAY)
+    store = open_store(None, review.repo.common_dir)
+    store.acquire("shared-ws", "nightly-job@ci", 60)
+    try:
+        with pytest.raises(LeaseHeld, match="nightly-job@ci") as caught:
+            replay(review, store, ReplayOptions(runs=1, workspace="shared-ws", artifacts=tmp_path / "out"))
+        assert caught.value.exit_code == EXIT_ABORT
+        assert not (tmp_path / "out").exists()
+    finally:
+        store.close()
+        review.close()
+
+
+def test_redis_stopped_while_the_lease_is_held_aborts_and_leaves_no_fresh_sheet(tmp_path):
+    redis_server = pytest.importorskip("redis_server")
+    _seed_where(first_misses=True)
+    repo = flaky_repo(tmp_path, {"flaky": FLAKY}, {"flaky": FLAKY})
+    artifacts = tmp_path / "sheets"
+    with redis_server.private_redis() as (url, stop):
+        review = load_review(repo, "main", "HEAD", TODAY)
+        store = open_store(url, review.repo.common_dir)
+        stopped = []
+
+        def stop_once(step):
+            if not stopped:
+                stop()
+                stopped.append(True)
+
+        try:
+            with pytest.raises(RelconsoleError) as caught:
+                replay(review, store, ReplayOptions(runs=4, artifacts=artifacts, ttl_seconds=1.5,
+                                                    workspace="ws-redis"), stop_once)
+            status = store.status("ws-redis")
+        finally:
+            store.close()
+            review.close()
+    assert caught.value.exit_code == EXIT_ABORT
+    assert "no replay sheet was written" in str(caught.value) or "unreachable" in str(caught.value).lower()
+    assert status.state == "stale"
+    claims = [json.loads(p.read_text()) for p in artifacts.glob(f"**/*{SHEET_SUFFIX}")] if artifacts.exists() else []
+    assert not [c for c in claims if (c.get("lease") or {}).get("state") == "fresh"]
+
+
+def test_replay_cli_in_a_shallow_clone_aborts_and_says_how_to_fetch(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", "--no-single-branch", repo.as_uri(), str(clone))
+    proc = subprocess.run([sys.executable, "-m", "relconsole", "replay", "--repo", str(clone), "--base",
+                           "origin/main", "--head", "origin/patch", "--today", TODAY.isoformat()],
+                          capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(PROJECT)})
+    assert proc.returncode == EXIT_ABORT
+    assert "fetch" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@given(ids=st.lists(st.text(min_size=1, max_size=8), unique=True, max_size=30), total=st.integers(1, 7),
+       seed=st.randoms())
+def test_shards_partition_the_relations_whatever_their_order(ids, total, seed):
+    shuffled = list(ids)
+    seed.shuffle(shuffled)
+    parts = [Shard(k, total).select(ids) for k in range(1, total + 1)]
+    assert sorted(x for part in parts for x in part) == sorted(ids)  # every id, once
+    assert [set(Shard(k, total).select(shuffled)) for k in range(1, total + 1)] == [set(p) for p in parts]
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1  # balanced by count
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", ""])
+def test_bad_shard_specs_are_usage_errors(text):
+    with pytest.raises(RelconsoleError) as caught:
+        Shard.parse(text)
+    assert caught.value.exit_code == 64
