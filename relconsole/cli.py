@@ -12,13 +12,17 @@ import json
 import sys
 from pathlib import Path
 
+from relconsole.cli_workspace import cmd_workspace
+from relconsole.cli_workspace import register as register_workspace
 from relconsole.engine import actions
 from relconsole.engine.bite import bite
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
-                                      EXIT_USAGE, RelconsoleError)
+                                      EXIT_USAGE, RelconsoleError, UsageError)
 from relconsole.engine.decision import worst
 from relconsole.engine.literal import one_line
-from relconsole.engine.report import run_payload
+from relconsole.engine.replay import ReplayOptions, Shard, replay
+from relconsole.engine.report import record_decisions, replay_lines, replay_payload, run_payload
+from relconsole.engine.wslease import open_store
 from relconsole.engine.review import Review, load_review, run_review
 
 
@@ -66,6 +70,25 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--json", action="store_true", help="print JSON")
     sub.choices["run"].add_argument("--all", action="store_true", help="run every relation, not only touched ones")
     sub.choices["run"].add_argument("--relation", action="append", default=None, help="run only this relation (repeatable)")
+    sub.choices["run"].add_argument("--shard", type=_shard, default=None, metavar="K/N",
+                                    help="run only the K-th of N slices of the touched relations (a CI matrix)")
+
+    replay_cmd = sub.add_parser("replay", help="replay missed relations on HEAD and the merge base (§7 sheets)")
+    _review_options(replay_cmd)
+    replay_cmd.add_argument("--runs", type=int, default=5, help="runs on each side (default: 5)")
+    replay_cmd.add_argument("--shard", type=_shard, default=Shard(), metavar="K/N",
+                            help="replay only the K-th of N slices of the touched relations")
+    replay_cmd.add_argument("--artifacts", type=Path, default=None,
+                            help="directory for the replay sheets (default: under the git directory)")
+    replay_cmd.add_argument("--workspace", default=None, help="workspace lease id (default: host, repository, shard)")
+    replay_cmd.add_argument("--holder", default=None, help="lease holder name (default: user@host:pid)")
+    replay_cmd.add_argument("--ttl-seconds", type=float, default=300.0, help="workspace lease TTL (default: 300)")
+    replay_cmd.add_argument("--lease-url", default=None,
+                            help="lease store: redis://... or sqlite:PATH (default: RELCONSOLE_LEASE_URL, "
+                                 "else SQLite under the git directory)")
+    replay_cmd.add_argument("--fresh-worktrees", action="store_true",
+                            help="add and remove new worktrees instead of reusing the pooled ones")
+    replay_cmd.add_argument("--json", action="store_true", help="print JSON")
 
     lease = sub.add_parser("lease", help="dataset leases")
     lease_sub = lease.add_subparsers(dest="lease_command", required=True, parser_class=_Parser)
@@ -99,7 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     shots = sub.add_parser("screenshots", help="regenerate screenshots/*.svg from the sample repository")
     shots.add_argument("--out", type=Path, default=Path("screenshots"))
+    register_workspace(sub)
     return parser
+
+
+def _shard(text: str) -> Shard:
+    try:
+        return Shard.parse(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(exc.one_line()) from None
 
 
 def _load(args) -> Review:
@@ -147,6 +178,8 @@ def cmd_run(args) -> int:
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
+        if args.shard is not None:
+            ids = args.shard.select(ids if ids is not None else review.touched_relations())
         results = run_review(review, ids)
         decision = review.decision() if ids is None else _worst_of(results)
         payload = run_payload(review, results, decision)
@@ -249,6 +282,32 @@ def cmd_bite(args) -> int:
         review.close()
 
 
+def cmd_replay(args) -> int:
+    """Exit with the worst §8 decision of the sheets; 3 when the workspace lease is held or lost."""
+    review = _load(args)
+    try:
+        if review.errors:
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            return EXIT_BAD_INPUT
+        options = ReplayOptions(args.runs, args.workspace, args.holder, args.ttl_seconds,
+                                args.artifacts, args.shard, args.fresh_worktrees)
+        store = open_store(args.lease_url, review.repo.common_dir)
+        try:
+            outcome = replay(review, store, options, None if args.json else _print_progress)
+        finally:
+            store.close()
+        record_decisions(review.repo.common_dir, list(outcome.decisions.values()))
+        overall = outcome.overall()
+        _emit(args, replay_payload(outcome), replay_lines(outcome))
+        return overall.exit_code
+    finally:
+        review.close()
+
+
+def _print_progress(step) -> None:
+    print(f"[{step.done}/{step.total}] {one_line(step.label)}", file=sys.stderr, flush=True)
+
+
 def cmd_review(args) -> int:
     from relconsole.console.app import ReviewApp
 
@@ -280,7 +339,7 @@ def cmd_screenshots(args) -> int:
 
 COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease": cmd_lease,
             "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze,
-            "bite": cmd_bite, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
+            "bite": cmd_bite, "replay": cmd_replay, "workspace": cmd_workspace, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,10 @@ from relconsole.engine import actions
 from relconsole.engine.bite import cached_bite
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
+from relconsole.engine.replay import ReplayOptions, Shard, load_workspace_leases, replay, to_replay
+from relconsole.engine.report import record_decisions
 from relconsole.engine.review import Review, load_review, run_review
+from relconsole.engine.wslease import open_store
 
 PANES = ("touched", "relations", "leases", "quarantine")
 PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine",
@@ -50,6 +53,9 @@ class ReviewApp(App[int]):
         Binding("4", "focus_pane('quarantine')", "Quarantine", show=False, id="pane.quarantine",
                 tooltip="focus the quarantine pane"),
         Binding("r", "run", "Run", id="run", tooltip="run the touched relations again (in the background)"),
+        Binding("b", "replay", "Replay", id="replay",
+                tooltip="replay the missed relations on HEAD and the merge base under a workspace lease "
+                        "(background; one sheet each, §8 row shown)"),
         Binding("space", "mark", "Mark", id="mark",
                 tooltip="quarantine: mark or unmark the item and move down (a and d act on marked items)"),
         Binding("a", "accept", "Accept", id="accept",
@@ -134,6 +140,7 @@ class ReviewApp(App[int]):
             review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
                                  self.oracle_from)
             review.bites = {r.id: cached_bite(review, r.id) for r in review.relations}
+            load_workspace_leases(review)
         except RelconsoleError as exc:
             self.call_from_thread(self._load_failed, exc.one_line(), exc.exit_code)
             return
@@ -156,6 +163,8 @@ class ReviewApp(App[int]):
             for rid, result in old.results.items():
                 if review.identities.get(rid) == old.identities.get(rid):
                     review.results.setdefault(rid, result)
+                    if rid in old.replays:
+                        review.replays.setdefault(rid, old.replays[rid])
             old.close()
         self.review = review
         self.load_error = None
@@ -246,7 +255,7 @@ class ReviewApp(App[int]):
         if self.review is None or self.review.catalog is None:
             self.notify("nothing to run: the review did not load", severity="warning")
             return
-        if self.running:
+        if self.running or "replay" in self.busy_reasons:
             self.notify("relations are already running", severity="warning")
             return
         ids = self.review.touched_relations()
@@ -254,6 +263,8 @@ class ReviewApp(App[int]):
             self.notify("no touched path is owned by a relation", severity="information")
             return
         self.running = set(ids)
+        for rid in ids:
+            self.review.replays.pop(rid, None)  # a new run makes an older replay stale evidence
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=len(ids), progress=0)
         bar.display = True
@@ -288,6 +299,71 @@ class ReviewApp(App[int]):
         self.query_one("#progress").display = False
         self.refresh_relations()
         self.refresh_status()
+
+    # --- replay against the merge base ---------------------------------------------------
+
+    def action_replay(self) -> None:
+        """``b``: replay every missed touched relation in the background (§7)."""
+        review = self.review
+        if review is None or review.catalog is None:
+            self.notify("nothing to replay: the review did not load", severity="warning")
+            return
+        if self.running or "replay" in self.busy_reasons:
+            self.notify("relations are running: wait for them to finish", severity="warning")
+            return
+        if all(rid in review.results for rid in review.touched_relations()) and \
+                not to_replay(review, Shard()):
+            self.notify("no touched relation missed: there is nothing to replay", severity="information")
+            return
+        self.busy_reasons.add("replay")
+        bar = self.query_one("#progress", ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
+        self.query_one("#status", StatusLine).show_decision(review, "replaying on HEAD and the merge base…")
+        self.replay_in_background(review)
+
+    @work(thread=True, exclusive=True, group="replay")
+    def replay_in_background(self, review: Review) -> None:
+        """Run replay off the UI thread; a held or lost lease is a notification, not a crash."""
+        listed = []
+
+        def step(progress) -> None:
+            if not listed:  # the lease is held now: show it in the Leases pane
+                listed.append(True)
+                load_workspace_leases(review)
+            self.call_from_thread(self._replay_step, progress)
+
+        try:
+            store = open_store(None, review.repo.common_dir)
+            try:
+                outcome = replay(review, store, ReplayOptions(), step)
+            finally:
+                store.close()
+            record_decisions(review.repo.common_dir, list(outcome.decisions.values()))
+            message = f"{len(outcome.sheets)} sheet(s) in {outcome.artifacts}"
+            failed = None
+        except RelconsoleError as exc:
+            failed, message = exc.one_line(), ""
+        except Exception as exc:
+            failed, message = f"{type(exc).__name__}: {exc}", ""
+        load_workspace_leases(review)
+        self.call_from_thread(self._replay_finished, failed, message)
+
+    def _replay_step(self, step) -> None:
+        if step.done == 1:
+            self.pane("leases").fill(views.lease_items(self.review), empty="no leases")
+        self.query_one("#progress", ProgressBar).update(total=step.total, progress=step.done)
+        self.query_one("#status", StatusLine).show_decision(
+            self.review, f"replaying {step.done}/{step.total}: {literal(step.label)}")
+
+    def _replay_finished(self, failed: str | None, message: str) -> None:
+        self.busy_reasons.discard("replay")
+        self.query_one("#progress").display = False
+        if failed:
+            self.notify(failed, title="replay aborted", severity="error", markup=False, timeout=30)
+        else:
+            self.notify(message, title="replay done", markup=False)
+        self.refresh_all()
 
     # --- quarantine decisions -----------------------------------------------------------
 

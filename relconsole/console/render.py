@@ -64,14 +64,28 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
     return ("✗" if result.outcome == "missed" else "✓"), text
 
 
+def replay_words(replayed) -> Text:
+    """``replay row 8 FREEZE · HEAD 2/5 base 3/5`` for a relation's replay (§7, §8)."""
+    decision = replayed.decision
+    head, head_runs = replayed.misses("head")
+    base, base_runs = replayed.misses("base")
+    text = Text(" replay ", "dim")
+    text.append(f"row {decision.row} {decision.decision.upper()}", DECISION_STYLE[decision.decision])
+    text.append(f" · HEAD missed {head}/{head_runs} · base {base}/{base_runs}", "dim")
+    return text
+
+
 def relation_prompt(relation, result, blocked, touched, running, freeze, identity_changed,
-                    bites: bool | None = None) -> Text:
-    """Two lines: result symbol and id; then result words, decision row, identity, freeze, kind."""
+                    bites: bool | None = None, replayed=None) -> Text:
+    """Two lines: result symbol and id; then result words, decision row (the replay's
+    when replayed), identity, freeze, kind."""
     symbol, words = result_text(result, blocked, touched, running)
     colour = words.spans[0].style if words.spans else words.style
     head = Text.assemble((symbol + " ", colour), lit(relation.id, "bold" if touched else ""))
     second = Text.assemble("  ", words)
-    if result is not None and result.verdict.decision != "pass":
+    if replayed is not None and not running:
+        second.append_text(replay_words(replayed))
+    elif result is not None and result.verdict.decision != "pass":
         row = f"·{result.verdict.row}" if result.verdict.row else ""
         second.append(f" {result.verdict.decision}{row}", DECISION_STYLE[result.verdict.decision])
     if identity_changed:
@@ -96,6 +110,18 @@ def lease_prompt(status: LeaseStatus) -> Text:
         second.append_text(lit(", ".join(status.lease.owners), "dim"))
     else:
         second.append_text(lit(status.reason, "red"))
+    return Text("\n").join([head, second])
+
+
+def workspace_lease_prompt(lease, mine: bool = False) -> Text:
+    """Two lines: held/expired and workspace; then holder, generation and time left (§5)."""
+    left = lease.seconds_left()
+    state, style = ("◆ held", "green") if left > 0 else ("◇ EXPIRED", "bold yellow")
+    head = Text.assemble((state, style), (" workspace ", "dim"), lit(lease.workspace, "bold"))
+    second = Text("  ")
+    second.append_text(lit(lease.holder, "dim"))
+    when = f"{int(left)} s left" if left > 0 else "expired: a new holder may take it"
+    second.append(f" · gen {lease.generation} · {when}" + (" · this console" if mine else ""), "dim")
     return Text("\n").join([head, second])
 
 

@@ -14,7 +14,7 @@ from rich.text import Text
 from relconsole.console import render
 from relconsole.console.render import lit
 from relconsole.console.screens.detail import (DetailScreen, candidate_text, lease_text, outline,
-                                               relation_text)
+                                               relation_text, replay_text, workspace_lease_text)
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.leases import check_renewal
@@ -58,7 +58,8 @@ def relation_items(review: Review, narrow: str | None, running: set[str]) -> lis
         prompt = render.relation_prompt(
             relation, review.results.get(relation.id), review.blocked_reason(relation),
             relation.id in touched, relation.id in running, review.freeze_for(relation.id),
-            relation.id in review.changed_identity, review.bites.get(relation.id))
+            relation.id in review.changed_identity, review.bites.get(relation.id),
+            review.replays.get(relation.id))
         items.append((f"r:{relation.id}", prompt, False))
     return items
 
@@ -70,7 +71,10 @@ def relation_of(oid: str | None) -> str | None:
 def lease_items(review: Review) -> list[tuple[str, Text, bool]]:
     items = [(f"l:{s.source}", render.lease_prompt(s), False) for s in review.leases]
     items += [(f"p:{name}", render.pin_prompt(name, state), False) for name, state in review.pins.items()]
-    items.append(("w:none", Text("no workspace leases held", "dim italic"), True))
+    items += [(f"w:{w.workspace}", render.workspace_lease_prompt(w), False) for w in review.workspace_leases]
+    if not review.workspace_leases:
+        note = review.lease_store_note or "no workspace leases held (b replays under one)"
+        items.append(("w:none", lit(note, "dim italic"), True))
     return items
 
 
@@ -185,10 +189,15 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
         return text
     if kind == "relations" and oid.startswith("r:"):
         relation = review.catalog.get(oid[2:])
-        return relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
+        text = relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
                              review.identities.get(relation.id), relation.id in review.changed_identity,
                              review.blocked_reason(relation), relation.id in review.touched_relations(),
                              review.bites.get(relation.id))
+        replayed = review.replays.get(relation.id)
+        return text.append_text(replay_text(replayed)) if replayed else text
+    if kind == "leases" and oid.startswith("w:") and oid != "w:none":
+        lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
+        return workspace_lease_text(lease) if lease else Text("")
     if kind == "leases" and oid.startswith("p:"):
         name = oid[2:]
         return Text.assemble(("fixture pin ", "bold"), lit(name), f": {review.pins.get(name, '?')}",

@@ -99,6 +99,47 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
     return text
 
 
+def replay_text(replayed) -> Text:
+    """The replay section of a relation's detail: sheet, the §8 row that fired, both sides."""
+    sheet, decision = replayed.sheet, replayed.decision
+    text = Text("\nreplay: ", "bold")
+    text.append(f"§8 row {decision.row} → {decision.decision.upper()} {decision.reason}", "bold")
+    if decision.detail:
+        text.append(" · ")
+        text.append_text(lit(decision.detail))
+    for side in ("head", "base"):
+        misses, runs = replayed.misses(side)
+        commit = str(sheet.get("runs", {}).get(side, {}).get("commit", ""))[:10]
+        text.append(f"\n  {side.upper():<4} {commit}: missed {misses} of {runs} runs", "")
+    text.append(f"\n  property_result {sheet.get('property_result')} · fixture pin "
+                f"{(sheet.get('fixture_pin') or {}).get('state')}", "dim")
+    text.append(f"\n  signature {str(sheet.get('signature'))[:23]}… · base {str(sheet.get('base_signature'))[:23]}",
+                "dim")
+    lease = sheet.get("lease") or {}
+    text.append("\n  workspace lease ", "dim")
+    text.append_text(lit(f"{lease.get('workspace')} gen {lease.get('generation')} held by {lease.get('holder')}",
+                         "dim"))
+    if replayed.path:
+        text.append("\n  sheet ", "dim")
+        text.append_text(lit(str(replayed.path), "dim"))
+    if decision.decision == "freeze":
+        text.append("\n  f commits this freeze (lease id, signature and expiry copied; you give the reason)",
+                    "cyan")
+    return text
+
+
+def workspace_lease_text(lease) -> Text:
+    """A workspace lease (§5): who holds it, since when, until when, its generation."""
+    text = Text.assemble(("workspace lease ", "bold"), lit(lease.workspace, "bold"))
+    data = lease.to_json()
+    text.append("\nholder ")
+    text.append_text(lit(lease.holder))
+    text.append(f" · generation {lease.generation} (a fencing token: sheets of an older one are stale)")
+    text.append(f"\nacquired {data.get('acquired')} · expires {data.get('expires')}"
+                f" · {int(lease.seconds_left())} s left", "dim")
+    return text
+
+
 class DetailScreen(Screen):
     """A full-screen detail view; ``escape``/``q`` goes back.
 
