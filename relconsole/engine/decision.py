@@ -1,27 +1,46 @@
 """The decision table (SPEC §8) and the PR's overall decision.
 
 ``decide(sheet)`` maps one replay sheet to exactly one row, checked in order.
-``run_verdict`` maps a local run's result (§7 ``run``: a miss with no live freeze is a
-reject right there) to a decision and the row it corresponds to.
+``ROWS`` holds the table as data (decision, reason, evidence) for front ends and
+``relconsole stats``; ``worst`` folds many decisions into the PR's one.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from relconsole.engine.errors import (EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT)
+from relconsole.engine.errors import EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT
 
 ORDER = ("pass", "freeze", "hold", "reject", "abort")  # worst last
 EXIT_CODES = {"pass": EXIT_PASS, "freeze": EXIT_PASS, "reject": EXIT_REJECT,
               "hold": EXIT_HOLD, "abort": EXIT_ABORT}
 REQUIRED = ("test_id", "property_result", "fixture_pin", "lease", "signature", "base_signature")
 
+# §8 as data: row -> (decision, reason, the evidence that makes it fire).
+ROWS: dict[int, tuple[str, str, str]] = {
+    1: ("abort", "missing_fields", "a required field missing"),
+    2: ("abort", "lease_not_fresh", "lease absent, empty id, or not fresh"),
+    3: ("reject", "property_fail", "property_result fail"),
+    4: ("reject", "fixture_drift", "fixture pin mismatch"),
+    5: ("hold", "second_replay_required", "predicate_state quarantine"),
+    6: ("reject", "miss_not_on_base", "signature differs from base_signature"),
+    7: ("abort", "freeze_missing_expiry", "no expires_at for the proposed freeze"),
+    8: ("freeze", "intermittent_on_base", "otherwise: an intermittent miss that base shows too"),
+}
+# Row 8 when the relation's policy forbids freezing (§8, last paragraph).
+FREEZE_FORBIDDEN = ("reject", "freeze_not_allowed", "freezing forbidden by the relation's policy")
+PROPERTY_RESULTS = ("fail", "pass")
+PIN_STATES = ("match", "mismatch")
+
 
 @dataclass(frozen=True)
 class Decision:
     """One decision: ``decision`` word, ``reason`` code, ``row`` of §8 (None: not a table row).
 
-    ``relation_id`` names the relation it is about, ``detail`` adds what a reviewer reads.
+    ``relation_id`` names the relation it is about, ``detail`` adds what a reviewer reads,
+    ``fields`` carries a freeze proposal's lease_id, signature, expires_at and test_id.
     """
 
     decision: str
@@ -36,31 +55,90 @@ class Decision:
         return EXIT_CODES[self.decision]
 
 
-def decide(sheet: dict, freeze_allowed: bool = True) -> Decision:
-    """Apply §8 to one replay sheet; exactly one row fires, in table order."""
-    rid = sheet.get("test_id")
-    missing = [k for k in REQUIRED if sheet.get(k) in (None, "")]
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def missing_fields(sheet) -> list[str]:
+    """The required fields (§8) a sheet lacks or holds malformed, in ``REQUIRED`` order.
+
+    Missing: absent, None or "". Malformed (counted as missing, since the row they feed
+    cannot be judged): ``lease`` or ``fixture_pin`` not a mapping, a ``fixture_pin`` without
+    a ``state`` of match|mismatch, a ``property_result`` other than fail|pass, a non-string
+    ``test_id``/``signature``/``base_signature``. A sheet that is not a mapping lacks all.
+    """
+    if not isinstance(sheet, Mapping):
+        return list(REQUIRED)
+    out = []
+    for key in REQUIRED:
+        value = sheet.get(key)
+        if _blank(value):
+            out.append(key)
+        elif key in ("lease", "fixture_pin") and not isinstance(value, Mapping):
+            out.append(f"{key} (not a mapping)")
+        elif key == "fixture_pin" and value.get("state") not in PIN_STATES:
+            out.append("fixture_pin.state")
+        elif key == "property_result" and value not in PROPERTY_RESULTS:
+            out.append("property_result (not fail|pass)")
+        elif key in ("test_id", "signature", "base_signature") and not isinstance(value, str):
+            out.append(f"{key} (not a string)")
+    return out
+
+
+def _expiry(value) -> bool:
+    """``expires_at`` is a YYYY-MM-DD date (a longer ISO time is cut to its date)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        dt.date.fromisoformat(value.strip()[:10])
+    except ValueError:
+        return False
+    return True
+
+
+def _allowed(flag) -> bool:
+    """A freeze policy flag: absent/None or True allow; anything else (False, "no") forbids."""
+    return flag is None or flag is True
+
+
+def _row(n: int, rid, detail: str = "", fields: dict | None = None) -> Decision:
+    decision, reason, _ = ROWS[n]
+    return Decision(decision, reason, n, rid, detail, fields or {})
+
+
+def decide(sheet: dict, freeze_allowed: bool | None = True) -> Decision:
+    """Apply §8 to one replay sheet: exactly one row fires, the first whose evidence holds.
+
+    ``freeze_allowed`` (the relation's policy) and the sheet's own ``freeze_allowed`` must both
+    allow freezing (absent/None allows), else row 8 becomes reject ``freeze_not_allowed``.
+    A freeze decision's ``fields`` carry lease_id, signature, expires_at and test_id.
+    """
+    missing = missing_fields(sheet)
+    rid = sheet.get("test_id") if isinstance(sheet, Mapping) else None
+    rid = rid if isinstance(rid, str) and rid else None
     if missing:
-        return Decision("abort", "missing_fields", 1, rid, ", ".join(missing))
-    lease = sheet["lease"] if isinstance(sheet["lease"], dict) else {}
-    if not lease.get("id") or lease.get("state") != "fresh":
-        return Decision("abort", "lease_not_fresh", 2, rid)
+        return _row(1, rid, ", ".join(missing))
+    lease = sheet["lease"]
+    if _blank(lease.get("id")) or lease.get("state") != "fresh":
+        fence = lease.get("fence")
+        why = "no lease id" if _blank(lease.get("id")) else f"lease state {lease.get('state')!r}"
+        return _row(2, rid, why + (f"; {fence}" if fence else ""))
     if sheet["property_result"] == "fail":
-        return Decision("reject", "property_fail", 3, rid)
-    pin = sheet["fixture_pin"] if isinstance(sheet["fixture_pin"], dict) else {}
-    if pin.get("state") == "mismatch":
-        return Decision("reject", "fixture_drift", 4, rid)
+        return _row(3, rid, "missed on every HEAD run")
+    if sheet["fixture_pin"]["state"] == "mismatch":
+        return _row(4, rid, "fixture pin mismatch")
     if sheet.get("predicate_state") == "quarantine":
-        return Decision("hold", "second_replay_required", 5, rid)
+        return _row(5, rid, "a candidate needs a second replay on a new lease")
     if sheet["signature"] != sheet["base_signature"]:
-        return Decision("reject", "miss_not_on_base", 6, rid)
-    if not sheet.get("expires_at"):
-        return Decision("abort", "freeze_missing_expiry", 7, rid)
-    if not freeze_allowed:
-        return Decision("reject", "freeze_not_allowed", 8, rid)
-    carried = {"lease_id": lease.get("id"), "signature": sheet["signature"],
+        return _row(6, rid, f"base_signature {sheet['base_signature']}")
+    if not _expiry(sheet.get("expires_at")):
+        return _row(7, rid, f"a proposed freeze needs a YYYY-MM-DD expires_at, got {sheet.get('expires_at')!r}")
+    if not (_allowed(freeze_allowed) and _allowed(sheet.get("freeze_allowed"))):
+        decision, reason, meaning = FREEZE_FORBIDDEN
+        return Decision(decision, reason, 8, rid, meaning)
+    carried = {"lease_id": lease["id"], "signature": sheet["signature"],
                "expires_at": sheet["expires_at"], "test_id": rid}
-    return Decision("freeze", "intermittent_on_base", 8, rid, fields=carried)
+    return _row(8, rid, "propose a counted freeze", carried)
 
 
 def worst(decisions: list[Decision]) -> Decision:

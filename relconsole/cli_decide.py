@@ -1,0 +1,211 @@
+"""CLI subcommands ``decide`` (SPEC §8 over replay sheets) and ``stats`` (gate health).
+
+``register(subparsers, commands)`` adds both to the ``relconsole`` parser and their
+handlers to the dispatch table; ``python -m relconsole.cli_decide`` runs them alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from relconsole.engine import gatehealth
+from relconsole.engine.decision import ROWS, Decision
+from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, RelconsoleError, UsageError
+from relconsole.engine.literal import one_line
+from relconsole.engine.sheets import decide_sheets, write_decision
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of days")
+    return value
+
+
+def register(subparsers, commands: dict | None = None) -> dict:
+    """Add ``decide`` and ``stats`` to ``subparsers``; put their handlers into ``commands``
+    (the CLI's ``COMMANDS`` dispatch table, keyed by subcommand) and return them."""
+    decide = subparsers.add_parser("decide", help="apply the §8 decision table to replay sheets")
+    decide.add_argument("--sheet", required=True, type=Path,
+                        help="a replay sheet, or a directory searched for *.sheet.json")
+    decide.add_argument("--json", action="store_true", help="print decision.json to stdout")
+    decide.add_argument("--repo", default=None, help="repository whose gate history records this (default: .)")
+    decide.add_argument("--lease-url", default=None, help="workspace lease store to fence sheets against")
+    decide.add_argument("--no-history", action="store_true", help="do not record in the gate history")
+    decide.add_argument("--out", type=Path, default=None,
+                        help="directory for decision.json (default: the sheet directory, or beside the file)")
+    stats = subparsers.add_parser("stats", help="gate health: which §8 rows fired lately")
+    stats.add_argument("--days", type=_positive, default=7, help="window in days (default: 7)")
+    stats.add_argument("--repo", default=None, help="repository (default: .)")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    handlers = {"decide": cmd_decide, "stats": cmd_stats}
+    if commands is not None:
+        commands.update(handlers)
+    return handlers
+
+
+def git_dir_of(repo: str | None) -> Path | None:
+    """The absolute common git directory of ``repo`` (shared by its worktrees, where the
+    lease store and the gate history live), default: the cwd's repository, or None when
+    there is none. An explicit ``repo`` that is not a git repository is a UsageError."""
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                              cwd=repo or ".", capture_output=True, text=True, check=False)
+    except OSError as exc:
+        if repo:
+            raise UsageError(f"{repo}: cannot run git ({exc})") from None
+        return None
+    if proc.returncode != 0:
+        if repo:
+            raise UsageError(f"{repo}: not a git repository")
+        return None
+    return Path(proc.stdout.strip())
+
+
+@dataclass
+class Fencing:
+    """What ``decide`` fences sheets with (§5): ``generation_of`` (None: no check), the store
+    url limiting it (None: every sheet) and the opened store, closed by ``close``."""
+
+    generation_of: object = None
+    store_url: str | None = None
+    store: object = None
+
+    def close(self) -> None:
+        if self.store is not None and hasattr(self.store, "close"):
+            self.store.close()
+
+
+def _fencing(lease_url: str | None, git_dir: Path | None) -> Fencing:
+    """Open the workspace lease store, if any: ``--lease-url``, else $RELCONSOLE_LEASE_URL,
+    else the repository's SQLite store when it exists (never created by decide). An explicit
+    ``--lease-url`` fences every sheet; otherwise only sheets whose ``lease.store`` is the
+    opened store's url. A configured store that cannot be opened fails closed (its sheets
+    turn stale); no store module (not installed yet) or no store: no fencing."""
+    try:
+        from relconsole.engine import wslease
+    except ImportError:
+        return Fencing()
+    configured = lease_url or os.environ.get("RELCONSOLE_LEASE_URL") or None
+    default = getattr(wslease, "DEFAULT_RELPATH", None)
+    if not configured and (git_dir is None or (default is not None and not (git_dir / default).exists())):
+        return Fencing()
+    try:
+        store = wslease.open_store(lease_url, git_dir)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an unreachable configured store fails closed
+        if not configured:
+            return Fencing()
+        error = exc
+
+        def unreachable(_workspace: str) -> int:
+            raise error
+        return Fencing(unreachable, None if lease_url else configured)
+    url = getattr(store, "url", None)
+    if not lease_url and not url:
+        store.close()
+        return Fencing()
+    return Fencing(store.generation, None if lease_url else url, store)
+
+
+def _decision_dir(sheet: Path, out: Path | None) -> Path:
+    if out is not None:
+        return out
+    return sheet if sheet.is_dir() else sheet.resolve().parent
+
+
+def _history(report, git_dir: Path | None) -> bool | None:
+    if git_dir is None:
+        return None
+    decisions = [d for _, d in report.per_sheet] or [report.overall]
+    return gatehealth.append(git_dir, decisions)
+
+
+def _relation_line(d: Decision) -> str:
+    row = d.row if d.row is not None else "-"
+    return f"row {row}  {d.decision}  {d.reason}  {one_line(d.relation_id or '')}".rstrip()
+
+
+def cmd_decide(args) -> int:
+    """Decide every sheet (§8), write decision.json, record gate history; exit as §8 says."""
+    git_dir = git_dir_of(args.repo)
+    fencing = _fencing(args.lease_url, git_dir)
+    try:
+        report = decide_sheets(args.sheet, fencing.generation_of, fencing.store_url)
+    finally:
+        fencing.close()
+    try:
+        written = write_decision(report, _decision_dir(args.sheet, args.out))
+    except OSError as exc:
+        raise RelconsoleError(f"cannot write decision.json: {exc}") from None
+    recorded = None if args.no_history else _history(report, git_dir)
+    if args.json:
+        payload = report.to_json() | {"decision_file": str(written), "history_recorded": recorded}
+        print(json.dumps(payload, indent=2, default=str))
+        return report.exit_code
+    for _, d in report.per_sheet:
+        print(_relation_line(d))
+    o = report.overall
+    row = f"  row {o.row}" if o.row is not None else ""
+    print(f"decision: {o.decision}  ({o.reason}){row}  -> {one_line(written)}")
+    return report.exit_code
+
+
+def _stats_lines(result: gatehealth.GateStats) -> list[str]:
+    span = f" ({result.first} .. {result.last})" if result.first else ""
+    lines = [f"gate health: last {result.days} days, {result.total} decisions{span}"]
+    for n, (decision, reason, evidence) in ROWS.items():
+        evidence += "; or reject freeze_not_allowed by policy" if n == 8 else ""
+        lines.append(f"row {n}  {result.by_row[str(n)]:>5}  {decision:<6}  {reason:<22}  {evidence}")
+    lines.append(f"row -  {result.by_row['none']:>5}  (no table row: nothing missed)")
+    lines.append("  ".join(f"{word} {count}" for word, count in result.by_decision.items()))
+    if result.skipped:
+        lines.append(f"skipped {result.skipped} unreadable history lines")
+    lines += [f"warning: {w}" for w in result.warnings] + [f"note: {n}" for n in result.notes]
+    return lines
+
+
+def cmd_stats(args) -> int:
+    """Print gate health for the last ``--days`` days; exit 0 (warnings do not fail)."""
+    git_dir = git_dir_of(args.repo)
+    result = gatehealth.stats(git_dir, args.days)
+    if git_dir is None:
+        result.notes[:] = ["not in a git repository: no decision history"]
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print("\n".join(_stats_lines(result)))
+    return EXIT_PASS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits 2, which §8 gives to coverage gaps
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``decide`` or ``stats`` alone (``python -m relconsole.cli_decide decide ...``)."""
+    parser = _Parser(prog="relconsole")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    handlers = register(sub)
+    args = parser.parse_args(argv)
+    try:
+        return handlers[args.command](args)
+    except RelconsoleError as exc:
+        print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""Replay sheets on disk and the §8 decision over them (``relconsole decide``).
+
+``load_sheets`` reads one ``*.sheet.json`` file or every one under a directory (a CI job
+downloads each shard's artifacts into its own subfolder). ``fence`` applies the §5 fencing
+token: a sheet whose lease generation is no longer the store's is stale evidence.
+``decide_sheets`` decides each sheet and the PR (worst of them); ``write_decision`` writes
+``decision.json`` atomically.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relconsole.engine.decision import ORDER, Decision, decide, worst
+from relconsole.engine.errors import BadInputError
+
+SHEET_SUFFIX = ".sheet.json"
+DECISION_FILE = "decision.json"
+
+GenerationOf = Callable[[str], int]
+
+
+def load_sheets(path: str | os.PathLike) -> list[tuple[str, dict]]:
+    """``[(path, sheet)]`` from a sheet file, or from every ``*.sheet.json`` under a directory
+    (recursively, sorted by path; an empty directory gives []).
+
+    Raises BadInputError (exit 5) naming the file and, for invalid JSON, the line, when a
+    file is not JSON or not a JSON object, or when ``path`` does not exist.
+    """
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.rglob("*" + SHEET_SUFFIX) if p.is_file())
+    elif root.is_file():
+        files = [root]
+    else:
+        raise BadInputError(root, "no such sheet file or directory")
+    return [(str(f), _read_sheet(f)) for f in files]
+
+
+def _read_sheet(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BadInputError(path, f"not valid JSON: {exc.msg}", exc.lineno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(path, f"cannot read: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadInputError(path, f"a replay sheet is a JSON object, not {type(data).__name__}", 1)
+    return data
+
+
+def fence(sheet: dict, generation_of: GenerationOf | None) -> dict:
+    """A copy of ``sheet`` with its lease fenced (§5): ``lease.state`` becomes ``stale`` when
+    ``generation_of(lease.workspace)`` differs from ``lease.generation``, raises (store
+    unreachable), or cannot be asked (no workspace or generation recorded). The outcome is
+    recorded as text in ``lease["fence"]``. Only a ``fresh`` mapping lease is checked;
+    ``generation_of=None`` means no check (the copy is returned unchanged).
+    """
+    out = copy.deepcopy(sheet)
+    lease = out.get("lease")
+    if generation_of is None or not isinstance(lease, Mapping) or lease.get("state") != "fresh":
+        return out
+    verdict = _fence_verdict(lease, generation_of)
+    lease["fence"] = verdict
+    if not verdict.startswith("current"):
+        lease["state"] = "stale"
+    return out
+
+
+def _fence_verdict(lease: Mapping, generation_of: GenerationOf) -> str:
+    workspace, recorded = lease.get("workspace"), lease.get("generation")
+    if not workspace or not isinstance(recorded, int) or isinstance(recorded, bool):
+        return "stale: the sheet records no workspace or generation to check"
+    try:
+        current = generation_of(workspace)
+    except Exception as exc:  # noqa: BLE001 - any store failure fails closed
+        return f"stale: lease store unreachable ({type(exc).__name__}: {exc})"
+    if current != recorded:
+        return f"stale: generation {recorded} superseded by {current}"
+    return f"current: generation {recorded}"
+
+
+@dataclass
+class DecisionReport:
+    """The decisions over a set of sheets: ``per_sheet`` ``[(path, Decision)]`` in path order
+    (one per relation after duplicates are merged) and ``overall`` (the worst, §8)."""
+
+    per_sheet: list[tuple[str, Decision]] = field(default_factory=list)
+    overall: Decision = field(default_factory=lambda: Decision("pass", "no_missed_relations"))
+
+    @property
+    def exit_code(self) -> int:
+        """§8 exit code of the overall decision."""
+        return self.overall.exit_code
+
+    def to_json(self) -> dict:
+        """The ``decision.json`` content: overall decision/reason/row/exit_code and relations."""
+        o = self.overall
+        return {"relconsole_decision": 1,
+                "decision": o.decision, "reason": o.reason, "row": o.row,
+                "exit_code": self.exit_code, "relation_id": o.relation_id,
+                "relations": [_relation_json(path, d) for path, d in self.per_sheet]}
+
+
+def _relation_json(path: str, d: Decision) -> dict:
+    return {"sheet": path, "test_id": d.relation_id, "decision": d.decision, "reason": d.reason,
+            "row": d.row, "detail": d.detail, "fields": dict(d.fields)}
+
+
+def decide_sheets(path: str | os.PathLike, generation_of: GenerationOf | None = None,
+                  fence_store: str | None = None) -> DecisionReport:
+    """Decide every sheet under ``path`` (§8) after fencing it (§5) with ``generation_of``.
+
+    ``fence_store``, when given, limits fencing to sheets whose ``lease.store`` equals it.
+    Two sheets of one test_id (two shards replayed one relation) keep the worse decision,
+    and its detail says so. No sheets: overall pass, reason ``no_missed_relations``.
+    Raises BadInputError (exit 5) for an unreadable sheet.
+    """
+    decided = []
+    for sheet_path, sheet in load_sheets(path):
+        check = generation_of if _fenced(sheet, fence_store) else None
+        decided.append((sheet_path, decide(fence(sheet, check))))
+    per_sheet = _merge_duplicates(decided)
+    overall = worst([d for _, d in per_sheet]) if per_sheet else Decision("pass", "no_missed_relations")
+    return DecisionReport(per_sheet, overall)
+
+
+def _fenced(sheet: dict, fence_store: str | None) -> bool:
+    if fence_store is None:
+        return True
+    lease = sheet.get("lease")
+    return isinstance(lease, Mapping) and lease.get("store") == fence_store
+
+
+def _merge_duplicates(decided: list[tuple[str, Decision]]) -> list[tuple[str, Decision]]:
+    """One entry per test_id (sheets without one stay separate): the worst, noting the others."""
+    groups: dict[str, list[tuple[str, Decision]]] = {}
+    for index, (path, d) in enumerate(decided):
+        groups.setdefault(d.relation_id or f"\0{index}", []).append((path, d))
+    merged = []
+    for entries in groups.values():
+        path, kept = max(entries, key=lambda e: ORDER.index(e[1].decision))
+        if len(entries) > 1:
+            others = "; ".join(f"{p}: {d.decision} ({d.reason})" for p, d in entries if p != path)
+            note = f"{len(entries)} sheets for this relation, the worst kept; also {others}"
+            kept = Decision(kept.decision, kept.reason, kept.row, kept.relation_id,
+                            f"{kept.detail}; {note}" if kept.detail else note, kept.fields)
+        merged.append((path, kept))
+    return sorted(merged, key=lambda e: e[0])
+
+
+def write_decision(report: DecisionReport, directory: str | os.PathLike) -> Path:
+    """Write ``decision.json`` in ``directory`` (created if needed) atomically: a temporary
+    file in the same directory, then ``os.replace``. Returns its path."""
+    target_dir = Path(directory)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / DECISION_FILE
+    fd, tmp = tempfile.mkstemp(prefix=".decision-", suffix=".tmp", dir=target_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(report.to_json(), out, indent=2, default=str)
+            out.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
