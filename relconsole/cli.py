@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from relconsole.cli_decide import register as register_decide
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.engine import actions
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     shots = sub.add_parser("screenshots", help="regenerate screenshots/*.svg from the sample repository")
     shots.add_argument("--out", type=Path, default=Path("screenshots"))
     register_workspace(sub)
+    register_decide(sub, COMMANDS)
     return parser
 
 

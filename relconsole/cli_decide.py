@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relconsole.engine import gatehealth
-from relconsole.engine.decision import ROWS, Decision
+from relconsole.engine.decision import Decision
 from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, RelconsoleError, UsageError
 from relconsole.engine.literal import one_line
 from relconsole.engine.sheets import decide_sheets, write_decision
@@ -161,18 +161,6 @@ def cmd_decide(args) -> int:
     return report.exit_code
 
 
-def _stats_lines(result: gatehealth.GateStats) -> list[str]:
-    span = f" ({result.first} .. {result.last})" if result.first else ""
-    lines = [f"gate health: last {result.days} days, {result.total} decisions{span}"]
-    for n, (decision, reason, evidence) in ROWS.items():
-        evidence += "; or reject freeze_not_allowed by policy" if n == 8 else ""
-        lines.append(f"row {n}  {result.by_row[str(n)]:>5}  {decision:<6}  {reason:<22}  {evidence}")
-    lines.append(f"row -  {result.by_row['none']:>5}  (no table row: nothing missed)")
-    lines.append("  ".join(f"{word} {count}" for word, count in result.by_decision.items()))
-    if result.skipped:
-        lines.append(f"skipped {result.skipped} unreadable history lines")
-    lines += [f"warning: {w}" for w in result.warnings] + [f"note: {n}" for n in result.notes]
-    return lines
 
 
 def cmd_stats(args) -> int:
@@ -184,7 +172,7 @@ def cmd_stats(args) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print("\n".join(_stats_lines(result)))
+        print("\n".join(result.lines()))
     return EXIT_PASS
 
 

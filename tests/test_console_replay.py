@@ -51,3 +51,22 @@ async def test_b_replays_the_missed_relation_and_shows_its_sheet(demo_repo: Path
             await settle(pilot)
             assert git(demo_repo, "rev-parse", "main") == before
             assert not app.screen_stack[1:], "no freeze form opens for a non-freeze decision"
+
+
+async def test_s_shows_gate_health_counted_from_the_decision_history(demo_repo: Path):
+    from relconsole.engine import gatehealth
+    from relconsole.engine.decision import Decision
+
+    freezes = [Decision("freeze", "intermittent_on_base", 8, f"r{n}") for n in range(3)]
+    assert gatehealth.append(Path(demo_repo, ".git"), freezes + [Decision("reject", "property_fail", 3, "x")])
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        for _ in range(100):
+            if type(app.screen).__name__ == "DetailScreen":
+                break
+            await pilot.pause(0.05)
+        body = str(app.screen.query_one("#detail-body Static").content)
+        counts = {line.split()[1]: int(line.split()[2]) for line in body.splitlines() if line.startswith("row ")}
+        assert counts["8"] == 3 and counts["3"] == 1 and counts["1"] == 0

@@ -23,7 +23,7 @@ from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
-from relconsole.engine import actions
+from relconsole.engine import actions, gatehealth
 from relconsole.engine.bite import cached_bite
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
@@ -56,6 +56,8 @@ class ReviewApp(App[int]):
         Binding("b", "replay", "Replay", id="replay",
                 tooltip="replay the missed relations on HEAD and the merge base under a workspace lease "
                         "(background; one sheet each, §8 row shown)"),
+        Binding("s", "gate_health", "Gate health", show=False, id="gate_health",
+                tooltip="gate health: how often each §8 row fired in the last 7 days, and warnings"),
         Binding("space", "mark", "Mark", id="mark",
                 tooltip="quarantine: mark or unmark the item and move down (a and d act on marked items)"),
         Binding("a", "accept", "Accept", id="accept",
@@ -364,6 +366,16 @@ class ReviewApp(App[int]):
         else:
             self.notify(message, title="replay done", markup=False)
         self.refresh_all()
+
+    def action_gate_health(self) -> None:
+        """``s``: the gate-health view (counts per §8 row from the local decision history)."""
+        if self.review is not None:
+            self.gate_health(self.review.repo.common_dir)
+
+    @work(thread=True, exclusive=True, group="stats")
+    def gate_health(self, git_dir: str) -> None:
+        result = gatehealth.stats(git_dir, days=7)
+        self.call_from_thread(self.push_screen, views.gate_health_screen(result))
 
     # --- quarantine decisions -----------------------------------------------------------
 

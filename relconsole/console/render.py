@@ -65,11 +65,11 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
 
 
 def replay_words(replayed) -> Text:
-    """``replay row 8 FREEZE · HEAD 2/5 base 3/5`` for a relation's replay (§7, §8)."""
+    """``replay row 8 FREEZE · HEAD missed 2/5 · base 3/5`` for a relation's replay (§7, §8)."""
     decision = replayed.decision
     head, head_runs = replayed.misses("head")
     base, base_runs = replayed.misses("base")
-    text = Text(" replay ", "dim")
+    text = Text("  ↻ replay ", "dim")
     text.append(f"row {decision.row} {decision.decision.upper()}", DECISION_STYLE[decision.decision])
     text.append(f" · HEAD missed {head}/{head_runs} · base {base}/{base_runs}", "dim")
     return text
@@ -77,15 +77,13 @@ def replay_words(replayed) -> Text:
 
 def relation_prompt(relation, result, blocked, touched, running, freeze, identity_changed,
                     bites: bool | None = None, replayed=None) -> Text:
-    """Two lines: result symbol and id; then result words, decision row (the replay's
-    when replayed), identity, freeze, kind."""
+    """Two lines: result symbol and id; then result words, decision row, identity, freeze,
+    kind. A replayed relation gets a third line: the sheet's §8 row and both sides' misses."""
     symbol, words = result_text(result, blocked, touched, running)
     colour = words.spans[0].style if words.spans else words.style
     head = Text.assemble((symbol + " ", colour), lit(relation.id, "bold" if touched else ""))
     second = Text.assemble("  ", words)
-    if replayed is not None and not running:
-        second.append_text(replay_words(replayed))
-    elif result is not None and result.verdict.decision != "pass":
+    if result is not None and result.verdict.decision != "pass":
         row = f"·{result.verdict.row}" if result.verdict.row else ""
         second.append(f" {result.verdict.decision}{row}", DECISION_STYLE[result.verdict.decision])
     if identity_changed:
@@ -95,7 +93,10 @@ def relation_prompt(relation, result, blocked, touched, running, freeze, identit
     if freeze is not None and not (result and result.reruns):
         second.append(f" · freeze {freeze.state}", "cyan" if freeze.state == "live" else "dim")
     second.append(f" · {relation.kind}", "dim")
-    return Text("\n").join([head, second])
+    lines = [head, second]
+    if replayed is not None and not running:
+        lines.append(replay_words(replayed))
+    return Text("\n").join(lines)
 
 
 def lease_prompt(status: LeaseStatus) -> Text:

@@ -328,3 +328,15 @@ def renewal_problem(review: Review, status, until_text: str) -> str | None:
     except CommitRefused as exc:
         return exc.one_line()
     return None
+
+
+def gate_health_screen(result) -> DetailScreen:
+    """The gate-health view: each §8 row's count, then the warnings in bold (engine GateStats)."""
+    lines = result.lines()
+    header = Text.assemble(("Gate health", "bold"), (" · relconsole stats --days 7 (esc goes back)", "dim"))
+    body = Text()
+    for line in lines:
+        style = "bold yellow" if line.startswith("warning:") else ("dim" if line.startswith("note:") else "")
+        body.append_text(lit(line, style))
+        body.append("\n")
+    return DetailScreen(header, body=body)

@@ -87,6 +87,20 @@ class GateStats:
                 "last": self.last, "skipped": self.skipped, "warnings": self.warnings,
                 "notes": self.notes, "rows": rows}
 
+    def lines(self) -> list[str]:
+        """The stats as plain text lines: the window, each §8 row's count and meaning, then
+        the decision words, skipped lines, warnings and notes (``relconsole stats``, console)."""
+        span = f" ({self.first} .. {self.last})" if self.first else ""
+        lines = [f"gate health: last {self.days} days, {self.total} decisions{span}"]
+        for n, (decision, reason, evidence) in ROWS.items():
+            evidence += "; or reject freeze_not_allowed by policy" if n == 8 else ""
+            lines.append(f"row {n}  {self.by_row[str(n)]:>5}  {decision:<6}  {reason:<22}  {evidence}")
+        lines.append(f"row -  {self.by_row['none']:>5}  (no table row: nothing missed)")
+        lines.append("  ".join(f"{word} {count}" for word, count in self.by_decision.items()))
+        if self.skipped:
+            lines.append(f"skipped {self.skipped} unreadable history lines")
+        return lines + [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
+
 
 def _parse(line: str) -> tuple[dt.datetime, dict] | None:
     """A history line as (UTC time, record), or None when it is not one."""

@@ -300,7 +300,7 @@ def _run_sides(review: Review, ids: list[str], sides: list[_Side], options: Repl
 
 def _miss_signature(relation: Relation, pin: str, misses: list[RunRecord]) -> str:
     """The signature of the most common failure class among ``misses`` (ties: the first sorted)."""
-    classes = collections.Counter(failure_class(r.error_type, r.differing) for r in misses)
+    classes = collections.Counter(failure_class(r.error_type, r.differing, r.error) for r in misses)
     top = max(classes.values())
     failure = sorted(c for c, n in classes.items() if n == top)[0]
     return signature(relation.id, relation.kind, pin, failure)

@@ -248,7 +248,7 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     evaluate = pool.evaluate if pool is not None else evaluate_once
     first = evaluate(plan, _base_seed(relation))
     sig = None if first.held else signature(relation.id, relation.kind, plan.fixture_pin,
-                                            failure_class(first.error_type, first.differing))
+                                            failure_class(first.error_type, first.differing, first.error))
     reruns: list[RunRecord] = []
     if not first.held and freeze is not None and freeze.state == LIVE:
         seeds = [_base_seed(relation) + n for n in range(1, freeze.reruns + 1)]
