@@ -8,6 +8,8 @@ from textual.command import Hit, Hits, Provider
 
 ACTIONS = [
     ("Run the touched relations", "run"),
+    ("Replay the missed relations on HEAD and the merge base", "replay"),
+    ("Gate health: how often each decision-table row fired", "gate_health"),
     ("Accept the highlighted or marked quarantine items", "accept"),
     ("Delete the highlighted or marked quarantine items", "delete"),
     ("Mark the highlighted quarantine item", "mark"),
