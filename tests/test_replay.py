@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import TODAY, git, reviewed_repo
+from test_leases_freezes import FLAKY
+from test_leases_freezes import passes as flip_holds  # the model of FLAKY: holds on this seed?
 from relconsole.engine import actions
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
 from relconsole.engine.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
@@ -30,23 +31,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 
 CORRECT = "def total(values):\n    return sum(values)\n"
 BROKEN = "CALLS = [0]\n\n\ndef total(values):\n    CALLS[0] += 1  # every call answers differently\n    return CALLS[0]\n"
-FLAKY = '''\
-import random
-
-FLIP = random.random()  # the first draw after the run's seed decides this run
-
-
-def total(values):
-    if FLIP < 0.5:
-        return sum(sorted(values))
-    return sum(values) + random.random()  # a fresh draw each call: never equal twice
-'''
 SEED = 0
-
-
-def flip_holds(seed: int) -> bool:
-    """Whether FLAKY holds when the worker seeds ``random`` with ``seed`` (a model of it)."""
-    return random.Random(seed).random() < 0.5
 
 
 def _relation(rid: str, module: str, freeze: bool = True) -> str:
