@@ -20,7 +20,7 @@ from relconsole.engine.demo import materialise
 
 SIZE = (160, 48)
 TODAY = dt.date(2026, 11, 30)
-SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal")
+SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health")
 
 
 async def _settle(pilot, timeout: float = 120.0) -> None:
@@ -70,6 +70,16 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
         await pilot.pause(0.3)
         save("lease-renewal")
         await pilot.press("escape")
+        await pilot.press("b")
+        await _settle(pilot)
+        await _goto(pilot, "2", "relations", "r:penguins.order_invariant")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        save("replay")
+        await pilot.press("escape")
+        await pilot.press("s")
+        await pilot.pause(0.5)
+        save("gate-health")
     return written
 
 

@@ -188,13 +188,7 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
         text.append("\nenter: show only the relations that own this path", "dim")
         return text
     if kind == "relations" and oid.startswith("r:"):
-        relation = review.catalog.get(oid[2:])
-        text = relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
-                             review.identities.get(relation.id), relation.id in review.changed_identity,
-                             review.blocked_reason(relation), relation.id in review.touched_relations(),
-                             review.bites.get(relation.id))
-        replayed = review.replays.get(relation.id)
-        return text.append_text(replay_text(replayed)) if replayed else text
+        return relation_header(review, review.catalog.get(oid[2:]))
     if kind == "leases" and oid.startswith("w:") and oid != "w:none":
         lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
         return workspace_lease_text(lease) if lease else Text("")
@@ -226,6 +220,16 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     return text
 
 
+def relation_header(review: Review, relation) -> Text:
+    """A relation's detail: statement, verdict, reruns, freeze, then its replay sheet if any."""
+    text = relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
+                         review.identities.get(relation.id), relation.id in review.changed_identity,
+                         review.blocked_reason(relation), relation.id in review.touched_relations(),
+                         review.bites.get(relation.id))
+    replayed = review.replays.get(relation.id)
+    return text.append_text(replay_text(replayed)) if replayed else text
+
+
 def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | None:
     """The full-screen view opened with enter, or None."""
     if not oid:
@@ -233,10 +237,7 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
     if kind == "relations" and oid.startswith("r:"):
         relation = review.catalog.get(oid[2:])
         result = review.results.get(relation.id)
-        header = relation_text(relation, result, review.freeze_for(relation.id),
-                               review.identities.get(relation.id), relation.id in review.changed_identity,
-                               review.blocked_reason(relation), relation.id in review.touched_relations(),
-                             review.bites.get(relation.id))
+        header = relation_header(review, relation)
         first = result.first if result else None
         if first is None or first.source is None:
             return DetailScreen(header)
@@ -244,6 +245,9 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
         return DetailScreen(header,
                             ("source output (canonical)", outline(first.source, differing)),
                             ("follow-up output (canonical)", outline(first.followup, differing)))
+    if kind == "leases" and oid.startswith("w:"):
+        lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
+        return DetailScreen(workspace_lease_text(lease)) if lease else None
     if kind == "leases":
         status = lease_of(review, oid)
         return DetailScreen(lease_text(status)) if status else None
