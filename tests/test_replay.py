@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -297,3 +298,30 @@ def test_bad_shard_specs_are_usage_errors(text):
     with pytest.raises(RelconsoleError) as caught:
         Shard.parse(text)
     assert caught.value.exit_code == 64
+
+
+def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    started = time.monotonic()
+    review, outcome = do_replay(repo, runs=6, ttl_seconds=0.6, workspace="short-ttl")
+    elapsed = time.monotonic() - started
+    review.close()
+    assert elapsed > 0.6, "the replay must outlive one TTL for this test to mean anything"
+    sheet = outcome.sheets["det.sum"]
+    assert sheet["lease"]["state"] == "fresh" and sheet["lease"]["generation"] == outcome.lease.generation
+    assert outcome.decisions["det.sum"].row == 3
+
+
+def test_run_shards_split_the_touched_relations(tmp_path):
+    repo = flaky_repo(tmp_path, {"a": CORRECT, "b": CORRECT, "c": CORRECT}, {"a": BROKEN, "b": CORRECT, "c": BROKEN})
+    seen = []
+    for k in (1, 2):
+        proc = subprocess.run([sys.executable, "-m", "relconsole", "run", "--json", "--shard", f"{k}/2",
+                               "--repo", str(repo), "--today", TODAY.isoformat()],
+                              capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(PROJECT)})
+        payload = json.loads(proc.stdout)
+        ran = {r["relation_id"] for r in payload["relations"]}
+        assert proc.returncode == (1 if {"a.sum", "c.sum"} & ran else 0)
+        seen.append(ran)
+    assert seen[0] and seen[1] and not seen[0] & seen[1]
+    assert seen[0] | seen[1] == {"a.sum", "b.sum", "c.sum"}
