@@ -325,3 +325,17 @@ def test_run_shards_split_the_touched_relations(tmp_path):
         seen.append(ran)
     assert seen[0] and seen[1] and not seen[0] & seen[1]
     assert seen[0] | seen[1] == {"a.sum", "b.sum", "c.sum"}
+
+
+@given(st.lists(st.sampled_from(["oracle/**", "oracle/", "data/", "fixtures/leases/*.yaml", "*.secret", "/top.txt",
+                                 "properties/catalog.json", "**/keys", "a/b/[ab]/c", "docs", "!oracle/x"]),
+                min_size=1, max_size=4))
+def test_listing_only_the_pattern_directories_finds_every_protected_file(patterns):
+    from relconsole.engine.owners import protected
+    from relconsole.engine.workspace import _literal_dirs
+    paths = ["oracle/catalog.yaml", "oracle/x", "src/oracle/y", "data/a.csv", "src/data/b.csv",
+             "fixtures/leases/l.yaml", "deep/fixtures/leases/l.yaml", "k.secret", "src/k.secret", "top.txt",
+             "src/top.txt", "properties/catalog.json", "src/keys/k", "a/b/a/c", "docs/x.md", "src/docs/y"]
+    dirs = _literal_dirs(tuple(patterns))
+    listed = [p for p in paths if not dirs or any(p.startswith(d) for d in dirs)]
+    assert [p for p in listed if protected(patterns, p)] == [p for p in paths if protected(patterns, p)]

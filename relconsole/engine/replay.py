@@ -257,25 +257,26 @@ def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: Rep
         tree = pool.checkout(name, commit)
         overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree)
         sides.append(_Side(name, commit, tree))
-    records = _run_sides(review, runnable, sides, options, heartbeat, progress)
+    plans = {rid: {side.name: plan_for(review, review.catalog.get(rid), side.tree) for side in sides}
+             for rid in runnable}
+    records = _run_sides(plans, sides, options, heartbeat, progress)
     for rid in runnable:
-        sheets[rid] = _sheet(review, review.catalog.get(rid), sides, records[rid], options)
+        sheets[rid] = _sheet(review, review.catalog.get(rid), plans[rid], records[rid], options)
     return sheets
 
 
-def _run_sides(review: Review, ids: list[str], sides: list[_Side], options: ReplayOptions,
+def _run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[_Side], options: ReplayOptions,
                heartbeat: _Heartbeat, progress) -> dict[str, dict[str, list[RunRecord]]]:
     """Every (relation, side, run) evaluated, in parallel, each in a new worker process:
     runs must be independent, so no module state (an import-time draw, a cache) carries
     from one run into the next as it would in a long-lived worker."""
     jobs = []
-    for rid in ids:
-        relation = review.catalog.get(rid)
-        seed = int(relation.params.get("seed", 0))
+    for rid, by_side in plans.items():
         for side in sides:
-            plan = plan_for(review, relation, side.tree)
+            plan = by_side[side.name]
+            seed = int(plan.relation.params.get("seed", 0))
             jobs += [(rid, side, plan, seed + n) for n in range(options.runs)]
-    records: dict[str, dict[str, list[RunRecord]]] = {rid: {s.name: [] for s in sides} for rid in ids}
+    records: dict[str, dict[str, list[RunRecord]]] = {rid: {s.name: [] for s in sides} for rid in plans}
     lock, done = threading.Lock(), [0]
 
     def one(job) -> None:
@@ -330,10 +331,10 @@ def _pinned(review: Review, rel_path: str, relation: Relation) -> str | None:
     return None
 
 
-def _sheet(review: Review, relation: Relation, sides: list[_Side], records: dict[str, list[RunRecord]],
+def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], records: dict[str, list[RunRecord]],
            options: ReplayOptions) -> dict:
     head, base = records["head"], records["base"]
-    plan_head, plan_base = (plan_for(review, relation, s.tree) for s in sides)
+    plan_head, plan_base = plans["head"], plans["base"]
     first = review.results[relation.id].first
     head_misses = [r for r in head if not r.held] or ([first] if first and not first.held else [])
     base_misses = [r for r in base if not r.held]

@@ -7,6 +7,7 @@ adapters are the base ref's whatever the patch did to them.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,9 +19,26 @@ from relconsole.engine.owners import protected
 
 
 def protected_files(view: TreeView, patterns: tuple[str, ...]) -> list[str]:
-    """Repository paths of every file in ``view`` under a protected pattern."""
-    listing = view.repo.git.ls_tree("-r", "-z", "--name-only", view.commit)
+    """Repository paths of every file in ``view`` under a protected pattern.
+
+    Only the directories the patterns start with are listed (``oracle/**`` lists
+    ``oracle/``), so a 100,000-file tree is not walked for a small oracle.
+    """
+    listing = view.repo.git.ls_tree("-r", "-z", "--name-only", view.commit, "--", *_literal_dirs(patterns))
     return [p for p in listing.split("\0") if p and protected(patterns, p)]
+
+
+def _literal_dirs(patterns: tuple[str, ...]) -> list[str]:
+    """The directories the patterns are rooted in, or [] (everything) when one is not."""
+    dirs = []
+    for pattern in patterns:
+        anchored = "/" in pattern.rstrip("/")  # gitignore: otherwise it matches at any depth
+        head = re.split(r"[*?\[!\\]", pattern.lstrip("/"), maxsplit=1)[0]
+        directory = head.rsplit("/", 1)[0] if "/" in head else ""
+        if not anchored or not directory or pattern.startswith("!"):
+            return []
+        dirs.append(directory + "/")
+    return dirs
 
 
 def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
