@@ -1,4 +1,4 @@
-"""The command line: ``relconsole review|demo|bind|run|validate|lease|accept|delete|freeze|bite``.
+"""The command line: ``relconsole review|demo|bind|run|replay|decide|stats|workspace|validate|lease|accept|delete|freeze|bite|screenshots``.
 
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
 the engine, print text or ``--json``, and exit with the codes of SPEC §8.
@@ -22,7 +22,7 @@ from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT
 from relconsole.engine.decision import worst
 from relconsole.engine.literal import one_line
 from relconsole.engine.replay import ReplayOptions, Shard, replay
-from relconsole.engine.report import record_decisions, replay_lines, replay_payload, run_payload
+from relconsole.engine.report import replay_lines, replay_payload, run_payload
 from relconsole.engine.wslease import open_store
 from relconsole.engine.review import Review, load_review, run_review
 
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.add_argument("--runs", type=int, default=5, help="runs on each side (default: 5)")
     replay_cmd.add_argument("--shard", type=_shard, default=Shard(), metavar="K/N",
                             help="replay only the K-th of N slices of the touched relations")
-    replay_cmd.add_argument("--artifacts", type=Path, default=None,
+    replay_cmd.add_argument("--artifacts", type=_directory, default=None,
                             help="directory for the replay sheets (default: under the git directory)")
     replay_cmd.add_argument("--workspace", default=None, help="workspace lease id (default: host, repository, shard)")
     replay_cmd.add_argument("--holder", default=None, help="lease holder name (default: user@host:pid)")
@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     register_workspace(sub)
     register_decide(sub, COMMANDS)
     return parser
+
+
+def _directory(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not a directory")
+    return Path(text)
 
 
 def _shard(text: str) -> Shard:
@@ -298,8 +304,7 @@ def cmd_replay(args) -> int:
             outcome = replay(review, store, options, None if args.json else _print_progress)
         finally:
             store.close()
-        record_decisions(review.repo.common_dir, list(outcome.decisions.values()))
-        overall = outcome.overall()
+        overall = outcome.overall()  # the gate history is decide's: CI runs decide over the sheets
         _emit(args, replay_payload(outcome), replay_lines(outcome))
         return overall.exit_code
     finally:

@@ -11,14 +11,13 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from relconsole.engine import gatehealth
+from relconsole.engine import gatehealth, wslease
 from relconsole.engine.decision import Decision
 from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, RelconsoleError, UsageError
 from relconsole.engine.literal import one_line
-from relconsole.engine.sheets import decide_sheets, write_decision
+from relconsole.engine.sheets import Fences, decide_sheets, write_decision
 
 
 def _positive(text: str) -> int:
@@ -26,8 +25,8 @@ def _positive(text: str) -> int:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of days")
+    if not 1 <= value <= 36500:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days between 1 and 36500")
     return value
 
 
@@ -71,53 +70,6 @@ def git_dir_of(repo: str | None) -> Path | None:
     return Path(proc.stdout.strip())
 
 
-@dataclass
-class Fencing:
-    """What ``decide`` fences sheets with (§5): ``generation_of`` (None: no check), the store
-    url limiting it (None: every sheet) and the opened store, closed by ``close``."""
-
-    generation_of: object = None
-    store_url: str | None = None
-    store: object = None
-
-    def close(self) -> None:
-        if self.store is not None and hasattr(self.store, "close"):
-            self.store.close()
-
-
-def _fencing(lease_url: str | None, git_dir: Path | None) -> Fencing:
-    """Open the workspace lease store, if any: ``--lease-url``, else $RELCONSOLE_LEASE_URL,
-    else the repository's SQLite store when it exists (never created by decide). An explicit
-    ``--lease-url`` fences every sheet; otherwise only sheets whose ``lease.store`` is the
-    opened store's url. A configured store that cannot be opened fails closed (its sheets
-    turn stale); no store module (not installed yet) or no store: no fencing."""
-    try:
-        from relconsole.engine import wslease
-    except ImportError:
-        return Fencing()
-    configured = lease_url or os.environ.get("RELCONSOLE_LEASE_URL") or None
-    default = getattr(wslease, "DEFAULT_RELPATH", None)
-    if not configured and (git_dir is None or (default is not None and not (git_dir / default).exists())):
-        return Fencing()
-    try:
-        store = wslease.open_store(lease_url, git_dir)
-    except UsageError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - an unreachable configured store fails closed
-        if not configured:
-            return Fencing()
-        error = exc
-
-        def unreachable(_workspace: str) -> int:
-            raise error
-        return Fencing(unreachable, None if lease_url else configured)
-    url = getattr(store, "url", None)
-    if not lease_url and not url:
-        store.close()
-        return Fencing()
-    return Fencing(store.generation, None if lease_url else url, store)
-
-
 def _decision_dir(sheet: Path, out: Path | None) -> Path:
     if out is not None:
         return out
@@ -139,11 +91,13 @@ def _relation_line(d: Decision) -> str:
 def cmd_decide(args) -> int:
     """Decide every sheet (§8), write decision.json, record gate history; exit as §8 says."""
     git_dir = git_dir_of(args.repo)
-    fencing = _fencing(args.lease_url, git_dir)
+    if args.lease_url:
+        wslease.open_store(args.lease_url, ".").close()  # a malformed URL is a usage error (64)
+    fences = Fences(args.lease_url, os.environ.get(wslease.ENV_URL) or None)
     try:
-        report = decide_sheets(args.sheet, fencing.generation_of, fencing.store_url)
+        report = decide_sheets(args.sheet, fences=fences)
     finally:
-        fencing.close()
+        fences.close()
     try:
         written = write_decision(report, _decision_dir(args.sheet, args.out))
     except OSError as exc:
@@ -153,11 +107,15 @@ def cmd_decide(args) -> int:
         payload = report.to_json() | {"decision_file": str(written), "history_recorded": recorded}
         print(json.dumps(payload, indent=2, default=str))
         return report.exit_code
-    for _, d in report.per_sheet:
-        print(_relation_line(d))
+    for path, d in report.per_sheet:
+        print(_relation_line(d) + f"  {one_line(path)}")
+        if d.detail:
+            print(f"    {one_line(d.detail)}")
     o = report.overall
     row = f"  row {o.row}" if o.row is not None else ""
     print(f"decision: {o.decision}  ({o.reason}){row}  -> {one_line(written)}")
+    if o.detail and o.reason == "incomplete_evidence":
+        print(f"    {one_line(o.detail)}")
     return report.exit_code
 
 

@@ -35,8 +35,9 @@ async def test_b_replays_the_missed_relation_and_shows_its_sheet(demo_repo: Path
             assert sheet["test_id"] == rid and sheet["lease"]["state"] == "fresh"
             text = prompts(app, "relations")[f"r:{rid}"]
             head_misses, head_runs = replayed.misses("head")
+            base_misses, base_runs = replayed.misses("base")
             assert f"row {replayed.decision.row}" in text
-            assert f"HEAD missed {head_misses}/{head_runs}" in text
+            assert f"HEAD {head_misses}/{head_runs} base {base_misses}/{base_runs}" in text
         status = str(app.query_one("#status").content)
         overall = review.decision()
         assert overall.decision.upper() in status

@@ -8,23 +8,37 @@ import json
 import os
 import subprocess
 import sys
-import types
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import relconsole.engine
-from relconsole import cli_decide
 from relconsole.engine.decision import ORDER, ROWS, decide, worst
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.sheets import decide_sheets, fence, load_sheets, write_decision
+from relconsole.engine.sheets import Fences, decide_sheets, fence, load_sheets, manifest_name, write_decision
 
 ROOT = Path(__file__).resolve().parents[1]
 SIG = "sha256:" + "ab" * 32
 OTHER_SIG = "sha256:" + "cd" * 32
-STORE = "sqlite:///repo/.git/relconsole/leases.sqlite"
+STORE_FILE = Path(tempfile.gettempdir()) / f"relconsole-test-decide-{os.getpid()}" / "leases.sqlite3"
+STORE = f"sqlite://{STORE_FILE}"  # a real store where workspace pr-42 is at generation 7
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _store_at_generation_7():
+    """The store the sheets name, with workspace pr-42 acquired seven times (generation 7)."""
+    from relconsole.engine.wslease import open_store
+    STORE_FILE.parent.mkdir(parents=True, exist_ok=True)
+    STORE_FILE.unlink(missing_ok=True)
+    store = open_store(STORE, ".")
+    for _ in range(7):
+        store.acquire("pr-42", "ci@worker-1", 60)
+        store.release("pr-42", "ci@worker-1")
+    assert store.generation("pr-42") == 7
+    store.close()
+    yield
 
 # A sheet for which row 8 (freeze) fires: an intermittent miss that base shows too.
 FREEZE_SHEET = {
@@ -224,10 +238,22 @@ def test_overall_is_the_worst_by_order(batch):
 
 # --- sheets on disk --------------------------------------------------------------------------------
 
+def write_manifest(directory: Path, index: int = 1, total: int = 1, head: str = "a" * 40) -> Path:
+    """What replay writes beside its sheets: its shard and every sheet it wrote (here: all in ``directory``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    names = sorted(json.loads(p.read_text()).get("test_id") for p in directory.glob("*.sheet.json")
+                   if isinstance(json.loads(p.read_text()), dict))
+    path = directory / manifest_name(index, total)
+    path.write_text(json.dumps({"shard_index": index, "shard_total": total, "head": head,
+                                "sheets": [n for n in names if isinstance(n, str)]}))
+    return path
+
+
 def write_sheet(directory: Path, sheet: dict, name: str | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name or sheet.get('test_id', 'anon')}.sheet.json"
     path.write_text(json.dumps(sheet))
+    write_manifest(directory)
     return path
 
 
@@ -248,10 +274,32 @@ def test_decision_json_is_written_atomically_and_carries_freeze_fields(tmp_path)
     assert len(decide_sheets(tmp_path).per_sheet) == 2
 
 
-def test_no_sheets_is_a_pass(tmp_path):
+def test_no_sheets_with_a_manifest_is_a_pass(tmp_path):
+    write_manifest(tmp_path)
     report = decide_sheets(tmp_path)
     assert (report.overall.decision, report.overall.reason, report.exit_code) == ("pass", "no_missed_relations", 0)
     assert report.to_json()["relations"] == []
+
+
+def test_no_sheets_and_no_manifest_is_an_abort_not_a_pass(tmp_path):
+    """Artifacts that never arrived must not read as "nothing missed"."""
+    report = decide_sheets(tmp_path)
+    assert (report.overall.decision, report.overall.reason, report.exit_code) == ("abort", "incomplete_evidence", 3)
+    assert "manifest" in report.overall.detail
+
+
+def test_a_missing_shard_or_sheet_is_an_abort(tmp_path):
+    write_sheet(tmp_path / "s1", varied())
+    (tmp_path / "s1" / manifest_name(1, 1)).unlink()
+    write_manifest(tmp_path / "s1", 1, 3)
+    write_manifest(tmp_path / "s3", 3, 3)
+    report = decide_sheets(tmp_path)
+    assert report.overall.reason == "incomplete_evidence" and "2/3" in report.overall.detail
+    write_manifest(tmp_path / "s2", 2, 3)
+    assert decide_sheets(tmp_path).overall.decision == "freeze"
+    (tmp_path / "s1" / "penguins.order_invariant.sheet.json").unlink()
+    report = decide_sheets(tmp_path)
+    assert report.overall.reason == "incomplete_evidence" and "penguins.order_invariant" in report.overall.detail
 
 
 @pytest.mark.parametrize(("text", "line"), [('{\n"test_id": "x",\n oops}', 3), ("[1, 2]", 1)])
@@ -324,45 +372,35 @@ def test_decide_sheets_fences_only_the_named_store(tmp_path):
     assert rows == {"penguins.order_invariant": 2, "other.rel": 8}
 
 
-class FakeStore:
-    def __init__(self, url, generation):
-        self.url, self._generation = url, generation
-
-    def generation(self, workspace):
-        return self._generation
-
-
-def fake_wslease(monkeypatch, opener):
-    module = types.ModuleType("relconsole.engine.wslease")
-    module.open_store = opener
-    monkeypatch.setitem(sys.modules, "relconsole.engine.wslease", module)
-    monkeypatch.setattr(relconsole.engine, "wslease", module, raising=False)
+def test_fences_ask_the_store_each_sheet_names(tmp_path):
+    fences = Fences()
+    try:
+        assert fences.for_lease({"store": STORE})("pr-42") == 7
+        write_sheet(tmp_path, varied())
+        assert decide_sheets(tmp_path, fences=fences).overall.decision == "freeze"
+        write_sheet(tmp_path, varied(lease={"generation": 6}))
+        assert decide_sheets(tmp_path, fences=fences).overall.reason == "lease_not_fresh"
+    finally:
+        fences.close()
 
 
-def test_cli_fencing_asks_the_opened_store_for_its_own_sheets(monkeypatch, tmp_path):
-    fake_wslease(monkeypatch, lambda url, git_dir: FakeStore(STORE, 8))
-    monkeypatch.delenv("RELCONSOLE_LEASE_URL", raising=False)
-    fencing = cli_decide._fencing(None, tmp_path)
-    assert fencing.store_url == STORE and fencing.generation_of("pr-42") == 8
-    write_sheet(tmp_path / "s", varied())
-    report = decide_sheets(tmp_path / "s", fencing.generation_of, fencing.store_url)
-    assert report.overall.reason == "lease_not_fresh"
+@pytest.mark.parametrize("store", [None, "", "sqlite:///no/such/dir/leases.sqlite3", "redis://127.0.0.1:1/0"])
+def test_evidence_that_cannot_be_checked_is_stale(tmp_path, store):
+    write_sheet(tmp_path, varied(lease={"store": store}))
+    fences = Fences()
+    try:
+        report = decide_sheets(tmp_path, fences=fences)
+    finally:
+        fences.close()
+    assert (report.overall.decision, report.overall.row) == ("abort", 2)
+    assert not Path("/no/such/dir").exists()  # decide never creates a store
 
 
-def test_cli_fencing_with_an_unreachable_explicit_store_fails_closed(monkeypatch):
-    def opener(url, git_dir):
-        raise ConnectionError("no route")
-    fake_wslease(monkeypatch, opener)
-    fencing = cli_decide._fencing("redis://nowhere:6379/0", None)
-    assert fencing.store_url is None
-    with pytest.raises(ConnectionError):
-        fencing.generation_of("pr-42")
-
-
-def test_cli_fencing_is_skipped_without_the_store_module(monkeypatch):
-    monkeypatch.setitem(sys.modules, "relconsole.engine.wslease", None)  # import fails
-    monkeypatch.delattr(relconsole.engine, "wslease", raising=False)
-    assert cli_decide._fencing(None, None).generation_of is None
+def test_fences_use_the_configured_url_for_a_store_recorded_without_its_password(tmp_path):
+    recorded = "redis://127.0.0.1:1/0?password=***"
+    fences = Fences(env="redis://127.0.0.1:1/0?password=s3cret")
+    assert fences._recorded(recorded) == "redis://127.0.0.1:1/0?password=s3cret"
+    assert Fences(override=STORE).for_lease({"store": recorded})("pr-42") == 7
 
 
 def test_cli_decide_fences_against_the_repositorys_lease_store(tmp_path):
@@ -419,7 +457,9 @@ def test_cli_decide_exit_codes(tmp_path, change, code, word):
     sheet = write_sheet(tmp_path / "sheets", varied(**change))
     proc = relconsole_cli("decide", "--sheet", str(sheet), cwd=tmp_path)
     assert proc.returncode == code, proc.stderr
-    first, last = proc.stdout.strip().splitlines()
+    lines = proc.stdout.strip().splitlines()
+    first, last = lines[0], lines[-1]
+    assert str(sheet) in first  # the sheet is named
     assert first.startswith("row ") and word in first and "penguins.order_invariant" in first
     assert last.startswith(f"decision: {word}")
     assert json.loads((tmp_path / "sheets" / "decision.json").read_text())["exit_code"] == code
@@ -444,6 +484,6 @@ def test_cli_decide_json_and_out_directory(tmp_path):
     assert json.loads((tmp_path / "out" / "decision.json").read_text())["row"] == 7
 
 
-def test_cli_decide_on_an_empty_directory_passes(tmp_path):
+def test_cli_decide_on_an_empty_directory_aborts_and_says_why(tmp_path):
     proc = relconsole_cli("decide", "--sheet", str(tmp_path), cwd=tmp_path)
-    assert proc.returncode == 0 and "no_missed_relations" in proc.stdout
+    assert proc.returncode == 3 and "incomplete_evidence" in proc.stdout and "manifest" in proc.stdout

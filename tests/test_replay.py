@@ -152,7 +152,9 @@ def test_held_relations_get_no_sheet_and_earlier_sheets_are_removed(tmp_path):
     review, outcome = do_replay(repo, runs=2, artifacts=artifacts)
     review.close()
     assert set(outcome.sheets) == {"det.sum"}
-    assert sorted(p.name for p in artifacts.iterdir()) == [f"det.sum{SHEET_SUFFIX}"]
+    assert sorted(p.name for p in artifacts.glob(f"*{SHEET_SUFFIX}")) == [f"det.sum{SHEET_SUFFIX}"]
+    manifest = json.loads((artifacts / "replay-shard-1-of-1.json").read_text())
+    assert manifest["sheets"] == ["det.sum"] and sorted(manifest["relations"]) == ["det.sum", "ok.sum"]
 
 
 def _worktrees(repo: Path) -> list[str]:
@@ -235,7 +237,7 @@ def test_a_workspace_held_by_another_holder_aborts_and_names_it(tmp_path):
         with pytest.raises(LeaseHeld, match="nightly-job@ci") as caught:
             replay(review, store, ReplayOptions(runs=1, workspace="shared-ws", artifacts=tmp_path / "out"))
         assert caught.value.exit_code == EXIT_ABORT
-        assert not (tmp_path / "out").exists()
+        assert not list((tmp_path / "out").iterdir())  # no sheet, no manifest
     finally:
         store.close()
         review.close()
@@ -339,3 +341,42 @@ def test_listing_only_the_pattern_directories_finds_every_protected_file(pattern
     dirs = _literal_dirs(tuple(patterns))
     listed = [p for p in paths if not dirs or any(p.startswith(d) for d in dirs)]
     assert [p for p in listed if protected(patterns, p)] == [p for p in paths if protected(patterns, p)]
+
+
+def test_unwritable_artifacts_fail_before_any_run(tmp_path):
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    review = load_review(repo, "main", "HEAD", TODAY)
+    store = open_store(None, review.repo.common_dir)
+    steps = []
+    try:
+        with pytest.raises(RelconsoleError, match="cannot write replay sheets") as caught:
+            replay(review, store, ReplayOptions(runs=1, artifacts=blocker / "sub"), steps.append)
+    finally:
+        store.close()
+        review.close()
+    assert caught.value.exit_code == 64 and steps == []
+
+
+def test_workspaces_with_one_slug_never_share_worktrees():
+    from relconsole.engine.worktrees import pool_name
+    assert pool_name("a:b") != pool_name("a_b") and pool_name("a:b") == pool_name("a:b")
+
+
+def test_a_lease_left_by_a_dead_local_process_says_how_to_free_it(tmp_path):
+    import socket
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    review = load_review(repo, "main", "HEAD", TODAY)
+    store = open_store(None, review.repo.common_dir)
+    holder = f"someone@{socket.gethostname()}:{dead.pid}"
+    store.acquire("ws-dead", holder, 60)
+    try:
+        with pytest.raises(LeaseHeld) as caught:
+            replay(review, store, ReplayOptions(runs=1, workspace="ws-dead", artifacts=tmp_path / "out"))
+    finally:
+        store.close()
+        review.close()
+    assert "no longer runs" in str(caught.value) and f"--holder '{holder}'" in str(caught.value)

@@ -385,3 +385,25 @@ def test_cli_status_exits_3_only_when_nothing_can_be_read(dead_url, ws):
 def test_cli_misuse_exits_64(store_url, args):
     done = run_cli(*args, "--lease-url", store_url) if args and "--lease-url" not in args else run_cli(*args)
     assert done.returncode == EXIT_USAGE, done.stderr
+
+
+def test_ttl_beyond_a_week_is_a_usage_error_and_nothing_is_stored(tmp_path):
+    from relconsole.engine.errors import UsageError
+    from relconsole.engine.wslease import MAX_TTL_SECONDS, open_store
+    store = open_store(f"sqlite://{tmp_path / 'l.sqlite3'}", tmp_path)
+    try:
+        for ttl in (MAX_TTL_SECONDS * 2, 1e308):
+            with pytest.raises(UsageError):
+                store.acquire("w", "h", ttl)
+        assert store.get("w") is None
+        assert store.acquire("w", "h", MAX_TTL_SECONDS).seconds_left() > 0
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6399/0?password=s3cret", "redis://u:s3cret@h:1/0",
+                                 "rediss://h:1/0?db=1&PASSWORD=s3cret&x=1"])
+def test_passwords_never_appear_in_a_redacted_url(url):
+    from relconsole.engine.wslease import redact
+    shown = redact(url)
+    assert "s3cret" not in shown and "***" in shown and redact(shown) == shown

@@ -65,13 +65,13 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
 
 
 def replay_words(replayed) -> Text:
-    """``replay row 8 FREEZE · HEAD missed 2/5 · base 3/5`` for a relation's replay (§7, §8)."""
+    """``↻ row 8 FREEZE HEAD 2/5 base 3/5 missed`` for a relation's replay (§7, §8)."""
     decision = replayed.decision
     head, head_runs = replayed.misses("head")
     base, base_runs = replayed.misses("base")
-    text = Text("  ↻ replay ", "dim")
+    text = Text("  ↻ ", "dim")
     text.append(f"row {decision.row} {decision.decision.upper()}", DECISION_STYLE[decision.decision])
-    text.append(f" · HEAD missed {head}/{head_runs} · base {base}/{base_runs}", "dim")
+    text.append(f" HEAD {head}/{head_runs} base {base}/{base_runs} missed", "dim")
     return text
 
 

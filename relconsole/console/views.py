@@ -225,7 +225,7 @@ def relation_header(review: Review, relation) -> Text:
     text = relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
                          review.identities.get(relation.id), relation.id in review.changed_identity,
                          review.blocked_reason(relation), relation.id in review.touched_relations(),
-                         review.bites.get(relation.id))
+                         review.bites.get(relation.id), relation.id in review.replays)
     replayed = review.replays.get(relation.id)
     return text.append_text(replay_text(replayed)) if replayed else text
 
@@ -261,10 +261,18 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
 def freeze_body(review: Review, row: dict) -> str:
     """What the freeze commit writes, what it replaces, and what it cannot change."""
     result = review.results.get(row["relation_id"])
-    lines = [f"The relation missed: {result.summary}",
-             f"Decision now: {result.verdict.decision} {result.verdict.reason}"
-             + (f" (§8 row {result.verdict.row})" if result.verdict.row else "")]
-    if result.reruns and result.rerun_passes == 0:
+    replayed = review.replays.get(row["relation_id"])
+    lines = [f"The relation missed: {result.summary}"]
+    if replayed is not None:
+        head, head_runs = replayed.misses("head")
+        base, base_runs = replayed.misses("base")
+        lines.append(f"Replay decided freeze (§8 row 8): HEAD missed {head}/{head_runs}, base {base}/{base_runs}, "
+                     "same signature; its workspace lease id, signature and expiry are copied below.")
+    else:
+        lines.append(f"Decision now: {result.verdict.decision} {result.verdict.reason}"
+                     + (f" (§8 row {result.verdict.row})" if result.verdict.row else "")
+                     + " · not replayed: press b first to let the table decide (§8 row 8)")
+    if replayed is None and result.reruns and result.rerun_passes == 0:
         lines.append("It missed on every run: a freeze only helps an intermittent miss that the base "
                      "shows too (§8 row 8); this one will still be rejected.")
     old = next((f for f in review.freezes if f.relation_id == row["relation_id"]), None)

@@ -17,6 +17,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,10 +29,11 @@ from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.review import Replayed, Review, plan_for, run_review
 from relconsole.engine.runner import RunPlan, RunRecord, evaluate_once
+from relconsole.engine.sheets import manifest_name
 from relconsole.engine.signatures import failure_class, signature
 from relconsole.engine.workspace import overlay_oracle
 from relconsole.engine.worktrees import WorktreePool, slug
-from relconsole.engine.wslease import LeaseStore, WorkspaceLease, default_holder, open_store
+from relconsole.engine.wslease import LeaseHeld, LeaseStore, WorkspaceLease, default_holder, open_store
 
 SHEET_SUFFIX = ".sheet.json"
 SHEET_VERSION = 1
@@ -175,9 +177,14 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
     artifacts = (options.artifacts or default_artifacts(review)).resolve()
     if options.runs < 1:
         raise UsageError("--runs must be at least 1")
+    _check_writable(artifacts)
     workspace = options.workspace or default_workspace(review, options.shard)
     holder = options.holder or default_holder()
-    lease = store.acquire(workspace, holder, options.ttl_seconds)
+    try:
+        lease = store.acquire(workspace, holder, options.ttl_seconds)
+    except LeaseHeld as exc:
+        exc.args = (str(exc) + _dead_holder_hint(exc.lease),)
+        raise
     heartbeat = _Heartbeat(store, lease, options.ttl_seconds)
     heartbeat.start()
     pool = WorktreePool(review.repo, workspace, options.fresh_worktrees)
@@ -190,6 +197,7 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
             sheet["lease"].update(state="fresh", id=final.id, holder=final.holder, workspace=workspace,
                                   generation=final.generation, store=store.url)
         paths = _write_sheets(artifacts, sheets)
+        _write_manifest(artifacts, review, options.shard, mine, sheets, final)
     finally:
         heartbeat.stop()
         pool.release()
@@ -227,16 +235,53 @@ def _clear_sheets(artifacts: Path, ids: list[str]) -> None:
         (artifacts / f"{slug(rid)}{SHEET_SUFFIX}").unlink(missing_ok=True)
 
 
+def _dead_holder_hint(lease: WorkspaceLease | None) -> str:
+    """When the holder is a process of this host that no longer runs (a ``kill -9``), say
+    so and how to free the lease now; otherwise ''."""
+    user_host, _, pid = (lease.holder if lease else "").rpartition(":")
+    if not pid.isdigit() or user_host.rpartition("@")[2] != socket.gethostname():
+        return ""
+    try:
+        os.kill(int(pid), 0)
+        return ""
+    except ProcessLookupError:
+        return (f"; process {pid} no longer runs on this host: free the lease now with "
+                f"`relconsole workspace release --workspace '{lease.workspace}' --holder '{lease.holder}'`")
+    except OSError:
+        return ""
+
+
+def _check_writable(artifacts: Path) -> None:
+    """Fail before any run when the sheets could not be written. Raises UsageError (64)."""
+    try:
+        artifacts.mkdir(parents=True, exist_ok=True)
+        probe = artifacts / f".relconsole-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"cannot write replay sheets to {artifacts}: {exc.strerror or exc}") from None
+
+
+def _write_json(path: Path, data: dict) -> Path:
+    """Write ``data`` to ``path`` atomically (a temporary file, then rename)."""
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    scratch.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(scratch, path)
+    return path
+
+
 def _write_sheets(artifacts: Path, sheets: dict[str, dict]) -> dict[str, Path]:
-    artifacts.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for rid, sheet in sheets.items():
-        path = artifacts / f"{slug(rid)}{SHEET_SUFFIX}"
-        scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        scratch.write_text(json.dumps(sheet, indent=2, sort_keys=True, default=str) + "\n")
-        os.replace(scratch, path)
-        paths[rid] = path
-    return paths
+    return {rid: _write_json(artifacts / f"{slug(rid)}{SHEET_SUFFIX}", sheet) for rid, sheet in sheets.items()}
+
+
+def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[str], sheets: dict,
+                    lease: WorkspaceLease) -> Path:
+    """What this replay covered, so ``decide`` can tell "nothing missed" from "nothing arrived"."""
+    return _write_json(artifacts / manifest_name(shard.index, shard.total), {
+        "relconsole_replay": 1, "shard_index": shard.index, "shard_total": shard.total,
+        "head": review.head_sha, "merge_base": review.merge_base, "relations": mine,
+        "sheets": sorted(sheets), "workspace": lease.workspace, "generation": lease.generation,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
 
 
 @dataclass

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from relconsole.engine import wslease
 from relconsole.engine.decision import ORDER, Decision, decide, worst
-from relconsole.engine.errors import BadInputError
+from relconsole.engine.errors import BadInputError, RelconsoleError
 
 SHEET_SUFFIX = ".sheet.json"
 DECISION_FILE = "decision.json"
@@ -113,22 +114,130 @@ def _relation_json(path: str, d: Decision) -> dict:
             "row": d.row, "detail": d.detail, "fields": dict(d.fields)}
 
 
-def decide_sheets(path: str | os.PathLike, generation_of: GenerationOf | None = None,
-                  fence_store: str | None = None) -> DecisionReport:
-    """Decide every sheet under ``path`` (§8) after fencing it (§5) with ``generation_of``.
+class Fences:
+    """The lease stores sheets name, each opened once, to ask its current generation (§5).
 
-    ``fence_store``, when given, limits fencing to sheets whose ``lease.store`` equals it.
-    Two sheets of one test_id (two shards replayed one relation) keep the worse decision,
-    and its detail says so. No sheets: overall pass, reason ``no_missed_relations``.
-    Raises BadInputError (exit 5) for an unreadable sheet.
+    ``override`` (``--lease-url``) serves every sheet. Otherwise a sheet is checked in the
+    store its ``lease.store`` names: ``$RELCONSOLE_LEASE_URL`` when that is the same store
+    (its password is not in the sheet), else the recorded URL itself. A SQLite store must
+    already exist (decide never creates one: SQLite stores are local to the machine that
+    replayed). A sheet naming no store, or a store that cannot be opened or asked, fences
+    stale: evidence that cannot be checked fails closed.
+    """
+
+    def __init__(self, override: str | None = None, env: str | None = None):
+        self.override, self.env = override, env
+        self.opened: dict[str, object] = {}
+
+    def for_lease(self, lease: Mapping) -> GenerationOf:
+        """``generation_of(workspace)`` against this lease's store (it raises when it cannot answer)."""
+        url = self.override or self._recorded(lease.get("store"))
+        if url is None:
+            return _unanswerable("the sheet names no lease store, so its generation cannot be checked")
+        if url not in self.opened:
+            self.opened[url] = self._open(url)
+        store = self.opened[url]
+        return store.generation if not isinstance(store, Exception) else _unanswerable(str(store))
+
+    def _recorded(self, recorded) -> str | None:
+        if not isinstance(recorded, str) or not recorded:
+            return None
+        if self.env and wslease.redact(self.env) == recorded:
+            return self.env
+        return recorded
+
+    @staticmethod
+    def _open(url: str):
+        path = wslease.sqlite_path(url)
+        if path is not None and not path.is_file():
+            return RelconsoleError(f"no lease store {path} on this machine (a SQLite store is local: "
+                                   "decide where replay ran, or share a Redis store)")
+        try:
+            return wslease.open_store(url, ".")
+        except RelconsoleError as exc:
+            return exc
+
+    def close(self) -> None:
+        for store in self.opened.values():
+            if not isinstance(store, Exception):
+                store.close()
+
+
+def _unanswerable(why: str) -> GenerationOf:
+    def generation_of(_workspace: str) -> int:
+        raise RelconsoleError(why)
+    return generation_of
+
+
+def decide_sheets(path: str | os.PathLike, generation_of: GenerationOf | None = None,
+                  fence_store: str | None = None, fences: Fences | None = None) -> DecisionReport:
+    """Decide every sheet under ``path`` (§8) after fencing it (§5).
+
+    ``fences`` checks each sheet in the store it names; without it, ``generation_of`` (one
+    store) fences the sheets whose ``lease.store`` is ``fence_store`` (every sheet when
+    None). Two sheets of one test_id (two shards replayed one relation) keep the worse
+    decision, and its detail says so. A directory is checked against the replay
+    manifests in it (``check_manifests``): no sheet and no manifest, or a shard or sheet
+    missing, is an abort. Raises BadInputError (exit 5) for an unreadable sheet.
     """
     decided = []
     for sheet_path, sheet in load_sheets(path):
-        check = generation_of if _fenced(sheet, fence_store) else None
+        lease = sheet.get("lease")
+        if fences is not None:
+            check = fences.for_lease(lease) if isinstance(lease, Mapping) else None
+        else:
+            check = generation_of if _fenced(sheet, fence_store) else None
         decided.append((sheet_path, decide(fence(sheet, check))))
     per_sheet = _merge_duplicates(decided)
+    problem = check_manifests(Path(path), {d.relation_id for _, d in per_sheet}) if Path(path).is_dir() else None
+    if problem is not None:
+        return DecisionReport(per_sheet, problem)
     overall = worst([d for _, d in per_sheet]) if per_sheet else Decision("pass", "no_missed_relations")
     return DecisionReport(per_sheet, overall)
+
+
+MANIFEST_PATTERN = "replay-shard-*.json"
+
+
+def manifest_name(index: int, total: int) -> str:
+    """The file a replay of shard ``index``/``total`` writes beside its sheets."""
+    return f"replay-shard-{index}-of-{total}.json"
+
+
+def check_manifests(directory: Path, decided: set[str | None]) -> Decision | None:
+    """An abort when the replay evidence under ``directory`` is incomplete, else None.
+
+    Every replay writes a manifest naming its shard and the relations it wrote sheets
+    for, so ``decide`` can tell "nothing missed" from "the artifacts never arrived": no
+    manifest at all, a shard of 1..N without one, manifests of different commits, or a
+    listed sheet that is absent all abort (reason ``incomplete_evidence``).
+    """
+    manifests = []
+    for file in sorted(directory.rglob(MANIFEST_PATTERN)):
+        data = _read_sheet(file)
+        manifests.append((file, data))
+    if not manifests:
+        return _incomplete(f"no replay manifest ({MANIFEST_PATTERN}) under {directory}: "
+                           "did replay run, and were its artifacts collected?")
+    totals = {data.get("shard_total") for _, data in manifests}
+    heads = {data.get("head") for _, data in manifests}
+    if len(totals) != 1 or len(heads) != 1:
+        return _incomplete(f"manifests under {directory} come from different replays "
+                           f"(shard totals {sorted(map(str, totals))}, heads {sorted(map(str, heads))})")
+    total = totals.pop()
+    seen = {data.get("shard_index") for _, data in manifests}
+    missing = [k for k in range(1, int(total or 1) + 1) if k not in seen]
+    if missing:
+        return _incomplete(f"no manifest for shard(s) {', '.join(f'{k}/{total}' for k in missing)} "
+                           f"under {directory}: their sheets are missing")
+    absent = sorted({rid for _, data in manifests for rid in data.get("sheets", [])} - decided)
+    if absent:
+        return _incomplete(f"the manifests list sheets that are absent: {', '.join(absent)}")
+    return None
+
+
+def _incomplete(why: str) -> Decision:
+    return Decision("abort", "incomplete_evidence", None, None, why)
 
 
 def _fenced(sheet: dict, fence_store: str | None) -> bool:

@@ -13,6 +13,7 @@ longer a working worktree is removed and added again.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -32,8 +33,14 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def slug(text: str) -> str:
-    """A directory name for a workspace id (letters, digits, ``._-``; others become ``_``)."""
+    """A file name for an id: letters, digits and ``._-`` kept, others become ``_``."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:120] or "_"
+
+
+def pool_name(workspace: str) -> str:
+    """The pool directory of a workspace: its slug plus a digest of the exact id, so two
+    ids with one slug (``a:b``, ``a_b``) never share worktrees."""
+    return f"{slug(workspace)[:80]}-{hashlib.sha256(workspace.encode()).hexdigest()[:10]}"
 
 
 class WorktreePool:
@@ -46,7 +53,7 @@ class WorktreePool:
 
     def __init__(self, repo: git.Repo, workspace: str, fresh: bool = False):
         self.repo_dir = Path(repo.working_tree_dir or repo.git_dir)
-        self.root = Path(repo.common_dir).resolve() / "relconsole" / "worktrees" / slug(workspace)
+        self.root = Path(repo.common_dir).resolve() / "relconsole" / "worktrees" / pool_name(workspace)
         self.fresh = fresh
         self.used: dict[str, Path] = {}
 

@@ -25,6 +25,7 @@ import datetime as dt
 import getpass
 import math
 import os
+import re
 import socket
 import sqlite3
 import threading
@@ -40,6 +41,7 @@ from relconsole.engine.errors import EXIT_ABORT, RelconsoleError, UsageError
 STATES = ("fresh", "stale", "missing")
 FRESH, STALE, MISSING = STATES
 DEFAULT_TTL_SECONDS = 600.0
+MAX_TTL_SECONDS = 7 * 24 * 3600.0
 REDIS_TIMEOUT_SECONDS = 2.0
 SQLITE_BUSY_SECONDS = 60.0  # 32 racing processes queue on one write lock
 DEFAULT_RELPATH = Path("relconsole") / "workspace-leases.sqlite3"
@@ -255,6 +257,9 @@ def _ttl(seconds: float) -> float:
         raise UsageError(f"a lease TTL is a number of seconds, not {seconds!r}") from None
     if not math.isfinite(seconds) or seconds <= 0:
         raise UsageError(f"a lease TTL must be a positive number of seconds, not {seconds!r}")
+    if seconds > MAX_TTL_SECONDS:
+        raise UsageError(f"a lease TTL of {seconds:g} s is longer than {MAX_TTL_SECONDS:g} s (7 days): "
+                         "a workspace lease is renewed while work runs, not held for months")
     return seconds
 
 
@@ -410,7 +415,7 @@ class RedisLeaseStore(LeaseStore):
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
-        self.url = url
+        self.url = redact(url)  # what sheets and messages show: never a password
         self._errors = (redis.exceptions.RedisError, OSError)
         try:
             self._client = redis.Redis.from_url(
@@ -454,12 +459,23 @@ def _from_fields(workspace: str, row, offset: float) -> WorkspaceLease:
 def redact(url: str) -> str:
     """``url`` with any password replaced by ``***`` (for messages and JSON output)."""
     parts = urlsplit(url)
+    query = re.sub(r"(?i)((?:^|&)password=)[^&]*", r"\1***", parts.query)
+    parts = parts._replace(query=query)
     if parts.password is None:
-        return url
+        return urlunsplit(parts)
     user = parts.username or ""
     host = parts.hostname or ""
     netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a ``sqlite:`` URL names (None for any other URL)."""
+    if url.startswith("sqlite:///"):
+        return Path(url[len("sqlite://"):])
+    if url.startswith("sqlite:") and not url.startswith("sqlite://"):
+        return Path(url[len("sqlite:"):])
+    return None
 
 
 def open_store(url: str | None, git_dir: str | Path) -> LeaseStore:
@@ -475,10 +491,9 @@ def open_store(url: str | None, git_dir: str | Path) -> LeaseStore:
         return SqliteLeaseStore(Path(git_dir) / DEFAULT_RELPATH)
     if url.startswith(("redis://", "rediss://")):
         return RedisLeaseStore(url)
-    if url.startswith("sqlite:///") or (url.startswith("sqlite:") and not url.startswith("sqlite://")):
-        path = url[len("sqlite://"):] if url.startswith("sqlite:///") else url[len("sqlite:"):]
-        if path.strip("/"):
-            return SqliteLeaseStore(path)
+    path = sqlite_path(url)
+    if path is not None and str(path).strip("/"):
+        return SqliteLeaseStore(path)
     raise UsageError(f"unsupported workspace lease store URL {redact(url)!r}: use sqlite:///ABS/PATH, "
                      "sqlite:REL/PATH, redis://HOST:PORT/DB or rediss://...")
 

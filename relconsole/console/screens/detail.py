@@ -49,8 +49,10 @@ def outline(value: Any, differing: set[str], path: tuple = (), indent: int = 0) 
 
 
 def relation_text(relation, result, freeze, identity: str | None, changed: bool,
-                  blocked: str | None = None, touched: bool = True, bites: bool | None = None) -> Text:
-    """The header of a relation's detail: statement, input, verdict, reruns, freeze."""
+                  blocked: str | None = None, touched: bool = True, bites: bool | None = None,
+                  replayed: bool = False) -> Text:
+    """The header of a relation's detail: statement, input, verdict, reruns, freeze, and the
+    exception when the subject raised."""
     text = Text()
     text.append_text(lit(relation.id, "bold"))
     text.append(f"  {relation.kind} · compare {relation.compare}"
@@ -75,13 +77,16 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
         text.append("\nnot run yet: press r" if touched else
                     "\nno touched path is owned by this relation: it is not part of this review", "dim")
         return text
-    text.append("\nverdict: ")
+    text.append("\nrun verdict: " if not replayed else "run verdict (the replay below decides): ")
     row = f" (§8 row {result.verdict.row})" if result.verdict.row else ""
     text.append(f"{result.verdict.decision.upper()} {result.verdict.reason}{row}", "bold")
     if result.summary != result.verdict.reason:
         text.append(" · ")
         text.append_text(lit(result.summary))
-    if result.first is not None:
+    if result.first is not None and result.first.error_type:
+        text.append("\nraised: ", "bold red")
+        text.append_text(lit(f"{result.first.error_type}: {result.first.error}", "red"))
+    elif result.first is not None:
         text.append("\nsource vs follow-up: ")
         text.append_text(lit(result.first.note or "-"))
         if result.first.differing:
