@@ -470,12 +470,14 @@ def redact(url: str) -> str:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file a ``sqlite:`` URL names (None for any other URL)."""
+    """The file a ``sqlite:`` URL names (None for any other URL, or one naming no file)."""
     if url.startswith("sqlite:///"):
-        return Path(url[len("sqlite://"):])
-    if url.startswith("sqlite:") and not url.startswith("sqlite://"):
-        return Path(url[len("sqlite:"):])
-    return None
+        rest = url[len("sqlite://"):]
+    elif url.startswith("sqlite:") and not url.startswith("sqlite://"):
+        rest = url[len("sqlite:"):]
+    else:
+        return None
+    return Path(rest) if rest.strip("/") else None
 
 
 def open_store(url: str | None, git_dir: str | Path) -> LeaseStore:
@@ -492,7 +494,7 @@ def open_store(url: str | None, git_dir: str | Path) -> LeaseStore:
     if url.startswith(("redis://", "rediss://")):
         return RedisLeaseStore(url)
     path = sqlite_path(url)
-    if path is not None and str(path).strip("/"):
+    if path is not None:
         return SqliteLeaseStore(path)
     raise UsageError(f"unsupported workspace lease store URL {redact(url)!r}: use sqlite:///ABS/PATH, "
                      "sqlite:REL/PATH, redis://HOST:PORT/DB or rediss://...")
