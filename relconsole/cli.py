@@ -113,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     freeze.add_argument("relation_id")
     freeze.add_argument("--reason", required=True)
     freeze.add_argument("--expires", type=_date, default=None)
+    freeze.add_argument("--without-replay", action="store_true",
+                        help="override: freeze with no replay sheet saying freeze (§8 row 8); the commit records it")
     _review_options(freeze)
     freeze.add_argument("--json", action="store_true")
 
@@ -263,7 +265,7 @@ def cmd_freeze(args) -> int:
     review = _load(args)
     try:
         run_review(review, [args.relation_id])
-        row = actions.proposed_freeze(review, args.relation_id, args.reason, args.expires)
+        row = actions.proposed_freeze(review, args.relation_id, args.reason, args.expires, args.without_replay)
         result = actions.commit_freeze(review, row)
         _emit(args, _commit_payload(result) | {"row": row}, [f"{result.sha[:12]} {result.message}"])
         return EXIT_PASS

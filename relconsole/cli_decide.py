@@ -38,7 +38,9 @@ def register(subparsers, commands: dict | None = None) -> dict:
                         help="a replay sheet, or a directory searched for *.sheet.json")
     decide.add_argument("--json", action="store_true", help="print decision.json to stdout")
     decide.add_argument("--repo", default=None, help="repository whose gate history records this (default: .)")
-    decide.add_argument("--lease-url", default=None, help="workspace lease store to fence sheets against")
+    decide.add_argument("--lease-url", default=None,
+                        help="lease store to fence every sheet against (default: the store each sheet names; "
+                             "RELCONSOLE_LEASE_URL supplies it when it is that store, password included)")
     decide.add_argument("--no-history", action="store_true", help="do not record in the gate history")
     decide.add_argument("--out", type=Path, default=None,
                         help="directory for decision.json (default: the sheet directory, or beside the file)")
@@ -79,7 +81,9 @@ def _decision_dir(sheet: Path, out: Path | None) -> Path:
 def _history(report, git_dir: Path | None) -> bool | None:
     if git_dir is None:
         return None
-    decisions = [d for _, d in report.per_sheet] or [report.overall]
+    decisions = [d for _, d in report.per_sheet]
+    if not decisions or report.overall.relation_id is None:  # nothing missed, or incomplete evidence
+        decisions.append(report.overall)
     return gatehealth.append(git_dir, decisions)
 
 
@@ -91,8 +95,8 @@ def _relation_line(d: Decision) -> str:
 def cmd_decide(args) -> int:
     """Decide every sheet (§8), write decision.json, record gate history; exit as §8 says."""
     git_dir = git_dir_of(args.repo)
-    if args.lease_url:
-        wslease.open_store(args.lease_url, ".").close()  # a malformed URL is a usage error (64)
+    if args.lease_url and wslease.sqlite_path(args.lease_url) is None:
+        wslease.open_store(args.lease_url, ".").close()  # a malformed URL is a usage error (64); no I/O
     fences = Fences(args.lease_url, os.environ.get(wslease.ENV_URL) or None)
     try:
         report = decide_sheets(args.sheet, fences=fences)

@@ -80,9 +80,14 @@ def test_accept_and_delete_twins(demo_repo: Path, capsys):
 
 
 def test_freeze_twin_writes_the_row(demo_repo: Path, capsys):
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "freeze", "penguins.order_invariant", "--reason", "runner pool swap",
+                       *repo_args(demo_repo))
+    assert code == EXIT_USAGE and "replay" in err and tip(demo_repo) == before  # the table decides
     code, out, _ = cli(capsys, "freeze", "penguins.order_invariant", "--reason", "runner pool swap",
-                       "--json", *repo_args(demo_repo))
+                       "--without-replay", "--json", *repo_args(demo_repo))
     assert code == EXIT_PASS
+    assert "Override:" in git(demo_repo, "log", "-1", "--format=%B", "main")
     assert names(demo_repo) == ["oracle/freezes.json"]
     rows = json.loads(git(demo_repo, "show", "main:oracle/freezes.json"))
     assert [r["reason"] for r in rows if r["relation_id"] == "penguins.order_invariant"] == ["runner pool swap"]

@@ -151,7 +151,11 @@ async def test_freeze_commit_stands_alone(demo_repo: Path, branch: str):
         result = app.review.results["penguins.order_invariant"]
         assert result.outcome == "missed"
         await goto(pilot, "relations", "r:penguins.order_invariant")
-        await pilot.press("f")
+        await pilot.press("f")  # no replay says freeze: the console asks for an explicit override
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        await pilot.press("y")
+        await pilot.pause()
         await pilot.press(*reason.replace(" ", "\0").split("\0")[0])  # type the first word
         for word in reason.split(" ")[1:]:
             await pilot.press("space", *word)
@@ -160,6 +164,7 @@ async def test_freeze_commit_stands_alone(demo_repo: Path, branch: str):
     subject, entries = last_commit(demo_repo)
     assert subject.startswith("freeze:")
     assert entries == [("M", "oracle/freezes.json")]
+    assert "Override:" in git(demo_repo, "log", "-1", "--format=%B", "main")
     rows = json.loads(git(demo_repo, "show", "main:oracle/freezes.json"))
     row = next(r for r in rows if r["relation_id"] == "penguins.order_invariant")
     assert row["reason"] == reason

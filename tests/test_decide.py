@@ -487,3 +487,16 @@ def test_cli_decide_json_and_out_directory(tmp_path):
 def test_cli_decide_on_an_empty_directory_aborts_and_says_why(tmp_path):
     proc = relconsole_cli("decide", "--sheet", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 3 and "incomplete_evidence" in proc.stdout and "manifest" in proc.stdout
+
+
+def test_a_sheet_no_manifest_lists_is_an_abort(tmp_path):
+    write_sheet(tmp_path, varied())
+    (tmp_path / "stray.sheet.json").write_text(json.dumps(varied(test_id="stray.rel")))
+    report = decide_sheets(tmp_path)
+    assert report.overall.reason == "incomplete_evidence" and "stray.rel" in report.overall.detail
+
+
+def test_a_malformed_manifest_is_a_bad_file(tmp_path):
+    (tmp_path / manifest_name(1, 2)).write_text(json.dumps({"shard_index": 3, "shard_total": 2, "sheets": []}))
+    with pytest.raises(BadInputError):
+        decide_sheets(tmp_path)

@@ -111,6 +111,13 @@ def test_intermittent_miss_on_both_sides_is_a_freeze_carrying_its_fields(tmp_pat
         assert row["expires"] <= decision.fields["expires_at"]
     finally:
         review.close()
+    later = load_review(repo, "main", "HEAD", TODAY)  # a new console or the CLI: the sheet on disk decides
+    try:
+        from relconsole.engine.review import run_review
+        run_review(later, ["flaky.sum"])
+        assert actions.proposed_freeze(later, "flaky.sum", "again")["signature"] == sheet["signature"]
+    finally:
+        later.close()
 
 
 def test_a_miss_the_base_never_shows_is_rejected(tmp_path):
@@ -127,6 +134,15 @@ def test_a_miss_the_base_never_shows_is_rejected(tmp_path):
             actions.proposed_freeze(review, "flaky.sum", "not allowed by the table")
     finally:
         review.close()
+    later = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        from relconsole.engine.review import run_review
+        run_review(later, ["flaky.sum"])
+        for override in (False, True):  # no override beats the table
+            with pytest.raises(RelconsoleError, match="row 6"):
+                actions.proposed_freeze(later, "flaky.sum", "x", without_replay=override)
+    finally:
+        later.close()
 
 
 def test_a_miss_on_every_head_run_is_a_property_fail(tmp_path):
@@ -380,3 +396,35 @@ def test_a_lease_left_by_a_dead_local_process_says_how_to_free_it(tmp_path):
         store.close()
         review.close()
     assert "no longer runs" in str(caught.value) and f"--holder '{holder}'" in str(caught.value)
+
+
+HANGS = "import time\n\n\ndef total(values):\n    time.sleep(120)\n    return sum(values)\n"
+
+
+def test_cancel_kills_the_runs_in_flight_and_releases_everything(tmp_path):
+    import threading
+    from relconsole.engine.replay import Cancel, ReplayCancelled
+    repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
+    review = load_review(repo, "main", "HEAD", TODAY)
+    from relconsole.engine.review import run_review
+    run_review(review, ["det.sum"])  # the miss to replay; now make every replay run hang
+    (repo / "det.py").write_text(HANGS)
+    git(repo, "commit", "-q", "-am", "hang")
+    review.head_sha = git(repo, "rev-parse", "HEAD").strip()
+    store = open_store(None, review.repo.common_dir)
+    cancel = Cancel()
+    threading.Timer(2.0, cancel.cancel).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ReplayCancelled):
+            replay(review, store, ReplayOptions(runs=3, workspace="ws-cancel", artifacts=tmp_path / "out",
+                                                cancel=cancel))
+        elapsed = time.monotonic() - started
+        assert store.status("ws-cancel").state == "missing"
+    finally:
+        store.close()
+        review.close()
+    assert elapsed < 30, f"cancelling took {elapsed:.1f} s"
+    assert not list((tmp_path / "out").glob("*.json"))
+    for tree in _worktrees(repo):
+        assert git(Path(tree), "status", "--porcelain", "--ignored") == ""

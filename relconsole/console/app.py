@@ -27,12 +27,13 @@ from relconsole.engine import actions, gatehealth
 from relconsole.engine.bite import cached_bite
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
-from relconsole.engine.replay import ReplayOptions, Shard, load_workspace_leases, replay, to_replay
+from relconsole.engine.replay import Cancel, ReplayOptions, Shard, load_workspace_leases, replay, to_replay
 from relconsole.engine.report import record_decisions
 from relconsole.engine.review import Review, load_review, run_review
 from relconsole.engine.wslease import open_store
 
 PANES = ("touched", "relations", "leases", "quarantine")
+LEASE_REFRESH_SECONDS = 5.0
 PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine",
                 "freeze": "relations", "renew": "leases"}
 
@@ -93,6 +94,7 @@ class ReviewApp(App[int]):
         self.narrow: str | None = None
         self.running: set[str] = set()
         self.busy_reasons: set[str] = set()
+        self.replay_cancel = Cancel()
 
     # --- composition ------------------------------------------------------------------
 
@@ -112,6 +114,21 @@ class ReviewApp(App[int]):
         self.query_one("#progress").display = False
         self.query_one("#touched", Pane).focus()
         self.reload(first=True)
+        self.set_interval(LEASE_REFRESH_SECONDS, self.refresh_workspace_leases)
+
+    def refresh_workspace_leases(self) -> None:
+        """Every few seconds: workspace leases change under us (CI holders, TTLs running out)."""
+        if self.review is not None and not self.busy_reasons & {"load", "git"}:
+            self.list_workspace_leases(self.review)
+
+    @work(thread=True, exclusive=True, group="leases")
+    def list_workspace_leases(self, review: Review) -> None:
+        load_workspace_leases(review)
+        self._from_thread(self._leases_listed, review)
+
+    def _leases_listed(self, review: Review) -> None:
+        if review is self.review:
+            self.pane("leases").fill(views.lease_items(review), empty="no leases")
 
     def reload(self, first: bool = False) -> None:
         """Start (re)loading the review; ``busy`` is true from this call on."""
@@ -318,6 +335,7 @@ class ReviewApp(App[int]):
             self.notify("no touched relation missed: there is nothing to replay", severity="information")
             return
         self.busy_reasons.add("replay")
+        self.replay_cancel = Cancel()
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=None, progress=0)
         bar.display = True
@@ -333,12 +351,12 @@ class ReviewApp(App[int]):
             if not listed:  # the lease is held now: show it in the Leases pane
                 listed.append(True)
                 load_workspace_leases(review)
-            self.call_from_thread(self._replay_step, progress)
+            self._from_thread(self._replay_step, progress)
 
         try:
             store = open_store(None, review.repo.common_dir)
             try:
-                outcome = replay(review, store, ReplayOptions(), step)
+                outcome = replay(review, store, ReplayOptions(cancel=self.replay_cancel), step)
             finally:
                 store.close()
             record_decisions(review.repo.common_dir, list(outcome.decisions.values()))
@@ -349,7 +367,16 @@ class ReviewApp(App[int]):
         except Exception as exc:
             failed, message = f"{type(exc).__name__}: {exc}", ""
         load_workspace_leases(review)
-        self.call_from_thread(self._replay_finished, failed, message)
+        self._from_thread(self._replay_finished, review, failed, message)
+
+    def _from_thread(self, callback, *args) -> None:
+        """``call_from_thread`` that does nothing once the console is closing (a cancelled replay)."""
+        if self.replay_cancel.is_set() and not self.is_running:
+            return
+        try:
+            self.call_from_thread(callback, *args)
+        except RuntimeError:  # the event loop has gone: the console quit while the replay wound down
+            pass
 
     def _replay_step(self, step) -> None:
         if step.done == 1:
@@ -358,8 +385,14 @@ class ReviewApp(App[int]):
         self.query_one("#status", StatusLine).show_decision(
             self.review, f"replaying {step.done}/{step.total}: {literal(step.label)}")
 
-    def _replay_finished(self, failed: str | None, message: str) -> None:
+    def _replay_finished(self, review: Review, failed: str | None, message: str) -> None:
         self.busy_reasons.discard("replay")
+        current = self.review
+        if current is not None and current is not review:  # reloaded meanwhile (a commit)
+            for rid, replayed in review.replays.items():
+                if current.identities.get(rid) == review.identities.get(rid):
+                    current.replays[rid] = replayed
+            current.workspace_leases, current.lease_store_note = review.workspace_leases, review.lease_store_note
         self.query_one("#progress").display = False
         if failed:
             self.notify(failed, title="replay aborted", severity="error", markup=False, timeout=30)
@@ -475,12 +508,26 @@ class ReviewApp(App[int]):
     # --- freeze and lease renewal --------------------------------------------------------
 
     def action_freeze(self) -> None:
+        """``f``: a freeze needs the table's row 8 (a replay); without a sheet, an explicit override."""
         review = self.review
         rid = views.relation_of(self.pane("relations").highlighted_id)
         if review is None or rid is None:
             return
+        if "replay" in self.busy_reasons:
+            self.notify("a replay is running: its decision says whether this miss may be frozen",
+                        title="cannot freeze yet", severity="warning")
+            return
+        result = review.results.get(rid)
+        if result is not None and result.outcome == "missed" and actions.freeze_evidence(review, rid) is None:
+            self.push_screen(ConfirmScreen("Freeze without a replay?", views.override_question(rid)),
+                             lambda yes: yes and self._freeze_form(rid, True))
+            return
+        self._freeze_form(rid, False)
+
+    def _freeze_form(self, rid: str, without_replay: bool) -> None:
+        review = self.review
         try:
-            row = actions.proposed_freeze(review, rid)
+            row = actions.proposed_freeze(review, rid, without_replay=without_replay)
         except RelconsoleError as exc:
             self.notify(exc.one_line(), title="cannot freeze", severity="error", markup=False)
             return
@@ -502,7 +549,12 @@ class ReviewApp(App[int]):
 
     def action_renew(self) -> None:
         review = self.review
-        status = views.lease_of(review, self.pane("leases").highlighted_id) if review else None
+        oid = self.pane("leases").highlighted_id
+        if oid and oid.startswith("w:"):
+            self.notify("a workspace lease is renewed by its holder while it works "
+                        "(relconsole workspace renew --workspace ID --holder NAME)", title="not a dataset lease")
+            return
+        status = views.lease_of(review, oid) if review else None
         if status is None or status.lease is None:
             return
         limit = review.today + dt.timedelta(days=review.layout.renew_max_days)
@@ -542,12 +594,18 @@ class ReviewApp(App[int]):
 
     def action_quit_review(self) -> None:
         if not self.pending:
-            self.exit(self.exit_code(), return_code=self.exit_code())
+            self._quit()
             return
         self.push_screen(ConfirmScreen("Quit?", f"{len(self.pending)} accepted item(s) are not committed yet "
                                                 "(press c to commit them). Quit anyway?"),
-                         lambda yes: yes and self.exit(self.exit_code(), return_code=self.exit_code()))
+                         lambda yes: yes and self._quit())
+
+    def _quit(self) -> None:
+        """Exit with the §8 code; a running replay is cancelled (its runs killed, lease released)."""
+        self.replay_cancel.cancel()
+        self.exit(self.exit_code(), return_code=self.exit_code())
 
     def on_unmount(self) -> None:
+        self.replay_cancel.cancel()  # a running replay stops, releases its lease and cleans its worktrees
         if self.review is not None:
             self.review.close()

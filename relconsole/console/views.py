@@ -15,6 +15,7 @@ from relconsole.console import render
 from relconsole.console.render import lit
 from relconsole.console.screens.detail import (DetailScreen, candidate_text, lease_text, outline,
                                                relation_text, replay_text, workspace_lease_text)
+from relconsole.engine.actions import OVERRIDE
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.leases import check_renewal
@@ -292,7 +293,8 @@ def freeze_problem(review: Review, row: dict, values: dict) -> str | None:
         dt.date.fromisoformat(values.get("expires", "").strip())
     except ValueError:
         return "expiry must be a YYYY-MM-DD date"
-    return check_new_row(dict(row, reason=values["reason"].strip(), expires=values["expires"].strip()),
+    written = {k: v for k, v in row.items() if k != OVERRIDE}  # the override note goes to the message only
+    return check_new_row(dict(written, reason=values["reason"].strip(), expires=values["expires"].strip()),
                          review.catalog, review.today)
 
 
@@ -352,3 +354,10 @@ def gate_health_screen(result) -> DetailScreen:
         body.append_text(lit(line, style))
         body.append("\n")
     return DetailScreen(header, body=body)
+
+
+def override_question(relation_id: str) -> str:
+    """The override dialog's text: what is missing and what the commit will record."""
+    return (f"No replay sheet for HEAD says {relation_id} may be frozen (§8 row 8: an intermittent miss "
+            "that the merge base shows too). Press n, then b, to let the table decide.\n\n"
+            "Freeze anyway as an operator's override? The freeze: commit message records the override.")

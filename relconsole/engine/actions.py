@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from dataclasses import dataclass
 
 from relconsole.engine import textedit
@@ -18,7 +19,14 @@ from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, resolve
 from relconsole.engine.leases import check_renewal
-from relconsole.engine.review import Review
+from relconsole.engine.decision import decide
+from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
+from relconsole.engine.review import Replayed, Review
+from relconsole.engine.sheets import Fences, fence
+from relconsole.engine.worktrees import slug
+from relconsole.engine.wslease import ENV_URL
+
+OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
 
 
 @dataclass(frozen=True)
@@ -166,10 +174,15 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
 
 
 def proposed_freeze(review: Review, relation_id: str, reason: str = "",
-                    expires: dt.date | None = None) -> dict:
+                    expires: dt.date | None = None, without_replay: bool = False) -> dict:
     """The freeze row the console proposes for a missed relation (§6, §8 row 8 fields).
 
-    Expiry defaults to the policy's ``max_days`` from today; reruns to its ``min_reruns``.
+    The table decides (§8): the relation's replay sheet for HEAD (this review's, else the
+    one in the default artifacts directory, fenced in its lease store) must say
+    ``freeze``. Any other decision is refused; no sheet at all is refused unless
+    ``without_replay`` (an operator's override, recorded in the row's commit message).
+    Expiry defaults to the policy's ``max_days`` from today (never past the sheet's
+    ``expires_at``); reruns to its ``min_reruns``. Raises CommitRefused or UsageError.
     """
     relation = review.catalog.get(relation_id) if review.catalog else None
     result = review.results.get(relation_id)
@@ -182,7 +195,7 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
     if result.outcome != "missed":
         raise UsageError(f"{relation_id} {result.outcome}: there is no miss to freeze")
     policy = relation.freeze
-    carried = _replay_freeze_fields(review, relation_id)
+    carried = _replay_freeze_fields(review, relation_id, without_replay)
     default_expiry = review.today + dt.timedelta(days=policy.max_days)
     if carried.get("expires_at"):
         default_expiry = min(default_expiry, dt.date.fromisoformat(carried["expires_at"]))
@@ -193,18 +206,23 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
             "reason": reason, "lease_id": carried.get("lease_id") or relation.lease_id or "",
             "signature": carried.get("signature") or result.signature or "",
             "test_id": carried.get("test_id") or relation_id,
-            "created_by": who.email or who.name, "created_at": review.today.isoformat()}
+            "created_by": who.email or who.name, "created_at": review.today.isoformat(),
+            **({OVERRIDE: carried["override"]} if "override" in carried else {})}
 
 
-def _replay_freeze_fields(review: Review, relation_id: str) -> dict:
-    """The fields a §8 row-8 ``freeze`` decision carries ({} when the relation was not replayed).
+def _replay_freeze_fields(review: Review, relation_id: str, without_replay: bool) -> dict:
+    """The fields a §8 row-8 ``freeze`` decision carries ({} for an override without a sheet).
 
-    Raises CommitRefused when the replay decided anything but freeze: the table, not
-    the operator, says whether a miss may be frozen.
+    Raises CommitRefused when the replay decided anything but freeze (the table, not the
+    operator, says whether a miss may be frozen), or when there is no sheet and no override.
     """
-    replayed = review.replays.get(relation_id)
+    replayed = freeze_evidence(review, relation_id)
     if replayed is None:
-        return {}
+        if without_replay:
+            return {"override": "no replay sheet: frozen without §8 row 8 evidence, by the operator's override"}
+        raise CommitRefused(f"{relation_id} has no replay sheet for HEAD: replay it first (b, or relconsole "
+                            "replay) so the decision table can say freeze (§8 row 8); or override explicitly "
+                            "(--without-replay), which the commit message records")
     decision = replayed.decision
     if decision.decision != "freeze":
         raise CommitRefused(f"{relation_id}: the replay decided {decision.decision} ({decision.reason}, "
@@ -212,11 +230,37 @@ def _replay_freeze_fields(review: Review, relation_id: str) -> dict:
     return dict(decision.fields)
 
 
+def freeze_evidence(review: Review, relation_id: str) -> Replayed | None:
+    """The relation's replay for HEAD: this review's, else its sheet in the default
+    artifacts directory. Either is decided again after fencing (§5) in the lease store it
+    names, so evidence whose lease generation moved on reads as row 2 (abort)."""
+    replayed = review.replays.get(relation_id)
+    if replayed is not None:
+        sheet, path = replayed.sheet, replayed.path
+    else:
+        path = default_artifacts(review) / f"{slug(relation_id)}{SHEET_SUFFIX}"
+        try:
+            sheet = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(sheet, dict) or sheet.get("head") != review.head_sha:
+            return None
+    fences = Fences(None, os.environ.get(ENV_URL) or None)
+    try:
+        lease = sheet.get("lease")
+        fenced = fence(sheet, fences.for_lease(lease) if isinstance(lease, dict) else None)
+    finally:
+        fences.close()
+    return Replayed(sheet, decide(fenced, sheet.get("freeze_allowed", True)), path)
+
+
 def commit_freeze(review: Review, row: dict) -> CommitResult:
     """Write a proposed freeze row (replacing that relation's row): one ``freeze:`` commit.
 
     Raises CommitRefused when the row breaks the relation's freeze policy (§6).
     """
+    row = dict(row)
+    override = row.pop(OVERRIDE, "")
     problem = check_new_row(row, review.catalog, review.today)
     if problem:
         raise CommitRefused(f"freeze for {row.get('relation_id')}: {problem}")
@@ -228,4 +272,5 @@ def commit_freeze(review: Review, row: dict) -> CommitResult:
         raise
     return _commit(review, "freeze", f"freeze {row['relation_id']} until {row['expires']}",
                    [FileChange(path, new.encode())],
-                   f"Reason: {row['reason']}\nSignature: {row['signature']}\n")
+                   f"Reason: {row['reason']}\nSignature: {row['signature']}\n"
+                   + (f"Override: {override}\n" if override else ""))

@@ -28,7 +28,7 @@ from relconsole.engine.catalog import Relation
 from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.review import Replayed, Review, plan_for, run_review
-from relconsole.engine.runner import RunPlan, RunRecord, evaluate_once
+from relconsole.engine.runner import RunPlan, RunRecord, Worker
 from relconsole.engine.sheets import manifest_name
 from relconsole.engine.signatures import failure_class, signature
 from relconsole.engine.workspace import overlay_oracle
@@ -42,6 +42,47 @@ EVIDENCE_CHARS = 4000  # per canonical output kept in a sheet
 
 class LeaseLost(RelconsoleError):
     """The workspace lease ended while replay ran (expired, taken over, store gone): abort."""
+
+
+class ReplayCancelled(RelconsoleError):
+    """The replay was cancelled (the console quit, Ctrl-C): no sheet written, lease released."""
+
+
+class Cancel:
+    """Cancels a running replay from another thread: no run starts after ``cancel()``, and
+    the worker processes of the runs in flight are killed so their threads return at once."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.workers: set[Worker] = set()
+
+    def cancel(self) -> None:
+        self.event.set()
+        with self.lock:
+            for worker in self.workers:
+                if worker.proc is not None and worker.proc.poll() is None:
+                    worker.proc.kill()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def run(self, plan: RunPlan, seed: int) -> RunRecord | None:
+        """One run in a new worker process, or None when cancelled before or during it."""
+        if self.is_set():
+            return None
+        worker = Worker(plan.root)
+        with self.lock:
+            self.workers.add(worker)
+        try:
+            if self.is_set():
+                return None
+            record = worker.ask(plan, seed)
+        finally:
+            with self.lock:
+                self.workers.discard(worker)
+            worker.close()
+        return None if self.is_set() else record
 
 
 @dataclass(frozen=True)
@@ -91,6 +132,7 @@ class ReplayOptions:
     shard: Shard = field(default_factory=Shard)
     fresh_worktrees: bool = False
     workers: int | None = None
+    cancel: Cancel = field(default_factory=Cancel)
 
 
 @dataclass
@@ -276,7 +318,21 @@ def _write_sheets(artifacts: Path, sheets: dict[str, dict]) -> dict[str, Path]:
 
 def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[str], sheets: dict,
                     lease: WorkspaceLease) -> Path:
-    """What this replay covered, so ``decide`` can tell "nothing missed" from "nothing arrived"."""
+    """What this replay covered, so ``decide`` can tell "nothing missed" from "nothing arrived".
+
+    Manifests of other replays in the same directory (another head, another shard count)
+    are removed with their sheets' claim: this directory now holds this replay's evidence.
+    """
+    for other in artifacts.glob("replay-shard-*.json"):
+        try:
+            data = json.loads(other.read_text())
+        except (OSError, ValueError):
+            data = {}
+        if not isinstance(data, dict) or data.get("head") != review.head_sha or data.get("shard_total") != shard.total:
+            listed = data.get("sheets") if isinstance(data, dict) and isinstance(data.get("sheets"), list) else []
+            for rid in listed:
+                (artifacts / f"{slug(str(rid))}{SHEET_SUFFIX}").unlink(missing_ok=True)
+            other.unlink(missing_ok=True)
     return _write_json(artifacts / manifest_name(shard.index, shard.total), {
         "relconsole_replay": 1, "shard_index": shard.index, "shard_total": shard.total,
         "head": review.head_sha, "merge_base": review.merge_base, "relations": mine,
@@ -324,11 +380,15 @@ def _run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[_Side], options
     records: dict[str, dict[str, list[RunRecord]]] = {rid: {s.name: [] for s in sides} for rid in plans}
     lock, done = threading.Lock(), [0]
 
+    cancel = options.cancel
+
     def one(job) -> None:
         rid, side, plan, seed = job
         if heartbeat.lost:
             return
-        record = evaluate_once(plan, seed)
+        record = cancel.run(plan, seed)
+        if record is None:
+            return
         with lock:
             records[rid][side.name].append(record)
             done[0] += 1
@@ -337,7 +397,13 @@ def _run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[_Side], options
 
     threads = max(1, options.workers or os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=threads) as executor:
-        list(executor.map(one, jobs))
+        try:
+            list(executor.map(one, jobs))
+        except BaseException:  # Ctrl-C: kill the runs in flight so the pool shuts down at once
+            cancel.cancel()
+            raise
+    if cancel.is_set():
+        raise ReplayCancelled("replay cancelled: no replay sheet was written")
     if heartbeat.lost:
         raise LeaseLost(f"lost the workspace lease while replaying: {heartbeat.lost}; "
                         "no replay sheet was written")

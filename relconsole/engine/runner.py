@@ -251,9 +251,11 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
                                             failure_class(first.error_type, first.differing, first.error))
     reruns: list[RunRecord] = []
     if not first.held and freeze is not None and freeze.state == LIVE:
+        # each rerun in a new process, as replay runs them: independent runs, no module state
+        # (an import-time draw) carried from the first run, so run and replay agree (§6, §7)
         seeds = [_base_seed(relation) + n for n in range(1, freeze.reruns + 1)]
         with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as threads:
-            reruns = list(threads.map(lambda seed: evaluate(plan, seed), seeds))
+            reruns = list(threads.map(lambda seed: evaluate_once(plan, seed), seeds))
     outcome, decision, summary = counted_verdict(relation.id, first.held, first.describe(),
                                                  [r.held for r in reruns], freeze)
     fault = oracle_fault(first, plan.protected)

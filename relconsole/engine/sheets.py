@@ -132,6 +132,9 @@ class Fences:
     def for_lease(self, lease: Mapping) -> GenerationOf:
         """``generation_of(workspace)`` against this lease's store (it raises when it cannot answer)."""
         url = self.override or self._recorded(lease.get("store"))
+        if url is None and "***" in str(lease.get("store")):
+            return _unanswerable(f"the sheet's store {lease.get('store')} has its password redacted: pass "
+                                 "--lease-url or set RELCONSOLE_LEASE_URL to that store")
         if url is None:
             return _unanswerable("the sheet names no lease store, so its generation cannot be checked")
         if url not in self.opened:
@@ -144,10 +147,15 @@ class Fences:
             return None
         if self.env and wslease.redact(self.env) == recorded:
             return self.env
+        if "***" in recorded:
+            return None if not self.env else recorded
         return recorded
 
     @staticmethod
     def _open(url: str):
+        if "***" in url:
+            return RelconsoleError(f"the store {url} has its password redacted: pass --lease-url or set "
+                                   "RELCONSOLE_LEASE_URL to that store")
         path = wslease.sqlite_path(url)
         if path is not None and not path.is_file():
             return RelconsoleError(f"no lease store {path} on this machine (a SQLite store is local: "
@@ -212,10 +220,7 @@ def check_manifests(directory: Path, decided: set[str | None]) -> Decision | Non
     manifest at all, a shard of 1..N without one, manifests of different commits, or a
     listed sheet that is absent all abort (reason ``incomplete_evidence``).
     """
-    manifests = []
-    for file in sorted(directory.rglob(MANIFEST_PATTERN)):
-        data = _read_sheet(file)
-        manifests.append((file, data))
+    manifests = [(file, _read_manifest(file)) for file in sorted(directory.rglob(MANIFEST_PATTERN))]
     if not manifests:
         return _incomplete(f"no replay manifest ({MANIFEST_PATTERN}) under {directory}: "
                            "did replay run, and were its artifacts collected?")
@@ -230,10 +235,25 @@ def check_manifests(directory: Path, decided: set[str | None]) -> Decision | Non
     if missing:
         return _incomplete(f"no manifest for shard(s) {', '.join(f'{k}/{total}' for k in missing)} "
                            f"under {directory}: their sheets are missing")
-    absent = sorted({rid for _, data in manifests for rid in data.get("sheets", [])} - decided)
+    listed = {rid for _, data in manifests for rid in data["sheets"]}
+    absent = sorted(listed - decided)
     if absent:
         return _incomplete(f"the manifests list sheets that are absent: {', '.join(absent)}")
+    stray = sorted(str(rid) for rid in decided - listed)
+    if stray:
+        return _incomplete(f"sheets no replay manifest lists (left from another replay?): {', '.join(stray)}")
     return None
+
+
+def _read_manifest(path: Path) -> dict:
+    """A replay manifest; BadInputError (exit 5) when its fields are not what replay writes."""
+    data = _read_sheet(path)
+    index, total, sheets = data.get("shard_index"), data.get("shard_total"), data.get("sheets")
+    if not (isinstance(index, int) and isinstance(total, int) and 1 <= index <= total):
+        raise BadInputError(path, "a replay manifest needs shard_index and shard_total with 1 <= index <= total", 1)
+    if not isinstance(sheets, list) or not all(isinstance(x, str) for x in sheets):
+        raise BadInputError(path, "a replay manifest's sheets is a list of relation ids", 1)
+    return data
 
 
 def _incomplete(why: str) -> Decision:

@@ -77,7 +77,7 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
         text.append("\nnot run yet: press r" if touched else
                     "\nno touched path is owned by this relation: it is not part of this review", "dim")
         return text
-    text.append("\nrun verdict: " if not replayed else "run verdict (the replay below decides): ")
+    text.append("\nrun verdict: " if not replayed else "\nrun verdict (the replay below decides): ")
     row = f" (§8 row {result.verdict.row})" if result.verdict.row else ""
     text.append(f"{result.verdict.decision.upper()} {result.verdict.reason}{row}", "bold")
     if result.summary != result.verdict.reason:
@@ -118,7 +118,7 @@ def replay_text(replayed) -> Text:
         text.append(f"\n  {side.upper():<4} {commit}: missed {misses} of {runs} runs", "")
     text.append(f"\n  property_result {sheet.get('property_result')} · fixture pin "
                 f"{(sheet.get('fixture_pin') or {}).get('state')}", "dim")
-    text.append(f"\n  signature {str(sheet.get('signature'))[:23]}… · base {str(sheet.get('base_signature'))[:23]}",
+    text.append(f"\n  signature {_short(sheet.get('signature'))} · base {_short(sheet.get('base_signature'))}",
                 "dim")
     lease = sheet.get("lease") or {}
     text.append("\n  workspace lease ", "dim")
@@ -128,9 +128,15 @@ def replay_text(replayed) -> Text:
         text.append("\n  sheet ", "dim")
         text.append_text(lit(str(replayed.path), "dim"))
     if decision.decision == "freeze":
-        text.append("\n  f commits this freeze (lease id, signature and expiry copied; you give the reason)",
+        text.append("\n  in the Relations pane, f commits this freeze (lease id, signature and expiry copied; "
+                    "you give the reason)",
                     "cyan")
     return text
+
+
+def _short(signature) -> str:
+    text = str(signature)
+    return text if len(text) <= 23 else text[:23] + "…"
 
 
 def workspace_lease_text(lease) -> Text:
