@@ -25,7 +25,7 @@ from test_leases_freezes import passes as flip_holds  # the model of FLAKY: hold
 from relconsole.engine import actions
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
 from relconsole.engine.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
-from relconsole.engine.review import load_review
+from relconsole.engine.review import load_review, run_review
 from relconsole.engine.wslease import LeaseHeld, open_store
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -84,6 +84,13 @@ def do_replay(repo: Path, runs: int = 6, **options):
         store.close()
 
 
+def run_again(repo: Path, relation_id: str):
+    """A new review of ``repo`` (as a new console or CLI call would load) with the relation run."""
+    review = load_review(repo, "main", "HEAD", TODAY)
+    run_review(review, [relation_id])
+    return review
+
+
 def expected_misses(runs: int) -> int:
     return sum(not flip_holds(SEED + n) for n in range(runs))
 
@@ -111,10 +118,8 @@ def test_intermittent_miss_on_both_sides_is_a_freeze_carrying_its_fields(tmp_pat
         assert row["expires"] <= decision.fields["expires_at"]
     finally:
         review.close()
-    later = load_review(repo, "main", "HEAD", TODAY)  # a new console or the CLI: the sheet on disk decides
+    later = run_again(repo, "flaky.sum")  # a new console or the CLI: the sheet on disk decides
     try:
-        from relconsole.engine.review import run_review
-        run_review(later, ["flaky.sum"])
         assert actions.proposed_freeze(later, "flaky.sum", "again")["signature"] == sheet["signature"]
     finally:
         later.close()
@@ -134,10 +139,8 @@ def test_a_miss_the_base_never_shows_is_rejected(tmp_path):
             actions.proposed_freeze(review, "flaky.sum", "not allowed by the table")
     finally:
         review.close()
-    later = load_review(repo, "main", "HEAD", TODAY)
+    later = run_again(repo, "flaky.sum")
     try:
-        from relconsole.engine.review import run_review
-        run_review(later, ["flaky.sum"])
         for override in (False, True):  # no override beats the table
             with pytest.raises(RelconsoleError, match="row 6"):
                 actions.proposed_freeze(later, "flaky.sum", "x", without_replay=override)
@@ -405,9 +408,7 @@ def test_cancel_kills_the_runs_in_flight_and_releases_everything(tmp_path):
     import threading
     from relconsole.engine.replay import Cancel, ReplayCancelled
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
-    review = load_review(repo, "main", "HEAD", TODAY)
-    from relconsole.engine.review import run_review
-    run_review(review, ["det.sum"])  # the miss to replay; now make every replay run hang
+    review = run_again(repo, "det.sum")  # the miss to replay; now make every replay run hang
     (repo / "det.py").write_text(HANGS)
     git(repo, "commit", "-q", "-am", "hang")
     review.head_sha = git(repo, "rev-parse", "HEAD").strip()
