@@ -15,7 +15,7 @@ from pathlib import Path
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
-from relconsole.engine import actions
+from relconsole.engine import actions, gitio, splitcheck
 from relconsole.engine.bite import bite
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, RelconsoleError, UsageError)
@@ -125,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     shots = sub.add_parser("screenshots", help="regenerate screenshots/*.svg from the sample repository")
     shots.add_argument("--out", type=Path, default=Path("screenshots"))
+    split = sub.add_parser("check-split", help="fail when a commit mixes a protected path with others, or two kinds (§9)")
+    split.add_argument("range", nargs="?", default=None, help="BASE..HEAD")
+    split.add_argument("--staged", action="store_true", help="check the staged paths (the pre-commit hook)")
+    split.add_argument("--repo", default=".", help="repository (default: .)")
+    split.add_argument("--json", action="store_true", help="print JSON")
     register_workspace(sub)
     register_decide(sub, COMMANDS)
     return parser
@@ -317,6 +322,20 @@ def _print_progress(step) -> None:
     print(f"[{step.done}/{step.total}] {one_line(step.label)}", file=sys.stderr, flush=True)
 
 
+def cmd_check_split(args) -> int:
+    """Exit 1 with one line per offending commit and path, 0 when every commit keeps §9."""
+    if bool(args.range) == bool(args.staged):
+        raise UsageError("check-split takes a BASE..HEAD range or --staged")
+    root = gitio.open_repo(args.repo).working_tree_dir
+    if args.staged:
+        found = splitcheck.offences(splitcheck.staged_commit(root), splitcheck._layout_at(root, "HEAD"))
+    else:
+        found = splitcheck.check_split(root, args.range)
+    payload = {"offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
+    _emit(args, payload, [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found])
+    return EXIT_REJECT if found else EXIT_PASS
+
+
 def cmd_review(args) -> int:
     from relconsole.console.app import ReviewApp
 
@@ -348,7 +367,8 @@ def cmd_screenshots(args) -> int:
 
 COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease": cmd_lease,
             "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze,
-            "bite": cmd_bite, "replay": cmd_replay, "workspace": cmd_workspace, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
+            "bite": cmd_bite, "replay": cmd_replay, "workspace": cmd_workspace,
+            "check-split": cmd_check_split, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
 
 
 def main(argv: list[str] | None = None) -> int:

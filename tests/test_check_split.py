@@ -1,0 +1,138 @@
+"""The split check (SPEC §9): `relconsole check-split BASE..HEAD` over crafted histories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from relconsole.cli import main
+from tests.conftest import git
+
+ODD = ['src/a file.py', 'src/"quoted".py', 'src/naïve-ü.py']
+
+
+def commit(repo: Path, message: str, files: dict[str, str | None]) -> str:
+    """Write (or, for None, delete) ``files`` and commit them; returns the sha."""
+    for path, text in files.items():
+        target = repo / path
+        if text is None:
+            git(repo, "rm", "-q", "--", path)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        git(repo, "add", "--", path)
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "r"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.invalid")
+    commit(root, "base", {"src/app.py": "v1\n", "oracle/catalog.yaml": "relations: []\n",
+                          "oracle/freezes.json": "[]\n", "oracle/leases/a.yaml": "id: a\n",
+                          "oracle/leases/b.yaml": "id: b\n", "oracle/quarantine/c.yaml": "id: c\n",
+                          "oracle/seeds/s.jsonl": "{}\n"})
+    git(root, "tag", "start")
+    return root
+
+
+def check(capsys, repo: Path, *extra: str) -> tuple[int, list[dict]]:
+    code = main(["check-split", "start..HEAD", "--repo", str(repo), "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)["offences"]
+
+
+def test_a_history_that_follows_the_rules_passes(repo, capsys):
+    commit(repo, "code", {"src/app.py": "v2\n", **{p: "x\n" for p in ODD}})
+    commit(repo, "catalog: accept c", {"oracle/catalog.yaml": "relations: [c]\n", "oracle/seeds/s.jsonl": "{}\n{}\n",
+                                       "oracle/quarantine/c.yaml": None})
+    commit(repo, "freeze: f", {"oracle/freezes.json": "[{}]\n"})
+    commit(repo, "lease: a", {"oracle/leases/a.yaml": "id: a\nexpires: 2027-01-01\n"})
+    commit(repo, "oracle adapter", {"oracle/adapters.py": "def merge(a, b): return a + b\n"})
+    assert check(capsys, repo) == (0, [])
+
+
+@pytest.mark.parametrize("files,offending", [
+    ({"src/app.py": "v2\n", "oracle/catalog.yaml": "relations: [x]\n"}, {"src/app.py"}),
+    ({ODD[0]: "x\n", ODD[1]: "x\n", ODD[2]: "x\n", "oracle/freezes.json": "[1]\n"}, set(ODD)),
+    ({"oracle/catalog.yaml": "relations: [x]\n", "oracle/freezes.json": "[1]\n"},
+     {"oracle/catalog.yaml", "oracle/freezes.json"}),
+    ({"oracle/leases/a.yaml": "id: a\nx: 1\n", "oracle/leases/b.yaml": "id: b\nx: 1\n"},
+     {"oracle/leases/a.yaml", "oracle/leases/b.yaml"}),
+    ({"oracle/freezes.json": "[1]\n", "oracle/leases/a.yaml": "id: a\nx: 1\n"},
+     {"oracle/freezes.json", "oracle/leases/a.yaml"}),
+], ids=["protected+code", "odd-names", "catalog+freeze", "two-leases", "freeze+lease"])
+def test_each_kind_of_mix_fails_on_exactly_its_commit_and_paths(repo, capsys, files, offending):
+    clean = commit(repo, "clean before", {"src/app.py": "before\n"})
+    bad = commit(repo, "mixed", files)
+    commit(repo, "clean after", {"src/app.py": "after\n"})
+    code, found = check(capsys, repo)
+    assert code == 1
+    assert {o["commit"] for o in found} == {bad} and clean not in {o["commit"] for o in found}
+    assert {o["path"] for o in found} == offending
+
+
+def test_a_rename_out_of_the_protected_tree_is_a_mix(repo, capsys):
+    git(repo, "mv", "oracle/quarantine/c.yaml", "src/c.yaml")
+    git(repo, "commit", "-q", "-m", "move a candidate out")
+    code, found = check(capsys, repo)
+    assert code == 1 and [o["path"] for o in found] == ["src/c.yaml"]
+
+
+def test_a_deletion_counts_like_any_change(repo, capsys):
+    commit(repo, "drop", {"src/app.py": None, "oracle/freezes.json": None})
+    code, found = check(capsys, repo)
+    assert code == 1 and [o["path"] for o in found] == ["src/app.py"]
+
+
+def test_merges_are_judged_by_what_they_add(repo, capsys):
+    git(repo, "checkout", "-q", "-b", "side")
+    commit(repo, "freeze: side", {"oracle/freezes.json": "[2]\n"})
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "code", {"src/app.py": "main\n"})
+    git(repo, "merge", "-q", "--no-edit", "side")
+    assert check(capsys, repo) == (0, [])  # a clean merge of commits that keep the rules
+    git(repo, "checkout", "-q", "-b", "side2", "HEAD~1")
+    commit(repo, "freeze: side2", {"oracle/freezes.json": "[3]\n"})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-commit", "side2", check=False)
+    (repo / "oracle" / "freezes.json").write_text("[2, 3]\n")  # resolve the conflict ...
+    (repo / "src" / "app.py").write_text("evil\n")  # ... and slip in a code change
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-edit")
+    merge = git(repo, "rev-parse", "HEAD").strip()
+    code, found = check(capsys, repo)
+    assert code == 1 and {(o["commit"], o["path"]) for o in found} == {(merge, "src/app.py")}
+
+
+def test_staged_mode_is_the_pre_commit_hook(repo, capsys):
+    (repo / "src" / "app.py").write_text("v3\n")
+    (repo / "oracle" / "freezes.json").write_text("[9]\n")
+    git(repo, "add", "-A")
+    assert main(["check-split", "--staged", "--repo", str(repo)]) == 1
+    assert "src/app.py" in capsys.readouterr().out
+    git(repo, "reset", "-q", "oracle/freezes.json")
+    assert main(["check-split", "--staged", "--repo", str(repo)]) == 0
+
+
+def test_text_output_names_commit_and_path_and_bad_ranges_are_refused(repo, capsys):
+    bad = commit(repo, "mixed", {"src/app.py": "v2\n", "oracle/freezes.json": "[1]\n"})
+    assert main(["check-split", "start..HEAD", "--repo", str(repo)]) == 1
+    [line] = capsys.readouterr().out.splitlines()  # one line per offending commit and path
+    assert line.startswith(f"{bad[:12]} src/app.py:") and "oracle/freezes.json" in line
+    assert main(["check-split", "HEAD", "--repo", str(repo)]) == 64
+    assert main(["check-split", "nope..HEAD", "--repo", str(repo)]) == 3
+    assert main(["check-split", "--repo", str(repo)]) == 64
+
+
+def test_the_project_history_keeps_the_rules():
+    """relconsole's own history: its protected tree is the default oracle/**, which it does not have."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    first = git(root, "rev-list", "--max-parents=0", "HEAD").split()[0]
+    assert main(["check-split", f"{first}..HEAD", "--repo", str(root)]) == 0
