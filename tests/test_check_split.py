@@ -136,3 +136,39 @@ def test_the_project_history_keeps_the_rules():
         pytest.skip("not a git checkout")
     first = git(root, "rev-list", "--max-parents=0", "HEAD").split()[0]
     assert main(["check-split", f"{first}..HEAD", "--repo", str(root)]) == 0
+
+
+def test_the_gate_is_read_from_the_base_so_a_branch_cannot_move_it(repo, capsys):
+    commit(repo, "unprotect", {"pyproject.toml": "[tool.relconsole]\nprotected = []\n"})
+    bad = commit(repo, "mixed", {"src/app.py": "v2\n", "oracle/catalog.yaml": "relations: [x]\n"})
+    code, found = check(capsys, repo)
+    assert code == 1 and {o["commit"] for o in found} >= {bad}
+
+
+def test_odd_bytes_in_names_never_hide_a_mix(repo, capsys):
+    names = ["src/a\x01b.py", "src/\x01", "src/-x \\ 'q' \t.py"]
+    bad = commit(repo, "odd", {**{n: "x\n" for n in names}, "oracle/catalog.yaml": "relations: [x]\n"})
+    code, found = check(capsys, repo)
+    assert code == 1 and {o["path"] for o in found} == set(names) and {o["commit"] for o in found} == {bad}
+
+
+def test_a_kind_file_beside_another_oracle_file_is_a_mix_but_a_lease_rename_is_one_lease(repo, capsys):
+    bad = commit(repo, "freeze and pins", {"oracle/freezes.json": "[1]\n", "oracle/pins.json": "{}\n"})
+    git(repo, "mv", "oracle/leases/a.yaml", "oracle/leases/renamed.yaml")
+    git(repo, "commit", "-q", "-m", "lease: rename")
+    code, found = check(capsys, repo)
+    assert code == 1 and {(o["commit"], o["path"]) for o in found} == {(bad, "oracle/pins.json")}
+
+
+def test_a_shallow_range_aborts_and_a_bare_repository_is_checked(repo, capsys, tmp_path):
+    commit(repo, "mixed", {"src/app.py": "v2\n", "oracle/freezes.json": "[1]\n"})
+    commit(repo, "code", {"src/app.py": "v3\n"})
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    assert main(["check-split", "start..HEAD", "--repo", str(bare)]) == 1
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "2", repo.as_uri(), str(shallow))
+    capsys.readouterr()
+    assert main(["check-split", "HEAD~1..HEAD", "--repo", str(shallow)]) == 0
+    assert main(["check-split", "HEAD~2..HEAD", "--repo", str(shallow)]) == 3
+    assert "fetch" in capsys.readouterr().err

@@ -11,8 +11,9 @@ manifest), quarantine (quarantine files, allowed beside a catalog change).
 
 from __future__ import annotations
 
+import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from relconsole.engine.config import Layout, layout_from_pyproject
@@ -37,32 +38,99 @@ class Commit:
     sha: str
     parents: tuple[str, ...]
     paths: tuple[str, ...]
+    renames: dict = field(default_factory=dict, compare=False)  # new path -> old path
 
 
 def range_commits(repo_dir: str | Path, spec: str) -> list[Commit]:
     """The commits of ``spec`` (``BASE..HEAD``), oldest first. Raises UsageError for a
-    spec that is not a range and GitError (abort) for refs git does not know."""
+    spec that is not a range and GitError (abort) for refs git does not know or a range
+    that reaches past a shallow clone's boundary (its first commit would look like a
+    commit adding the whole tree)."""
     if ".." not in spec or spec.startswith("-"):
         raise UsageError(f"{spec!r} is not a range: give BASE..HEAD")
-    proc = subprocess.run(["git", "log", "--reverse", "-z", "--format=%x01%H %P", "--name-status", "-M",
-                           "--cc", spec, "--"], cwd=repo_dir, env=clean_env(), capture_output=True)
-    if proc.returncode != 0:
+    try:
+        commits = _parse_log(_git(repo_dir, "-c", "log.showRoot=true", "log", "--reverse", "-z",
+                                  "--format=%H %P", "--name-status", "-M", spec, "--"))
+    except GitError as exc:
+        if _shallow_file(repo_dir) is not None:
+            raise GitError(f"{exc.one_line()} (a shallow clone: fetch more history with "
+                           "git fetch --unshallow, or --deepen N)") from None
+        raise
+    _refuse_shallow(repo_dir, commits)
+    return [_merge_additions(repo_dir, c) if len(c.parents) > 1 else c for c in commits]
+
+
+def _git(repo_dir: str | Path, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
+    proc = subprocess.run(["git", *args], cwd=repo_dir, env=clean_env(), capture_output=True)
+    if proc.returncode not in ok:
         message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"git log {spec}: {message[0] if message else 'failed'}")
-    return [_parse(chunk) for chunk in proc.stdout.split(b"\x01") if chunk.strip(b"\0\n")]
+        command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+        raise GitError(f"git {command}: {message[0] if message else 'failed'}")
+    return proc.stdout
 
 
-def _parse(chunk: bytes) -> Commit:
-    header, _, rest = chunk.partition(b"\0")
-    sha, *parents = header.decode().split()
-    tokens = [t for t in rest.lstrip(b"\n").split(b"\0") if t]
-    paths, index = [], 0
+def _merge_additions(repo_dir: str | Path, merge: Commit) -> Commit:
+    """A merge judged by what it adds: the paths where its tree differs from git's own
+    merge of its parents (``git merge-tree``; conflicts keep their markers there, so
+    every resolution counts). An octopus merge falls back to the combined diff (``--cc``)."""
+    if len(merge.parents) == 2:
+        automatic = _git(repo_dir, "merge-tree", "--write-tree", "--no-messages", *merge.parents, ok=(0, 1))
+        tree = automatic.split(b"\n", 1)[0].decode().strip()
+        listing = _git(repo_dir, "diff-tree", "-r", "-z", "--name-status", "-M", tree, f"{merge.sha}^{{tree}}")
+    else:
+        listing = _git(repo_dir, "diff-tree", "-r", "-z", "--cc", "--name-status", "--no-commit-id", merge.sha)
+    added = _parse_log(merge.sha.encode() + b"\0" + listing)
+    return Commit(merge.sha, merge.parents, added[0].paths, added[0].renames) if added else \
+        Commit(merge.sha, merge.parents, ())
+
+
+_SHA = re.compile(rb"^\n?[0-9a-f]{40,64}( [0-9a-f]{40,64})*$")
+_STATUS = re.compile(rb"^\n?[ACDMRTUX]+[0-9]*$")  # "MM": a combined (octopus) diff
+
+
+def _parse_log(data: bytes) -> list[Commit]:
+    """Commits from ``git log -z --format='%H %P' --name-status``: a header token, then
+    status tokens each followed by one path (two for renames and copies). A token is read
+    as a header or a status only where a status may stand, so no path is ever taken for one."""
+    commits: list[Commit] = []
+    tokens = data.split(b"\0")
+    index = 0
     while index < len(tokens):
-        status = tokens[index].decode("ascii", "replace")
-        count = 2 if status[:1] in ("R", "C") and len(status) > 1 and status[1:].isdigit() else 1
-        paths += [t.decode("utf-8", "surrogateescape") for t in tokens[index + 1:index + 1 + count]]
-        index += 1 + count
-    return Commit(sha, tuple(parents), tuple(dict.fromkeys(paths)))
+        token = tokens[index]
+        index += 1
+        if not token.strip(b"\n"):
+            continue
+        if _SHA.match(token):
+            sha, *parents = token.strip(b"\n").decode().split()
+            commits.append(Commit(sha, tuple(parents), ()))
+        elif _STATUS.match(token) and commits:
+            status = token.strip(b"\n").decode()
+            count = 2 if re.fullmatch("[RC][0-9]+", status) else 1
+            paths = tuple(t.decode("utf-8", "surrogateescape") for t in tokens[index:index + count])
+            index += count
+            last = commits[-1]
+            renames = dict(last.renames, **({paths[1]: paths[0]} if count == 2 and len(paths) == 2 else {}))
+            commits[-1] = Commit(last.sha, last.parents, tuple(dict.fromkeys(last.paths + paths)), renames)
+        else:
+            raise GitError(f"unexpected output from git log: {token[:40]!r}")
+    return commits
+
+
+def _shallow_file(repo_dir: str | Path) -> Path | None:
+    proc = subprocess.run(["git", "rev-parse", "--git-path", "shallow"], cwd=repo_dir, env=clean_env(),
+                          capture_output=True, text=True)
+    shallow = Path(repo_dir, proc.stdout.strip()) if proc.returncode == 0 else None
+    return shallow if shallow is not None and shallow.is_file() else None
+
+
+def _refuse_shallow(repo_dir: str | Path, commits: list[Commit]) -> None:
+    shallow = _shallow_file(repo_dir)
+    if shallow is None:
+        return
+    grafted = set(shallow.read_text().split())
+    if any(c.sha in grafted for c in commits):
+        raise GitError("the range reaches past this shallow clone's history: fetch more "
+                       "(git fetch --unshallow, or --deepen N) before checking it")
 
 
 def kind_of(path: str, layout: Layout) -> str | None:
@@ -79,38 +147,47 @@ def kind_of(path: str, layout: Layout) -> str | None:
 
 
 def offences(commit: Commit, layout: Layout) -> list[Offence]:
-    """What is wrong with one commit (§9): protected mixed with other paths, two kinds, two leases."""
-    guarded = [p for p in commit.paths if protected(layout.protected, p)]
+    """What is wrong with one commit (§9): a protected path mixed with other paths; two
+    kinds, or a kind's file beside a file of no kind (a freeze commit holds the freeze file
+    only); two lease manifests."""
+    guarded = [p for p in commit.paths if protected(layout.protected, p) or kind_of(p, layout)]
     others = [p for p in commit.paths if p not in guarded]
     if guarded and others:
         return [Offence(commit.sha, p, f"mixes the protected path {guarded[0]} with a path outside it")
                 for p in others]
     kinds: dict[str, list[str]] = {}
     for path in guarded:
-        kind = kind_of(path, layout)
-        if kind is not None:
-            kinds.setdefault(kind, []).append(path)
-    named = sorted(set(kinds) - ({"quarantine"} if "catalog" in kinds else set()))
+        kinds.setdefault(kind_of(path, layout) or "", []).append(path)
+    named = sorted(k for k in kinds if k and not (k == "quarantine" and "catalog" in kinds))
     found = []
     if len(named) > 1:
         found += [Offence(commit.sha, p, f"mixes commit kinds {' and '.join(named)}")
                   for kind in named for p in kinds[kind]]
-    if len(kinds.get("lease", [])) > 1:
-        found += [Offence(commit.sha, p, "a lease: commit changes one lease manifest only")
-                  for p in kinds["lease"]]
+    elif named and "" in kinds:
+        found += [Offence(commit.sha, p, f"a {named[0]}: commit may not also change this oracle file")
+                  for p in kinds[""]]
+    leases = kinds.get("lease", [])
+    if len(leases) > 1 and not _one_renamed(commit, leases):
+        found += [Offence(commit.sha, p, "a lease: commit changes one lease manifest only") for p in leases]
     return found
+
+
+def _one_renamed(commit: Commit, leases: list[str]) -> bool:
+    return len(leases) == 2 and commit.renames.get(leases[1]) == leases[0]
 
 
 def check_split(repo_dir: str | Path, spec: str, layout: Layout | None = None) -> list[Offence]:
     """Every offence in ``spec``, oldest commit first. ``layout`` defaults to the one in the
-    range end's ``pyproject.toml`` ([tool.relconsole]). Raises UsageError, GitError,
-    BadInputError (a malformed pyproject)."""
+    range start's ``pyproject.toml`` ([tool.relconsole]): the base's, so a branch cannot
+    move its own gate (§2). Raises UsageError, GitError, BadInputError (a malformed pyproject)."""
     if layout is None:
-        layout = _layout_at(repo_dir, spec.split("..")[-1].lstrip(".") or "HEAD")
+        base = spec.split("..")[0] or "HEAD"
+        layout = layout_at(repo_dir, base)
     return [o for commit in range_commits(repo_dir, spec) for o in offences(commit, layout)]
 
 
-def _layout_at(repo_dir: str | Path, ref: str) -> Layout:
+def layout_at(repo_dir: str | Path, ref: str) -> Layout:
+    """The [tool.relconsole] layout in ``ref``'s pyproject.toml (defaults when it has none)."""
     proc = subprocess.run(["git", "show", f"{ref}:pyproject.toml"], cwd=repo_dir, env=clean_env(),
                           capture_output=True)
     if proc.returncode != 0:
@@ -127,4 +204,5 @@ def staged_commit(repo_dir: str | Path) -> Commit:
                           env=clean_env(), capture_output=True)
     if proc.returncode != 0:
         raise GitError(f"git diff --cached: {proc.stderr.decode('utf-8', 'replace').strip()}")
-    return _parse(b"staged\0" + proc.stdout)
+    commits = _parse_log(b"0" * 40 + b"\0" + proc.stdout)
+    return Commit("staged", (), commits[0].paths, commits[0].renames) if commits else Commit("staged", (), ())
