@@ -84,8 +84,8 @@ def _merge_additions(repo_dir: str | Path, merge: Commit) -> Commit:
         Commit(merge.sha, merge.parents, ())
 
 
-_SHA = re.compile(rb"^\n?[0-9a-f]{40,64}( [0-9a-f]{40,64})*$")
-_STATUS = re.compile(rb"^\n?[ACDMRTUX]+[0-9]*$")  # "MM": a combined (octopus) diff
+_SHA = re.compile(rb"[0-9a-f]{40,64}( [0-9a-f]{40,64})*$")
+_STATUS = re.compile(rb"[ACDMRTUX]+[0-9]*$")  # "MM": a combined (octopus) diff
 
 
 def _parse_log(data: bytes) -> list[Commit]:
@@ -94,26 +94,26 @@ def _parse_log(data: bytes) -> list[Commit]:
     as a header or a status only where a status may stand, so no path is ever taken for one."""
     commits: list[Commit] = []
     tokens = data.split(b"\0")
-    index = 0
+    index, current = 0, None
     while index < len(tokens):
-        token = tokens[index]
+        token = tokens[index].lstrip(b"\n")
         index += 1
-        if not token.strip(b"\n"):
+        if not token:
             continue
-        if _SHA.match(token):
-            sha, *parents = token.strip(b"\n").decode().split()
-            commits.append(Commit(sha, tuple(parents), ()))
-        elif _STATUS.match(token) and commits:
-            status = token.strip(b"\n").decode()
-            count = 2 if re.fullmatch("[RC][0-9]+", status) else 1
-            paths = tuple(t.decode("utf-8", "surrogateescape") for t in tokens[index:index + count])
+        if _STATUS.match(token) and current is not None:
+            count = 2 if token[:1] in b"RC" and token[1:].isdigit() and len(token) > 1 else 1
+            paths = [t.decode("utf-8", "surrogateescape") for t in tokens[index:index + count]]
             index += count
-            last = commits[-1]
-            renames = dict(last.renames, **({paths[1]: paths[0]} if count == 2 and len(paths) == 2 else {}))
-            commits[-1] = Commit(last.sha, last.parents, tuple(dict.fromkeys(last.paths + paths)), renames)
+            current[2].extend(paths)
+            if count == 2 and len(paths) == 2:
+                current[3][paths[1]] = paths[0]
+        elif _SHA.match(token):
+            sha, *parents = token.decode().split()
+            current = (sha, tuple(parents), [], {})
+            commits.append(current)
         else:
             raise GitError(f"unexpected output from git log: {token[:40]!r}")
-    return commits
+    return [Commit(sha, parents, tuple(dict.fromkeys(paths)), renames) for sha, parents, paths, renames in commits]
 
 
 def _shallow_file(repo_dir: str | Path) -> Path | None:
@@ -124,6 +124,8 @@ def _shallow_file(repo_dir: str | Path) -> Path | None:
 
 
 def _refuse_shallow(repo_dir: str | Path, commits: list[Commit]) -> None:
+    if all(c.parents for c in commits):  # a shallow boundary shows as a commit without parents
+        return
     shallow = _shallow_file(repo_dir)
     if shallow is None:
         return
