@@ -10,12 +10,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from relconsole.engine import gatehealth, wslease
 from relconsole.engine.decision import Decision
-from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, RelconsoleError, UsageError
+from relconsole.engine.errors import EXIT_PASS, RelconsoleError, UsageError
 from relconsole.engine.literal import one_line
 from relconsole.engine.sheets import Fences, decide_sheets, write_decision
 
@@ -136,26 +135,3 @@ def cmd_stats(args) -> int:
     else:
         print("\n".join(result.lines()))
     return EXIT_PASS
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse exits 2, which §8 gives to coverage gaps
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``decide`` or ``stats`` alone (``python -m relconsole.cli_decide decide ...``)."""
-    parser = _Parser(prog="relconsole")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    handlers = register(sub)
-    args = parser.parse_args(argv)
-    try:
-        return handlers[args.command](args)
-    except RelconsoleError as exc:
-        print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
-        return exc.exit_code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -128,18 +128,3 @@ def _fail(args, exc: RelconsoleError) -> int:
         print(json.dumps({"error": error}))
     print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
     return exc.exit_code
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m relconsole.cli_workspace workspace ...``), same as the
-    ``workspace`` subcommand of ``relconsole``."""
-    from relconsole.cli import _Parser
-
-    parser = _Parser(prog="relconsole")
-    register(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
-    args = parser.parse_args(argv)
-    return args.handler(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -152,10 +152,10 @@ async def test_freeze_commit_stands_alone(demo_repo: Path, branch: str):
         assert result.outcome == "missed"
         await goto(pilot, "relations", "r:penguins.order_invariant")
         await pilot.press("f")  # no replay says freeze: the console asks for an explicit override
-        await pilot.pause()
+        await settle(pilot)
         assert type(app.screen).__name__ == "ConfirmScreen"
         await pilot.press("y")
-        await pilot.pause()
+        await settle(pilot)
         await pilot.press(*reason.replace(" ", "\0").split("\0")[0])  # type the first word
         for word in reason.split(" ")[1:]:
             await pilot.press("space", *word)

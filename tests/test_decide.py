@@ -263,7 +263,7 @@ def test_decision_json_is_written_atomically_and_carries_freeze_fields(tmp_path)
     report = decide_sheets(tmp_path)
     written = write_decision(report, tmp_path)
     data = json.loads(written.read_text())
-    assert written.name == "decision.json" and not list(tmp_path.glob(".decision-*"))
+    assert written.name == "decision.json" and not list(tmp_path.glob(".*.tmp"))
     assert (data["decision"], data["reason"], data["row"], data["exit_code"]) == ("reject", "miss_not_on_base", 6, 1)
     by_id = {r["test_id"]: r for r in data["relations"]}
     assert by_id["penguins.order_invariant"]["fields"] == {
@@ -432,18 +432,11 @@ def test_cli_decide_does_not_create_a_lease_store(tmp_path):
 
 # --- the CLI, in a subprocess -------------------------------------------------------------------
 
-def _registered() -> bool:
-    from relconsole.cli import build_parser
-    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
-    return "decide" in subparsers.choices
-
-
 def relconsole_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``relconsole ARGS`` (or the subcommands' own entry point until cli.py registers them)."""
-    module = "relconsole" if _registered() else "relconsole.cli_decide"
+    """``relconsole ARGS`` in a subprocess, with no lease store configured by the environment."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("RELCONSOLE_LEASE_URL", None)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "relconsole", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -8,7 +8,6 @@ names, so a Redis server shared by the session (or CI's) needs no flushing.
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -300,16 +299,8 @@ def test_the_default_store_is_the_env_url_or_a_file_under_the_git_dir(store_url,
 
 # --- the CLI -------------------------------------------------------------------------
 
-def cli_entry() -> list[str]:
-    """``python -m relconsole`` once cli.py registers ``workspace``, else the stand-alone module."""
-    from relconsole import cli
-
-    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return ["-m", "relconsole"] if "workspace" in sub.choices else ["-m", "relconsole.cli_workspace"]
-
-
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *cli_entry(), "workspace", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "relconsole", "workspace", *args], capture_output=True,
                           text=True, env=env or child_env(), cwd=ROOT, timeout=60)
 
 

@@ -517,20 +517,37 @@ class ReviewApp(App[int]):
             self.notify("a replay is running: its decision says whether this miss may be frozen",
                         title="cannot freeze yet", severity="warning")
             return
-        result = review.results.get(rid)
-        if result is not None and result.outcome == "missed" and actions.freeze_evidence(review, rid) is None:
-            self.push_screen(ConfirmScreen("Freeze without a replay?", views.override_question(rid)),
-                             lambda yes: yes and self._freeze_form(rid, True))
-            return
-        self._freeze_form(rid, False)
+        self._start_proposal(review, rid, False)
 
-    def _freeze_form(self, rid: str, without_replay: bool) -> None:
-        review = self.review
+    def _start_proposal(self, review: Review, rid: str, without_replay: bool) -> None:
+        self.busy_reasons.add("evidence")
+        self.propose_freeze(review, rid, without_replay)
+
+    @work(thread=True, exclusive=True, group="evidence")
+    def propose_freeze(self, review: Review, rid: str, without_replay: bool) -> None:
+        """The proposed row, its replay sheet read from disk and fenced in its lease store,
+        off the UI thread; no sheet at all asks for the override."""
         try:
             row = actions.proposed_freeze(review, rid, without_replay=without_replay)
-        except RelconsoleError as exc:
-            self.notify(exc.one_line(), title="cannot freeze", severity="error", markup=False)
+        except actions.NoReplayEvidence:
+            self._from_thread(self._ask_override, rid)
             return
+        except RelconsoleError as exc:
+            self._from_thread(self._cannot_freeze, exc.one_line())
+            return
+        self._from_thread(self._freeze_form, review, rid, row)
+
+    def _ask_override(self, rid: str) -> None:
+        self.busy_reasons.discard("evidence")
+        self.push_screen(ConfirmScreen("Freeze without a replay?", views.override_question(rid)),
+                         lambda yes: yes and self._start_proposal(self.review, rid, True))
+
+    def _cannot_freeze(self, message: str) -> None:
+        self.busy_reasons.discard("evidence")
+        self.notify(message, title="cannot freeze", severity="error", markup=False)
+
+    def _freeze_form(self, review: Review, rid: str, row: dict) -> None:
+        self.busy_reasons.discard("evidence")
         policy = review.catalog.get(rid).freeze
 
         def check(values: dict) -> str | None:

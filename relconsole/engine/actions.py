@@ -19,12 +19,15 @@ from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, resolve
 from relconsole.engine.leases import check_renewal
-from relconsole.engine.decision import decide
 from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
 from relconsole.engine.review import Replayed, Review
-from relconsole.engine.sheets import Fences, fence
+from relconsole.engine.sheets import Fences, decide_fenced
 from relconsole.engine.worktrees import slug
 from relconsole.engine.wslease import ENV_URL
+
+class NoReplayEvidence(CommitRefused):
+    """A freeze was asked for a relation with no replay sheet for HEAD (and no override)."""
+
 
 OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
 
@@ -220,7 +223,7 @@ def _replay_freeze_fields(review: Review, relation_id: str, without_replay: bool
     if replayed is None:
         if without_replay:
             return {"override": "no replay sheet: frozen without §8 row 8 evidence, by the operator's override"}
-        raise CommitRefused(f"{relation_id} has no replay sheet for HEAD: replay it first (b, or relconsole "
+        raise NoReplayEvidence(f"{relation_id} has no replay sheet for HEAD: replay it first (b, or relconsole "
                             "replay) so the decision table can say freeze (§8 row 8); or override explicitly "
                             "(--without-replay), which the commit message records")
     decision = replayed.decision
@@ -247,11 +250,9 @@ def freeze_evidence(review: Review, relation_id: str) -> Replayed | None:
             return None
     fences = Fences(None, os.environ.get(ENV_URL) or None)
     try:
-        lease = sheet.get("lease")
-        fenced = fence(sheet, fences.for_lease(lease) if isinstance(lease, dict) else None)
+        return Replayed(sheet, decide_fenced(sheet, fences), path)
     finally:
         fences.close()
-    return Replayed(sheet, decide(fenced, sheet.get("freeze_allowed", True)), path)
 
 
 def commit_freeze(review: Review, row: dict) -> CommitResult:

@@ -29,6 +29,20 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def run_git(cwd: str | Path, *args: str, ok: tuple[int, ...] | None = (0,)) -> subprocess.CompletedProcess:
+    """``git ARGS`` in ``cwd`` with the redirecting variables scrubbed; stdout and stderr as bytes.
+
+    Raises GitError (abort) naming the git command and its first error line when the exit
+    status is not in ``ok`` (``ok=None``: never raises; the caller reads ``returncode``).
+    """
+    proc = subprocess.run(["git", *args], cwd=cwd, env=clean_env(), capture_output=True)
+    if ok is not None and proc.returncode not in ok:
+        command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+        lines = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {command} failed in {cwd}: {lines[0] if lines else f'exit {proc.returncode}'}")
+    return proc
+
+
 def open_repo(path: str | Path) -> git.Repo:
     """Open the repository whose work tree contains ``path``.
 

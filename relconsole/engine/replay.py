@@ -29,7 +29,7 @@ from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.review import Replayed, Review, plan_for, run_review
 from relconsole.engine.runner import RunPlan, RunRecord, Worker
-from relconsole.engine.sheets import manifest_name
+from relconsole.engine.sheets import manifest_name, write_json
 from relconsole.engine.signatures import failure_class, signature
 from relconsole.engine.workspace import overlay_oracle
 from relconsole.engine.worktrees import WorktreePool, slug
@@ -244,7 +244,7 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
         heartbeat.stop()
         pool.release()
         _release(store, workspace, holder)
-    decisions = {rid: decide(sheet, sheet.get("freeze_allowed", True)) for rid, sheet in sheets.items()}
+    decisions = {rid: decide(sheet) for rid, sheet in sheets.items()}
     for rid in mine:
         review.replays.pop(rid, None)
     for rid, sheet in sheets.items():
@@ -304,16 +304,8 @@ def _check_writable(artifacts: Path) -> None:
         raise UsageError(f"cannot write replay sheets to {artifacts}: {exc.strerror or exc}") from None
 
 
-def _write_json(path: Path, data: dict) -> Path:
-    """Write ``data`` to ``path`` atomically (a temporary file, then rename)."""
-    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    scratch.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(scratch, path)
-    return path
-
-
 def _write_sheets(artifacts: Path, sheets: dict[str, dict]) -> dict[str, Path]:
-    return {rid: _write_json(artifacts / f"{slug(rid)}{SHEET_SUFFIX}", sheet) for rid, sheet in sheets.items()}
+    return {rid: write_json(artifacts / f"{slug(rid)}{SHEET_SUFFIX}", sheet) for rid, sheet in sheets.items()}
 
 
 def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[str], sheets: dict,
@@ -333,7 +325,7 @@ def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[st
             for rid in listed:
                 (artifacts / f"{slug(str(rid))}{SHEET_SUFFIX}").unlink(missing_ok=True)
             other.unlink(missing_ok=True)
-    return _write_json(artifacts / manifest_name(shard.index, shard.total), {
+    return write_json(artifacts / manifest_name(shard.index, shard.total), {
         "relconsole_replay": 1, "shard_index": shard.index, "shard_total": shard.total,
         "head": review.head_sha, "merge_base": review.merge_base, "relations": mine,
         "sheets": sorted(sheets), "workspace": lease.workspace, "generation": lease.generation,

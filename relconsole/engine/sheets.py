@@ -171,6 +171,12 @@ class Fences:
                 store.close()
 
 
+def decide_fenced(sheet: dict, fences: Fences) -> Decision:
+    """§8 for one sheet after fencing it (§5) in the lease store it names."""
+    lease = sheet.get("lease")
+    return decide(fence(sheet, fences.for_lease(lease) if isinstance(lease, Mapping) else None))
+
+
 def _unanswerable(why: str) -> GenerationOf:
     def generation_of(_workspace: str) -> int:
         raise RelconsoleError(why)
@@ -190,12 +196,11 @@ def decide_sheets(path: str | os.PathLike, generation_of: GenerationOf | None = 
     """
     decided = []
     for sheet_path, sheet in load_sheets(path):
-        lease = sheet.get("lease")
         if fences is not None:
-            check = fences.for_lease(lease) if isinstance(lease, Mapping) else None
+            decided.append((sheet_path, decide_fenced(sheet, fences)))
         else:
             check = generation_of if _fenced(sheet, fence_store) else None
-        decided.append((sheet_path, decide(fence(sheet, check))))
+            decided.append((sheet_path, decide(fence(sheet, check))))
     per_sheet = _merge_duplicates(decided)
     problem = check_manifests(Path(path), {d.relation_id for _, d in per_sheet}) if Path(path).is_dir() else None
     if problem is not None:
@@ -284,19 +289,23 @@ def _merge_duplicates(decided: list[tuple[str, Decision]]) -> list[tuple[str, De
     return sorted(merged, key=lambda e: e[0])
 
 
-def write_decision(report: DecisionReport, directory: str | os.PathLike) -> Path:
-    """Write ``decision.json`` in ``directory`` (created if needed) atomically: a temporary
-    file in the same directory, then ``os.replace``. Returns its path."""
-    target_dir = Path(directory)
-    target_dir.mkdir(parents=True, exist_ok=True)
-    target = target_dir / DECISION_FILE
-    fd, tmp = tempfile.mkstemp(prefix=".decision-", suffix=".tmp", dir=target_dir)
+def write_json(path: str | os.PathLike, data: dict) -> Path:
+    """Write ``data`` as indented JSON at ``path`` atomically: a temporary file in the same
+    directory (created if needed), then ``os.replace``. Returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(report.to_json(), out, indent=2, default=str)
+            json.dump(data, out, indent=2, sort_keys=True, default=str)
             out.write("\n")
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def write_decision(report: DecisionReport, directory: str | os.PathLike) -> Path:
+    """Write ``decision.json`` in ``directory`` atomically (``write_json``). Returns its path."""
+    return write_json(Path(directory) / DECISION_FILE, report.to_json())

@@ -12,13 +12,12 @@ manifest), quarantine (quarantine files, allowed beside a catalog change).
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import BadInputError, GitError, UsageError
-from relconsole.engine.gitio import clean_env
+from relconsole.engine.gitio import run_git
 from relconsole.engine.owners import protected
 
 
@@ -49,8 +48,8 @@ def range_commits(repo_dir: str | Path, spec: str) -> list[Commit]:
     if ".." not in spec or spec.startswith("-"):
         raise UsageError(f"{spec!r} is not a range: give BASE..HEAD")
     try:
-        commits = _parse_log(_git(repo_dir, "-c", "log.showRoot=true", "log", "--reverse", "-z",
-                                  "--format=%H %P", "--name-status", "-M", spec, "--"))
+        commits = _parse_log(run_git(repo_dir, "-c", "log.showRoot=true", "log", "--reverse", "-z",
+                                     "--format=%H %P", "--name-status", "-M", spec, "--").stdout)
     except GitError as exc:
         if _shallow_file(repo_dir) is not None:
             raise GitError(f"{exc.one_line()} (a shallow clone: fetch more history with "
@@ -60,25 +59,19 @@ def range_commits(repo_dir: str | Path, spec: str) -> list[Commit]:
     return [_merge_additions(repo_dir, c) if len(c.parents) > 1 else c for c in commits]
 
 
-def _git(repo_dir: str | Path, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
-    proc = subprocess.run(["git", *args], cwd=repo_dir, env=clean_env(), capture_output=True)
-    if proc.returncode not in ok:
-        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
-        raise GitError(f"git {command}: {message[0] if message else 'failed'}")
-    return proc.stdout
-
-
 def _merge_additions(repo_dir: str | Path, merge: Commit) -> Commit:
     """A merge judged by what it adds: the paths where its tree differs from git's own
     merge of its parents (``git merge-tree``; conflicts keep their markers there, so
     every resolution counts). An octopus merge falls back to the combined diff (``--cc``)."""
     if len(merge.parents) == 2:
-        automatic = _git(repo_dir, "merge-tree", "--write-tree", "--no-messages", *merge.parents, ok=(0, 1))
+        automatic = run_git(repo_dir, "merge-tree", "--write-tree", "--no-messages", *merge.parents,
+                            ok=(0, 1)).stdout
         tree = automatic.split(b"\n", 1)[0].decode().strip()
-        listing = _git(repo_dir, "diff-tree", "-r", "-z", "--name-status", "-M", tree, f"{merge.sha}^{{tree}}")
+        listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-status", "-M", tree,
+                          f"{merge.sha}^{{tree}}").stdout
     else:
-        listing = _git(repo_dir, "diff-tree", "-r", "-z", "--cc", "--name-status", "--no-commit-id", merge.sha)
+        listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--cc", "--name-status", "--no-commit-id",
+                          merge.sha).stdout
     added = _parse_log(merge.sha.encode() + b"\0" + listing)
     return Commit(merge.sha, merge.parents, added[0].paths, added[0].renames) if added else \
         Commit(merge.sha, merge.parents, ())
@@ -117,9 +110,8 @@ def _parse_log(data: bytes) -> list[Commit]:
 
 
 def _shallow_file(repo_dir: str | Path) -> Path | None:
-    proc = subprocess.run(["git", "rev-parse", "--git-path", "shallow"], cwd=repo_dir, env=clean_env(),
-                          capture_output=True, text=True)
-    shallow = Path(repo_dir, proc.stdout.strip()) if proc.returncode == 0 else None
+    proc = run_git(repo_dir, "rev-parse", "--git-path", "shallow", ok=None)
+    shallow = Path(repo_dir, proc.stdout.decode().strip()) if proc.returncode == 0 else None
     return shallow if shallow is not None and shallow.is_file() else None
 
 
@@ -190,8 +182,7 @@ def check_split(repo_dir: str | Path, spec: str, layout: Layout | None = None) -
 
 def layout_at(repo_dir: str | Path, ref: str) -> Layout:
     """The [tool.relconsole] layout in ``ref``'s pyproject.toml (defaults when it has none)."""
-    proc = subprocess.run(["git", "show", f"{ref}:pyproject.toml"], cwd=repo_dir, env=clean_env(),
-                          capture_output=True)
+    proc = run_git(repo_dir, "show", f"{ref}:pyproject.toml", ok=None)
     if proc.returncode != 0:
         return Layout()
     try:
@@ -202,9 +193,6 @@ def layout_at(repo_dir: str | Path, ref: str) -> Layout:
 
 def staged_commit(repo_dir: str | Path) -> Commit:
     """The commit being made: the staged paths (for the pre-commit hook). Raises GitError."""
-    proc = subprocess.run(["git", "diff", "--cached", "-z", "--name-status", "-M"], cwd=repo_dir,
-                          env=clean_env(), capture_output=True)
-    if proc.returncode != 0:
-        raise GitError(f"git diff --cached: {proc.stderr.decode('utf-8', 'replace').strip()}")
-    commits = _parse_log(b"0" * 40 + b"\0" + proc.stdout)
+    listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M").stdout
+    commits = _parse_log(b"0" * 40 + b"\0" + listing)
     return Commit("staged", (), commits[0].paths, commits[0].renames) if commits else Commit("staged", (), ())

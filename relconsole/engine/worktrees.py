@@ -16,20 +16,12 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import git
 
 from relconsole.engine.errors import GitError
-from relconsole.engine.gitio import clean_env
-
-
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["git", *args], cwd=cwd, env=clean_env(), capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc
+from relconsole.engine.gitio import run_git
 
 
 def slug(text: str) -> str:
@@ -61,18 +53,18 @@ class WorktreePool:
         """A clean worktree of ``commit`` for ``side``: every tracked file as committed,
         no untracked or ignored file. Returns its path."""
         path = self.root / side
-        _git(self.repo_dir, "worktree", "prune")
+        run_git(self.repo_dir, "worktree", "prune")
         if self.fresh and path.exists():
             self._remove(path)
         if self._usable(path):
-            _git(path, "checkout", "--quiet", "--force", "--detach", commit)
-            _git(path, "clean", "-ffdxq")
+            run_git(path, "checkout", "--quiet", "--force", "--detach", commit)
+            run_git(path, "clean", "-ffdxq")
         else:
             if path.exists():
                 shutil.rmtree(path)
-                _git(self.repo_dir, "worktree", "prune")
+                run_git(self.repo_dir, "worktree", "prune")
             path.parent.mkdir(parents=True, exist_ok=True)
-            _git(self.repo_dir, "worktree", "add", "--quiet", "--force", "--detach", str(path), commit)
+            run_git(self.repo_dir, "worktree", "add", "--quiet", "--force", "--detach", str(path), commit)
         self.used[side] = path
         return path
 
@@ -80,10 +72,10 @@ class WorktreePool:
         """A registered worktree whose git link still works."""
         if not (path / ".git").is_file():
             return False
-        proc = _git(path, "rev-parse", "--git-common-dir", check=False)
+        proc = run_git(path, "rev-parse", "--git-common-dir", ok=None)
         if proc.returncode != 0:
             return False
-        common = (path / proc.stdout.strip()).resolve()
+        common = (path / proc.stdout.decode().strip()).resolve()
         return common == Path(self.repo_dir_common()).resolve()
 
     def repo_dir_common(self) -> str:
@@ -99,13 +91,13 @@ class WorktreePool:
                 if self.fresh:
                     self._remove(path)
                 else:
-                    _git(path, "reset", "--quiet", "--hard")
-                    _git(path, "clean", "-ffdxq")
+                    run_git(path, "reset", "--quiet", "--hard")
+                    run_git(path, "clean", "-ffdxq")
             except (GitError, OSError):
                 pass
         self.used.clear()
 
     def _remove(self, path: Path) -> None:
-        _git(self.repo_dir, "worktree", "remove", "--force", "--force", str(path), check=False)
+        run_git(self.repo_dir, "worktree", "remove", "--force", "--force", str(path), ok=None)
         shutil.rmtree(path, ignore_errors=True)
-        _git(self.repo_dir, "worktree", "prune", check=False)
+        run_git(self.repo_dir, "worktree", "prune", ok=None)
