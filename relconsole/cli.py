@@ -386,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
             error = {"message": exc.one_line(), "exit_code": exc.exit_code}
             if hasattr(exc, "path"):
                 error |= {"path": exc.path, "line": exc.line}
+            lease = getattr(exc, "lease", None)  # a workspace lease held by someone else
+            if lease is not None:
+                error |= {"holder": lease.holder, "generation": lease.generation, "lease_id": lease.id}
             print(json.dumps({"error": error}))
         print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
         return exc.exit_code

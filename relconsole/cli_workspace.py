@@ -13,7 +13,7 @@ import os
 import sys
 
 from relconsole.engine import wslease
-from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, RelconsoleError, UsageError
+from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, UsageError
 from relconsole.engine.literal import one_line
 
 ACTIONS = ("acquire", "renew", "release", "status")
@@ -48,16 +48,11 @@ def _options(parser: argparse.ArgumentParser, action: str) -> None:
 
 def cmd_workspace(args) -> int:
     """Run one workspace lease action; returns the exit code of SPEC §8."""
-    try:
-        store = wslease.open_store(args.lease_url, _git_dir(args))
-    except RelconsoleError as exc:
-        return _fail(args, exc)
+    store = wslease.open_store(args.lease_url, _git_dir(args))  # errors: relconsole's main reports them
     try:
         if args.workspace_command == "status":
             return _status(args, store)
         return _change(args, store)
-    except RelconsoleError as exc:
-        return _fail(args, exc)
     finally:
         store.close()
 
@@ -116,15 +111,3 @@ def _status(args, store: wslease.LeaseStore) -> int:
 
 def _print(args, payload: dict, line: str) -> None:
     print(json.dumps(payload, indent=2) if args.json else one_line(line))
-
-
-def _fail(args, exc: RelconsoleError) -> int:
-    """Report ``exc`` as one stderr line (and a JSON ``error`` object with --json)."""
-    if args.json:
-        error = {"message": exc.one_line(), "exit_code": exc.exit_code}
-        lease = getattr(exc, "lease", None)
-        if lease is not None:
-            error |= {"holder": lease.holder, "generation": lease.generation, "lease_id": lease.id}
-        print(json.dumps({"error": error}))
-    print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
-    return exc.exit_code
