@@ -1,4 +1,4 @@
-"""The command line: ``relconsole review|demo|bind|run|replay|decide|stats|workspace|validate|lease|accept|delete|freeze|bite|screenshots``.
+"""The command line: ``relconsole review|demo|bind|run|replay|decide|stats|workspace|flags|validate|lease|accept|delete|freeze|bite|check-split|screenshots``.
 
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
 the engine, print text or ``--json``, and exit with the codes of SPEC §8.
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from relconsole.cli_decide import register as register_decide
+from relconsole.cli_flags import register as register_flags
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.engine import actions, gitio, splitcheck
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--json", action="store_true", help="print JSON")
     register_workspace(sub)
     register_decide(sub, COMMANDS)
+    register_flags(sub, COMMANDS, _review_options)
     return parser
 
 

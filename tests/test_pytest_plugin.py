@@ -215,6 +215,7 @@ def test_default_results_file_is_under_the_git_dir(demo_repo, tmp_path):
 
 
 def test_deselected_relations_are_not_run(demo_repo, tmp_path):
+    git(demo_repo, "reset", "-q", "--hard", "HEAD~3")  # only the code commit: no review flag decides
     run = run_pytest(demo_repo, tmp_path, "-k", "split_merge")
     assert [r["relation_id"] for r in run.results["relations"]] == ["penguins.split_merge"]
     assert run.code == 0, run.out

@@ -23,7 +23,7 @@ from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
-from relconsole.engine import actions, gatehealth
+from relconsole.engine import actions, checklist, gatehealth
 from relconsole.engine.bite import cached_bite
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
@@ -59,6 +59,8 @@ class ReviewApp(App[int]):
                         "(background; one sheet each, §8 row shown)"),
         Binding("s", "gate_health", "Gate health", show=False, id="gate_health",
                 tooltip="gate health: how often each §8 row fired in the last 7 days, and warnings"),
+        Binding("m", "merge_checklist", "Checklist", id="merge_checklist",
+                tooltip="the patch's review flags (§9) and the merge checklist, each item with its evidence"),
         Binding("space", "mark", "Mark", id="mark",
                 tooltip="quarantine: mark or unmark the item and move down (a and d act on marked items)"),
         Binding("a", "accept", "Accept", id="accept",
@@ -409,6 +411,16 @@ class ReviewApp(App[int]):
     def gate_health(self, git_dir: str) -> None:
         result = gatehealth.stats(git_dir, days=7)
         self.call_from_thread(self.push_screen, views.gate_health_screen(result))
+
+    def action_merge_checklist(self) -> None:
+        """``m``: review flags and the merge checklist (git is read in a worker)."""
+        if self.review is not None:
+            self.merge_checklist(self.review)
+
+    @work(thread=True, exclusive=True, group="checklist")
+    def merge_checklist(self, review) -> None:
+        items = checklist.merge_checklist(review)
+        self.call_from_thread(self.push_screen, views.checklist_screen(review, items))
 
     # --- quarantine decisions -----------------------------------------------------------
 

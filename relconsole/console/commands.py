@@ -10,6 +10,7 @@ ACTIONS = [
     ("Run the touched relations", "run"),
     ("Replay the missed relations on HEAD and the merge base", "replay"),
     ("Gate health: how often each decision-table row fired", "gate_health"),
+    ("Review flags and the merge checklist", "merge_checklist"),
     ("Accept the highlighted or marked quarantine items", "accept"),
     ("Delete the highlighted or marked quarantine items", "delete"),
     ("Mark the highlighted quarantine item", "mark"),

@@ -179,11 +179,10 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
             text.append(" · pattern ")
             text.append_text(lit(binding.pattern))
         for flag in review.flags:
-            if flag.path == binding.path:
+            if flag.path in (binding.path, binding.touched.old_path):
                 text.append(f"\n⚑ {flag.name}: ", "bold yellow")
                 text.append_text(lit(flag.detail))
-                if flag.commits:
-                    text.append(f" (commits {', '.join(flag.commits)})", "dim")
+                text.append_text(lit(f" ({flag.where()})", "dim"))
         if binding.state == "gap":
             text.append("\n✗ no owner pattern matches this path: bind exits 2 until the catalog owns it", "red")
         text.append("\nenter: show only the relations that own this path", "dim")
@@ -353,6 +352,37 @@ def gate_health_screen(result) -> DetailScreen:
         style = "bold yellow" if line.startswith("warning:") else ("dim" if line.startswith("note:") else "")
         body.append_text(lit(line, style))
         body.append("\n")
+    return DetailScreen(header, body=body)
+
+
+CHECK_MARK = {"pass": ("✓ pass   ", "green"), "fail": ("✗ FAIL   ", "bold red"), "unknown": ("? unknown", "yellow")}
+
+
+def checklist_screen(review: Review, items) -> DetailScreen:
+    """Review flags (§9), then the merge checklist: each item's state word and its evidence."""
+    header = Text.assemble(("Review flags and merge checklist", "bold"),
+                           (" · relconsole flags (esc goes back)", "dim"))
+    body = Text()
+    body.append(f"Review flags in {review.merge_base[:10]}..{review.head_sha[:10]}: ", "bold")
+    body.append(f"{len(review.flags)}\n" if review.flags else "none\n")
+    for flag in review.flags:
+        body.append(f"  ⚑ {flag.name}  ", "bold yellow")
+        body.append_text(lit(flag.where()))
+        body.append("\n      ")
+        body.append_text(lit(flag.detail, "dim"))
+        body.append("\n")
+    if review.flags:
+        body.append("  any flag makes the PR's decision reject (review_flag:<name>)\n", "dim")
+    body.append("\nMerge checklist\n", "bold")
+    for item in items:
+        word, style = CHECK_MARK[item.state]
+        body.append(f"  {word} ", style)
+        body.append_text(lit(item.title))
+        body.append("\n")
+        for line in item.evidence:
+            body.append("              ")
+            body.append_text(lit(line, "dim"))
+            body.append("\n")
     return DetailScreen(header, body=body)
 
 

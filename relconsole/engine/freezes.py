@@ -80,7 +80,7 @@ def parse_rows(text: str | None, source: str) -> list[tuple[dict, int | None]]:
         raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
     if not isinstance(rows, list):
         raise BadInputError(source, "the freeze file is a JSON list of rows", 1)
-    line_of = _line_finder(text, source)
+    line_of = row_line_finder(text, source)
     out = []
     for index, row in enumerate(rows):
         problem, key = _row_problem(row)
@@ -109,8 +109,9 @@ def _row_problem(row) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _line_finder(text: str, source: str):
-    """(row index, key or None) -> 1-based line, from the YAML view of the JSON text."""
+def row_line_finder(text: str, source: str):
+    """A function (row index, key or None) -> 1-based line in the freeze file ``text``,
+    from the YAML view of the JSON text, else a bracket scan; None when unknown."""
     try:
         loaded = load_yaml_text(text, source)
     except BadInputError:

@@ -32,7 +32,8 @@ from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadIn
                                       RelconsoleError, UsageError)
 from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
-from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
+from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
+from relconsole.engine.patchflags import Flag, patch_flags
 from relconsole.engine.runner import RelationResult, RunPlan, run_all
 from relconsole.engine.textedit import jsonl_lines
 from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
@@ -49,16 +50,6 @@ def today_from_env() -> dt.date:
         return dt.date.fromisoformat(value)
     except ValueError:
         raise UsageError(f"RELCONSOLE_TODAY={value!r} is not a YYYY-MM-DD date") from None
-
-
-@dataclass
-class ReviewFlag:
-    """Something in the patch a reviewer must see (§9), with where it happened."""
-
-    name: str
-    path: str
-    detail: str
-    commits: tuple[str, ...] = ()
 
 
 @dataclass
@@ -98,7 +89,7 @@ class Review:
     freezes: list[FreezeRow] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     seed_rows: list[SeedRow] = field(default_factory=list)
-    flags: list[ReviewFlag] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)  # §9 review flags, oldest commit first
     identities: dict[str, str] = field(default_factory=dict)
     changed_identity: set[str] = field(default_factory=set)
     seed_problems: dict[str, str] = field(default_factory=dict)
@@ -142,11 +133,13 @@ class Review:
 
         A replayed relation's decision is its sheet's (§8 table row); touched relations
         not yet run make it ``hold`` (evidence pending); a bad input file makes it
-        ``abort`` with reason ``bad_input``.
+        ``abort`` with reason ``bad_input``; any review flag (§9) makes it at least
+        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's).
         """
         if self.errors:
             return Decision("abort", "bad_input", None, None, self.errors[0].one_line())
-        verdicts = []
+        verdicts = [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
+                    for f in self.flags]
         for rid in self.touched_relations():
             if rid in self.replays:
                 verdicts.append(self.replays[rid].decision)
@@ -197,6 +190,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     _load_oracle(review, oracle_view)
     _bind(review)
     _load_quarantine(review, oracle_view)
+    _flag(review)
     _patch_catalog(review)
     return review
 
@@ -317,21 +311,14 @@ def _bind(review: Review) -> None:
     if review.catalog is None:  # no owner map: say "unknown", never a false gap
         review.bindings = [Binding(b.touched, UNKNOWN if b.state != PROTECTED else PROTECTED, None, ())
                            for b in review.bindings]
-    for binding in review.bindings:
-        # §9: any change to a protected path is flagged, even where an owner pattern covers it
-        if binding.state == PROTECTED or any(
-                path and protected(review.layout.protected, path)
-                for path in (binding.path, binding.touched.old_path)):
-            review.flags.append(ReviewFlag(
-                "protected_path_changed", binding.path,
-                "the patch changes a protected path; the review reads the oracle from "
-                f"{review.base_ref}, so this has no effect here",
-                _commits_touching(review, binding.path)))
 
 
-def _commits_touching(review: Review, path: str) -> tuple[str, ...]:
-    out = review.repo.git.log("--format=%h", f"{review.merge_base}..{review.head_sha}", "--", path)
-    return tuple(out.split())
+def _flag(review: Review) -> None:
+    """The §9 review flags of the commits under review (protected paths, leases, corpora,
+    freeze rows, golden literals, sorts in bag relations, ingest turned concatenation)."""
+    corpora = {s.lease.path: s.lease.id for s in review.leases if s.lease is not None}
+    review.flags[:0] = patch_flags(review.root, review.merge_base, review.head_sha, review.layout,
+                                   review.catalog, corpora)
 
 
 def _input_fields(review: Review, inp: dict) -> list[str] | None:
@@ -407,40 +394,44 @@ def _patch_catalog(review: Review) -> None:
     """Relations whose identity the patch changes (§3): HEAD's catalog against the merge base's.
 
     The review still runs the oracle's relations; a changed identity is shown ("Δ changed
-    in PR") and raised as a ``relation_changed`` flag, as is a patch catalog that does
-    not load.
+    in PR") and raised as a ``relation_changed`` flag (on the last commit that changed the
+    catalog, at the relation's line), as is a patch catalog that does not load.
     """
     if review.merge_base == review.head_sha:
         return
-    source = f"{review.layout.catalog} (in {review.head_ref})"
+    path = review.layout.catalog
+    last = gitio.run_git(review.root, "log", "-1", "--format=%H", f"{review.merge_base}..{review.head_sha}",
+                         "--", path).stdout.decode().strip() or None
     try:
-        after = _catalog_identities(gitio.TreeView(review.repo, review.head_sha), review.layout.catalog, source)
+        after = _catalog_identities(gitio.TreeView(review.repo, review.head_sha), path,
+                                    f"{path} (in {review.head_ref})")
     except BadInputError as exc:
-        review.flags.append(ReviewFlag("patch_catalog_invalid", review.layout.catalog, exc.one_line()))
+        review.flags.append(Flag("patch_catalog_invalid", last, path, exc.line, exc.one_line()))
         return
     try:
-        before = _catalog_identities(gitio.TreeView(review.repo, review.merge_base), review.layout.catalog,
-                                     f"{review.layout.catalog} (at the merge base)")
+        before = _catalog_identities(gitio.TreeView(review.repo, review.merge_base), path,
+                                     f"{path} (at the merge base)")
     except BadInputError:
         before = {}
     for rid in sorted(set(before) | set(after)):
-        if before.get(rid) == after.get(rid):
+        old, new = before.get(rid, ("-", None)), after.get(rid, ("-", None))
+        if old[0] == new[0]:
             continue
         review.changed_identity.add(rid)
         what = "added" if rid not in before else "removed" if rid not in after else "changed"
-        review.flags.append(ReviewFlag(
-            "relation_changed", review.layout.catalog,
-            f"the patch {what} relation {rid} (identity {(before.get(rid) or '-')[:19]} -> "
-            f"{(after.get(rid) or '-')[:19]}); the review runs the oracle's version"))
+        review.flags.append(Flag(
+            "relation_changed", last, path, new[1],
+            f"the patch {what} relation {rid} (identity {old[0][:19]} -> {new[0][:19]}); "
+            "the review runs the oracle's version"))
 
 
-def _catalog_identities(view: gitio.TreeView, path: str, source: str) -> dict[str, str]:
-    """Relation id -> identity for the catalog in ``view`` ({} when it has none)."""
+def _catalog_identities(view: gitio.TreeView, path: str, source: str) -> dict[str, tuple[str, int | None]]:
+    """Relation id -> (identity, line) for the catalog in ``view`` ({} when it has none)."""
     text = view.read_text(path)
     if text is None:
         return {}
     catalog = load_catalog(text, source)
-    return {r.id: r.identity(_callable_sources(r, view)) for r in catalog.relations.values()}
+    return {r.id: (r.identity(_callable_sources(r, view)), r.line) for r in catalog.relations.values()}
 
 
 # --- running -------------------------------------------------------------------------

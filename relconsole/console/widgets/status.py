@@ -34,7 +34,7 @@ class StatusLine(Static):
         if gaps:
             text.append(f" ✗ {gaps} unowned path{'s' if gaps > 1 else ''} (exit 2)", "bold red")
         if review.flags:
-            text.append(f" ⚑ {len(review.flags)} review flag{'s' if len(review.flags) > 1 else ''}", "bold yellow")
+            text.append(f" ⚑ {len(review.flags)} review flag{'s' if len(review.flags) > 1 else ''} (m)", "bold yellow")
         if decision.relation_id:
             text.append(" · ")
             text.append_text(lit(decision.relation_id))

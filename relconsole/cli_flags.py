@@ -1,0 +1,63 @@
+"""CLI subcommand ``flags``: the patch review flags (SPEC §9) and the merge checklist.
+
+``relconsole flags [--run] [--json]`` exits 1 when any flag fires or any checklist item
+fails (the PR's decision is then ``reject``, reason ``review_flag:<name>``), 5 on a bad
+oracle file, 0 otherwise; an ``unknown`` item (evidence not there yet) does not fail.
+"""
+
+from __future__ import annotations
+
+import json
+
+from relconsole.engine.checklist import FAIL, merge_checklist
+from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT
+from relconsole.engine.literal import one_line
+from relconsole.engine.review import load_review, run_review
+
+MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
+
+
+def register(subparsers, commands: dict, review_options) -> None:
+    """Add ``flags`` to ``subparsers`` (with the shared ``review_options``) and its handler to ``commands``."""
+    parser = subparsers.add_parser("flags", help="patch review flags and the merge checklist (§9)")
+    review_options(parser)
+    parser.add_argument("--run", action="store_true",
+                        help="run the touched relations first, so the freeze-rerun item can be judged")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    commands["flags"] = cmd_flags
+
+
+def cmd_flags(args) -> int:
+    """Print the flags and checklist of the review ``args`` names; return the exit code."""
+    review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
+    try:
+        if args.run and not review.errors:
+            run_review(review)
+        items = merge_checklist(review)
+        decision = review.decision()
+        failed = bool(review.flags) or any(i.state == FAIL for i in items)
+        code = EXIT_BAD_INPUT if review.errors else EXIT_REJECT if failed else EXIT_PASS
+        if args.json:
+            print(json.dumps({
+                "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
+                "flags": [f.to_json() for f in review.flags],
+                "checklist": [i.to_json() for i in items],
+                "decision": {"decision": decision.decision, "reason": decision.reason, "row": decision.row},
+                "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors],
+                "exit_code": code}, indent=2))
+            return code
+        span = f"{review.merge_base[:10]}..{review.head_sha[:10]}"
+        print(f"review flags in {span}: {len(review.flags) or 'none'}")
+        for flag in review.flags:
+            print(f"  ⚑ {flag.name}  {one_line(flag.where())}  {one_line(flag.detail)}")
+        print("merge checklist:")
+        for item in items:
+            print(f"  {MARK[item.state]}  {item.title}")
+            for line in item.evidence:
+                print(f"               {one_line(line)}")
+        print(f"decision: {decision.decision}  ({decision.reason})")
+        for error in review.errors:
+            print(f"relconsole: {one_line(error.one_line())}")
+        return code
+    finally:
+        review.close()

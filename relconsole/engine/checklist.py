@@ -1,0 +1,264 @@
+"""The merge checklist: six questions a reviewer answers before merging, each from evidence.
+
+``merge_checklist(review)`` returns one ``Item`` per question, in this order, each
+``pass``, ``fail`` or ``unknown`` (the evidence is not there yet, e.g. relations not run)
+with the evidence lines it was judged on:
+
+1. ``leases_fresh``: every lease the touched relations read matches its hash and is unexpired (§4).
+2. ``leases_allow``: every touched relation is allowed by the leases it reads (§4).
+3. ``no_golden_literal``: the patch adds no assertion of a call result against a literal (§9).
+4. ``freezes_preexisting``: every freeze row in use was on the base ref before the patch and has a reason (§6).
+5. ``freeze_reruns_counted``: every freeze in use had its reruns executed and counted (§6).
+6. ``drafted_rows_decided``: every accepted drafted row the touched relations carry was accepted
+   by a person other than its drafter (§10): the accepting commit's author is not the
+   ``drafted_by`` its message records or, where none is recorded (drafted seed rows), not
+   the author of the commit that put the draft in quarantine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from relconsole.engine import gitio
+from relconsole.engine.candidates import relation_of_seed_file
+from relconsole.engine.errors import BadInputError
+from relconsole.engine.freezes import LIVE, parse_rows
+from relconsole.engine.yamlload import load_yaml_text
+
+PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
+_ACCEPTED = re.compile(r"^Accepted (?:from quarantine: (?P<candidate>.+)|seed row (?P<seeds>.+?):\d+: )")
+_PROVENANCE = re.compile(r"^  drafted_by: (.+)$")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One checklist question: ``key``, ``title``, ``state`` (pass/fail/unknown) and ``evidence`` lines."""
+
+    key: str
+    title: str
+    state: str
+    evidence: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "title": self.title, "state": self.state, "evidence": list(self.evidence)}
+
+
+def merge_checklist(review) -> list[Item]:
+    """The six items for ``review`` (an engine ``Review``); never raises for missing evidence."""
+    return [_leases_fresh(review), _leases_allow(review), _no_golden(review), _freezes_preexisting(review),
+            _reruns_counted(review), _drafted_rows(review)]
+
+
+def _item(key: str, title: str, failures: list[str], passes: list[str], unknown: list[str] = ()) -> Item:
+    state = FAIL if failures else UNKNOWN if unknown else PASS
+    return Item(key, title, state, tuple(failures) + tuple(unknown) + tuple(passes))
+
+
+def _lease_readers(review):
+    """(relation, lease status or None) for every touched relation that reads a lease."""
+    for rid in review.touched_relations():
+        relation = review.catalog.get(rid)
+        if relation.lease_id:
+            yield relation, review.lease(relation.lease_id)
+
+
+def _no_catalog(key: str, title: str) -> Item:
+    return Item(key, title, UNKNOWN, ("the catalog did not load: no relation can be judged",))
+
+
+def _leases_fresh(review) -> Item:
+    key, title = "leases_fresh", "every lease the touched relations read matches its hash and is unexpired"
+    if review.catalog is None:
+        return _no_catalog(key, title)
+    bad, good, seen = [], [], set()
+    for relation, status in _lease_readers(review):
+        lease_id = relation.lease_id
+        if lease_id in seen:
+            continue
+        seen.add(lease_id)
+        if status is None or status.lease is None:
+            bad.append(f"lease {lease_id} (read by {relation.id}) does not exist or is invalid")
+        elif status.state in ("ok", "expiring"):
+            good.append(f"lease {lease_id}: {status.state}, sha256 matches, expires {status.lease.expires}")
+        else:
+            bad.append(f"lease {lease_id}: {status.state}: {status.reason}")
+    if not seen:
+        good.append("no touched relation reads a lease")
+    return _item(key, title, bad, good)
+
+
+def _leases_allow(review) -> Item:
+    key, title = "leases_allow", "every touched relation is allowed by the leases it reads"
+    if review.catalog is None:
+        return _no_catalog(key, title)
+    bad, good = [], []
+    for relation, status in _lease_readers(review):
+        if status is None or status.lease is None:
+            bad.append(f"{relation.id} reads lease {relation.lease_id}, which does not load")
+        elif relation.id in status.lease.allowed_relations:
+            good.append(f"lease {relation.lease_id} allows {relation.id}")
+        else:
+            bad.append(f"lease {relation.lease_id} does not list {relation.id} in allowed_relations")
+    if not bad and not good:
+        good.append("no touched relation reads a lease")
+    return _item(key, title, bad, good)
+
+
+def _no_golden(review) -> Item:
+    key, title = "no_golden_literal", "the patch adds no golden literal"
+    golden = [f"{f.where()}: {f.detail}" for f in review.flags if f.name == "golden_literal"]
+    span = f"{review.merge_base[:10]}..{review.head_sha[:10]}"
+    return _item(key, title, golden, [] if golden else [f"no assertion of a call result against a literal in {span}"])
+
+
+def _base_rows(review) -> set[str] | None:
+    """Canonical text of the freeze rows on the base ref's tip (None: unreadable)."""
+    text = gitio.TreeView(review.repo, review.base_tip).read_text(review.layout.freezes)
+    try:
+        return {json.dumps(row, sort_keys=True) for row, _ in parse_rows(text, review.layout.freezes)}
+    except BadInputError:
+        return None
+
+
+def _in_use(review):
+    """Live freeze rows of touched relations (the ones the freeze protocol applies)."""
+    touched = set(review.touched_relations())
+    return [row for row in review.freezes if row.state == LIVE and row.relation_id in touched]
+
+
+def _freezes_preexisting(review) -> Item:
+    key, title = "freezes_preexisting", "every freeze row in use was on the base before the patch and has a reason"
+    if review.catalog is None:
+        return _no_catalog(key, title)
+    rows = _in_use(review)
+    if not rows:
+        return _item(key, title, [], ["no live freeze row applies to a touched relation"])
+    base = _base_rows(review)
+    if base is None:
+        return _item(key, title, [], [], [f"{review.layout.freezes} on {review.base_ref} does not load"])
+    bad, good = [], []
+    for row in rows:
+        where = f"{review.layout.freezes}:{row.line or '?'} ({row.relation_id})"
+        reason = str(row.raw.get("reason") or "").strip()
+        if json.dumps(row.raw, sort_keys=True) not in base:
+            bad.append(f"{where}: not on {review.base_ref}; the patch brought it")
+        elif not reason:
+            bad.append(f"{where}: no reason")
+        else:
+            good.append(f"{where}: on {review.base_ref}@{review.base_tip[:8]}, reason: {reason}")
+    return _item(key, title, bad, good)
+
+
+def _reruns_counted(review) -> Item:
+    key, title = "freeze_reruns_counted", "every freeze in use had its reruns executed and counted"
+    if review.catalog is None:
+        return _no_catalog(key, title)
+    rows = _in_use(review)
+    if not rows:
+        return _item(key, title, [], ["no live freeze row applies to a touched relation"])
+    bad, good, unknown = [], [], []
+    for row in rows:
+        result = review.results.get(row.relation_id)
+        if result is None or result.first is None:
+            unknown.append(f"{row.relation_id}: not run yet (relconsole run, or r in the console)")
+        elif result.first.held:
+            good.append(f"{row.relation_id}: the first run held; the freeze was not needed")
+        elif len(result.reruns) == row.reruns:
+            good.append(f"{row.relation_id}: {len(result.reruns)} of {row.reruns} reruns executed, "
+                        f"{result.rerun_passes} passed (needed {row.pass_needed})")
+        else:
+            bad.append(f"{row.relation_id}: {len(result.reruns)} reruns recorded, the freeze asks for {row.reruns}")
+    return _item(key, title, bad, good, unknown)
+
+
+def _drafted_rows(review) -> Item:
+    key, title = "drafted_rows_decided", "every accepted drafted row was decided by a person, not its drafter"
+    if review.catalog is None:
+        return _no_catalog(key, title)
+    touched = set(review.touched_relations())
+    bad, good = [], []
+    for accept in _accepting_commits(review):
+        if not touched & accept.relations:
+            continue
+        drafters = accept.drafters or _quarantine_authors(review, accept)
+        who = f"{accept.author_name} <{accept.author_email}>"
+        names = ", ".join(sorted(accept.relations & touched))
+        if any(_same_person(d, accept.author_name, accept.author_email) for d in drafters):
+            bad.append(f"{accept.sha[:10]} accepted {names} by {who}, who drafted it")
+        else:
+            drafted = ", ".join(sorted(drafters)) or "unknown drafter"
+            good.append(f"{accept.sha[:10]} accepted {names}: {who}; drafted by {drafted}")
+    if not bad and not good:
+        good.append("no touched relation carries a row accepted from quarantine")
+    return _item(key, title, bad, good)
+
+
+@dataclass
+class _Accept:
+    sha: str
+    author_name: str
+    author_email: str
+    relations: set
+    drafters: set
+    quarantine_paths: list
+
+
+def _accepting_commits(review) -> list[_Accept]:
+    """``catalog:`` commits on the oracle's history that accepted drafts (their message
+    names each quarantine file and its provenance, as ``actions.accept`` writes it)."""
+    layout = review.layout
+    out = gitio.run_git(review.root, "log", "-z", "--format=%H%x1f%an%x1f%ae%x1f%B", "--grep=^Accepted ",
+                        review.oracle_sha, "--", layout.catalog, layout.seeds_dir).stdout
+    accepts = []
+    for record in out.decode("utf-8", "replace").split("\0"):
+        parts = record.strip("\n").split("\x1f")
+        if len(parts) != 4:
+            continue
+        sha, name, email, body = parts
+        accept = _Accept(sha, name, email, set(), set(), [])
+        for line in body.splitlines():
+            match = _ACCEPTED.match(line)
+            if match and match["seeds"]:
+                accept.quarantine_paths.append(match["seeds"])
+                accept.relations.add(relation_of_seed_file(match["seeds"]))
+            elif match:
+                accept.quarantine_paths.append(match["candidate"])
+                accept.relations.add(_candidate_id(review, sha, match["candidate"]))
+            drafted = _PROVENANCE.match(line)
+            if drafted:
+                accept.drafters.add(drafted.group(1).strip())
+        accept.relations.discard(None)
+        accepts.append(accept)
+    return accepts
+
+
+def _candidate_id(review, accepting_sha: str, path: str) -> str | None:
+    """The id of the candidate file ``path`` as it was just before it was accepted."""
+    text = gitio.run_git(review.root, "show", f"{accepting_sha}^:{path}", ok=None).stdout.decode("utf-8", "replace")
+    try:
+        data = load_yaml_text(text, path).data
+    except BadInputError:
+        return None
+    return str(data.get("id")) if isinstance(data, dict) and data.get("id") else None
+
+
+def _quarantine_authors(review, accept: _Accept) -> set[str]:
+    """Authors (``Name <email>``) of the commits that added the accepted drafts to quarantine."""
+    authors = set()
+    for path in accept.quarantine_paths:
+        out = gitio.run_git(review.root, "log", "--diff-filter=A", "-1", "--format=%an <%ae>",
+                            f"{accept.sha}^", "--", path, ok=None).stdout.decode("utf-8", "replace").strip()
+        if out:
+            authors.add(out)
+    return authors
+
+
+def _same_person(drafter: str, name: str, email: str) -> bool:
+    """True when ``drafter`` (a name, an email, or ``Name <email>``) names this author."""
+    text = drafter.strip().lower()
+    emails = set(re.findall(r"[^\s<>]+@[^\s<>]+", text))
+    if emails:
+        return email.lower() in emails
+    return bool(text) and text in (name.lower(), email.lower())

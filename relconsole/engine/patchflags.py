@@ -1,0 +1,338 @@
+"""Patch review flags (SPEC §9): what the commits under review did that a reviewer must see.
+
+``patch_flags`` walks the commits between the merge base and HEAD (one ``git log``, merges
+judged by what they add, as the split check does) and compares each changed file with
+its version in the commit's first parent. Python rules are in ``pyscan`` (``ast``, never
+regexes over diff text); oracle files are compared as parsed data. Each ``Flag`` names
+the commit, the file and the line. Any flag makes the PR's decision ``reject`` with
+reason ``review_flag:<name>`` (see ``Review.decision``).
+
+| flag | fires when a commit |
+| --- | --- |
+| protected_path_changed | changes any path under ``protected`` (no effect here: the oracle is the base's) |
+| lease_hash_edited | changes a lease manifest's ``sha256`` (or its ``path``: another corpus) |
+| leased_corpus_edited | changes a file a lease pins |
+| freeze_row_added | adds a freeze row for a relation that had none |
+| freeze_row_edited | adds or changes a freeze row for a relation that had one |
+| golden_literal | adds a test assertion of a call result against a literal |
+| bag_output_sorted | adds an output sort in the subject of a relation that compares bags |
+| ingest_replay_to_concat | turns a replayed ingest into concatenated rows (a test, or a catalog relation's kind) |
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from relconsole.engine import pyscan
+from relconsole.engine.catalog import Catalog
+from relconsole.engine.config import Layout
+from relconsole.engine.errors import BadInputError
+from relconsole.engine.freezes import row_line_finder
+from relconsole.engine.gitio import clean_env
+from relconsole.engine.owners import protected
+from relconsole.engine.splitcheck import Commit, range_commits
+from relconsole.engine.yamlload import load_yaml_text
+
+FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
+              "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
+              "relation_changed", "patch_catalog_invalid")
+TEST_FILES = pathspec.GitIgnoreSpec.from_lines(["test_*.py", "*_test.py", "conftest.py", "tests/**/*.py",
+                                                "test/**/*.py"])
+MAX_TEXT_BYTES = 8 << 20  # larger blobs are compared by id only: no line is given
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One review flag: ``name`` (one of FLAG_NAMES), full ``commit`` sha (None: the patch as
+    a whole), repository-relative ``path``, 1-based ``line`` (None: the whole file, e.g.
+    a deletion or a binary corpus) and ``detail`` for a reviewer (untrusted text inside)."""
+
+    name: str
+    commit: str | None
+    path: str
+    line: int | None
+    detail: str
+
+    def to_json(self) -> dict:
+        """The flag as ``relconsole flags --json`` prints it."""
+        return {"name": self.name, "commit": self.commit, "path": self.path, "line": self.line,
+                "detail": self.detail}
+
+    def where(self) -> str:
+        """``path:line @ commit`` for one-line listings."""
+        line = f":{self.line}" if self.line else ""
+        return f"{self.path}{line}" + (f" @ {self.commit[:10]}" if self.commit else "")
+
+
+class BlobReader:
+    """Reads ``rev:path`` blobs through one ``git cat-file --batch`` process (a path with a
+    newline, which the batch protocol cannot name, goes through ``git cat-file blob``)."""
+
+    def __init__(self, repo_dir: str | Path):
+        self.repo_dir = repo_dir
+        self._proc: subprocess.Popen | None = None
+
+    def read(self, rev: str | None, path: str | None) -> bytes | None:
+        """The blob's bytes; None when absent (or not a blob). A blob over MAX_TEXT_BYTES
+        gives ``b""``: it is never held in memory, and no line is computed for it."""
+        if rev is None or path is None:
+            return None
+        if "\n" in path:
+            proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self.repo_dir,
+                                  env=clean_env(), capture_output=True)
+            return proc.stdout if proc.returncode == 0 else None
+        if self._proc is None:
+            self._proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.repo_dir, env=clean_env(),
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._proc.stdin.write(f"{rev}:{path}\n".encode("utf-8", "surrogateescape"))
+        self._proc.stdin.flush()
+        header = self._proc.stdout.readline().split()
+        if len(header) != 3:
+            return None
+        size = int(header[2])
+        if header[1] != b"blob" or size > MAX_TEXT_BYTES:
+            self._skip(size + 1)
+            return b"" if header[1] == b"blob" else None
+        data = self._proc.stdout.read(size)
+        self._proc.stdout.read(1)
+        return data
+
+    def _skip(self, count: int) -> None:
+        while count > 0:
+            chunk = self._proc.stdout.read(min(count, 1 << 20))
+            if not chunk:  # git went away; the next header read reports nothing
+                return
+            count -= len(chunk)
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.stdin.close()
+            self._proc.wait()
+            self._proc = None
+
+
+@dataclass
+class _Change:
+    commit: Commit
+    old: str | None  # path in the first parent (None: added)
+    new: str | None  # path in the commit (None: deleted)
+    before: bytes | None
+    after: bytes | None
+
+    @property
+    def path(self) -> str:
+        return self.new or self.old
+
+    def text(self, which: str) -> str | None:
+        data = self.before if which == "before" else self.after
+        return None if data is None else data.decode("utf-8", "replace")
+
+
+def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout,
+                catalog: Catalog | None, lease_corpora: dict[str, str]) -> list[Flag]:
+    """Every review flag of the commits ``merge_base..head``, oldest commit first.
+
+    ``catalog`` is the oracle's (the base ref's; None when it did not load: the rules
+    that need it are skipped), ``lease_corpora`` maps corpus path -> lease id. Raises
+    GitError (abort) when git cannot list the range.
+    """
+    if merge_base == head:
+        return []
+    rules = _Rules(layout, catalog, lease_corpora)
+    reader = BlobReader(repo_dir)
+    flags: list[Flag] = []
+    try:
+        for commit in range_commits(repo_dir, f"{merge_base}..{head}"):
+            for change in _changes(commit, rules, reader):
+                flags.extend(rules.check(change))
+    finally:
+        reader.close()
+    return flags
+
+
+def _changes(commit: Commit, rules: "_Rules", reader: BlobReader):
+    """The commit's changes as (old path, new path) with the bytes the rules need."""
+    parent = commit.parents[0] if commit.parents else None
+    renamed_from = set(commit.renames.values())
+    for path in commit.paths:
+        if path in renamed_from and path not in commit.renames:
+            continue  # the rename's source: judged with its destination
+        old = commit.renames.get(path, path)
+        if not rules.wanted(old) and not rules.wanted(path):
+            continue
+        before = reader.read(parent, old)
+        after = reader.read(commit.sha, path)
+        yield _Change(commit, old if before is not None else None, path if after is not None else None,
+                      before, after)
+
+
+class _Rules:
+    """The §9 flag rules for one layout and oracle."""
+
+    def __init__(self, layout: Layout, catalog: Catalog | None, lease_corpora: dict[str, str]):
+        self.layout = layout
+        self.catalog = catalog
+        self.corpora = lease_corpora
+        self.bag_subjects = _bag_subjects(layout, catalog) if catalog else {}
+
+    def wanted(self, path: str) -> bool:
+        """Whether any rule reads this path's content."""
+        return (protected(self.layout.protected, path) or self._lease_manifest(path) or path in self.corpora
+                or path == self.layout.freezes or path == self.layout.catalog
+                or path in self.bag_subjects or self._python_test(path))
+
+    def _lease_manifest(self, path: str) -> bool:
+        return path.startswith(self.layout.leases_dir.rstrip("/") + "/") and path.endswith((".yaml", ".yml"))
+
+    def _python_test(self, path: str) -> bool:
+        return path.endswith(".py") and (TEST_FILES.match_file(path) or protected(self.layout.protected, path))
+
+    def check(self, change: _Change) -> list[Flag]:
+        sha, flags = change.commit.sha, []
+
+        def flag(name: str, line: int | None, detail: str, path: str | None = None) -> None:
+            flags.append(Flag(name, sha, path or change.path, line, detail))
+
+        paths = {p for p in (change.old, change.new) if p}
+        if any(protected(self.layout.protected, p) for p in paths):
+            what = "deletes" if change.new is None else "adds" if change.old is None else "changes"
+            moved = f" (renamed from {change.old})" if change.old and change.new and change.old != change.new else ""
+            flag("protected_path_changed", _first_changed_line(change),
+                 f"{what} a protected path{moved}; the review reads the oracle from the base ref, "
+                 "so this has no effect here")
+        if any(self._lease_manifest(p) for p in paths):
+            self._lease(change, flag)
+        for path in sorted(paths & set(self.corpora)):
+            flag("leased_corpus_edited", _first_changed_line(change),
+                 f"changes the corpus lease {self.corpora[path]} pins: renew the lease in a reviewed "
+                 "commit, do not patch the corpus", path)
+        if change.new == self.layout.freezes:
+            self._freezes(change, flag)
+        if change.new == self.layout.catalog:
+            self._catalog_kinds(change, flag)
+        if change.new and change.new in self.bag_subjects:
+            for qualname, relation_id in self.bag_subjects[change.new]:
+                for found in pyscan.output_sorts(change.text("before"), change.text("after"), qualname):
+                    flag("bag_output_sorted", found.line,
+                         f"{qualname} {found.detail}, but {relation_id} compares its output as a bag: "
+                         "the sort hides nothing the relation checks and may mask an order bug")
+        if change.new and self._python_test(change.new):
+            for found in pyscan.golden_assertions(change.text("before"), change.text("after")):
+                flag("golden_literal", found.line, f"{found.detail}: a golden value restates the code's "
+                     "output; the relation stores no answer")
+            for found in pyscan.ingest_to_concat(change.text("before"), change.text("after")):
+                flag("ingest_replay_to_concat", found.line, found.detail)
+        return flags
+
+    def _lease(self, change: _Change, flag) -> None:
+        before = _yaml_fields(change.text("before"), change.old)
+        after = _yaml_fields(change.text("after"), change.new)
+        for key, what in (("sha256", "hash"), ("path", "corpus path")):
+            old, new = before[0].get(key), after[0].get(key)
+            if old != new:
+                line = after[1].line_of((key,)) if after[1] is not None and new is not None else None
+                flag("lease_hash_edited", line,
+                     f"the lease's {what} goes from {_show(old)} to {_show(new)}: a re-pin is a reviewed "
+                     "lease: commit by the lease owner, never part of a patch")
+
+    def _freezes(self, change: _Change, flag) -> None:
+        before, after = _rows(change.text("before")), _rows(change.text("after"))
+        if after is None:
+            return
+        had = Counter(_row_key(r) for r in (before or []))
+        frozen = {r.get("relation_id") for r in (before or []) if isinstance(r, dict)}
+        line_of = row_line_finder(change.text("after"), change.new)
+        for index, row in enumerate(after):
+            key = _row_key(row)
+            if had[key]:
+                had[key] -= 1
+                continue
+            rid = row.get("relation_id") if isinstance(row, dict) else None
+            name = "freeze_row_edited" if rid in frozen else "freeze_row_added"
+            flag(name, line_of(index, None), f"{'edits' if rid in frozen else 'adds'} the freeze row for "
+                 f"{_show(rid)}: freezes are operator data, committed alone (freeze:) after a replay")
+
+    def _catalog_kinds(self, change: _Change, flag) -> None:
+        before = _relation_kinds(change.text("before"), change.old)
+        after_text = change.text("after")
+        after = _relation_kinds(after_text, change.new)
+        for rid, (kind, line) in after.items():
+            if before.get(rid, (None,))[0] == "replay_ingest" and kind != "replay_ingest":
+                flag("ingest_replay_to_concat", line,
+                     f"relation {rid} was replay_ingest and becomes {_show(kind)}: ingesting twice is what "
+                     "it checked; a concatenation of rows checks something else")
+
+
+def _bag_subjects(layout: Layout, catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
+    """Source file -> [(function qualname, relation id)] for subjects of relations that
+    compare outputs as bags (split_merge, or ``order_free``), in every import path (§3)."""
+    roots = list(layout.import_paths) if layout.import_paths is not None else ["", "src"]
+    out: dict[str, list[tuple[str, str]]] = {}
+    for relation in catalog.relations.values():
+        if relation.kind != "split_merge" and not (relation.params or {}).get("order_free"):
+            continue
+        module, _, attr = relation.subject.partition(":")
+        stem = module.replace(".", "/")
+        for root in roots:
+            prefix = root.strip("/").removeprefix("./")
+            for name in (f"{stem}.py", f"{stem}/__init__.py"):
+                path = f"{prefix}/{name}" if prefix and prefix != "." else name
+                out.setdefault(path, []).append((attr, relation.id))
+    return out
+
+
+def _first_changed_line(change: _Change) -> int | None:
+    """The first line where the two versions differ (None: a deletion or a large/binary blob)."""
+    if change.after is None or not change.after or b"\0" in change.after[:8192]:
+        return None
+    old, new = (change.before or b"").splitlines(), change.after.splitlines()
+    for number, line in enumerate(new, 1):
+        if number > len(old) or old[number - 1] != line:
+            return number
+    return len(new) if len(old) > len(new) else None  # lines cut at the end, or a mode change
+
+
+def _yaml_fields(text: str | None, source: str | None):
+    """(mapping, Loaded or None) of a YAML file; ({}, None) when absent or unparsable."""
+    if text is None:
+        return {}, None
+    try:
+        loaded = load_yaml_text(text, source or "?")
+    except BadInputError:
+        return {}, None
+    return (loaded.data if isinstance(loaded.data, dict) else {}), loaded
+
+
+def _rows(text: str | None) -> list | None:
+    if text is None:
+        return None
+    try:
+        rows = json.loads(text) if text.strip() else []
+    except ValueError:
+        return None
+    return rows if isinstance(rows, list) else None
+
+
+def _row_key(row) -> str:
+    return json.dumps(row, sort_keys=True)
+
+
+def _relation_kinds(text: str | None, source: str | None) -> dict[str, tuple[str | None, int | None]]:
+    """Relation id -> (kind, line of ``kind``) in a catalog text; {} when it does not parse."""
+    data, loaded = _yaml_fields(text, source)
+    out = {}
+    for index, row in enumerate(data.get("relations") or []):
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
+            out[row["id"]] = (row.get("kind"), loaded.line_of(("relations", index, "kind")))
+    return out
+
+
+def _show(value) -> str:
+    text = "nothing" if value is None else str(value)
+    return text if len(text) <= 24 else text[:12] + "…" + text[-8:]

@@ -1,0 +1,254 @@
+"""Patch review flags (SPEC §9) over a crafted history: each flag fires on exactly its commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from relconsole.cli import main
+from relconsole.engine import pyscan
+from relconsole.engine.review import load_review
+from tests.conftest import TODAY, git
+from tests.test_check_split import commit
+
+CORPUS = "day,temp\n2024-01-01,3\n2024-01-02,5\n"
+AGG = '''def summarize(rows):
+    """Per-day totals as a list of (day, total) pairs."""
+    totals = {}
+    for row in rows:
+        totals[row["day"]] = totals.get(row["day"], 0) + int(row["temp"])
+    return list(totals.items())
+'''
+STORE = '''class Store:
+    def __init__(self):
+        self.rows = {}
+
+    def reset(self):
+        self.rows.clear()
+
+    def ingest(self, rows):
+        self.rows.update({r["day"]: r for r in rows})
+
+    def projection(self):
+        return dict(self.rows)
+
+
+def make_store():
+    return Store()
+'''
+STORE_TEST = '''from store import make_store
+
+ROWS = [{"day": "d1", "temp": "3"}]
+
+
+def test_replay_is_harmless():
+    once, twice = make_store(), make_store()
+    once.ingest(ROWS)
+    twice.ingest(ROWS)
+    twice.ingest(ROWS)
+    assert once.projection() == twice.projection()
+'''
+CATALOG = '''owners:
+  "src/**": [days.split_merge, days.replay]
+  "tests/**": []
+  "README.md": []
+relations:
+  - id: days.split_merge
+    kind: split_merge
+    subject: agg:summarize
+    input: {lease: days}
+    compare: canon
+    statement: Summing the halves and merging equals summing the whole.
+    owner: t
+    freeze: {allowed: true, max_days: 14, min_reruns: 3}
+  - id: days.replay
+    kind: replay_ingest
+    subject: store:make_store
+    input: {lease: days}
+    compare: exact
+    statement: Ingesting twice equals ingesting once.
+    owner: t
+'''
+
+
+def lease(sha: str) -> str:
+    return (f"id: days\npath: oracle/data/days.csv\nsha256: \"{sha}\"\nexpires: 2027-01-31\n"
+            "owner: t@example.invalid\nallowed_relations: [days.split_merge, days.replay]\n")
+
+
+def freeze_row(reason: str) -> list[dict]:
+    return [{"relation_id": "days.split_merge", "expires": "2026-12-07", "reruns": 3, "pass_needed": 3,
+             "reason": reason}]
+
+
+@pytest.fixture
+def history(tmp_path: Path):
+    """(repo, {commit sha: the flag names that must fire on it}) on branch ``patch``."""
+    root = tmp_path / "flags repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.invalid")
+    digest = hashlib.sha256(CORPUS.encode()).hexdigest()
+    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "tests/test_store.py": STORE_TEST,
+                          "oracle/catalog.yaml": CATALOG, "oracle/leases/days.yaml": lease(digest),
+                          "oracle/data/days.csv": CORPUS, "oracle/freezes.json": "[]\n",
+                          "README.md": "days\n"})
+    git(root, "checkout", "-q", "-b", "patch")
+    expected: dict[str, set[str]] = {}
+
+    def step(message: str, files: dict, flags: set[str]) -> None:
+        expected[commit(root, message, files)] = flags
+
+    step("clean: an internal sort that is not the output", {"src/agg.py": AGG.replace(
+        "    for row in rows:", "    for row in sorted(rows, key=lambda r: r['day']):")}, set())
+    step("golden literal", {"tests/test_agg.py": (
+        "from agg import summarize\n\n\ndef test_total():\n    rows = [{'day': 'd', 'temp': '3'}]\n"
+        "    assert summarize(rows) == summarize(list(rows))\n    assert summarize(rows)[0][1] == 3\n")},
+        {"golden_literal"})
+    step("clean: predicates and comparisons of two results", {"tests/test_more.py": (
+        "from agg import summarize\n\n\ndef test_shapes():\n    rows = []\n"
+        "    assert summarize(rows) is not None\n    assert isinstance(summarize(rows), list) is True\n"
+        "    assert summarize(rows) == summarize(rows[::-1])\n")}, set())
+    step("clean: the golden test reformatted", {"tests/test_agg.py": (
+        "# totals\nfrom agg import summarize\n\n\n\ndef test_total():\n    rows = [{'day': 'd', 'temp': '3'}]\n\n"
+        "    assert summarize(rows) == summarize(list(rows))\n    assert summarize(rows)[0][1] == 3  # pinned\n")},
+        set())
+    step("bag output sorted", {"src/agg.py": AGG.replace(
+        "    return list(totals.items())", "    return sorted(totals.items())")}, {"bag_output_sorted"})
+    step("ingest replay to concatenation", {"tests/test_store.py": STORE_TEST.replace(
+        "    twice.ingest(ROWS)\n    twice.ingest(ROWS)\n", "    twice.ingest(ROWS + ROWS)\n")},
+        {"ingest_replay_to_concat"})
+    step("lease hash", {"oracle/leases/days.yaml": lease("0" * 64)},
+         {"lease_hash_edited", "protected_path_changed"})
+    step("corpus", {"oracle/data/days.csv": CORPUS + "2024-01-03,9\n"},
+         {"leased_corpus_edited", "protected_path_changed"})
+    step("freeze added", {"oracle/freezes.json": json.dumps(freeze_row("flaky runner"), indent=2) + "\n"},
+         {"freeze_row_added", "protected_path_changed"})
+    step("freeze edited", {"oracle/freezes.json": json.dumps(freeze_row("flaky runner, again"), indent=2) + "\n"},
+         {"freeze_row_edited", "protected_path_changed"})
+    step("catalog: replay becomes concatenation", {"oracle/catalog.yaml": CATALOG.replace(
+        "    kind: replay_ingest\n    subject: store:make_store\n",
+        "    kind: invariance\n    subject: store:make_store\n    transform: oracle.adapters:doubled\n")},
+        {"ingest_replay_to_concat", "protected_path_changed", "relation_changed"})
+    step("clean: docs", {"README.md": "days, with notes\n"}, set())
+    return root, expected
+
+
+def _by_commit(flags) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for flag in flags:
+        out.setdefault(flag.commit, set()).add(flag.name)
+    return out
+
+
+def test_each_flag_fires_on_exactly_its_commit(history):
+    root, expected = history
+    review = load_review(root, "main", today=TODAY)
+    try:
+        fired = _by_commit(review.flags)
+    finally:
+        review.close()
+    assert {sha: names for sha, names in expected.items() if names} == fired
+    assert all(sha not in fired for sha, names in expected.items() if not names)
+
+
+def test_each_flag_points_at_the_line_that_did_it(history):
+    root, _ = history
+    evidence = {"golden_literal": "== 3", "bag_output_sorted": "sorted(", "ingest_replay_to_concat": "ROWS + ROWS",
+                "lease_hash_edited": "sha256", "leased_corpus_edited": "2024-01-03", "freeze_row_added": "{",
+                "freeze_row_edited": "{"}
+    review = load_review(root, "main", today=TODAY)
+    try:
+        flags = list(review.flags)
+    finally:
+        review.close()
+    for flag in flags:
+        if flag.name not in evidence or flag.path.endswith(".yaml") and flag.name == "ingest_replay_to_concat":
+            continue
+        lines = git(root, "show", f"{flag.commit}:{flag.path}").splitlines()
+        assert evidence[flag.name] in lines[flag.line - 1], (flag, lines[flag.line - 1])
+    catalog_flag = next(f for f in flags if f.name == "ingest_replay_to_concat" and f.path.endswith(".yaml"))
+    shown = git(root, "show", f"{catalog_flag.commit}:{catalog_flag.path}").splitlines()
+    assert shown[catalog_flag.line - 1].strip() == "kind: invariance"
+
+
+def test_any_flag_rejects_the_pr_and_flags_json_names_them(history, capsys):
+    root, _ = history
+    code = main(["flags", "--repo", str(root), "--base", "main", "--today", TODAY.isoformat(), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 1
+    first = payload["flags"][0]
+    assert payload["decision"] == {"decision": "reject", "reason": f"review_flag:{first['name']}", "row": None}
+    assert all(f["commit"] and f["path"] and (f["line"] or f["name"] == "relation_changed") for f in payload["flags"])
+    golden = next(i for i in payload["checklist"] if i["key"] == "no_golden_literal")
+    assert golden["state"] == "fail" and any("test_agg.py" in line for line in golden["evidence"])
+
+
+def test_a_clean_history_has_no_flag_and_passes(tmp_path: Path, capsys):
+    root = tmp_path / "clean"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.invalid")
+    digest = hashlib.sha256(CORPUS.encode()).hexdigest()
+    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "oracle/catalog.yaml": CATALOG,
+                          "oracle/leases/days.yaml": lease(digest), "oracle/data/days.csv": CORPUS,
+                          "oracle/freezes.json": "[]\n", "README.md": "days\n", "tests/test_store.py": STORE_TEST})
+    git(root, "checkout", "-q", "-b", "patch")
+    commit(root, "docs", {"README.md": "more\n"})
+    commit(root, "a relation-style test", {"tests/test_agg.py": (
+        "from agg import summarize\n\n\ndef test_halves():\n    rows = [{'day': 'd', 'temp': '3'}] * 4\n"
+        "    assert sorted(summarize(rows)) == sorted(summarize(rows[:2] + rows[2:]))\n")})
+    code = main(["flags", "--repo", str(root), "--base", "main", "--today", TODAY.isoformat(), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["flags"] == [] and code == 0
+    assert {i["state"] for i in payload["checklist"]} <= {"pass", "unknown"}
+
+
+# --- the ast rules against real source: reformatting adds nothing -----------------------
+
+REAL_SOURCES = sorted(Path(__file__).resolve().parent.glob("test_*.py"))
+
+
+@pytest.mark.parametrize("path", REAL_SOURCES[:12], ids=lambda p: p.name)
+def test_rules_see_nothing_new_in_a_reformatted_file(path: Path):
+    """A relation over real files: shifting every line and adding comments adds no finding."""
+    source = path.read_text()
+    moved = "# moved down\n\n\n" + source.replace("\n\n\n", "\n\n\n# --\n")
+    assert pyscan.golden_assertions(source, moved) == []
+    assert pyscan.ingest_to_concat(source, moved) == []
+    for name, scope in pyscan._scopes(pyscan.parse(source)):
+        if name:
+            assert pyscan.output_sorts(source, moved, name) == []
+
+
+@pytest.mark.parametrize("path", REAL_SOURCES[:12], ids=lambda p: p.name)
+def test_a_whole_new_file_flags_what_the_file_holds(path: Path):
+    """Adding a file finds exactly what comparing it with an empty file finds, and at least
+    what comparing it with itself minus its last test function finds."""
+    source = path.read_text()
+    assert pyscan.golden_assertions(None, source) == pyscan.golden_assertions("", source)
+    cut = source[:source.rfind("\ndef ")] if "\ndef " in source else ""
+    fewer = pyscan.golden_assertions(cut, source)
+    assert len(fewer) <= len(pyscan.golden_assertions(None, source))
+
+
+@pytest.mark.parametrize("assertion, golden", [
+    ("assert f(x) == 3", True), ("assert 3 == f(x)", True), ("assert f(x)['a'].b == 'x'", True),
+    ("assert f(x) == -2.5", True), ("assert f(x) == [1, 2]", True), ("assert f(x) == {'a': 1}", True),
+    ("assert f(x) == pytest.approx(0.3)", True), ("self.assertEqual(f(x), 7)", True),
+    ("assert f(x) == EXPECTED", True),
+    ("assert f(x) == f(y)", False), ("assert f(x) is None", False), ("assert f(x) == []", False),
+    ("assert f(x) is True", False), ("assert y == 3", False), ("assert f(x) < 3", False),
+    ("assert f(x) == [y]", False), ("assert f(x) == pytest.approx(g(y))", False),
+])
+def test_what_counts_as_a_golden_value(assertion: str, golden: bool):
+    source = f"import pytest\nEXPECTED = 4\n\n\ndef test_it(self=None):\n    {assertion}\n"
+    assert bool(pyscan.golden_assertions(None, source)) is golden
+
+
+def test_unparsable_source_yields_no_finding():
+    assert pyscan.golden_assertions(None, "def broken(:\n") == []
+    assert pyscan.golden_assertions("x = 1\n", "\0") == []
