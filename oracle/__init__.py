@@ -1,0 +1,1 @@
+"""relconsole's own oracle: the relations in ``catalog.yaml`` guard relconsole's engine."""
