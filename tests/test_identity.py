@@ -120,3 +120,15 @@ def test_a_renamed_hand_written_test_keeps_its_relation_id(tmp_path):
     tests.write_text('import pytest\n\n@pytest.mark.relation("rows.split")\ndef test_new_name():\n    pass\n')
     git(repo, "commit", "-q", "-am", "rename the test")
     assert _changed(repo) == set()
+
+
+def test_a_subject_at_the_repository_root_is_code_under_test_not_identity(tmp_path):
+    """The subject module sits where the identity's callable lookup also looks (the root):
+    only a protected file may count, or every code change would read as a changed relation."""
+    repo = _repo(tmp_path)
+    (repo / "agg.py").write_text("def summarize(rows):\n    return list(rows)\n")
+    git(repo, "add", "agg.py")
+    git(repo, "commit", "-q", "-m", "a root-level subject module")
+    (repo / "agg.py").write_text("def summarize(rows):\n    return sorted(rows)\n")
+    git(repo, "commit", "-q", "-am", "subject change only")
+    assert _changed(repo) == set()

@@ -32,8 +32,9 @@ def lit(text: object, style: str = "") -> Text:
     return Text(one_line(text), style=style)
 
 
-def touched_prompt(binding: Binding) -> Text:
-    """Two lines: status letter and path; then the owners or the gap."""
+def touched_prompt(binding: Binding, flags: list[str] = ()) -> Text:
+    """Two lines: status letter and path; then the owners or the gap, and the names of
+    the review flags (§9) raised on this path."""
     symbol, style = STATE_STYLE[binding.state]
     line = Text.assemble((f"{binding.touched.status} ", "bold"), lit(binding.path))
     if binding.touched.old_path:
@@ -44,6 +45,8 @@ def touched_prompt(binding: Binding) -> Text:
         second.append(" " + one_line(", ".join(binding.relations)), "dim")
     elif binding.state == "exempt":
         second.append(" exempt", "dim")
+    if flags:
+        second.append(" ⚑ " + ", ".join(dict.fromkeys(flags)), "bold yellow")
     return Text("\n").join([line, second])
 
 

@@ -20,7 +20,7 @@ from relconsole.engine.demo import materialise
 
 SIZE = (160, 48)
 TODAY = dt.date(2026, 11, 30)
-SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health")
+SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health", "merge-checklist")
 
 
 async def _settle(pilot, timeout: float = 120.0) -> None:
@@ -80,6 +80,10 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
         await pilot.press("s")
         await pilot.pause(0.5)
         save("gate-health")
+        await pilot.press("escape")
+        await pilot.press("m")
+        await pilot.pause(0.8)
+        save("merge-checklist")
     return written
 
 

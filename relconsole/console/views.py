@@ -23,7 +23,11 @@ from relconsole.engine.review import Review
 
 
 def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
-    return [(f"t:{i}", render.touched_prompt(b), False) for i, b in enumerate(review.bindings)]
+    flagged: dict[str, list[str]] = {}
+    for flag in review.flags:
+        flagged.setdefault(flag.path, []).append(flag.name)
+    return [(f"t:{i}", render.touched_prompt(b, flagged.get(b.path, [])), False)
+            for i, b in enumerate(review.bindings)]
 
 
 def touched_path(review: Review, oid: str | None) -> str | None:

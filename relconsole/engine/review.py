@@ -32,7 +32,7 @@ from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadIn
                                       RelconsoleError, UsageError)
 from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
-from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
+from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.patchflags import Flag, patch_flags
 from relconsole.engine.runner import RelationResult, RunPlan, run_all
 from relconsole.engine.textedit import jsonl_lines
@@ -242,7 +242,8 @@ def _load_oracle(review: Review, view: gitio.TreeView) -> None:
     if review.catalog is not None:
         review.freezes = assess(rows, review.catalog, review.today)
         _check_seeds(review, view)
-        review.identities = {r.id: r.identity(_callable_sources(r, view)) for r in review.relations}
+        review.identities = {r.id: r.identity(_callable_sources(r, view, layout.protected))
+                             for r in review.relations}
 
 
 def _duplicate_lease_ids(review: Review) -> None:
@@ -291,12 +292,16 @@ def _seed_file_problem(text: str, path: str, relation: Relation) -> BadInputErro
     return None
 
 
-def _callable_sources(relation: Relation, view: gitio.TreeView) -> dict[str, bytes]:
-    """Source bytes of callables kept in the oracle tree (they are part of identity, §3)."""
+def _callable_sources(relation: Relation, view: gitio.TreeView, guarded: tuple[str, ...]) -> dict[str, bytes]:
+    """Source bytes of the callables kept in the protected tree (``guarded`` patterns): they
+    are part of identity (§3). A subject in the code under test is not: editing it is what
+    a patch does, not a change of the relation."""
     out = {}
     for role, ref in relation.callables().items():
         module = ref.split(":", 1)[0].replace(".", "/")
         for candidate in (f"{module}.py", f"{module}/__init__.py"):
+            if not protected(guarded, candidate):
+                continue
             data = view.read_bytes(candidate)
             if data is not None:
                 out[role] = data
@@ -404,13 +409,13 @@ def _patch_catalog(review: Review) -> None:
                          "--", path).stdout.decode().strip() or None
     try:
         after = _catalog_identities(gitio.TreeView(review.repo, review.head_sha), path,
-                                    f"{path} (in {review.head_ref})")
+                                    f"{path} (in {review.head_ref})", review.layout.protected)
     except BadInputError as exc:
         review.flags.append(Flag("patch_catalog_invalid", last, path, exc.line, exc.one_line()))
         return
     try:
         before = _catalog_identities(gitio.TreeView(review.repo, review.merge_base), path,
-                                     f"{path} (at the merge base)")
+                                     f"{path} (at the merge base)", review.layout.protected)
     except BadInputError:
         before = {}
     for rid in sorted(set(before) | set(after)):
@@ -425,13 +430,14 @@ def _patch_catalog(review: Review) -> None:
             "the review runs the oracle's version"))
 
 
-def _catalog_identities(view: gitio.TreeView, path: str, source: str) -> dict[str, tuple[str, int | None]]:
+def _catalog_identities(view: gitio.TreeView, path: str, source: str,
+                        guarded: tuple[str, ...]) -> dict[str, tuple[str, int | None]]:
     """Relation id -> (identity, line) for the catalog in ``view`` ({} when it has none)."""
     text = view.read_text(path)
     if text is None:
         return {}
     catalog = load_catalog(text, source)
-    return {r.id: (r.identity(_callable_sources(r, view)), r.line) for r in catalog.relations.values()}
+    return {r.id: (r.identity(_callable_sources(r, view, guarded)), r.line) for r in catalog.relations.values()}
 
 
 # --- running -------------------------------------------------------------------------
