@@ -112,6 +112,9 @@ def history(tmp_path: Path):
         "from agg import summarize\n\n\ndef test_shapes():\n    rows = []\n"
         "    assert summarize(rows) is not None\n    assert isinstance(summarize(rows), list) is True\n"
         "    assert summarize(rows) == summarize(rows[::-1])\n")}, set())
+    step("clean: literals asserted on code no relation owns", {"tools/fmt.py": "def fmt(n):\n    return str(n)\n",
+         "tests/test_fmt.py": ("from fmt import fmt\n\n\ndef _local(n):\n    return n\n\n\n"
+                               "def test_fmt():\n    assert fmt(3) == '3'\n    assert _local(2) == 2\n")}, set())
     step("clean: the golden test reformatted", {"tests/test_agg.py": (
         "# totals\nfrom agg import summarize\n\n\n\ndef test_total():\n    rows = [{'day': 'd', 'temp': '3'}]\n\n"
         "    assert summarize(rows) == summarize(list(rows))\n    assert summarize(rows)[0][1] == 3  # pinned\n")},

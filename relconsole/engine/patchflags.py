@@ -14,7 +14,7 @@ reason ``review_flag:<name>`` (see ``Review.decision``).
 | leased_corpus_edited | changes a file a lease pins |
 | freeze_row_added | adds a freeze row for a relation that had none |
 | freeze_row_edited | adds or changes a freeze row for a relation that had one |
-| golden_literal | adds a test assertion of a call result against a literal |
+| golden_literal | adds a test assertion of a call result against a literal, the call into a module a relation owns |
 | bag_output_sorted | adds an output sort in the subject of a relation that compares bags |
 | ingest_replay_to_concat | turns a replayed ingest into concatenated rows (a test, or a catalog relation's kind) |
 """
@@ -25,6 +25,7 @@ import json
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pathspec
@@ -35,7 +36,7 @@ from relconsole.engine.config import Layout
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.freezes import row_line_finder
 from relconsole.engine.gitio import clean_env
-from relconsole.engine.owners import protected
+from relconsole.engine.owners import protected, winning_pattern
 from relconsole.engine.splitcheck import Commit, range_commits
 from relconsole.engine.yamlload import load_yaml_text
 
@@ -144,8 +145,8 @@ def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout
     """
     if merge_base == head:
         return []
-    rules = _Rules(layout, catalog, lease_corpora)
     reader = BlobReader(repo_dir)
+    rules = _Rules(layout, catalog, lease_corpora, reader)
     flags: list[Flag] = []
     try:
         for commit in range_commits(repo_dir, f"{merge_base}..{head}"):
@@ -175,11 +176,13 @@ def _changes(commit: Commit, rules: "_Rules", reader: BlobReader):
 class _Rules:
     """The §9 flag rules for one layout and oracle."""
 
-    def __init__(self, layout: Layout, catalog: Catalog | None, lease_corpora: dict[str, str]):
+    def __init__(self, layout: Layout, catalog: Catalog | None, lease_corpora: dict[str, str],
+                 reader: BlobReader):
         self.layout = layout
         self.catalog = catalog
         self.corpora = lease_corpora
         self.bag_subjects = _bag_subjects(layout, catalog) if catalog else {}
+        self.guarded = _guarded_modules(layout, catalog, reader) if catalog else None
 
     def wanted(self, path: str) -> bool:
         """Whether any rule reads this path's content."""
@@ -223,7 +226,8 @@ class _Rules:
                          f"{qualname} {found.detail}, but {relation_id} compares its output as a bag: "
                          "the sort hides nothing the relation checks and may mask an order bug")
         if change.new and self._python_test(change.new):
-            for found in pyscan.golden_assertions(change.text("before"), change.text("after")):
+            guarded = None if self.guarded is None else lambda dotted: self.guarded(sha, dotted)
+            for found in pyscan.golden_assertions(change.text("before"), change.text("after"), guarded):
                 flag("golden_literal", found.line, f"{found.detail}: a golden value restates the code's "
                      "output; the relation stores no answer")
             for found in pyscan.ingest_to_concat(change.text("before"), change.text("after")):
@@ -272,19 +276,40 @@ class _Rules:
 def _bag_subjects(layout: Layout, catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
     """Source file -> [(function qualname, relation id)] for subjects of relations that
     compare outputs as bags (split_merge, or ``order_free``), in every import path (§3)."""
-    roots = list(layout.import_paths) if layout.import_paths is not None else ["", "src"]
     out: dict[str, list[tuple[str, str]]] = {}
     for relation in catalog.relations.values():
         if relation.kind != "split_merge" and not (relation.params or {}).get("order_free"):
             continue
         module, _, attr = relation.subject.partition(":")
         stem = module.replace(".", "/")
-        for root in roots:
-            prefix = root.strip("/").removeprefix("./")
+        for root in _roots(layout):
             for name in (f"{stem}.py", f"{stem}/__init__.py"):
-                path = f"{prefix}/{name}" if prefix and prefix != "." else name
-                out.setdefault(path, []).append((attr, relation.id))
+                out.setdefault(f"{root}/{name}" if root else name, []).append((attr, relation.id))
     return out
+
+
+def _roots(layout: Layout) -> list[str]:
+    """Import roots as path prefixes ("" for the repository root), as §3 resolves subjects."""
+    roots = list(layout.import_paths) if layout.import_paths is not None else ["", "src"]
+    return [r.strip("/").removeprefix("./").removeprefix(".") for r in roots]
+
+
+def _guarded_modules(layout: Layout, catalog: Catalog, reader: BlobReader):
+    """(commit, dotted module) -> True when the module's source file in that commit (in any
+    import root) is owned by at least one relation: a literal asserted on a call into it
+    restates what a relation guards."""
+    @lru_cache(maxsize=4096)
+    def guarded(sha: str, dotted: str) -> bool:
+        stem = dotted.replace(".", "/")
+        for root in _roots(layout):
+            for name in (f"{stem}.py", f"{stem}/__init__.py"):
+                path = f"{root}/{name}" if root else name
+                if reader.read(sha, path) is None:
+                    continue
+                hit = winning_pattern(catalog.owners, path)
+                return hit is not None and bool(hit[1])
+        return False
+    return guarded
 
 
 def _first_changed_line(change: _Change) -> int | None:

@@ -8,7 +8,8 @@ adds an assertion. Source that does not parse yields no finding from that rule (
 patch's own test run reports the syntax error).
 
 * ``golden_assertions``: an ``assert`` (or ``self.assertEqual``-style call) comparing a
-  call result with a literal value, a golden value (§9).
+  call result with a literal value, a golden value (§9); optionally only calls into
+  modules a relation guards.
 * ``output_sorts``: a ``sorted(...)`` / ``.sort()`` whose result the function returns,
   inside a named function (the subject of a relation that compares bags).
 * ``ingest_to_concat``: a function that replayed ingest (one receiver's ``.ingest(...)``
@@ -128,11 +129,40 @@ def _element(node: ast.AST, names: dict[str, ast.AST], depth: int) -> bool:
     return _literal(node, names, depth + 1)
 
 
-def _call_result(node: ast.AST) -> bool:
-    """True when ``node`` is a call's result, possibly indexed or attributed (``f(x)["a"].n``)."""
+def _root_call(node: ast.AST) -> ast.Call | None:
+    """The call whose result ``node`` is, possibly indexed or attributed (``f(x)["a"].n``)."""
     while isinstance(node, (ast.Subscript, ast.Attribute)):
         node = node.value
-    return isinstance(node, ast.Call) and not _is_approx(node)
+    return node if isinstance(node, ast.Call) and not _is_approx(node) else None
+
+
+def imported_modules(module: ast.Module) -> dict[str, str]:
+    """Local name -> dotted module it comes from (``from a.b import f`` gives f -> a.b,
+    ``import a.b as m`` gives m -> a.b, ``import a.b`` gives a -> a). Relative imports are left out."""
+    names: dict[str, str] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                names[alias.asname or alias.name] = node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+    return names
+
+
+def _callee_modules(call: ast.Call, imports: dict[str, str]) -> list[str]:
+    """Dotted modules the called function may come from, longest first (``m.sub.f(x)``
+    with ``import m`` gives m.sub, m); [] for a local or unknown callee."""
+    parts, func = [], call.func
+    while isinstance(func, ast.Attribute):
+        parts.insert(0, func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id not in imports:
+        return []
+    base = imports[func.id]
+    if not parts:
+        return [base]
+    return [".".join([base, *parts[:k]]) for k in range(len(parts) - 1, -1, -1)]
 
 
 def _bound_literals(scope: ast.AST, module: ast.Module) -> dict[str, ast.AST]:
@@ -158,23 +188,32 @@ def _pairs(node: ast.AST):
             yield call.args[0], call.args[1]
 
 
-def _golden(scope: ast.AST, module: ast.Module):
+def _golden(scope: ast.AST, module: ast.Module, guarded):
     names = _bound_literals(scope, module)
+    imports = imported_modules(module) if guarded is not None else {}
     for node in _own_nodes(scope):
         for left, right in _pairs(node):
             for result, value in ((left, right), (right, left)):
-                if _call_result(result) and _literal(value, names):
+                call = _root_call(result)
+                if call is None or not _literal(value, names):
+                    continue
+                if guarded is None or any(guarded(m) for m in _callee_modules(call, imports)):
                     yield node, f"asserts {_short(result)} against the literal {_short(value)}"
                     break
 
 
-def golden_assertions(before: str | None, after: str | None) -> list[Finding]:
-    """Assertions of a call result against a literal that ``after`` adds to ``before`` (§9)."""
+def golden_assertions(before: str | None, after: str | None, guarded=None) -> list[Finding]:
+    """Assertions of a call result against a literal that ``after`` adds to ``before`` (§9).
+
+    ``guarded`` (dotted module name -> bool) narrows it to calls of functions imported from
+    modules a relation guards (the code a golden value would restate); None: every call.
+    """
     tree = parse(after)
     if tree is None:
         return []
+
     def in_functions(name, scope, module):
-        return _golden(scope, module) if name else iter(())
+        return _golden(scope, module, guarded) if name else iter(())
     return [Finding(node.lineno, detail) for _, node, detail in _added(parse(before), tree, in_functions)]
 
 
