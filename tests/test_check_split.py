@@ -129,13 +129,25 @@ def test_text_output_names_commit_and_path_and_bad_ranges_are_refused(repo, caps
     assert main(["check-split", "--repo", str(repo)]) == 64
 
 
-def test_the_project_history_keeps_the_rules():
-    """relconsole's own history: its protected tree is the default oracle/**, which it does not have."""
+def test_the_project_history_keeps_the_rules(tmp_path, capsys):
+    """relconsole's own history keeps §9 (its oracle/ was added in commits of their own),
+    and one mixed commit on top of a clone of it makes the same check fail on that commit."""
     root = Path(__file__).resolve().parents[1]
     if not (root / ".git").exists():
         pytest.skip("not a git checkout")
     first = git(root, "rev-list", "--max-parents=0", "HEAD").split()[0]
+    if git(root, "ls-tree", "--name-only", "HEAD", "oracle/").strip():
+        assert git(root, "log", "--format=%H", f"{first}..HEAD", "--", "oracle/").strip()  # not vacuous
     assert main(["check-split", f"{first}..HEAD", "--repo", str(root)]) == 0
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    git(clone, "config", "user.name", "t")
+    git(clone, "config", "user.email", "t@example.invalid")
+    mixed = commit(clone, "mixed", {"oracle/seeds/extra.jsonl": "{}\n", "README.md": "changed\n"})
+    capsys.readouterr()
+    assert main(["check-split", f"{first}..HEAD", "--repo", str(clone)]) == 1
+    out = capsys.readouterr().out
+    assert mixed[:12] in out and "README.md" in out and len(out.strip().splitlines()) == 1
 
 
 def test_the_gate_is_read_from_the_base_so_a_branch_cannot_move_it(repo, capsys):
