@@ -208,3 +208,54 @@ def worst_of(decisions: list[str]) -> dict:
                 for n, word in enumerate(decisions)]
     chosen = decision.worst(verdicts)
     return {"decision": chosen.decision, "exit_code": chosen.exit_code}
+
+
+# --- pyscan (patch review flags) ----------------------------------------------------------
+# A row: {"before": source or null, "after": source, "sort_in": function qualname or null}:
+# one commit's version of a Python file and its parent's.
+
+
+def scan_findings(row: dict) -> dict[str, list[str]]:
+    """What ``pyscan`` finds the commit added, by rule: the details, sorted (lines and the
+    order of definitions move with layout; what was added does not)."""
+    from relconsole.engine import pyscan
+
+    before, after = row.get("before"), row["after"]
+    found = {"golden": pyscan.golden_assertions(before, after),
+             "concat": pyscan.ingest_to_concat(before, after),
+             "sorts": pyscan.output_sorts(before, after, row["sort_in"]) if row.get("sort_in") else []}
+    return {rule: sorted(f.detail for f in findings) for rule, findings in found.items()}
+
+
+def relayout_sources(row: dict) -> dict:
+    """The same two sources moved around: top-level definitions in reverse order, a header
+    comment, blank lines and comments between them, trailing comments on assertions. What
+    each function holds is untouched; unparsable source is kept as it is."""
+    return dict(row, before=_relayout(row.get("before")), after=_relayout(row["after"]))
+
+
+def _relayout(source: str | None) -> str | None:
+    import ast
+
+    if source is None:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    lines = source.splitlines()
+    blocks, header = [], []
+    for node in tree.body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        text = [_commented(line) for line in lines[first - 1:node.end_lineno]]
+        (blocks if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else header).append(text)
+    out = ["# laid out again by the reviewer's formatter", ""]
+    for text in header:
+        out += text
+    for text in reversed(blocks):
+        out += ["", "", "# --", *text]
+    return "\n".join(out) + "\n"
+
+
+def _commented(line: str) -> str:
+    return line + "  # checked" if line.lstrip().startswith("assert ") and "#" not in line else line
