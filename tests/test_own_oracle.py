@@ -188,6 +188,25 @@ BUGS = [
                     return decision
             return _planted_worst(decisions)
         '''), ("worst",)),
+    Planted("scan-keys-nodes-by-position", "pyscan.layout_free", "relconsole/engine/pyscan.py", _code('''
+        def _added(before, after, collect):
+            """An assertion counts as added when no node of its shape sat on the same line before."""
+            seen = set()
+            if before is not None:
+                for name, scope in _scopes(before):
+                    seen |= {(name, ast.dump(n), n.lineno) for n, _ in collect(name, scope, before)}
+            found = [(name, node, detail) for name, scope in _scopes(after)
+                     for node, detail in collect(name, scope, after)
+                     if (name, ast.dump(node), node.lineno) not in seen]
+            return sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset))
+        '''), ("_added", "_scopes")),
+    Planted("scan-matches-functions-by-place", "pyscan.layout_free", "relconsole/engine/pyscan.py", _code('''
+        _planted_scopes = _scopes
+        def _scopes(tree):
+            """Functions matched between versions by their place in the file, not their name."""
+            for index, (name, node) in enumerate(_planted_scopes(tree)):
+                yield (f"#{index}" if name else ""), node
+        '''), ("_scopes",)),
 ]
 
 
