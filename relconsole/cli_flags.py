@@ -1,16 +1,18 @@
 """CLI subcommand ``flags``: the patch review flags (SPEC §9) and the merge checklist.
 
-``relconsole flags [--run] [--json]`` exits 1 when any flag fires or any checklist item
-fails (the PR's decision is then ``reject``, reason ``review_flag:<name>``), 5 on a bad
-oracle file, 0 otherwise; an ``unknown`` item (evidence not there yet) does not fail.
+``relconsole flags [--run] [--json]`` prints the review's decision made worse by the
+checklist (a failed item is ``reject``, reason ``checklist:<key>``; any flag already made it
+``reject``, reason ``review_flag:<name>``) and exits with that decision's §8 code: 5 on a
+bad oracle file, 2 for a coverage gap when nothing worse. An ``unknown`` item (evidence not
+there yet) does not fail.
 """
 
 from __future__ import annotations
 
 import json
 
-from relconsole.engine.checklist import FAIL, merge_checklist
-from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT
+from relconsole.engine.checklist import merge_checklist, with_checklist
+from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS
 from relconsole.engine.literal import one_line
 from relconsole.engine.review import load_review, run_review
 
@@ -34,12 +36,14 @@ def cmd_flags(args) -> int:
         if args.run and not review.errors:
             run_review(review)
         items = merge_checklist(review)
-        decision = review.decision()
-        failed = bool(review.flags) or any(i.state == FAIL for i in items)
-        code = EXIT_BAD_INPUT if review.errors else EXIT_REJECT if failed else EXIT_PASS
+        decision = with_checklist(review.decision(), items)
+        code = EXIT_BAD_INPUT if review.errors else decision.exit_code
+        if code == EXIT_PASS and review.gaps():
+            code = EXIT_GAP
         if args.json:
             print(json.dumps({
                 "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
+                "oracle_from": review.oracle_from, "unjudged": review.unjudged,
                 "flags": [f.to_json() for f in review.flags],
                 "checklist": [i.to_json() for i in items],
                 "decision": {"decision": decision.decision, "reason": decision.reason, "row": decision.row},
@@ -47,6 +51,8 @@ def cmd_flags(args) -> int:
                 "exit_code": code}, indent=2))
             return code
         span = f"{review.merge_base[:10]}..{review.head_sha[:10]}"
+        if review.oracle_from == "HEAD":
+            print("oracle read from HEAD (--oracle-from HEAD): the patch's own catalog, leases and freezes")
         print(f"review flags in {span}: {len(review.flags) or 'none'}")
         for flag in review.flags:
             print(f"  ⚑ {flag.name}  {one_line(flag.where())}  {one_line(flag.detail)}")
@@ -61,3 +67,4 @@ def cmd_flags(args) -> int:
         return code
     finally:
         review.close()
+

@@ -184,3 +184,44 @@ async def test_m_in_the_console_shows_the_flags_and_the_checklist(demo_repo: Pat
             assert any(title in line and state.upper() in line.upper() for line in body.splitlines()), title
         await pilot.press("escape")
         assert type(app.screen).__name__ != "DetailScreen"
+
+
+@pytest.mark.parametrize("accepter, state", [(("Tess Drafter", "tess@example.invalid"), "fail"),
+                                             (("Rita Reviewer", "rita@example.invalid"), "pass")])
+def test_a_seed_row_is_drafted_by_whoever_wrote_its_line(demo_repo: Path, accepter, state):
+    """The quarantine file was committed by the maintainers; the row itself by Tess."""
+    git(demo_repo, "checkout", "-q", "main")
+    git(demo_repo, "config", "user.name", "Tess Drafter")
+    git(demo_repo, "config", "user.email", "tess@example.invalid")
+    quarantine = demo_repo / "oracle/quarantine/rollout.monotonic.seeds.jsonl"
+    quarantine.write_text(quarantine.read_text() + '{"percent": 33, "salt": "sq", "population": 50}\n')
+    git(demo_repo, "commit", "-q", "-am", "quarantine: a drafted seed row")
+    line = len(quarantine.read_text().splitlines())
+    git(demo_repo, "config", "user.name", accepter[0])
+    git(demo_repo, "config", "user.email", accepter[1])
+    review = load_review(demo_repo, "main", today=TODAY)
+    try:
+        actions.accept(review, [], [f"oracle/quarantine/rollout.monotonic.seeds.jsonl:{line}"])
+    finally:
+        review.close()
+    git(demo_repo, "checkout", "-q", "-f", "agent/patch")
+    git(demo_repo, "merge", "-q", "main", "-m", "merge main")
+    commit(demo_repo, "touch rollout", {"src/rollout.py": (demo_repo / "src/rollout.py").read_text() + "\n"})
+    review = load_review(demo_repo, "main", today=TODAY)
+    try:
+        assert "rollout.monotonic" in review.touched_relations()
+        assert states(review)["drafted_rows_decided"] == state
+        assert "tess@example.invalid" in evidence(review, "drafted_rows_decided")
+    finally:
+        review.close()
+
+
+def test_a_freeze_file_that_does_not_load_leaves_the_freeze_items_unknown(tmp_path: Path):
+    root = make_repo(tmp_path, {"oracle/freezes.json": '{"not": "a list"}\n'}, TOUCH)
+    review = load_review(root, "main", today=TODAY)
+    try:
+        got = states(review)
+        assert got["freezes_preexisting"] == got["freeze_reruns_counted"] == "unknown"
+        assert "freezes.json" in evidence(review, "freezes_preexisting")
+    finally:
+        review.close()

@@ -252,6 +252,146 @@ def test_what_counts_as_a_golden_value(assertion: str, golden: bool):
     assert bool(pyscan.golden_assertions(None, source)) is golden
 
 
-def test_unparsable_source_yields_no_finding():
-    assert pyscan.golden_assertions(None, "def broken(:\n") == []
-    assert pyscan.golden_assertions("x = 1\n", "\0") == []
+def test_source_that_cannot_be_judged_says_so_and_a_broken_before_counts_as_empty():
+    for after in ("def broken(:\n", "\0", "def test_deep():\n    assert f(x)" + "[0]" * 3000 + " == 5\n"):
+        with pytest.raises(pyscan.Unjudged):
+            pyscan.golden_assertions(None, after)
+    fixed = "def test_fixed():\n    assert parse('1.2') == (1, 2)\n"
+    assert pyscan.golden_assertions("def broken(:\n", fixed) == pyscan.golden_assertions(None, fixed) != []
+
+
+@pytest.mark.parametrize("shape", [
+    "totals = f(rows)\n    assert totals['Adelie']['count'] == 1",
+    "assert round(f(x), 1) == 3750.0", "assert len(f(x)) == 14", "assert str(f(x)) == '25'",
+    "assert f(x)[0].get('v') == '13'", "expected: int = 15\n    assert f(x) == expected",
+    "self.assertTrue(f(x) == 21)", "self.assertEqual(first=f(x), second=22)",
+    "assert math.isclose(f(x), 16.0)", "np.testing.assert_allclose(f(x), 17.0)",
+    "assert 0 < f(x) == 19", "assert f(x) == 18 and True", "assert not f(x) != 20",
+])
+def test_golden_values_in_the_shapes_tests_write_them(shape: str):
+    source = f"import math\nimport numpy as np\nfrom mod import *\n\n\ndef test_it(self=None):\n    {shape}\n"
+    assert len(pyscan.golden_assertions(None, source)) == 1
+    guarded = lambda module: module == "mod"  # noqa: E731 - f comes from the star import
+    assert len(pyscan.golden_assertions(None, source, guarded)) == 1
+
+
+@pytest.mark.parametrize("move", ["rename", "into_class", "swap_sides"])
+def test_moving_a_golden_assertion_adds_nothing(move: str):
+    before = "def test_a():\n    assert f(1) == 3\n"
+    after = {"rename": "def test_b():\n    assert f(1) == 3\n",
+             "into_class": "class TestF:\n    def test_a(self):\n        assert f(1) == 3\n",
+             "swap_sides": "def test_a():\n    assert 3 == f(1)\n"}[move]
+    assert pyscan.golden_assertions(before, after) == []
+    assert len(pyscan.golden_assertions(None, after)) == 1
+
+
+# --- edges a breaker found ------------------------------------------------------------
+
+def _flags(root: Path, **kw):
+    review = load_review(root, "main", today=TODAY, **kw)
+    try:
+        return list(review.flags), list(review.unjudged)
+    finally:
+        review.close()
+
+
+@pytest.fixture
+def base_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "edge repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.invalid")
+    digest = hashlib.sha256(CORPUS.encode()).hexdigest()
+    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "tests/test_store.py": STORE_TEST,
+                          "oracle/catalog.yaml": CATALOG, "oracle/leases/days.yaml": lease(digest),
+                          "oracle/data/days.csv": CORPUS, "oracle/freezes.json": "[]\n", "README.md": "days\n",
+                          "oracle/adapters.py": "def doubled(rows):\n    return rows + rows\n"})
+    return root
+
+
+def test_paths_with_one_space_are_read_not_a_crash(base_repo: Path):
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    sha = commit(base_repo, "spaces", {"oracle/data/new corpus.csv": "a\n", "tests/test a.py": (
+        "from agg import summarize\n\n\ndef test_a():\n    assert summarize([]) == [('d', 1)]\n")})
+    flags, _ = _flags(base_repo)
+    assert {(f.name, f.path) for f in flags} == {("protected_path_changed", "oracle/data/new corpus.csv"),
+                                                 ("golden_literal", "tests/test a.py")}
+    assert {f.commit for f in flags} == {sha}
+
+
+def test_a_test_file_too_deep_to_judge_is_reported_and_the_checklist_says_unknown(base_repo: Path):
+    from relconsole.engine.checklist import merge_checklist
+
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    commit(base_repo, "deep", {"tests/test_deep.py": "def test_deep():\n    assert f(x)" + "[0]" * 3000 + " == 5\n",
+                               "src/agg.py": AGG + "\n"})
+    review = load_review(base_repo, "main", today=TODAY)
+    try:
+        assert any("test_deep.py" in note for note in review.unjudged)
+        golden = next(i for i in merge_checklist(review) if i.key == "no_golden_literal")
+        assert golden.state == "unknown" and any("test_deep.py" in e for e in golden.evidence)
+    finally:
+        review.close()
+
+
+def test_a_golden_assertion_moved_to_another_file_in_one_commit_adds_nothing(base_repo: Path):
+    body = "from agg import summarize\n\n\ndef test_total():\n    assert summarize([])[0][1] == 3\n"
+    commit(base_repo, "a golden test on main", {"tests/test_old.py": body})
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    commit(base_repo, "move", {"tests/test_old.py": None, "tests/test_new.py": body.replace("test_total", "test_sum")})
+    assert _flags(base_repo)[0] == []
+
+
+def test_merging_main_with_a_resolved_conflict_flags_nothing_of_mains(base_repo: Path):
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    commit(base_repo, "patch test", {"tests/test_x.py": "def test_p():\n    assert True\n"})
+    git(base_repo, "checkout", "-q", "main")
+    main_body = "from agg import summarize\n\n\ndef test_m():\n    assert summarize([])[0][1] == 42\n"
+    commit(base_repo, "main test", {"tests/test_x.py": main_body})
+    git(base_repo, "checkout", "-q", "patch")
+    git(base_repo, "merge", "-q", "main", "-m", "merge main", check=False)
+    (base_repo / "tests/test_x.py").write_text(main_body + "\n\ndef test_p():\n    assert True\n")
+    git(base_repo, "add", "tests/test_x.py")
+    git(base_repo, "commit", "-q", "--no-edit")
+    assert [f for f in _flags(base_repo)[0] if f.name == "golden_literal"] == []
+
+
+def test_a_submodule_under_the_protected_tree_is_flagged(base_repo: Path):
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    head = git(base_repo, "rev-parse", "HEAD").strip()
+    git(base_repo, "update-index", "--add", "--cacheinfo", f"160000,{head},oracle/sub")
+    git(base_repo, "commit", "-q", "-m", "a gitlink")
+    flags, _ = _flags(base_repo)
+    assert [(f.name, f.path) for f in flags] == [("protected_path_changed", "oracle/sub")]
+
+
+def test_oracle_from_head_keeps_the_bases_layout_for_flags(base_repo: Path):
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    sha = commit(base_repo, "move the gate", {"pyproject.toml": "[tool.relconsole]\nprotected = [\"nothing/**\"]\n"})
+    row = commit(base_repo, "freeze", {"oracle/freezes.json": json.dumps(freeze_row("flaky"), indent=2) + "\n"})
+    for mode in ("base", "HEAD"):
+        flags, _ = _flags(base_repo, oracle_from=mode)
+        names = {(f.name, f.commit) for f in flags}
+        assert ("oracle_layout_changed", sha) in names and ("freeze_row_added", row) in names
+        assert ("protected_path_changed", row) in names
+        protected_flag = next(f for f in flags if f.name == "protected_path_changed")
+        assert ("from HEAD" in protected_flag.detail) is (mode == "HEAD")
+
+
+def test_an_adapter_edit_is_the_changed_relations_flag_on_that_commit(base_repo: Path):
+    catalog = CATALOG.replace("    kind: replay_ingest\n    subject: store:make_store\n",
+                              "    kind: invariance\n    subject: store:make_store\n    transform: oracle.adapters:doubled\n")
+    commit(base_repo, "catalog: an invariance", {"oracle/catalog.yaml": catalog})
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    sha = commit(base_repo, "adapter", {"oracle/adapters.py": "def doubled(rows):\n    return list(rows) * 2\n"})
+    changed = [f for f in _flags(base_repo)[0] if f.name == "relation_changed"]
+    assert [(f.commit, f.path) for f in changed] == [(sha, "oracle/adapters.py")]
+
+
+def test_flags_exits_with_the_decision_it_prints(history, capsys):
+    root, _ = history
+    for extra in ([], ["--run"]):
+        code = main(["flags", "--repo", str(root), "--base", "main", "--today", TODAY.isoformat(), "--json", *extra])
+        payload = json.loads(capsys.readouterr().out)
+        from relconsole.engine.decision import EXIT_CODES
+        assert code == payload["exit_code"] == EXIT_CODES[payload["decision"]["decision"]]

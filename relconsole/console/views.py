@@ -16,6 +16,7 @@ from relconsole.console.render import lit
 from relconsole.console.screens.detail import (DetailScreen, candidate_text, lease_text, outline,
                                                relation_text, replay_text, workspace_lease_text)
 from relconsole.engine.actions import OVERRIDE
+from relconsole.engine.checklist import with_checklist
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.leases import check_renewal
@@ -367,6 +368,10 @@ def checklist_screen(review: Review, items) -> DetailScreen:
     header = Text.assemble(("Review flags and merge checklist", "bold"),
                            (" · relconsole flags (esc goes back)", "dim"))
     body = Text()
+    decision = with_checklist(review.decision(), items)
+    body.append(f" {decision.decision.upper()} ", f"reverse {render.DECISION_STYLE[decision.decision]}")
+    body.append_text(lit(f" {decision.reason}", "bold"))
+    body.append(" with the checklist (relconsole flags exits with this)\n\n", "dim")
     body.append(f"Review flags in {review.merge_base[:10]}..{review.head_sha[:10]}: ", "bold")
     body.append(f"{len(review.flags)}\n" if review.flags else "none\n")
     for flag in review.flags:

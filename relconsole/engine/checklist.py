@@ -23,12 +23,13 @@ from dataclasses import dataclass
 
 from relconsole.engine import gitio
 from relconsole.engine.candidates import relation_of_seed_file
+from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.freezes import LIVE, parse_rows
 from relconsole.engine.yamlload import load_yaml_text
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
-_ACCEPTED = re.compile(r"^Accepted (?:from quarantine: (?P<candidate>.+)|seed row (?P<seeds>.+?):\d+: )")
+_ACCEPTED = re.compile(r"^Accepted (?:from quarantine: (?P<candidate>.+)|seed row (?P<seeds>.+?):(?P<line>\d+): )")
 _PROVENANCE = re.compile(r"^  drafted_by: (.+)$")
 
 
@@ -49,6 +50,13 @@ def merge_checklist(review) -> list[Item]:
     """The six items for ``review`` (an engine ``Review``); never raises for missing evidence."""
     return [_leases_fresh(review), _leases_allow(review), _no_golden(review), _freezes_preexisting(review),
             _reruns_counted(review), _drafted_rows(review)]
+
+
+def with_checklist(decision: Decision, items: list[Item]) -> Decision:
+    """``decision`` made worse by the failed items (each a ``reject``, reason ``checklist:<key>``)."""
+    failed = [Decision("reject", f"checklist:{i.key}", None, None, i.evidence[0] if i.evidence else i.title)
+              for i in items if i.state == FAIL]
+    return worst([decision, *failed])
 
 
 def _item(key: str, title: str, failures: list[str], passes: list[str], unknown: list[str] = ()) -> Item:
@@ -110,7 +118,9 @@ def _no_golden(review) -> Item:
     key, title = "no_golden_literal", "the patch adds no golden literal"
     golden = [f"{f.where()}: {f.detail}" for f in review.flags if f.name == "golden_literal"]
     span = f"{review.merge_base[:10]}..{review.head_sha[:10]}"
-    return _item(key, title, golden, [] if golden else [f"no assertion of a call result against a literal in {span}"])
+    unread = [f"not judged: {note}" for note in review.unjudged]
+    return _item(key, title, golden, [] if golden or unread else
+                 [f"no assertion of a call result against a literal in {span}"], unread)
 
 
 def _base_rows(review) -> set[str] | None:
@@ -120,6 +130,12 @@ def _base_rows(review) -> set[str] | None:
         return {json.dumps(row, sort_keys=True) for row, _ in parse_rows(text, review.layout.freezes)}
     except BadInputError:
         return None
+
+
+def _freeze_file_unread(review) -> list[str]:
+    """Why the freeze file cannot be judged (it did not load), or []."""
+    return [f"{e.one_line()}: the freeze rows in use are not known" for e in review.errors
+            if e.path == review.layout.freezes]
 
 
 def _in_use(review):
@@ -132,6 +148,8 @@ def _freezes_preexisting(review) -> Item:
     key, title = "freezes_preexisting", "every freeze row in use was on the base before the patch and has a reason"
     if review.catalog is None:
         return _no_catalog(key, title)
+    if _freeze_file_unread(review):
+        return _item(key, title, [], [], _freeze_file_unread(review))
     rows = _in_use(review)
     if not rows:
         return _item(key, title, [], ["no live freeze row applies to a touched relation"])
@@ -155,6 +173,8 @@ def _reruns_counted(review) -> Item:
     key, title = "freeze_reruns_counted", "every freeze in use had its reruns executed and counted"
     if review.catalog is None:
         return _no_catalog(key, title)
+    if _freeze_file_unread(review):
+        return _item(key, title, [], [], _freeze_file_unread(review))
     rows = _in_use(review)
     if not rows:
         return _item(key, title, [], ["no live freeze row applies to a touched relation"])
@@ -178,21 +198,22 @@ def _drafted_rows(review) -> Item:
     if review.catalog is None:
         return _no_catalog(key, title)
     touched = set(review.touched_relations())
-    bad, good = [], []
+    bad, good, unknown = [], [], []
     for accept in _accepting_commits(review):
         if not touched & accept.relations:
             continue
-        drafters = accept.drafters or _quarantine_authors(review, accept)
+        drafters = _drafters(review, accept)
         who = f"{accept.author_name} <{accept.author_email}>"
         names = ", ".join(sorted(accept.relations & touched))
         if any(_same_person(d, accept.author_name, accept.author_email) for d in drafters):
             bad.append(f"{accept.sha[:10]} accepted {names} by {who}, who drafted it")
+        elif not drafters:
+            unknown.append(f"{accept.sha[:10]} accepted {names}: {who}; the drafter is not recorded")
         else:
-            drafted = ", ".join(sorted(drafters)) or "unknown drafter"
-            good.append(f"{accept.sha[:10]} accepted {names}: {who}; drafted by {drafted}")
-    if not bad and not good:
+            good.append(f"{accept.sha[:10]} accepted {names}: {who}; drafted by {', '.join(sorted(drafters))}")
+    if not bad and not good and not unknown:
         good.append("no touched relation carries a row accepted from quarantine")
-    return _item(key, title, bad, good)
+    return _item(key, title, bad, good, unknown)
 
 
 @dataclass
@@ -203,6 +224,7 @@ class _Accept:
     relations: set
     drafters: set
     quarantine_paths: list
+    seed_lines: list  # (quarantine seeds file, 1-based line) of each accepted seed row
 
 
 def _accepting_commits(review) -> list[_Accept]:
@@ -217,11 +239,11 @@ def _accepting_commits(review) -> list[_Accept]:
         if len(parts) != 4:
             continue
         sha, name, email, body = parts
-        accept = _Accept(sha, name, email, set(), set(), [])
+        accept = _Accept(sha, name, email, set(), set(), [], [])
         for line in body.splitlines():
             match = _ACCEPTED.match(line)
             if match and match["seeds"]:
-                accept.quarantine_paths.append(match["seeds"])
+                accept.seed_lines.append((match["seeds"], int(match["line"])))
                 accept.relations.add(relation_of_seed_file(match["seeds"]))
             elif match:
                 accept.quarantine_paths.append(match["candidate"])
@@ -244,8 +266,24 @@ def _candidate_id(review, accepting_sha: str, path: str) -> str | None:
     return str(data.get("id")) if isinstance(data, dict) and data.get("id") else None
 
 
-def _quarantine_authors(review, accept: _Accept) -> set[str]:
-    """Authors (``Name <email>``) of the commits that added the accepted drafts to quarantine."""
+def _drafters(review, accept: _Accept) -> set[str]:
+    """Who drafted what the commit accepted: each candidate's recorded ``drafted_by`` (else
+    whoever added its file to quarantine), and whoever wrote each seed row's line (``git blame``)."""
+    authors = set(accept.drafters)
+    if not accept.drafters:
+        authors |= _candidate_adders(review, accept)
+    for path, line in accept.seed_lines:
+        out = gitio.run_git(review.root, "blame", "--porcelain", "-L", f"{line},{line}", f"{accept.sha}^", "--",
+                            path, ok=None).stdout.decode("utf-8", "replace")
+        name = re.search(r"^author (.*)$", out, re.M)
+        mail = re.search(r"^author-mail <(.*)>$", out, re.M)
+        if name and mail:
+            authors.add(f"{name.group(1)} <{mail.group(1)}>")
+    return authors
+
+
+def _candidate_adders(review, accept: _Accept) -> set[str]:
+    """Authors of the commits that added the accepted candidate files to quarantine."""
     authors = set()
     for path in accept.quarantine_paths:
         out = gitio.run_git(review.root, "log", "--diff-filter=A", "-1", "--format=%an <%ae>",

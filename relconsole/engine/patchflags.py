@@ -17,12 +17,15 @@ reason ``review_flag:<name>`` (see ``Review.decision``).
 | golden_literal | adds a test assertion of a call result against a literal, the call into a module a relation owns |
 | bag_output_sorted | adds an output sort in the subject of a relation that compares bags |
 | ingest_replay_to_concat | turns a replayed ingest into concatenated rows (a test, or a catalog relation's kind) |
+| oracle_layout_changed | changes ``[tool.relconsole]`` in pyproject.toml (the layout is always the base's here) |
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import subprocess
+import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,14 +38,14 @@ from relconsole.engine.catalog import Catalog
 from relconsole.engine.config import Layout
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.freezes import row_line_finder
-from relconsole.engine.gitio import clean_env
+from relconsole.engine.gitio import clean_env, run_git
 from relconsole.engine.owners import protected, winning_pattern
 from relconsole.engine.splitcheck import Commit, range_commits
 from relconsole.engine.yamlload import load_yaml_text
 
 FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
               "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
-              "relation_changed", "patch_catalog_invalid")
+              "oracle_layout_changed", "relation_changed", "patch_catalog_invalid")
 TEST_FILES = pathspec.GitIgnoreSpec.from_lines(["test_*.py", "*_test.py", "conftest.py", "tests/**/*.py",
                                                 "test/**/*.py"])
 MAX_TEXT_BYTES = 8 << 20  # larger blobs are compared by id only: no line is given
@@ -93,8 +96,10 @@ class BlobReader:
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._proc.stdin.write(f"{rev}:{path}\n".encode("utf-8", "surrogateescape"))
         self._proc.stdin.flush()
-        header = self._proc.stdout.readline().split()
-        if len(header) != 3:
+        # "<oid> <type> <size>", or "<object name> missing": the name holds the path, spaces
+        # and all, so the answer is read from the right
+        header = self._proc.stdout.readline().rstrip(b"\n").rsplit(b" ", 2)
+        if len(header) != 3 or not header[2].isdigit():
             return None
         size = int(header[2])
         if header[1] != b"blob" or size > MAX_TEXT_BYTES:
@@ -132,34 +137,63 @@ class _Change:
 
     def text(self, which: str) -> str | None:
         data = self.before if which == "before" else self.after
-        return None if data is None else data.decode("utf-8", "replace")
+        return None if data is None else data.decode("utf-8-sig", "replace")
+
+
+@dataclass
+class FlagReport:
+    """``flags`` oldest commit first, and ``unjudged``: "path @ commit: why" for each Python
+    file the rules could not read (its golden assertions are unknown, not absent)."""
+
+    flags: list[Flag]
+    unjudged: list[str]
 
 
 def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout,
-                catalog: Catalog | None, lease_corpora: dict[str, str]) -> list[Flag]:
-    """Every review flag of the commits ``merge_base..head``, oldest commit first.
+                catalog: Catalog | None, lease_corpora: dict[str, str], oracle_from: str = "base") -> FlagReport:
+    """Every review flag of the commits ``merge_base..head``.
 
-    ``catalog`` is the oracle's (the base ref's; None when it did not load: the rules
-    that need it are skipped), ``lease_corpora`` maps corpus path -> lease id. Raises
-    GitError (abort) when git cannot list the range.
+    ``layout`` is the base ref's (never the patch's: a patch cannot move its own gate);
+    ``catalog`` the oracle's (None when it did not load: the rules that need it are
+    skipped); ``lease_corpora`` maps corpus path -> lease id; ``oracle_from`` says where
+    the review reads the oracle (the wording of protected_path_changed). Raises GitError
+    (abort) when git cannot list the range.
     """
     if merge_base == head:
-        return []
+        return FlagReport([], [])
     reader = BlobReader(repo_dir)
-    rules = _Rules(layout, catalog, lease_corpora, reader)
-    flags: list[Flag] = []
+    rules = _Rules(layout, catalog, {_normal(p): i for p, i in lease_corpora.items()}, reader, oracle_from)
+    report = FlagReport([], [])
     try:
         for commit in range_commits(repo_dir, f"{merge_base}..{head}"):
-            for change in _changes(commit, rules, reader):
-                flags.extend(rules.check(change))
+            changes = list(_changes(repo_dir, commit, rules, reader))
+            for change in changes:
+                report.flags.extend(rules.check(change))
+            report.flags.extend(rules.golden(commit, changes, report.unjudged))
     finally:
         reader.close()
-    return flags
+    return report
 
 
-def _changes(commit: Commit, rules: "_Rules", reader: BlobReader):
+def _normal(path: str) -> str:
+    """A repository path as git lists it (``./a//b`` -> ``a/b``)."""
+    return posixpath.normpath(path).removeprefix("./") if path else path
+
+
+def _before_rev(repo_dir: str | Path, commit: Commit) -> str | None:
+    """What a commit is compared with: its parent, or for a two-parent merge git's own
+    merge of the parents (``merge-tree``), so only what the merge adds is judged."""
+    if len(commit.parents) == 2:
+        proc = run_git(repo_dir, "merge-tree", "--write-tree", "--no-messages", *commit.parents, ok=None)
+        if proc.returncode in (0, 1) and proc.stdout:
+            return proc.stdout.split(b"\n", 1)[0].decode().strip()
+    return commit.parents[0] if commit.parents else None
+
+
+def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: BlobReader):
     """The commit's changes as (old path, new path) with the bytes the rules need."""
-    parent = commit.parents[0] if commit.parents else None
+    wanted = [p for p in commit.paths if rules.wanted(p)]
+    parent = _before_rev(repo_dir, commit) if wanted else None
     renamed_from = set(commit.renames.values())
     for path in commit.paths:
         if path in renamed_from and path not in commit.renames:
@@ -169,6 +203,9 @@ def _changes(commit: Commit, rules: "_Rules", reader: BlobReader):
             continue
         before = reader.read(parent, old)
         after = reader.read(commit.sha, path)
+        if before is None and after is None:  # neither side a readable blob: a submodule (gitlink)
+            yield _Change(commit, old, path, None, None)
+            continue
         yield _Change(commit, old if before is not None else None, path if after is not None else None,
                       before, after)
 
@@ -177,8 +214,10 @@ class _Rules:
     """The §9 flag rules for one layout and oracle."""
 
     def __init__(self, layout: Layout, catalog: Catalog | None, lease_corpora: dict[str, str],
-                 reader: BlobReader):
+                 reader: BlobReader, oracle_from: str = "base"):
         self.layout = layout
+        self.oracle_from = oracle_from
+        self.reader = reader
         self.catalog = catalog
         self.corpora = lease_corpora
         self.bag_subjects = _bag_subjects(layout, catalog) if catalog else {}
@@ -187,7 +226,7 @@ class _Rules:
     def wanted(self, path: str) -> bool:
         """Whether any rule reads this path's content."""
         return (protected(self.layout.protected, path) or self._lease_manifest(path) or path in self.corpora
-                or path == self.layout.freezes or path == self.layout.catalog
+                or path in (self.layout.freezes, self.layout.catalog, "pyproject.toml")
                 or path in self.bag_subjects or self._python_test(path))
 
     def _lease_manifest(self, path: str) -> bool:
@@ -206,9 +245,10 @@ class _Rules:
         if any(protected(self.layout.protected, p) for p in paths):
             what = "deletes" if change.new is None else "adds" if change.old is None else "changes"
             moved = f" (renamed from {change.old})" if change.old and change.new and change.old != change.new else ""
-            flag("protected_path_changed", _first_changed_line(change),
-                 f"{what} a protected path{moved}; the review reads the oracle from the base ref, "
-                 "so this has no effect here")
+            effect = ("the review reads the oracle from HEAD (--oracle-from HEAD), so this change is in "
+                      "effect here" if self.oracle_from == "HEAD" else
+                      "the review reads the oracle from the base ref, so this has no effect here")
+            flag("protected_path_changed", _first_changed_line(change), f"{what} a protected path{moved}; {effect}")
         if any(self._lease_manifest(p) for p in paths):
             self._lease(change, flag)
         for path in sorted(paths & set(self.corpora)):
@@ -226,19 +266,78 @@ class _Rules:
                          f"{qualname} {found.detail}, but {relation_id} compares its output as a bag: "
                          "the sort hides nothing the relation checks and may mask an order bug")
         if change.new and self._python_test(change.new):
-            guarded = None if self.guarded is None else lambda dotted: self.guarded(sha, dotted)
-            for found in pyscan.golden_assertions(change.text("before"), change.text("after"), guarded):
-                flag("golden_literal", found.line, f"{found.detail}: a golden value restates the code's "
-                     "output; the relation stores no answer")
-            for found in pyscan.ingest_to_concat(change.text("before"), change.text("after")):
-                flag("ingest_replay_to_concat", found.line, found.detail)
+            try:
+                for found in pyscan.ingest_to_concat(change.text("before"), change.text("after")):
+                    flag("ingest_replay_to_concat", found.line, found.detail)
+            except pyscan.Unjudged:
+                pass  # reported once, by the golden rule
+        if change.new == "pyproject.toml":
+            self._layout(change, flag)
         return flags
+
+    def golden(self, commit: Commit, changes: list[_Change], unjudged: list[str]) -> list[Flag]:
+        """golden_literal flags of one commit: goldens counted across all its test files,
+        so an assertion moved from one file to another (or renamed) adds nothing."""
+        before: list[pyscan.Golden] = []
+        after: list[tuple[str, pyscan.Golden]] = []
+        guarded = None if self.guarded is None else lambda dotted: self.guarded(commit.sha, dotted)
+        for change in changes:
+            for which in ("before", "after"):
+                path = change.old if which == "before" else change.new
+                data = change.before if which == "before" else change.after
+                if not path or data is None or not self._python_test(path):
+                    continue
+                if data == b"" and which == "after":
+                    unjudged.append(f"{path} @ {commit.sha[:10]}: larger than {MAX_TEXT_BYTES >> 20} MiB")
+                    continue
+                try:
+                    found = pyscan.golden_values(change.text(which), guarded)
+                except pyscan.Unjudged as exc:
+                    if which == "after":
+                        unjudged.append(f"{path} @ {commit.sha[:10]}: {exc}")
+                    continue
+                if which == "before":
+                    before += found
+                else:
+                    after += [(path, g) for g in found]
+        if len(commit.parents) > 1:  # a merge adds no golden that one of its parents had
+            for path in {c.new for c in changes if c.new and self._python_test(c.new)}:
+                for parent in commit.parents:
+                    before += self._goldens_or_none(self.reader.read(parent, path), guarded)
+        added = {id(g) for g in pyscan.new_golden(before, [g for _, g in after])}
+        return [Flag("golden_literal", commit.sha, path, g.line,
+                     f"{g.detail}: a golden value restates the code's output; the relation stores no answer")
+                for path, g in after if id(g) in added]
+
+    @staticmethod
+    def _goldens_or_none(data: bytes | None, guarded) -> list:
+        try:
+            return pyscan.golden_values(None if data is None else data.decode("utf-8-sig", "replace"), guarded)
+        except pyscan.Unjudged:
+            return []
+
+    def _layout(self, change: _Change, flag) -> None:
+        """A change to [tool.relconsole] moves the gate (§2): flagged, whatever it does."""
+        def section(text):
+            try:
+                return tomllib.loads(text or "").get("tool", {}).get("relconsole")
+            except tomllib.TOMLDecodeError:
+                return "unparsable"
+        old, new = section(change.text("before")), section(change.text("after"))
+        if old != new:
+            line = next((n for n, text in enumerate((change.text("after") or "").splitlines(), 1)
+                         if text.strip().startswith("[tool.relconsole")), None)
+            flag("oracle_layout_changed", line,
+                 "changes [tool.relconsole] (where the oracle lives, what is protected): the review keeps "
+                 "the base ref's layout; a layout change is a reviewed change of its own")
 
     def _lease(self, change: _Change, flag) -> None:
         before = _yaml_fields(change.text("before"), change.old)
         after = _yaml_fields(change.text("after"), change.new)
         for key, what in (("sha256", "hash"), ("path", "corpus path")):
             old, new = before[0].get(key), after[0].get(key)
+            if key == "path" and isinstance(old, str) and isinstance(new, str) and _normal(old) == _normal(new):
+                continue
             if old != new:
                 line = after[1].line_of((key,)) if after[1] is not None and new is not None else None
                 flag("lease_hash_edited", line,
@@ -360,4 +459,4 @@ def _relation_kinds(text: str | None, source: str | None) -> dict[str, tuple[str
 
 def _show(value) -> str:
     text = "nothing" if value is None else str(value)
-    return text if len(text) <= 24 else text[:12] + "…" + text[-8:]
+    return text if len(text) <= 80 else text[:40] + "…" + text[-39:]

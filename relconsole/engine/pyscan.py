@@ -1,15 +1,18 @@
 """What a patch added to Python source, judged with ``ast`` (the Python rules of SPEC §9's review flags).
 
-Each rule compares one file's source before and after a commit and returns ``Finding``
-(line, detail) for what the commit *added*: an AST node counts as added when the
-before-version of the same function holds fewer nodes of the same shape (``ast.dump``
-without positions), so moving or reformatting code adds nothing and editing a literal
-adds an assertion. Source that does not parse yields no finding from that rule (the
-patch's own test run reports the syntax error).
+Each rule compares source before and after a commit and returns ``Finding`` (line,
+detail) for what the commit *added*. Nodes are compared by shape (``ast.dump`` without
+positions), so moving or reformatting code adds nothing and editing a literal adds an
+assertion. Source that cannot be judged (a syntax error, nesting deeper than the parser
+or ``ast.dump`` can follow) raises ``Unjudged``; an unparsable before-version counts as
+empty, so everything in the after-version is new.
 
-* ``golden_assertions``: an ``assert`` (or ``self.assertEqual``-style call) comparing a
-  call result with a literal value, a golden value (§9); optionally only calls into
-  modules a relation guards.
+* ``golden_values`` / ``golden_assertions``: assertions comparing a call result with a
+  literal value, a golden value (§9), in every form tests write them (``assert``, chained
+  comparisons, ``and``, ``self.assertEqual``/``assertTrue``, ``math.isclose``, numpy's and
+  pandas' testing asserts, ``pytest.approx``), a name bound to a call or a literal resolved
+  within its function. Counted per file (or, by ``patchflags``, per commit across files),
+  keyed without the function's name, so renaming or moving a test adds nothing.
 * ``output_sorts``: a ``sorted(...)`` / ``.sort()`` whose result the function returns,
   inside a named function (the subject of a relation that compares bags).
 * ``ingest_to_concat``: a function that replayed ingest (one receiver's ``.ingest(...)``
@@ -25,8 +28,16 @@ from dataclasses import dataclass
 ASSERT_METHODS = frozenset({"assertEqual", "assertEquals", "assertAlmostEqual", "assertListEqual",
                             "assertDictEqual", "assertTupleEqual", "assertSequenceEqual",
                             "assertCountEqual", "assertSetEqual", "assertMultiLineEqual",
-                            "assertNotEqual", "assertIs"})
+                            "assertNotEqual", "assertIs", "assertAlmostEquals", "failUnlessEqual"})
+TRUTH_METHODS = frozenset({"assertTrue", "assert_", "failUnless"})
+PAIR_FUNCTIONS = frozenset({"isclose", "assert_allclose", "assert_almost_equal", "assert_array_equal",
+                            "assert_array_almost_equal", "assert_equal", "assert_frame_equal",
+                            "assert_series_equal", "assert_approx_equal", "allclose", "array_equal"})
 COMPARE_OPS = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
+
+
+class Unjudged(Exception):
+    """The source cannot be judged (syntax error, or nesting too deep to walk)."""
 
 
 @dataclass(frozen=True)
@@ -37,13 +48,41 @@ class Finding:
     detail: str
 
 
+@dataclass(frozen=True)
+class Golden:
+    """One golden assertion in a file: ``key`` (its shape, sides ordered, no position or
+    function name), 1-based ``line`` and ``detail``."""
+
+    key: str
+    line: int
+    detail: str
+
+
 def parse(source: str | None) -> ast.Module | None:
-    """The module's AST, or None for absent or unparsable source."""
+    """The module's AST (None for absent source). Raises Unjudged when it does not parse."""
     if source is None:
         return None
     try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):  # ValueError: a NUL byte in the source
+        return ast.parse(source.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
+        raise Unjudged(f"does not parse: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}") from None
+    except (RecursionError, MemoryError):
+        raise Unjudged("nested too deeply to parse") from None
+
+
+def _judged(rule):
+    """Run ``rule``; nesting too deep for ``ast.dump`` or a walk becomes Unjudged."""
+    try:
+        return rule()
+    except RecursionError:
+        raise Unjudged("nested too deeply to judge") from None
+
+
+def _before(source: str | None) -> ast.Module | None:
+    """The before-version's AST; unparsable counts as nothing (all of the after-version is new)."""
+    try:
+        return parse(source)
+    except Unjudged:
         return None
 
 
@@ -95,9 +134,12 @@ def _added(before: ast.Module | None, after: ast.Module, collect) -> list[tuple[
 # --- golden values -------------------------------------------------------------------
 
 def _is_approx(node: ast.AST) -> bool:
-    func = node.func if isinstance(node, ast.Call) else None
-    return (isinstance(func, ast.Name) and func.id == "approx") or \
-        (isinstance(func, ast.Attribute) and func.attr == "approx")
+    return isinstance(node, ast.Call) and _name(node.func) == "approx"
+
+
+def _name(func: ast.AST) -> str | None:
+    """The called name: ``f`` for ``f(...)``, ``attr`` for ``x.attr(...)``."""
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
 def _literal(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> bool:
@@ -116,7 +158,7 @@ def _literal(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> bool:
     if isinstance(node, ast.Dict):
         return bool(node.keys) and all(k is not None and _element(k, names, depth) and _element(v, names, depth)
                                        for k, v in zip(node.keys, node.values))
-    if isinstance(node, ast.Call) and _is_approx(node) and node.args:
+    if _is_approx(node) and node.args:
         return _literal(node.args[0], names, depth + 1)
     if isinstance(node, ast.Name) and node.id in names:
         return _literal(names[node.id], {}, depth + 1)
@@ -129,92 +171,170 @@ def _element(node: ast.AST, names: dict[str, ast.AST], depth: int) -> bool:
     return _literal(node, names, depth + 1)
 
 
-def _root_call(node: ast.AST) -> ast.Call | None:
-    """The call whose result ``node`` is, possibly indexed or attributed (``f(x)["a"].n``)."""
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        node = node.value
-    return node if isinstance(node, ast.Call) and not _is_approx(node) else None
-
-
 def imported_modules(module: ast.Module) -> dict[str, str]:
     """Local name -> dotted module it comes from (``from a.b import f`` gives f -> a.b,
-    ``import a.b as m`` gives m -> a.b, ``import a.b`` gives a -> a). Relative imports are left out."""
+    ``import a.b as m`` gives m -> a.b, ``import a.b`` gives a -> a); ``from m import *``
+    gives ``"*"`` -> the star-imported modules joined by spaces. Relative imports are left out."""
     names: dict[str, str] = {}
+    stars: list[str] = []
     for node in ast.walk(module):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
-                names[alias.asname or alias.name] = node.module
+                if alias.name == "*":
+                    stars.append(node.module)
+                else:
+                    names[alias.asname or alias.name] = node.module
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+    if stars:
+        names["*"] = " ".join(stars)
     return names
 
 
 def _callee_modules(call: ast.Call, imports: dict[str, str]) -> list[str]:
     """Dotted modules the called function may come from, longest first (``m.sub.f(x)``
-    with ``import m`` gives m.sub, m); [] for a local or unknown callee."""
+    with ``import m`` gives m.sub, m); a name no import binds may come from a star import."""
     parts, func = [], call.func
     while isinstance(func, ast.Attribute):
         parts.insert(0, func.attr)
         func = func.value
-    if not isinstance(func, ast.Name) or func.id not in imports:
+    if not isinstance(func, ast.Name):
         return []
+    if func.id not in imports:
+        return imports.get("*", "").split() if not parts else []
     base = imports[func.id]
     if not parts:
         return [base]
     return [".".join([base, *parts[:k]]) for k in range(len(parts) - 1, -1, -1)]
 
 
-def _bound_literals(scope: ast.AST, module: ast.Module) -> dict[str, ast.AST]:
-    """Names assigned exactly once (in ``scope`` or at module level) to an expression."""
+def _bindings(nodes) -> tuple[Counter, dict[str, ast.AST]]:
+    """(how often each name is assigned, its last value) over ``nodes``."""
     counts: Counter = Counter()
     values: dict[str, ast.AST] = {}
-    for where in (module.body, list(_own_nodes(scope)) if scope is not module else []):
-        for node in where:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                counts[node.targets[0].id] += 1
-                values[node.targets[0].id] = node.value
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        else:
+            continue
+        counts[target] += 1
+        values[target] = value
+    return counts, values
+
+
+def _bound_once(scope: ast.AST, module_level: tuple[Counter, dict]) -> dict[str, ast.AST]:
+    """Names assigned exactly once (in ``scope``'s body or at module level) to one expression."""
+    counts, values = module_level
+    if not isinstance(scope, ast.Module):
+        own_counts, own_values = _bindings(_own_nodes(scope))
+        counts, values = counts + own_counts, {**values, **own_values}
     return {name: value for name, value in values.items() if counts[name] == 1}
 
 
+def _pairs_in(test: ast.AST):
+    """(left, right, op) compared anywhere an assertion's truth depends on: comparisons
+    (chained ones pair by pair), ``and``, ``not``, and pair-comparing calls."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        for value in test.values:
+            yield from _pairs_in(value)
+    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from _pairs_in(test.operand)
+    elif isinstance(test, ast.Compare):
+        left = test.left
+        for op, right in zip(test.ops, test.comparators):
+            if isinstance(op, COMPARE_OPS):
+                yield left, right, type(op).__name__
+            left = right
+    elif isinstance(test, ast.Call) and _name(test.func) in PAIR_FUNCTIONS and len(test.args) >= 2:
+        yield test.args[0], test.args[1], "Eq"
+
+
 def _pairs(node: ast.AST):
-    """The (left, right) compared by an assertion node, or nothing."""
-    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) \
-            and len(node.test.ops) == 1 and isinstance(node.test.ops[0], COMPARE_OPS):
-        yield node.test.left, node.test.comparators[0]
+    """(left, right, op) that an assertion statement compares."""
+    if isinstance(node, ast.Assert):
+        yield from _pairs_in(node.test)
     elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        call = node.value
-        if isinstance(call.func, ast.Attribute) and call.func.attr in ASSERT_METHODS and len(call.args) >= 2:
-            yield call.args[0], call.args[1]
+        call, name = node.value, _name(node.value.func)
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        if name in ASSERT_METHODS:
+            args = list(call.args[:2]) + [keywords[k] for k in ("first", "second") if k in keywords]
+            if len(args) >= 2:
+                yield args[0], args[1], "Eq"
+        elif name in TRUTH_METHODS and (call.args or "expr" in keywords):
+            yield from _pairs_in(call.args[0] if call.args else keywords["expr"])
+        elif name in PAIR_FUNCTIONS:
+            yield from _pairs_in(call)
 
 
-def _golden(scope: ast.AST, module: ast.Module, guarded):
-    names = _bound_literals(scope, module)
-    imports = imported_modules(module) if guarded is not None else {}
-    for node in _own_nodes(scope):
-        for left, right in _pairs(node):
+def _calls(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[ast.Call]:
+    """Calls whose result ``node`` holds: calls inside it (``round(f(x), 1)``, ``f(x)[0].get("v")``)
+    and, through a name bound once in the function, the calls of its value (``t = f(x); t["a"]``)."""
+    if depth > 5:
+        return []
+    found = [n for n in ast.walk(node) if isinstance(n, ast.Call) and not _is_approx(n)]
+    for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & set(names):
+        found += _calls(names[name], {}, depth + 1)
+    return found
+
+
+def _golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None, guarded, module_level):
+    names = _bound_once(scope, module_level)
+    for node in _own_nodes(scope) if scope is not module else module.body:
+        for left, right, op in _pairs(node):
             for result, value in ((left, right), (right, left)):
-                call = _root_call(result)
-                if call is None or not _literal(value, names):
+                if not _literal(value, names) or _literal(result, names):
                     continue
-                if guarded is None or any(guarded(m) for m in _callee_modules(call, imports)):
-                    yield node, f"asserts {_short(result)} against the literal {_short(value)}"
-                    break
+                calls = _calls(result, names)
+                if not calls or (guarded is not None and not any(
+                        guarded(m) for c in calls for m in _callee_modules(c, imports))):
+                    continue
+                key = f"{op}|{ast.dump(result)}|{ast.dump(value)}"
+                yield Golden(key, node.lineno, f"asserts {_short(result)} against the literal {_short(value)}")
+                break
 
 
-def golden_assertions(before: str | None, after: str | None, guarded=None) -> list[Finding]:
-    """Assertions of a call result against a literal that ``after`` adds to ``before`` (§9).
+def golden_values(source: str | None, guarded=None) -> list[Golden]:
+    """Every golden assertion in ``source``, in line order ([] for None).
 
-    ``guarded`` (dotted module name -> bool) narrows it to calls of functions imported from
-    modules a relation guards (the code a golden value would restate); None: every call.
+    ``guarded`` (dotted module name -> bool) narrows it to results of calls into modules a
+    relation guards (the code a golden value would restate); None: every call. Raises
+    Unjudged when the source cannot be judged.
     """
-    tree = parse(after)
+    tree = parse(source)
     if tree is None:
         return []
 
-    def in_functions(name, scope, module):
-        return _golden(scope, module, guarded) if name else iter(())
-    return [Finding(node.lineno, detail) for _, node, detail in _added(parse(before), tree, in_functions)]
+    def scan():
+        imports = imported_modules(tree) if guarded is not None else {}
+        module_level = _bindings(tree.body)
+        found = [g for _, scope in _scopes(tree) for g in _golden_in(scope, tree, imports, guarded, module_level)]
+        return sorted(found, key=lambda g: g.line)
+    return _judged(scan)
+
+
+def new_golden(before: list[Golden], after: list[Golden]) -> list[Golden]:
+    """The goldens of ``after`` beyond the same-keyed ones of ``before`` (a multiset)."""
+    left = Counter(g.key for g in before)
+    out = []
+    for golden in after:
+        if left[golden.key]:
+            left[golden.key] -= 1
+        else:
+            out.append(golden)
+    return out
+
+
+def golden_assertions(before: str | None, after: str | None, guarded=None) -> list[Finding]:
+    """Golden assertions that ``after`` adds to ``before`` (§9). Raises Unjudged for an
+    after-version that cannot be judged; an unjudgeable before-version counts as empty."""
+    try:
+        old = golden_values(before, guarded)
+    except Unjudged:
+        old = []
+    return [Finding(g.line, g.detail) for g in new_golden(old, golden_values(after, guarded))]
 
 
 # --- output sorts --------------------------------------------------------------------
@@ -257,7 +377,8 @@ def output_sorts(before: str | None, after: str | None, qualname: str) -> list[F
 
     def only(name, scope, module):
         return _sorts(scope, module) if name == qualname else iter(())
-    return [Finding(node.lineno, detail) for _, node, detail in _added(parse(before), tree, only)]
+    return _judged(lambda: [Finding(node.lineno, detail)
+                            for _, node, detail in _added(_before(before), tree, only)])
 
 
 # --- ingest replay rewritten as concatenation ----------------------------------------
@@ -288,6 +409,11 @@ def _concatenations(scope: ast.AST) -> list[ast.AST]:
             found.append(node)
         elif isinstance(node, (ast.List, ast.Tuple)) and sum(isinstance(e, ast.Starred) for e in node.elts) >= 2:
             found.append(node)
+        elif isinstance(node, ast.AugAssign) and (
+                (isinstance(node.op, ast.Add) and not isinstance(node.value, ast.Constant))
+                or (isinstance(node.op, ast.Mult) and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, int) and node.value.value >= 2)):
+            found.append(node)
         elif isinstance(node, ast.Call) and (
                 (isinstance(node.func, ast.Attribute) and node.func.attr in ("extend", "chain"))
                 or (isinstance(node.func, ast.Name) and node.func.id == "chain")):
@@ -297,20 +423,25 @@ def _concatenations(scope: ast.AST) -> list[ast.AST]:
 
 def ingest_to_concat(before: str | None, after: str | None) -> list[Finding]:
     """Functions that replayed ingest in ``before`` and in ``after`` ingest once while
-    concatenating rows (a replay relation turned into a concatenation, §9)."""
-    old, new = parse(before), parse(after)
+    concatenating rows (a replay relation turned into a concatenation, §9). Raises
+    Unjudged for an after-version that cannot be judged."""
+    new = parse(after)
+    old = _before(before)
     if old is None or new is None:
         return []
-    replayed = {name for name, scope in _scopes(old) if name and _replays(scope)}
-    out = []
-    for name, scope in _scopes(new):
-        if name not in replayed or _replays(scope):
-            continue
-        joins = _concatenations(scope)
-        if joins:
-            out.append(Finding(joins[0].lineno, f"{name} replayed ingest and now concatenates rows "
-                                                f"({_short(joins[0])}) and ingests once"))
-    return out
+
+    def scan():
+        replayed = {name for name, scope in _scopes(old) if name and _replays(scope)}
+        out = []
+        for name, scope in _scopes(new):
+            if name not in replayed or _replays(scope):
+                continue
+            joins = _concatenations(scope)
+            if joins:
+                out.append(Finding(joins[0].lineno, f"{name} replayed ingest and now concatenates rows "
+                                                    f"({_short(joins[0])}) and ingests once"))
+        return out
+    return _judged(scan)
 
 
 def _short(node: ast.AST, width: int = 60) -> str:

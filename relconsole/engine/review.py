@@ -34,6 +34,7 @@ from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_row
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.patchflags import Flag, patch_flags
+from relconsole.engine.splitcheck import layout_at
 from relconsole.engine.runner import RelationResult, RunPlan, run_all
 from relconsole.engine.textedit import jsonl_lines
 from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
@@ -98,6 +99,7 @@ class Review:
     replays: dict[str, Replayed] = field(default_factory=dict)  # by relation id, from `b`/`replay`
     workspace_leases: list = field(default_factory=list)  # wslease.WorkspaceLease, from the store
     lease_store_note: str = ""  # why workspace leases could not be listed, if so
+    unjudged: list[str] = field(default_factory=list)  # test files the flag rules could not read
 
     @property
     def root(self) -> Path:
@@ -320,10 +322,19 @@ def _bind(review: Review) -> None:
 
 def _flag(review: Review) -> None:
     """The §9 review flags of the commits under review (protected paths, leases, corpora,
-    freeze rows, golden literals, sorts in bag relations, ingest turned concatenation)."""
+    freeze rows, golden literals, sorts in bag relations, ingest turned concatenation),
+    judged with the base ref's layout even when the oracle is read from HEAD."""
     corpora = {s.lease.path: s.lease.id for s in review.leases if s.lease is not None}
-    review.flags[:0] = patch_flags(review.root, review.merge_base, review.head_sha, review.layout,
-                                   review.catalog, corpora)
+    layout = review.layout
+    if review.oracle_from == "HEAD":
+        try:
+            layout = layout_at(review.root, review.base_tip)
+        except BadInputError:
+            pass  # the base's pyproject is broken: the review already reports its own
+    report = patch_flags(review.root, review.merge_base, review.head_sha, layout, review.catalog, corpora,
+                         review.oracle_from)
+    review.flags[:0] = report.flags
+    review.unjudged = report.unjudged
 
 
 def _input_fields(review: Review, inp: dict) -> list[str] | None:
@@ -399,35 +410,62 @@ def _patch_catalog(review: Review) -> None:
     """Relations whose identity the patch changes (§3): HEAD's catalog against the merge base's.
 
     The review still runs the oracle's relations; a changed identity is shown ("Δ changed
-    in PR") and raised as a ``relation_changed`` flag (on the last commit that changed the
-    catalog, at the relation's line), as is a patch catalog that does not load.
+    in PR") and raised as a ``relation_changed`` flag on the last commit that changed what
+    the identity covers (the catalog, or a callable's source in the protected tree), as is
+    a patch catalog that does not load (when the patch touched it).
     """
     if review.merge_base == review.head_sha:
         return
     path = review.layout.catalog
-    last = gitio.run_git(review.root, "log", "-1", "--format=%H", f"{review.merge_base}..{review.head_sha}",
-                         "--", path).stdout.decode().strip() or None
+    guarded = review.layout.protected
+    head_view = gitio.TreeView(review.repo, review.head_sha)
     try:
-        after = _catalog_identities(gitio.TreeView(review.repo, review.head_sha), path,
-                                    f"{path} (in {review.head_ref})", review.layout.protected)
+        after = _catalog_identities(head_view, path, f"{path} (in {review.head_ref})", guarded)
     except BadInputError as exc:
-        review.flags.append(Flag("patch_catalog_invalid", last, path, exc.line, exc.one_line()))
+        last = _last_commit(review, [path])
+        if last is not None:
+            review.flags.append(Flag("patch_catalog_invalid", last[0], path, exc.line, exc.one_line()))
         return
     try:
         before = _catalog_identities(gitio.TreeView(review.repo, review.merge_base), path,
-                                     f"{path} (at the merge base)", review.layout.protected)
+                                     f"{path} (at the merge base)", guarded)
     except BadInputError:
         before = {}
+    catalog = _collect(review, load_catalog, head_view.read_text(path) or "", path) if after else None
     for rid in sorted(set(before) | set(after)):
         old, new = before.get(rid, ("-", None)), after.get(rid, ("-", None))
         if old[0] == new[0]:
             continue
         review.changed_identity.add(rid)
         what = "added" if rid not in before else "removed" if rid not in after else "changed"
+        relation = catalog.get(rid) if catalog else None
+        sources = [path] + (_protected_sources(relation, guarded) if relation else [])
+        commit, where = _last_commit(review, sources) or (None, path)
         review.flags.append(Flag(
-            "relation_changed", last, path, new[1],
+            "relation_changed", commit, where, new[1] if where == path else None,
             f"the patch {what} relation {rid} (identity {old[0][:19]} -> {new[0][:19]}); "
             "the review runs the oracle's version"))
+
+
+def _protected_sources(relation: Relation, guarded: tuple[str, ...]) -> list[str]:
+    """Files of the relation's callables that sit in the protected tree (part of identity)."""
+    out = []
+    for ref in relation.callables().values():
+        module = ref.split(":", 1)[0].replace(".", "/")
+        out += [p for p in (f"{module}.py", f"{module}/__init__.py") if protected(guarded, p)]
+    return out
+
+
+def _last_commit(review: Review, paths: list[str]) -> tuple[str, str] | None:
+    """(sha, path) of the newest commit of the patch that changed one of ``paths``, or None."""
+    out = gitio.run_git(review.root, "log", "-1", "--format=%H", "--name-only", "-z",
+                        f"{review.merge_base}..{review.head_sha}", "--", *paths).stdout.decode("utf-8", "surrogateescape")
+    fields = [f.strip("\n") for f in out.split("\0") if f.strip("\n")]
+    if not fields:
+        return None
+    sha, _, first = fields[0].partition("\n")
+    changed = [first] + fields[1:] if first else fields[1:]
+    return sha, next((p for p in paths if p in changed), paths[0])
 
 
 def _catalog_identities(view: gitio.TreeView, path: str, source: str,
