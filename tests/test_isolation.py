@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import textwrap
 import time
 from pathlib import Path
@@ -233,7 +234,16 @@ def test_bound_raises_accepts_a_subclass(tmp_path):
     assert held.held and not missed.held
 
 
-def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path):
+@pytest.mark.parametrize("shadow", [False, True], ids=["plain", "regular-oracle-package-on-PYTHONPATH"])
+def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path, monkeypatch, shadow):
+    """With ``shadow``, another project's regular ``oracle`` package (with ``__init__.py``)
+    is on PYTHONPATH: the tree's ``oracle/`` (a namespace directory) must still be the one used."""
+    if shadow:
+        other = tmp_path / "other"
+        (other / "oracle").mkdir(parents=True)
+        (other / "oracle" / "__init__.py").write_text("")
+        (other / "oracle" / "adapters.py").write_text("def unrelated():\n    return 1\n")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(other), os.environ.get("PYTHONPATH")])))
     catalog = textwrap.dedent("""\
         owners:
           "src/**": [rows.split]

@@ -17,6 +17,8 @@ import csv
 import datetime as dt
 import gc
 import gzip
+import importlib.abc
+import importlib.machinery
 import io
 import json
 import marshal
@@ -154,12 +156,33 @@ def _deep_copy(rows: list) -> list:
     return marshal.loads(marshal.dumps(rows))
 
 
+class TreeFirst(importlib.abc.MetaPathFinder):
+    """Finds the top-level modules a relation names in the tree's import paths first.
+
+    Putting the tree first on ``sys.path`` is not enough: a regular package of the same
+    name anywhere else on the path (an ``oracle/__init__.py`` of another project on
+    PYTHONPATH) wins over the tree's ``oracle/`` directory without ``__init__.py`` (a
+    namespace package). Only the names the relations' callables start with are looked up
+    here, so the tree's other directories cannot shadow the standard library.
+    """
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        self.names: set[str] = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in self.names:
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, self.paths)
+
+
 class Server:
     """Answers requests for one tree; keeps the corpora it has read."""
 
     def __init__(self):
         self.root: str | None = None
         self.corpora: dict[str, list] = {}
+        self.finder: TreeFirst | None = None
 
     def enter(self, request: dict) -> None:
         if self.root is None:
@@ -167,8 +190,13 @@ class Server:
             os.chdir(self.root)
             for entry in reversed(request["import_paths"]):
                 sys.path.insert(0, entry)
+            self.finder = TreeFirst(list(request["import_paths"]))
+            sys.meta_path.insert(0, self.finder)
         elif request["root"] != self.root:
             raise RuntimeError(f"this worker serves {self.root}, not {request['root']}")
+        relation = request.get("relation") or {}
+        self.finder.names |= {str(relation[role]).split(":", 1)[0].split(".", 1)[0]
+                              for role in ("subject", "merge", "inverse", "transform") if relation.get(role)}
 
     def inputs(self, source: dict) -> list:
         if source["kind"] != "lease":
