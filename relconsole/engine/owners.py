@@ -2,32 +2,38 @@
 
 Patterns are gitignore-style, matched with pathspec's GitIgnoreSpec (the matcher git
 itself documents), and the last pattern that matches a path wins, as in CODEOWNERS.
+``matches`` and ``winning_pattern`` are the one-pattern reference; ``bind`` gets the same
+answers from an ``OwnerIndex`` (relconsole.engine.ownerindex) built once per owner list,
+so 100,000 paths against 10,000 patterns is not 10^9 regex calls.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-
-import pathspec
 
 from relconsole.engine.gitio import Touched
+from relconsole.engine.ownerindex import OwnerIndex, single_spec
 
 OWNED, EXEMPT, GAP, PROTECTED, UNKNOWN = "owned", "exempt", "gap", "protected", "unknown"
 
 
-@lru_cache(maxsize=4096)
-def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
+_spec = single_spec  # pattern -> its one-pattern GitIgnoreSpec (cached)
 
 
 def matches(pattern: str, path: str) -> bool:
-    """True when the gitignore-style ``pattern`` matches repository-relative ``path``."""
+    """True when the gitignore-style ``pattern`` matches repository-relative ``path``.
+
+    A one-pattern spec: a negated ``!`` pattern matches nothing.
+    """
     return _spec(pattern).match_file(path)
 
 
 def winning_pattern(owners: list[tuple[str, list[str]]], path: str) -> tuple[str, list[str]] | None:
-    """The last (pattern, relation ids) whose pattern matches ``path``, or None."""
+    """The last (pattern, relation ids) whose pattern matches ``path``, or None.
+
+    Tries every pattern, last first: fine for one path; ``bind`` uses ``OwnerIndex``.
+    """
     for pattern, ids in reversed(owners):
         if matches(pattern, path):
             return pattern, ids
@@ -61,17 +67,29 @@ def bind(owners: list[tuple[str, list[str]]], touched: list[Touched],
     pattern shows as a gap; the relations owning its old path still apply (moving an
     owned file into an exempt place does not drop them). A path no pattern owns but that is protected (§2) is
     ``protected``: not a gap, but a review flag, since the patch may not touch it.
+
+    The owner map is indexed once per call (``OwnerIndex``), so the cost is about one
+    lookup per path, not one regex per path and pattern.
     """
+    index = OwnerIndex(owners)
+    guarded = protection(protected_patterns)
+    queries = []  # each path, then the old path of a rename, in order
+    for item in touched:
+        queries.append(item.path)
+        if item.status == "R" and item.old_path:
+            queries.append(item.old_path)
+    answers = iter(index.winner_indexes(queries))
+    table = index.owners
     out = []
     for item in touched:
-        hit = winning_pattern(owners, item.path)
+        found = next(answers)
+        hit = None if found is None else table[found]
         # a rename also removes the old path: its owners still guard the moved code
-        old = winning_pattern(owners, item.old_path) if item.status == "R" and item.old_path else None
-        moved = tuple(rid for rid in (old[1] if old else ()) if not hit or rid not in hit[1])
-        if hit is None and protected(protected_patterns, item.path):
-            out.append(Binding(item, PROTECTED, None, moved))
-        elif hit is None:
-            out.append(Binding(item, GAP, None, moved))
+        found = next(answers) if item.status == "R" and item.old_path else None
+        old = None if found is None else table[found]
+        moved = tuple(rid for rid in old[1] if not hit or rid not in hit[1]) if old and old[1] else ()
+        if hit is None:
+            out.append(Binding(item, PROTECTED if guarded(item.path) else GAP, None, moved))
         elif not hit[1] and not moved:
             out.append(Binding(item, EXEMPT, hit[0], ()))
         else:
@@ -87,3 +105,13 @@ def gaps(bindings: list[Binding]) -> list[Binding]:
 def protected(patterns: tuple[str, ...] | list[str], path: str) -> bool:
     """True when ``path`` falls under any protected pattern (§2 ``protected``)."""
     return any(matches(p, path) for p in patterns)
+
+
+def protection(patterns: Sequence[str]):
+    """``protected`` for many paths: a callable path -> bool with the patterns indexed once.
+
+    Indexed last first, so the first pattern that matches (or fails to compile) is the
+    one ``protected``'s ``any`` stops at.
+    """
+    index = OwnerIndex([(p, ()) for p in reversed(list(patterns))])
+    return lambda path: index.winner_index(path) is not None
