@@ -21,6 +21,14 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
     return proc.stdout
 
 
+def init_repo(root: Path) -> Path:
+    """An empty repository at ``root`` on branch ``main`` with a test identity."""
+    git(root.parent, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.invalid")
+    return root
+
+
 def git_bytes(repo: Path, *args: str) -> bytes:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
 

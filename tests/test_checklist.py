@@ -13,7 +13,7 @@ from relconsole.engine.checklist import merge_checklist
 from relconsole.engine.review import load_review, run_review
 from tests.conftest import TODAY, git
 from tests.test_check_split import commit
-from tests.test_patch_flags import AGG, CATALOG, CORPUS, STORE, freeze_row, lease
+from tests.test_patch_flags import AGG, CORPUS, based, freeze_row, lease
 
 DIGEST = hashlib.sha256(CORPUS.encode()).hexdigest()
 
@@ -27,14 +27,7 @@ def evidence(review, key: str) -> str:
 
 
 def make_repo(tmp_path: Path, base: dict[str, str], patch: dict[str, str], name: str = "r") -> Path:
-    root = tmp_path / name
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
-    files = {"src/agg.py": AGG, "src/store.py": STORE, "oracle/catalog.yaml": CATALOG,
-             "oracle/leases/days.yaml": lease(DIGEST), "oracle/data/days.csv": CORPUS,
-             "oracle/freezes.json": "[]\n", "README.md": "days\n"}
-    commit(root, "base", files | base)
+    root = based(tmp_path / name, base)
     git(root, "checkout", "-q", "-b", "patch")
     commit(root, "patch", patch)
     return root
@@ -115,13 +108,7 @@ source: ticket DAYS-1
 @pytest.mark.parametrize("accepter, state", [(("drafting-bot", "bot@example.invalid"), "fail"),
                                              (("Rita Reviewer", "rita@example.invalid"), "pass")])
 def test_an_accepted_draft_must_be_accepted_by_someone_else_than_its_drafter(tmp_path: Path, accepter, state):
-    root = tmp_path / "drafts"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
-    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "oracle/catalog.yaml": CATALOG,
-                          "oracle/leases/days.yaml": lease(DIGEST), "oracle/data/days.csv": CORPUS,
-                          "oracle/freezes.json": "[]\n", "README.md": "days\n"})
+    root = based(tmp_path / "drafts")
     commit(root, "quarantine: a drafted candidate", {"oracle/quarantine/days.order_free_split.yaml": CANDIDATE})
     git(root, "config", "user.name", accepter[0])
     git(root, "config", "user.email", accepter[1])

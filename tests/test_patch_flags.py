@@ -11,7 +11,7 @@ import pytest
 from relconsole.cli import main
 from relconsole.engine import pyscan
 from relconsole.engine.review import load_review
-from tests.conftest import TODAY, git
+from tests.conftest import TODAY, git, init_repo
 from tests.test_check_split import commit
 
 CORPUS = "day,temp\n2024-01-01,3\n2024-01-02,5\n"
@@ -84,18 +84,21 @@ def freeze_row(reason: str) -> list[dict]:
              "reason": reason}]
 
 
+def based(root: Path, extra: dict[str, str] | None = None) -> Path:
+    """A repository whose ``main`` holds the days project, its oracle and ``extra`` files."""
+    init_repo(root)
+    digest = hashlib.sha256(CORPUS.encode()).hexdigest()
+    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "tests/test_store.py": STORE_TEST,
+                        "oracle/catalog.yaml": CATALOG, "oracle/leases/days.yaml": lease(digest),
+                        "oracle/data/days.csv": CORPUS, "oracle/freezes.json": "[]\n",
+                        "README.md": "days\n"} | (extra or {}))
+    return root
+
+
 @pytest.fixture
 def history(tmp_path: Path):
     """(repo, {commit sha: the flag names that must fire on it}) on branch ``patch``."""
-    root = tmp_path / "flags repo"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
-    digest = hashlib.sha256(CORPUS.encode()).hexdigest()
-    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "tests/test_store.py": STORE_TEST,
-                          "oracle/catalog.yaml": CATALOG, "oracle/leases/days.yaml": lease(digest),
-                          "oracle/data/days.csv": CORPUS, "oracle/freezes.json": "[]\n",
-                          "README.md": "days\n"})
+    root = based(tmp_path / "flags repo")
     git(root, "checkout", "-q", "-b", "patch")
     expected: dict[str, set[str]] = {}
 
@@ -191,14 +194,7 @@ def test_any_flag_rejects_the_pr_and_flags_json_names_them(history, capsys):
 
 
 def test_a_clean_history_has_no_flag_and_passes(tmp_path: Path, capsys):
-    root = tmp_path / "clean"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
-    digest = hashlib.sha256(CORPUS.encode()).hexdigest()
-    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "oracle/catalog.yaml": CATALOG,
-                          "oracle/leases/days.yaml": lease(digest), "oracle/data/days.csv": CORPUS,
-                          "oracle/freezes.json": "[]\n", "README.md": "days\n", "tests/test_store.py": STORE_TEST})
+    root = based(tmp_path / "clean")
     git(root, "checkout", "-q", "-b", "patch")
     commit(root, "docs", {"README.md": "more\n"})
     commit(root, "a relation-style test", {"tests/test_agg.py": (
@@ -297,16 +293,7 @@ def _flags(root: Path, **kw):
 
 @pytest.fixture
 def base_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "edge repo"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
-    digest = hashlib.sha256(CORPUS.encode()).hexdigest()
-    commit(root, "base", {"src/agg.py": AGG, "src/store.py": STORE, "tests/test_store.py": STORE_TEST,
-                          "oracle/catalog.yaml": CATALOG, "oracle/leases/days.yaml": lease(digest),
-                          "oracle/data/days.csv": CORPUS, "oracle/freezes.json": "[]\n", "README.md": "days\n",
-                          "oracle/adapters.py": "def doubled(rows):\n    return rows + rows\n"})
-    return root
+    return based(tmp_path / "edge repo", {"oracle/adapters.py": "def doubled(rows):\n    return rows + rows\n"})
 
 
 def test_paths_with_one_space_are_read_not_a_crash(base_repo: Path):

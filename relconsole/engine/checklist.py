@@ -138,21 +138,32 @@ def _freeze_file_unread(review) -> list[str]:
             if e.path == review.layout.freezes]
 
 
+def _freeze_item_without_rows(review, key: str, title: str, rows) -> Item | None:
+    """The freeze items' answer when there is nothing to judge row by row: no catalog
+    (unknown), a freeze file that did not load (unknown), no row in use (pass), else None."""
+    if review.catalog is None:
+        return _no_catalog(key, title)
+    if _freeze_file_unread(review):
+        return _item(key, title, [], [], _freeze_file_unread(review))
+    if not rows:
+        return _item(key, title, [], ["no live freeze row applies to a touched relation"])
+    return None
+
+
 def _in_use(review):
     """Live freeze rows of touched relations (the ones the freeze protocol applies)."""
+    if review.catalog is None:
+        return []
     touched = set(review.touched_relations())
     return [row for row in review.freezes if row.state == LIVE and row.relation_id in touched]
 
 
 def _freezes_preexisting(review) -> Item:
     key, title = "freezes_preexisting", "every freeze row in use was on the base before the patch and has a reason"
-    if review.catalog is None:
-        return _no_catalog(key, title)
-    if _freeze_file_unread(review):
-        return _item(key, title, [], [], _freeze_file_unread(review))
     rows = _in_use(review)
-    if not rows:
-        return _item(key, title, [], ["no live freeze row applies to a touched relation"])
+    early = _freeze_item_without_rows(review, key, title, rows)
+    if early is not None:
+        return early
     base = _base_rows(review)
     if base is None:
         return _item(key, title, [], [], [f"{review.layout.freezes} on {review.base_ref} does not load"])
@@ -171,13 +182,10 @@ def _freezes_preexisting(review) -> Item:
 
 def _reruns_counted(review) -> Item:
     key, title = "freeze_reruns_counted", "every freeze in use had its reruns executed and counted"
-    if review.catalog is None:
-        return _no_catalog(key, title)
-    if _freeze_file_unread(review):
-        return _item(key, title, [], [], _freeze_file_unread(review))
     rows = _in_use(review)
-    if not rows:
-        return _item(key, title, [], ["no live freeze row applies to a touched relation"])
+    early = _freeze_item_without_rows(review, key, title, rows)
+    if early is not None:
+        return early
     bad, good, unknown = [], [], []
     for row in rows:
         result = review.results.get(row.relation_id)
