@@ -1,4 +1,5 @@
-"""Touched paths and their owners (SPEC §3 owners, §8 exit 2), on real git repositories.
+"""Touched paths and their owners (SPEC §3 owners, §8 exit 2), on real git repositories,
+and `relconsole bind`'s exit code and gap list.
 
 Touched paths come from real commits in ``tmp_path`` (renames, deletions and names with
 spaces, quotes, non-ASCII, ``[bold]`` and newlines). Which pattern matches which path is
@@ -9,6 +10,7 @@ checked against git itself (``git check-ignore --no-index``, the reference for
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import random
 import subprocess
@@ -19,7 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from relconsole.cli import main as relconsole_main
 from relconsole.engine.gitio import Touched, touched_paths
+from relconsole.engine.literal import one_line
 from relconsole.engine.owners import EXEMPT, GAP, OWNED, PROTECTED, bind, gaps, winning_pattern
 
 PROTECTED_PATTERNS = ("oracle/**",)
@@ -351,3 +355,95 @@ def test_a_leading_catch_all_only_fills_gaps(owners, paths, first):
             assert new.pattern == "**" and new.relations == tuple(first)
         else:
             assert (new.state, new.pattern, new.relations) == (old.state, old.pattern, old.relations)
+
+
+def test_rename_within_its_owner_keeps_the_owner(repo):
+    repo.write("src/store/db.py")
+    base = repo.commit()
+    repo.mv("src/store/db.py", "src/store/engine/db ü.py")
+    head = repo.commit()
+    [binding] = bind(OWNERS, repo.touched(base, head), PROTECTED_PATTERNS)
+    assert (binding.touched.status, binding.touched.old_path) == ("R", "src/store/db.py")
+    assert binding.state == OWNED
+    assert binding.pattern == winning_pattern(OWNERS, "src/store/db.py")[0]
+    assert set(binding.relations) == set(winning_pattern(OWNERS, "src/store/db.py")[1])
+
+
+# --- `relconsole bind`: exit 2 and every gap listed (SPEC §3 owners, §8) -----------------------
+
+RELATION_IDS_OWNED = sorted({rid for _pattern, ids in OWNERS for rid in ids})
+# placed where no pattern of OWNERS reaches: every one must be reported
+UNOWNED = ["tools/new.sh", "attic/ü x.py", "weird [bold]/a\nb.txt", "Makefile", "sub/dir/deep.cfg"]
+
+
+def cli_bind(capsys, root: Path, *extra: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = relconsole_main(["bind", "--repo", str(root), "--head", "patch", "--today", "2026-01-15", *extra])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def reviewed(tmp_path) -> Repo:
+    """main holds the catalog (OWNERS) and the code; branch ``patch`` adds the UNOWNED paths,
+    moves one owned file within its owner and one out of every owner, edits an owned one."""
+    repo = Repo(tmp_path / "reviewed")
+    relations = [{"id": rid, "kind": "idempotence", "subject": "mod:f", "input": {"seeds": "oracle/seeds/s.jsonl"},
+                  "compare": "exact", "statement": f"{rid} holds."} for rid in RELATION_IDS_OWNED]
+    repo.write("oracle/catalog.yaml", json.dumps({"owners": dict(OWNERS), "relations": relations}, indent=1))
+    repo.write("oracle/seeds/s.jsonl", '"a"\n')
+    for path in ("src/aggregator.py", "src/store/db.py", "src/util.py", "docs/guide.md"):
+        repo.write(path)
+    repo.commit("base")
+    run_git(repo.root, "checkout", "-q", "-b", "patch")
+    for path in UNOWNED:
+        repo.write(path)
+    repo.mv("src/store/db.py", "src/store/engine.py")
+    repo.mv("src/aggregator.py", "attic/aggregator.py")
+    repo.write("src/util.py")
+    repo.commit("patch")
+    return repo
+
+
+def test_bind_exits_2_and_lists_every_gap_in_json(reviewed, capsys):
+    code, out = cli_bind(capsys, reviewed.root, "--json")
+    payload = json.loads(out)
+    expected = UNOWNED + ["attic/aggregator.py"]
+    assert code == 2
+    assert sorted(payload["gaps"]) == sorted(expected) and len(payload["gaps"]) == len(expected)
+    states = {p["path"]: p for p in payload["paths"]}
+    assert all((states[p]["state"], states[p]["relations"]) == (GAP, []) for p in UNOWNED)
+    moved_out = states["attic/aggregator.py"]
+    assert (moved_out["status"], moved_out["old_path"], moved_out["state"]) == ("R", "src/aggregator.py", GAP)
+    # the relations of the old place still guard the moved code, and are named
+    assert set(moved_out["relations"]) == set(winning_pattern(OWNERS, "src/aggregator.py")[1])
+    kept = states["src/store/engine.py"]
+    assert (kept["status"], kept["old_path"], kept["state"]) == ("R", "src/store/db.py", OWNED)
+    assert kept["pattern"] == winning_pattern(OWNERS, "src/store/engine.py")[0]
+    assert set(winning_pattern(OWNERS, "src/store/db.py")[1]) <= set(kept["relations"])
+    assert states["src/util.py"]["state"] == OWNED
+
+
+def test_bind_exits_2_and_lists_every_gap_in_text(reviewed, capsys):
+    code, out = cli_bind(capsys, reviewed.root)
+    assert code == 2
+    lines = out.splitlines()
+    for path in UNOWNED:
+        assert f"A  {one_line(path)}  gap" in lines, path
+    assert any(line.startswith("R  attic/aggregator.py  gap") for line in lines)
+    assert sum(1 for line in lines if line.split("  ")[2:3] == ["gap"]) == len(UNOWNED) + 1
+    assert any(line.startswith("R  src/store/engine.py  owned") for line in lines)
+
+
+def test_bind_exits_0_once_main_owns_every_touched_path(reviewed, capsys):
+    """Control: the same patch passes when the base's owner map places the gaps."""
+    run_git(reviewed.root, "checkout", "-q", "main")
+    catalog = json.loads((reviewed.root / "oracle/catalog.yaml").read_text(encoding="utf-8"))
+    catalog["owners"] = {"**": [], **catalog["owners"]}  # first: the last match still wins
+    reviewed.write("oracle/catalog.yaml", json.dumps(catalog, indent=1))
+    reviewed.commit("catalog: every other path exempt")
+    code, out = cli_bind(capsys, reviewed.root, "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["gaps"] == []
+    states = {p["path"]: p["state"] for p in payload["paths"]}
+    assert {states[p] for p in UNOWNED} == {EXEMPT}
+    assert states["attic/aggregator.py"] == OWNED  # exempt place, but the old owners still apply

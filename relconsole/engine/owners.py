@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from relconsole.engine.gitio import Touched
-from relconsole.engine.ownerindex import OwnerIndex, single_spec
+from relconsole.engine.ownerindex import OwnerIndex, collector_paused, single_spec
 
 OWNED, EXEMPT, GAP, PROTECTED, UNKNOWN = "owned", "exempt", "gap", "protected", "unknown"
 
@@ -71,6 +71,12 @@ def bind(owners: list[tuple[str, list[str]]], touched: list[Touched],
     The owner map is indexed once per call (``OwnerIndex``), so the cost is about one
     lookup per path, not one regex per path and pattern.
     """
+    with collector_paused():  # 100,000 rows of acyclic objects: see ownerindex.collector_paused
+        return _bind_paths(owners, touched, protected_patterns)
+
+
+def _bind_paths(owners: list[tuple[str, list[str]]], touched: list[Touched],
+                protected_patterns: tuple[str, ...]) -> list[Binding]:
     index = OwnerIndex(owners)
     guarded = protection(protected_patterns)
     queries = []  # each path, then the old path of a rename, in order
