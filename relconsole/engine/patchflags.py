@@ -39,7 +39,7 @@ from relconsole.engine.config import Layout
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.freezes import row_line_finder
 from relconsole.engine.gitio import clean_env, run_git
-from relconsole.engine.owners import protected, winning_pattern
+from relconsole.engine.owners import protection, winning_pattern
 from relconsole.engine.splitcheck import Commit, range_commits
 from relconsole.engine.yamlload import load_yaml_text
 
@@ -218,6 +218,7 @@ class _Rules:
         self.layout = layout
         self.oracle_from = oracle_from
         self.reader = reader
+        self.guarded_path = protection(layout.protected)  # indexed once: a review may touch 100k paths
         self.catalog = catalog
         self.corpora = lease_corpora
         self.bag_subjects = _bag_subjects(layout, catalog) if catalog else {}
@@ -225,7 +226,7 @@ class _Rules:
 
     def wanted(self, path: str) -> bool:
         """Whether any rule reads this path's content."""
-        return (protected(self.layout.protected, path) or self._lease_manifest(path) or path in self.corpora
+        return (self.guarded_path(path) or self._lease_manifest(path) or path in self.corpora
                 or path in (self.layout.freezes, self.layout.catalog, "pyproject.toml")
                 or path in self.bag_subjects or self._python_test(path))
 
@@ -233,7 +234,7 @@ class _Rules:
         return path.startswith(self.layout.leases_dir.rstrip("/") + "/") and path.endswith((".yaml", ".yml"))
 
     def _python_test(self, path: str) -> bool:
-        return path.endswith(".py") and (TEST_FILES.match_file(path) or protected(self.layout.protected, path))
+        return path.endswith(".py") and (TEST_FILES.match_file(path) or self.guarded_path(path))
 
     def check(self, change: _Change) -> list[Flag]:
         sha, flags = change.commit.sha, []
@@ -242,7 +243,7 @@ class _Rules:
             flags.append(Flag(name, sha, path or change.path, line, detail))
 
         paths = {p for p in (change.old, change.new) if p}
-        if any(protected(self.layout.protected, p) for p in paths):
+        if any(self.guarded_path(p) for p in paths):
             what = "deletes" if change.new is None else "adds" if change.old is None else "changes"
             moved = f" (renamed from {change.old})" if change.old and change.new and change.old != change.new else ""
             effect = ("the review reads the oracle from HEAD (--oracle-from HEAD), so this change is in "
