@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import pathspec
-
 from relconsole.engine import pyscan
 from relconsole.engine.catalog import Catalog
 from relconsole.engine.config import Layout
@@ -46,8 +44,7 @@ from relconsole.engine.yamlload import load_yaml_text
 FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
               "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
               "oracle_layout_changed", "relation_changed", "patch_catalog_invalid")
-TEST_FILES = pathspec.GitIgnoreSpec.from_lines(["test_*.py", "*_test.py", "conftest.py", "tests/**/*.py",
-                                                "test/**/*.py"])
+TEST_DIRS = frozenset({"tests", "test"})
 MAX_TEXT_BYTES = 8 << 20  # larger blobs are compared by id only: no line is given
 
 
@@ -192,14 +189,14 @@ def _before_rev(repo_dir: str | Path, commit: Commit) -> str | None:
 
 def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: BlobReader):
     """The commit's changes as (old path, new path) with the bytes the rules need."""
-    wanted = [p for p in commit.paths if rules.wanted(p)]
+    wanted = {p for p in commit.paths if rules.wanted(p)}
     parent = _before_rev(repo_dir, commit) if wanted else None
     renamed_from = set(commit.renames.values())
     for path in commit.paths:
         if path in renamed_from and path not in commit.renames:
             continue  # the rename's source: judged with its destination
         old = commit.renames.get(path, path)
-        if not rules.wanted(old) and not rules.wanted(path):
+        if old not in wanted and path not in wanted:
             continue
         before = reader.read(parent, old)
         after = reader.read(commit.sha, path)
@@ -234,7 +231,13 @@ class _Rules:
         return path.startswith(self.layout.leases_dir.rstrip("/") + "/") and path.endswith((".yaml", ".yml"))
 
     def _python_test(self, path: str) -> bool:
-        return path.endswith(".py") and (TEST_FILES.match_file(path) or self.guarded_path(path))
+        """A Python test (``test_*.py``, ``*_test.py``, ``conftest.py``, or any ``.py`` under a
+        ``tests``/``test`` directory) or a Python file of the protected tree (hand-written relations)."""
+        if not path.endswith(".py"):
+            return False
+        *dirs, name = path.split("/")
+        return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+                or not TEST_DIRS.isdisjoint(dirs) or self.guarded_path(path))
 
     def check(self, change: _Change) -> list[Flag]:
         sha, flags = change.commit.sha, []

@@ -32,7 +32,7 @@ from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadIn
                                       RelconsoleError, UsageError)
 from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
-from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected, protection
+from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.patchflags import Flag, patch_flags
 from relconsole.engine.splitcheck import layout_at
 from relconsole.engine.runner import RelationResult, RunPlan, run_all
@@ -418,9 +418,8 @@ def _patch_catalog(review: Review) -> None:
         return
     path = review.layout.catalog
     guarded = review.layout.protected
-    inside = protection(guarded)
-    if not any(b.path == path or inside(b.path) or (b.touched.old_path and inside(b.touched.old_path))
-               for b in review.bindings):
+    if not any(f.name == "protected_path_changed" for f in review.flags) and not any(
+            path in (b.path, b.touched.old_path) for b in review.bindings):
         return  # identity covers the catalog and protected callables only: none of them changed
     head_view = gitio.TreeView(review.repo, review.head_sha)
     try:
