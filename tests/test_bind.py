@@ -447,3 +447,20 @@ def test_bind_exits_0_once_main_owns_every_touched_path(reviewed, capsys):
     states = {p["path"]: p["state"] for p in payload["paths"]}
     assert {states[p] for p in UNOWNED} == {EXEMPT}
     assert states["attic/aggregator.py"] == OWNED  # exempt place, but the old owners still apply
+
+
+def test_an_owner_pattern_git_would_refuse_is_a_bad_input_file_with_its_line(reviewed, capsys):
+    """A trailing unescaped backslash is not a gitignore pattern: exit 5 naming the catalog
+    and the pattern's line, on the base where the oracle is read, not a traceback."""
+    run_git(reviewed.root, "checkout", "-q", "main")
+    catalog = json.loads((reviewed.root / "oracle/catalog.yaml").read_text())
+    catalog["owners"]["docs\\"] = []
+    text = json.dumps(catalog, indent=1)
+    reviewed.write("oracle/catalog.yaml", text)
+    reviewed.commit("catalog: a broken pattern")
+    run_git(reviewed.root, "checkout", "-q", "patch")
+    capsys.readouterr()
+    code = relconsole_main(["bind", "--repo", str(reviewed.root), "--head", "patch", "--today", "2026-01-15"])
+    err = capsys.readouterr().err
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if '"docs\\\\"' in row)
+    assert code == 5 and f"oracle/catalog.yaml:{line}:" in err and "docs" in err

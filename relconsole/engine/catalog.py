@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import pathspec
+
 from relconsole.engine.config import check_instant
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error, validate
@@ -172,6 +174,21 @@ class Catalog:
         return self.relations.get(relation_id)
 
 
+def _pattern_problem(pattern: str) -> str | None:
+    """Why git would refuse ``pattern`` (a trailing unescaped backslash), or None.
+
+    Only patterns with a backslash or a bracket are compiled here, since nothing else can
+    fail: a 10,000-pattern owner map is not compiled twice on every load.
+    """
+    if "\\" not in pattern and "[" not in pattern:
+        return None
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except ValueError as exc:
+        return f"not a valid gitignore pattern ({exc})"
+    return None
+
+
 def load_catalog(text: str, source: str) -> Catalog:
     """Parse and validate catalog text.
 
@@ -193,6 +210,9 @@ def load_catalog(text: str, source: str) -> Catalog:
         relations[relation.id] = relation
     owners = list((loaded.data.get("owners") or {}).items())
     for pattern, ids in owners:
+        problem = _pattern_problem(pattern)
+        if problem:
+            raise BadInputError(source, f"owners[{pattern!r}]: {problem}", loaded.line_of(("owners", pattern)))
         for rid in ids:
             if rid not in relations:
                 raise BadInputError(
