@@ -37,8 +37,7 @@ TOUCH = {"src/agg.py": AGG + "\n# touched\n"}
 
 
 def test_the_demo_review_before_and_after_its_relations_run(demo_repo: Path):
-    review = load_review(demo_repo, today=TODAY)
-    try:
+    with load_review(demo_repo, today=TODAY) as review:
         before = states(review)
         assert before["no_golden_literal"] == "fail"  # the agent pinned the penguin totals
         assert before["leases_fresh"] == before["leases_allow"] == "pass"
@@ -51,8 +50,6 @@ def test_the_demo_review_before_and_after_its_relations_run(demo_repo: Path):
         assert result.first.held or len(result.reruns) == frozen.reruns
         assert f"{len(result.reruns)} of {frozen.reruns}" in evidence(review, "freeze_reruns_counted") \
             or result.first.held
-    finally:
-        review.close()
 
 
 def test_a_drifted_lease_and_a_lease_that_does_not_allow_the_relation_fail(tmp_path: Path):
@@ -61,34 +58,25 @@ def test_a_drifted_lease_and_a_lease_that_does_not_allow_the_relation_fail(tmp_p
                        TOUCH, "narrow")
     fine = make_repo(tmp_path, {}, TOUCH, "fine")
     for root, fresh, allow in ((drifted, "fail", "pass"), (narrow, "pass", "fail"), (fine, "pass", "pass")):
-        review = load_review(root, "main", today=TODAY)
-        try:
+        with load_review(root, "main", today=TODAY) as review:
             got = states(review)
             assert (got["leases_fresh"], got["leases_allow"]) == (fresh, allow), root.name
             if fresh == "fail":
                 assert "drifted" in evidence(review, "leases_fresh")
             if allow == "fail":
                 assert "days.replay" in evidence(review, "leases_allow")
-        finally:
-            review.close()
 
 
 def test_a_freeze_row_the_patch_brings_fails_and_one_from_the_base_passes(tmp_path: Path):
     rows = json.dumps(freeze_row("runner pool is being replaced"), indent=2) + "\n"
     from_patch = make_repo(tmp_path, {}, TOUCH | {"oracle/freezes.json": rows}, "from-patch")
     from_base = make_repo(tmp_path, {"oracle/freezes.json": rows}, TOUCH, "from-base")
-    review = load_review(from_patch, "main", today=TODAY, oracle_from="HEAD")
-    try:
+    with load_review(from_patch, "main", today=TODAY, oracle_from="HEAD") as review:
         assert states(review)["freezes_preexisting"] == "fail"
         assert "the patch brought it" in evidence(review, "freezes_preexisting")
-    finally:
-        review.close()
-    review = load_review(from_base, "main", today=TODAY)
-    try:
+    with load_review(from_base, "main", today=TODAY) as review:
         assert states(review)["freezes_preexisting"] == "pass"
         assert "runner pool is being replaced" in evidence(review, "freezes_preexisting")
-    finally:
-        review.close()
 
 
 CANDIDATE = """id: days.order_free_split
@@ -112,11 +100,8 @@ def test_an_accepted_draft_must_be_accepted_by_someone_else_than_its_drafter(tmp
     commit(root, "quarantine: a drafted candidate", {"oracle/quarantine/days.order_free_split.yaml": CANDIDATE})
     git(root, "config", "user.name", accepter[0])
     git(root, "config", "user.email", accepter[1])
-    review = load_review(root, "main", today=TODAY)
-    try:
+    with load_review(root, "main", today=TODAY) as review:
         actions.accept(review, ["days.order_free_split"])
-    finally:
-        review.close()
     git(root, "config", "user.name", "t")
     git(root, "config", "user.email", "t@example.invalid")
     git(root, "checkout", "-q", "-f", "main")
@@ -125,35 +110,26 @@ def test_an_accepted_draft_must_be_accepted_by_someone_else_than_its_drafter(tmp
                                                           "[days.split_merge, days.replay, days.order_free_split]")})
     git(root, "checkout", "-q", "-b", "patch")
     commit(root, "patch", TOUCH)
-    review = load_review(root, "main", today=TODAY)
-    try:
+    with load_review(root, "main", today=TODAY) as review:
         assert "days.order_free_split" in review.touched_relations()
         assert states(review)["drafted_rows_decided"] == state
         assert accepter[1] in evidence(review, "drafted_rows_decided")
-    finally:
-        review.close()
 
 
 def test_without_a_catalog_every_relation_item_is_unknown(tmp_path: Path):
     root = make_repo(tmp_path, {"oracle/catalog.yaml": "relations: [\n"}, TOUCH)
-    review = load_review(root, "main", today=TODAY)
-    try:
+    with load_review(root, "main", today=TODAY) as review:
         got = states(review)
         assert {got[k] for k in got if k != "no_golden_literal"} == {"unknown"}
-    finally:
-        review.close()
 
 
 async def test_m_in_the_console_shows_the_flags_and_the_checklist(demo_repo: Path):
     from relconsole.console.app import ReviewApp
     from tests.test_console import settle
 
-    review = load_review(demo_repo, today=TODAY)
-    try:
+    with load_review(demo_repo, today=TODAY) as review:
         expected_flags = [(f.name, f.where()) for f in review.flags]
         expected_states = [(i.title, i.state) for i in merge_checklist(review)]
-    finally:
-        review.close()
     app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
@@ -186,29 +162,20 @@ def test_a_seed_row_is_drafted_by_whoever_wrote_its_line(demo_repo: Path, accept
     line = len(quarantine.read_text().splitlines())
     git(demo_repo, "config", "user.name", accepter[0])
     git(demo_repo, "config", "user.email", accepter[1])
-    review = load_review(demo_repo, "main", today=TODAY)
-    try:
+    with load_review(demo_repo, "main", today=TODAY) as review:
         actions.accept(review, [], [f"oracle/quarantine/rollout.monotonic.seeds.jsonl:{line}"])
-    finally:
-        review.close()
     git(demo_repo, "checkout", "-q", "-f", "agent/patch")
     git(demo_repo, "merge", "-q", "main", "-m", "merge main")
     commit(demo_repo, "touch rollout", {"src/rollout.py": (demo_repo / "src/rollout.py").read_text() + "\n"})
-    review = load_review(demo_repo, "main", today=TODAY)
-    try:
+    with load_review(demo_repo, "main", today=TODAY) as review:
         assert "rollout.monotonic" in review.touched_relations()
         assert states(review)["drafted_rows_decided"] == state
         assert "tess@example.invalid" in evidence(review, "drafted_rows_decided")
-    finally:
-        review.close()
 
 
 def test_a_freeze_file_that_does_not_load_leaves_the_freeze_items_unknown(tmp_path: Path):
     root = make_repo(tmp_path, {"oracle/freezes.json": '{"not": "a list"}\n'}, TOUCH)
-    review = load_review(root, "main", today=TODAY)
-    try:
+    with load_review(root, "main", today=TODAY) as review:
         got = states(review)
         assert got["freezes_preexisting"] == got["freeze_reruns_counted"] == "unknown"
         assert "freezes.json" in evidence(review, "freezes_preexisting")
-    finally:
-        review.close()

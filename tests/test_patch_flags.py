@@ -152,11 +152,8 @@ def _by_commit(flags) -> dict[str, set[str]]:
 
 def test_each_flag_fires_on_exactly_its_commit(history):
     root, expected = history
-    review = load_review(root, "main", today=TODAY)
-    try:
+    with load_review(root, "main", today=TODAY) as review:
         fired = _by_commit(review.flags)
-    finally:
-        review.close()
     assert {sha: names for sha, names in expected.items() if names} == fired
     assert all(sha not in fired for sha, names in expected.items() if not names)
 
@@ -166,11 +163,8 @@ def test_each_flag_points_at_the_line_that_did_it(history):
     evidence = {"golden_literal": "== 3", "bag_output_sorted": "sorted(", "ingest_replay_to_concat": "ROWS + ROWS",
                 "lease_hash_edited": "sha256", "leased_corpus_edited": "2024-01-03", "freeze_row_added": "{",
                 "freeze_row_edited": "{"}
-    review = load_review(root, "main", today=TODAY)
-    try:
+    with load_review(root, "main", today=TODAY) as review:
         flags = list(review.flags)
-    finally:
-        review.close()
     for flag in flags:
         if flag.name not in evidence or flag.path.endswith(".yaml") and flag.name == "ingest_replay_to_concat":
             continue
@@ -284,11 +278,8 @@ def test_moving_a_golden_assertion_adds_nothing(move: str):
 # --- edges a breaker found ------------------------------------------------------------
 
 def _flags(root: Path, **kw):
-    review = load_review(root, "main", today=TODAY, **kw)
-    try:
+    with load_review(root, "main", today=TODAY, **kw) as review:
         return list(review.flags), list(review.unjudged)
-    finally:
-        review.close()
 
 
 @pytest.fixture
@@ -312,13 +303,10 @@ def test_a_test_file_too_deep_to_judge_is_reported_and_the_checklist_says_unknow
     git(base_repo, "checkout", "-q", "-b", "patch")
     commit(base_repo, "deep", {"tests/test_deep.py": "def test_deep():\n    assert f(x)" + "[0]" * 3000 + " == 5\n",
                                "src/agg.py": AGG + "\n"})
-    review = load_review(base_repo, "main", today=TODAY)
-    try:
+    with load_review(base_repo, "main", today=TODAY) as review:
         assert any("test_deep.py" in note for note in review.unjudged)
         golden = next(i for i in merge_checklist(review) if i.key == "no_golden_literal")
         assert golden.state == "unknown" and any("test_deep.py" in e for e in golden.evidence)
-    finally:
-        review.close()
 
 
 def test_a_golden_assertion_moved_to_another_file_in_one_commit_adds_nothing(base_repo: Path):

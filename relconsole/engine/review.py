@@ -164,6 +164,12 @@ class Review:
         """Remove the review's temporary oracle directory."""
         shutil.rmtree(self.oracle_dir, ignore_errors=True)
 
+    def __enter__(self) -> "Review":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_ref: str = "HEAD",
                 today: dt.date | None = None, oracle_from: str = "base") -> Review:
