@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import hashlib
 import io
 import json
 import os
@@ -31,6 +30,7 @@ from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, GitError,
                                       RelconsoleError, UsageError)
 from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
+from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.patchflags import Flag, patch_flags
@@ -172,8 +172,15 @@ class Review:
 
 
 def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_ref: str = "HEAD",
-                today: dt.date | None = None, oracle_from: str = "base") -> Review:
+                today: dt.date | None = None, oracle_from: str = "base",
+                hash_progress: Callable[[str, int, int], None] | None = None) -> Review:
     """Build a Review for ``head_ref`` against ``base_ref`` (default ``main``).
+
+    ``hash_progress(label, done_bytes, total_bytes)``, when given, is called while a
+    lease corpus or pinned fixture is hashed (``label`` is its repository path), after
+    each chunk read, with rising ``done_bytes`` ending at ``total_bytes``: a console can
+    show a progress bar for big corpora. Digests of committed files are cached by blob
+    oid (``hashcache``), so an unchanged corpus is not read again and reports nothing.
 
     Raises UsageError for a path outside git, GitError (abort) for unknown refs or a
     missing merge base. Bad oracle files do not raise: they land in ``review.errors``.
@@ -195,7 +202,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     review = Review(repo, base_ref, head_ref, head_sha, base_tip, merge_base, oracle_sha,
                     "HEAD" if oracle_sha == head_sha and oracle_from.upper() == "HEAD" else "base",
                     today or today_from_env(), layout, oracle_dir, errors=errors)
-    _load_oracle(review, oracle_view)
+    _load_oracle(review, oracle_view, hash_progress)
     _bind(review)
     _load_quarantine(review, oracle_view)
     _flag(review)
@@ -225,8 +232,10 @@ def _collect(review: Review, fn: Callable, *args):
         return None
 
 
-def _load_oracle(review: Review, view: gitio.TreeView) -> None:
+def _load_oracle(review: Review, view: gitio.TreeView,
+                 hash_progress: Callable[[str, int, int], None] | None = None) -> None:
     layout = review.layout
+    digest = _oracle_digest(review, hash_progress)
     text = view.read_text(layout.catalog)
     if text is None:
         review.errors.append(BadInputError(layout.catalog, f"no catalog in {review.base_ref}"))
@@ -242,16 +251,28 @@ def _load_oracle(review: Review, view: gitio.TreeView) -> None:
             review.leases.append(LeaseStatus(path, "invalid", exc.one_line()))
             continue
         review.leases.append(lease_status(lease, review.oracle_dir, review.today,
-                                          layout.expiring_window_days))
+                                          layout.expiring_window_days, digest))
     _duplicate_lease_ids(review)
     review.pins = _collect(review, pin_states, view.read_text(layout.pins), review.oracle_dir,
-                           layout.pins) or {}
+                           layout.pins, digest) or {}
     rows = _collect(review, parse_rows, view.read_text(layout.freezes), layout.freezes) or []
     if review.catalog is not None:
         review.freezes = assess(rows, review.catalog, review.today)
         _check_seeds(review, view)
         review.identities = {r.id: r.identity(_callable_sources(r, view, layout.protected))
                              for r in review.relations}
+
+
+def _oracle_digest(review: Review, hash_progress: Callable[[str, int, int], None] | None = None):
+    """``digest(path, relative)`` for files exported from the oracle commit: sha256 by
+    blob oid from the repository's hash cache, else streamed with ``hash_progress``."""
+    files = CommitFiles(review.repo.working_tree_dir or review.repo.git_dir, review.repo.git_dir,
+                        review.oracle_sha, HashCache.for_git_dir(review.repo.git_dir))
+
+    def digest(path: Path, relative: str) -> str:
+        report = (lambda done, total: hash_progress(relative, done, total)) if hash_progress else None
+        return files.sha256(path, relative, report)
+    return digest
 
 
 def _duplicate_lease_ids(review: Review) -> None:
@@ -499,12 +520,19 @@ def import_paths(layout: Layout, root: Path) -> list[str]:
     return paths
 
 
-def _fixture_pin(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _fixture_pin(review: Review, relative: str, path: Path) -> str:
+    """sha256 of a relation's input at ``path`` in a run tree. A protected input is the
+    oracle export's copy (same size and mtime: copytree keeps them) and is looked up by
+    blob oid; anything else is streamed."""
+    exported = review.oracle_dir / relative
+    try:
+        copied, original = os.stat(path), os.stat(exported)
+        same = (copied.st_size, copied.st_mtime_ns) == (original.st_size, original.st_mtime_ns)
+    except (OSError, ValueError):
+        same = False
+    if same and protected(review.layout.protected, relative):
+        return _oracle_digest(review)(path, relative)
+    return sha256_stream(path)
 
 
 def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> RelationResult:
@@ -584,10 +612,11 @@ def plan_for(review: Review, relation: Relation, tree: Path) -> RunPlan:
     """The RunPlan of ``relation`` on a materialised ``tree`` (its input read from that tree)."""
     if relation.lease_id:
         lease = review.lease(relation.lease_id).lease
-        kind, path = "lease", tree / lease.path
+        kind, relative = "lease", lease.path
     else:
-        kind, path = "seeds", tree / relation.seeds_path
+        kind, relative = "seeds", relation.seeds_path
+    path = tree / relative
     clock = {"real": None, "frozen": review.layout.frozen_clock}.get(relation.clock, relation.clock)
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
-                   _fixture_pin(path), review.layout.relation_timeout_seconds, clock,
+                   _fixture_pin(review, relative, path), review.layout.relation_timeout_seconds, clock,
                    review.layout.protected)
