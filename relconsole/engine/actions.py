@@ -18,7 +18,7 @@ from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, resolve
-from relconsole.engine.leases import check_renewal
+from relconsole.engine.leases import check_renewal, rehash_preview
 from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
 from relconsole.engine.review import Replayed, Review
 from relconsole.engine.sheets import Fences, decide_fenced
@@ -174,6 +174,47 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
                    [FileChange(path, new.encode())],
                    f"Expiry {status.lease.expires.isoformat()} -> {until.isoformat()}, "
                    f"renewed by {who.email or who.name}.\n")
+
+
+def rehash_lease(review: Review, lease_id: str, confirmed_digest: str) -> CommitResult:
+    """Re-pin a drifted lease to its corpus as committed on the oracle branch (§4, §9).
+
+    Recomputes ``leases.rehash_preview`` and refuses (CommitRefused, with the reason)
+    when it refuses (not drifted, not an owner, a working tree copy that is not the
+    committed bytes), when ``confirmed_digest`` (what the confirmation screen showed and
+    the user confirmed; case and surrounding space ignored) is not the digest computed
+    now (the corpus changed since), or when the oracle branch moved since the preview was
+    read. Writes only the manifest's ``sha256`` (``textedit.set_lease_sha256``, every other
+    byte kept) in one ``lease:`` commit whose message records both digests, the corpus
+    size, its modification time and ``Confirmed-by: Name <email>``. Raises UsageError for
+    an unknown lease.
+    """
+    preview = rehash_preview(review, lease_id)
+    if preview.refusal:
+        raise CommitRefused(preview.refusal)
+    confirmed = (confirmed_digest or "").strip().lower()
+    if confirmed != preview.new_sha256:
+        raise CommitRefused(
+            f"the confirmed digest {confirmed[:12] or '(none)'}… is not the corpus's digest now "
+            f"({preview.new_sha256[:12]}…): {preview.corpus} changed since the confirmation screen; "
+            "look at the new preview and confirm again")
+    old_text = TreeView(review.repo, preview.commit).read_text(preview.manifest)
+    new_text = textedit.set_lease_sha256(old_text, preview.new_sha256, preview.manifest)
+    if resolve(review.repo, preview.branch) != preview.commit:
+        raise CommitRefused(f"{preview.branch} moved while the corpus was hashed; look at the new preview "
+                            "and confirm again")
+    old, new = preview.old_sha256, preview.new_sha256
+    when = (f"{preview.mtime.isoformat(timespec='seconds')} (working tree file)" if preview.mtime else
+            "not known: the checked-out tree holds other bytes" if preview.note else "no working tree copy")
+    last = preview.corpus_commit
+    body = (f"Old sha256: {old}\nNew sha256: {new}\n"
+            f"Corpus: {preview.corpus}, {preview.size_bytes} bytes, as committed in "
+            f"{preview.commit} (blob {preview.blob})\nModified: {when}\n"
+            + (f"Last changed by: {last.author_name} <{last.author_email}> in {last.sha} at "
+               f"{last.committed.isoformat()}\n" if last else "")
+            + f"\nConfirmed-by: {preview.confirmer}\n")
+    return _commit(review, "lease", f"re-hash {lease_id} ({old[:12]}… -> {new[:12]}…)",
+                   [FileChange(preview.manifest, new_text.encode())], body)
 
 
 def proposed_freeze(review: Review, relation_id: str, reason: str = "",

@@ -299,7 +299,9 @@ class RehashPreview:
     ``commit``, blob ``blob``), never the working tree's bytes. ``size_bytes`` is that
     blob's size. ``mtime`` is the working tree file's modification time (timezone-aware,
     local) when ``working_file`` exists, else None; ``corpus_commit`` is the newest commit
-    that changed the corpus on the branch. ``state`` is the lease's state at the tip
+    that changed the corpus on the branch. ``note`` says when the checked-out tree holds
+    other committed bytes for the corpus (another branch; its file is not what is pinned,
+    so no ``mtime`` is taken from it). ``state`` is the lease's state at the tip
     (with ``reason``); ``refusal`` is None when the confirmer may re-pin, else the reason
     and what to do. Digests are None where there is nothing to read (a manifest that did
     not parse, a corpus absent from the branch).
@@ -322,6 +324,7 @@ class RehashPreview:
     confirmer_name: str
     confirmer_email: str
     refusal: str | None
+    note: str = ""
 
     @property
     def confirmer(self) -> str:
@@ -346,7 +349,7 @@ class RehashPreview:
                 "corpus_commit": None if last is None else {
                     "sha": last.sha, "author_name": last.author_name, "author_email": last.author_email,
                     "committed": last.committed.isoformat()},
-                "confirmer": self.confirmer, "refusal": self.refusal}
+                "confirmer": self.confirmer, "refusal": self.refusal, "note": self.note}
 
 
 def rehash_preview(review, lease_id: str) -> RehashPreview:
@@ -402,7 +405,7 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
                              refusal=f"lease {lease_id} is {state} ({reason}): {todo}")
     blob, size = found
     new = _hash_blob(root, blob)
-    working, mtime, copy_problem = _working_copy(root, lease.path, new)
+    working, mtime, copy_problem, note = _working_copy(root, lease.path, new, branch)
     state, reason = _state_at_tip(lease, new, days_left, review.layout.expiring_window_days)
     refusal = None
     if state != DRIFTED:
@@ -418,7 +421,7 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     return RehashPreview(**fields, **{**corpus, "new_sha256": new, "size_bytes": size, "mtime": mtime,
                                       "working_file": working, "blob": blob,
                                       "corpus_commit": _last_change(root, tip, lease.path)},
-                         state=state, reason=reason, refusal=refusal)
+                         state=state, reason=reason, refusal=refusal, note=note)
 
 
 def _state_at_tip(lease: Lease, digest: str, days_left: int, window: int) -> tuple[str, str]:
@@ -483,24 +486,38 @@ def _hash_blob(root: Path, oid: str) -> str:
     return digest.hexdigest()
 
 
-def _working_copy(root: Path, relative: str, committed: str) -> tuple[str | None, dt.datetime | None, str | None]:
-    """(file, mtime, problem) of the corpus's working tree copy: None, None, None when there is
-    none; ``problem`` says why a re-hash must wait when the copy is not the committed bytes."""
+def _working_copy(root: Path, relative: str, committed: str,
+                  branch: str) -> tuple[str | None, dt.datetime | None, str | None, str]:
+    """(file, mtime, problem, note) of the corpus's working tree copy.
+
+    No copy: Nones. A copy holding the committed bytes: its path and mtime. A copy with
+    uncommitted changes (modified, staged, untracked or ignored, as ``git status`` says)
+    that differs from the committed corpus: ``problem``, since a re-hash pins only bytes in
+    git. A clean copy that differs (the checked-out commit is not the oracle branch's):
+    no mtime, and a ``note`` saying the digest is ``branch``'s, not that file's.
+    """
     path, problem = corpus_file(root, relative)
     if path is None and problem == "missing":
-        return None, None, None
+        return None, None, None, ""
     if path is None:
-        return None, None, f"the working tree copy cannot be read ({problem}); a re-hash pins only committed bytes"
+        return None, None, (f"the working tree copy of {relative} cannot be read ({problem}); "
+                            "a re-hash pins only committed bytes"), ""
     try:
         mtime = dt.datetime.fromtimestamp(path.stat().st_mtime).astimezone()
         actual = sha256_file(path)
     except OSError as exc:
-        return str(path), None, f"the working tree copy of {relative} cannot be read ({exc.strerror})"
-    if actual != committed:
+        return str(path), None, f"the working tree copy of {relative} cannot be read ({exc.strerror or exc})", ""
+    if actual == committed:
+        return str(path), mtime, None, ""
+    status = _git_bytes(root, "--literal-pathspecs", "status", "--porcelain", "-z", "--ignored=matching",
+                        "--untracked-files=all", "--", relative)
+    if status is None or status.strip(b"\0"):
         return str(path), mtime, (
-            f"the working tree copy of {relative} differs from the committed corpus ({actual[:12]}… != "
-            f"{committed[:12]}…): commit the corpus first; a re-hash pins only bytes committed on the oracle branch")
-    return str(path), mtime, None
+            f"the working tree copy of {relative} has uncommitted changes and differs from the corpus "
+            f"committed on {branch} ({actual[:12]}… != {committed[:12]}…): commit the corpus to {branch} "
+            "first; a re-hash pins only bytes committed on the oracle branch"), ""
+    return None, None, None, (f"the checked-out tree holds other committed bytes for {relative} "
+                              f"({actual[:12]}…); the new digest is of {branch}'s corpus, not that file")
 
 
 def _last_change(root: Path, commit: str, relative: str) -> CorpusCommit | None:

@@ -257,6 +257,42 @@ def set_lease_expires(manifest_text: str, new_date: datetime.date, source: str) 
     return new_text
 
 
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def set_lease_sha256(manifest_text: str, new_digest: str, source: str) -> str:
+    """The lease manifest with only the value of its top-level ``sha256:`` replaced (§4 re-hash).
+
+    The digest is always written as a quoted string (§4: "64 hex chars, always a string"):
+    a single- or double-quoted value keeps its quote, a plain one becomes double-quoted.
+    A trailing comment and every other byte are kept. Raises UsageError when
+    ``new_digest`` is not 64 lowercase hex characters, and BadInputError(source, ...) for a
+    malformed manifest, no ``sha256`` key, a non-scalar or block-scalar value, or a result
+    that parses differently anywhere else.
+    """
+    if not isinstance(new_digest, str) or not _SHA256_HEX.fullmatch(new_digest):
+        raise UsageError(f"{new_digest!r} is not a sha256 digest (64 lowercase hex characters)")
+    old = load_yaml_text(manifest_text, source).data
+    root = yaml.compose(manifest_text, Loader=yaml.SafeLoader)
+    key, value, _next = _top_level(root, "sha256")
+    if key is None:
+        raise BadInputError(source, "the lease manifest has no top-level sha256: key")
+    line = key.start_mark.line + 1
+    if not isinstance(value, yaml.ScalarNode) or value.style in ("|", ">"):
+        raise BadInputError(source, "sha256 must be a quoted string of 64 hex characters", line)
+    quote = value.style if value.style in ("'", '"') else '"'
+    literal = f"{quote}{new_digest}{quote}"
+    if value.end_mark.index > value.start_mark.index:
+        new_text = manifest_text[:value.start_mark.index] + literal + manifest_text[value.end_mark.index:]
+    else:
+        colon = manifest_text.index(":", key.end_mark.index)
+        new_text = _splice(manifest_text, colon + 1, " " + literal)
+    expected = dict(old)
+    expected["sha256"] = new_digest
+    _verify(new_text, expected, source, "re-hashing the lease", line)
+    return new_text
+
+
 # ---------------------------------------------------------------------------- freezes
 
 def upsert_freeze_row(freezes_text: str | None, row: dict, source: str) -> str:
