@@ -476,20 +476,20 @@ def _side(commit: str, records: list[RunRecord], relation: Relation, pin: str) -
 
 
 def _disagreement(first: dict, second: dict) -> str | None:
-    """Why the second replay disagrees with the first (which side, outcomes, signatures, the
-    first seed that differs), or None when every run on every side agrees."""
+    """Why the second replay disagrees with the first: for each side that differs, the
+    outcomes and signatures of both replays and the first seed that differs. None when
+    every run on every side agrees."""
+    lines = []
     for name in SIDES:
         one, two = first["sides"][name], second["sides"][name]
-        runs_one = [(r["seed"], r["held"], r["signature"]) for r in one["per_seed"]]
-        runs_two = [(r["seed"], r["held"], r["signature"]) for r in two["per_seed"]]
-        if runs_one == runs_two:
+        if _runs(one) == _runs(two):
             continue
         label = "HEAD" if name == "head" else "the merge base"
-        lines = [f"on {label} ({one['commit'][:12]}) the second replay disagrees with the first:",
-                 f"  first replay:  {_summary(one)}  (lease generation {first['lease']['generation']}, "
-                 f"{first['worktree']} worktree, {first['at']})",
-                 f"  second replay: {_summary(two)}  (lease generation {second['lease']['generation']}, "
-                 f"{second['worktree']} worktree, {second['at']})"]
+        lines += [f"on {label} ({one['commit'][:12]}) the second replay disagrees with the first:",
+                  f"  first replay:  {_summary(one)}  (lease generation {first['lease']['generation']}, "
+                  f"{first['worktree']} worktree, {first['at']})",
+                  f"  second replay: {_summary(two)}  (lease generation {second['lease']['generation']}, "
+                  f"{second['worktree']} worktree, {second['at']})"]
         by_seed = {r["seed"]: r for r in two["per_seed"]}
         for run in one["per_seed"]:
             other = by_seed.get(run["seed"])
@@ -497,8 +497,11 @@ def _disagreement(first: dict, second: dict) -> str | None:
                 lines.append(f"  seed {run['seed']}: first {run['describe']}; second "
                              f"{other['describe'] if other else 'did not run'}")
                 break
-        return "\n".join(lines)
-    return None
+    return "\n".join(lines) or None
+
+
+def _runs(side: dict) -> list[tuple]:
+    return [(r["seed"], r["held"], r["signature"]) for r in side["per_seed"]]
 
 
 def _summary(side: dict) -> str:
