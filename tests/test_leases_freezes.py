@@ -2,7 +2,8 @@
 
 Lease states are checked as relations between dates (days left against the window)
 on corpora written into ``tmp_path`` and hashed here with hashlib; path rules against
-real ``..``, absolute paths, symlinks, directories and FIFOs. The counted protocol runs
+real ``..``, absolute paths, symlinks (out of the tree, loops), NUL bytes, directories, FIFOs
+(also one swapped in after the path check), sockets, devices and unreadable files. The counted protocol runs
 a real relation in worker processes on a tiny tree whose subject is flaky by seed, and
 the expected pass count is computed here from the seeds the protocol must use.
 """
@@ -16,6 +17,8 @@ import os
 import random
 import shutil
 import signal
+import socket
+import stat
 import textwrap
 from pathlib import Path
 
@@ -28,8 +31,9 @@ from relconsole.engine.config import Layout
 from relconsole.engine.errors import BadInputError, CommitRefused
 from relconsole.engine.freezes import (EXPIRED, INVALID, LIVE, assess, check_new_row, for_relation,
                                        parse_rows)
+from relconsole.engine import leases
 from relconsole.engine.leases import (DRIFTED, EXPIRING, MISSING, OK, check_renewal, identity_matches,
-                                      lease_status, parse_lease, reading_refusal)
+                                      lease_status, parse_lease, pin_states, reading_refusal)
 from relconsole.engine.leases import EXPIRED as LEASE_EXPIRED
 from relconsole.engine.leases import INVALID as LEASE_INVALID
 from relconsole.engine.runner import RunPlan, run_relation
@@ -196,6 +200,77 @@ def test_fifo_corpus_is_invalid_at_once(root, alarm):
     today = dt.date(2031, 5, 17)
     status = status_of(root, "oracle/data/pipe.csv", today + dt.timedelta(days=90), today)
     assert status.state == LEASE_INVALID
+    assert "FIFO" in status.reason
+
+
+def test_socket_corpus_is_invalid_at_once(root, alarm, monkeypatch):
+    monkeypatch.chdir(root / "oracle" / "data")  # bind by a short relative name (108-byte limit)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind("sock.csv")
+        server.listen(1)
+        today = dt.date(2031, 5, 17)
+        status = status_of(root, "oracle/data/sock.csv", today + dt.timedelta(days=90), today)
+    assert status.state == LEASE_INVALID and "socket" in status.reason
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating a device node needs root")
+def test_device_corpus_is_invalid_at_once(root, alarm):
+    os.mknod(root / "oracle" / "data" / "null.csv", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null
+    today = dt.date(2031, 5, 17)
+    status = status_of(root, "oracle/data/null.csv", today + dt.timedelta(days=90), today)
+    assert status.state == LEASE_INVALID and "device" in status.reason
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file")
+def test_unreadable_corpus_is_invalid(root, alarm):
+    corpus = root / "oracle" / "data" / "penguins.csv"
+    os.chmod(corpus, 0)
+    try:
+        today = dt.date(2031, 5, 17)
+        status = status_of(root, "oracle/data/penguins.csv", today + dt.timedelta(days=90), today,
+                           digest="0" * 64)
+    finally:
+        os.chmod(corpus, 0o644)
+    assert status.state == LEASE_INVALID and "unreadable" in status.reason
+
+
+def test_symlink_loop_is_invalid_not_a_traceback(root, alarm):
+    data = root / "oracle" / "data"
+    os.symlink("b.csv", data / "a.csv")
+    os.symlink("a.csv", data / "b.csv")
+    today = dt.date(2031, 5, 17)
+    status = status_of(root, "oracle/data/a.csv", today + dt.timedelta(days=90), today)
+    assert status.state == LEASE_INVALID
+
+
+def test_nul_byte_in_the_path_is_invalid_not_a_traceback(root):
+    today = dt.date(2031, 5, 17)
+    status = status_of(root, "oracle/data/penguins.csv\x00.txt", today + dt.timedelta(days=90), today)
+    assert status.state == LEASE_INVALID and "NUL" in status.reason
+
+
+def test_fifo_swapped_in_after_the_path_check_is_invalid_at_once(root, alarm, monkeypatch):
+    """Between corpus_file's stat and the hashing a FIFO replaces the corpus: the hash
+    opens non-blocking and checks the opened file, so the lease is invalid, not hung."""
+    pipe = root / "oracle" / "data" / "pipe.csv"
+    os.mkfifo(pipe)
+    monkeypatch.setattr(leases, "corpus_file", lambda _root, _relative: (pipe, ""))
+    today = dt.date(2031, 5, 17)
+    status = status_of(root, "oracle/data/penguins.csv", today + dt.timedelta(days=90), today)
+    assert status.state == LEASE_INVALID and "FIFO" in status.reason
+
+
+def test_unsafe_or_special_pin_targets_are_mismatches_at_once(root, alarm, tmp_path):
+    data = root / "oracle" / "data"
+    os.mkfifo(data / "pipe.json")
+    (data / "dir.json").mkdir()
+    os.symlink(_outside(tmp_path), data / "out.csv")
+    good = sha(data / "penguins.csv")
+    names = ["oracle/data/pipe.json", "oracle/data/dir.json", "oracle/data/out.csv", "../outside.csv",
+             "oracle/data/absent.csv", "oracle/data/penguins.csv"]
+    pins = json.dumps({name: f"sha256:{good}" for name in names})
+    states = pin_states(pins, root, "oracle/pins.json")
+    assert states == {**{name: "mismatch" for name in names[:-1]}, "oracle/data/penguins.csv": "match"}
 
 
 def test_reading_refusal_fails_closed(root):

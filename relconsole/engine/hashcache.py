@@ -10,8 +10,9 @@ gigabytes. Three things keep that cheap and safe:
   ``stat`` check (a FIFO opened for reading would otherwise block forever).
 * ``HashCache`` remembers digests in ``<git dir>/relconsole/hashcache.json``:
   working-tree files by path, trusted only while size, mtime, ctime, inode and device are
-  unchanged and the file was not modified within ``RACY_NS`` of being hashed (git's
-  "racily clean" rule); committed files by git blob oid, which names the content, so such
+  unchanged and the file was not changed within ``RACY_NS`` of being hashed (git's
+  "racily clean" rule, on ctime as well as mtime: ``os.utime`` can set an mtime back,
+  nothing but the clock sets a ctime); committed files by git blob oid, which names the content, so such
   an entry never goes stale (``CommitFiles``). The cache is an optimisation only: an
   unreadable or corrupt cache file is ignored and a failed write is dropped.
 """
@@ -145,13 +146,15 @@ class HashCache:
     """Digests remembered across runs in one JSON file (``None``: in memory only).
 
     ``files``: key (a path) -> size, mtime_ns, ctime_ns, inode, device, sha256,
-    hashed_at_ns. ``blobs``: git blob oid -> sha256, size, context, hashed_at_ns, where
+    hashed_at_ns; an entry whose mtime or ctime is less than ``racy_ns`` older than its
+    hashing is not trusted (a change in the same timestamp tick would not show). ``blobs``: git blob oid -> sha256, size, context, hashed_at_ns, where
     ``context`` fingerprints what turns the blob into the exported file (attributes,
     filters), so the same oid exported differently is not confused.
     """
 
-    def __init__(self, path: str | Path | None):
+    def __init__(self, path: str | Path | None, racy_ns: int = RACY_NS):
         self.path = Path(path) if path is not None else None
+        self.racy_ns = racy_ns
         self.files: dict[str, dict] = {}
         self.blobs: dict[str, dict] = {}
         self._dirty: set[tuple[str, str]] = set()
@@ -194,8 +197,8 @@ class HashCache:
             return None
         if not stat.S_ISREG(now.st_mode) or any(entry[k] != v for k, v in _signature(now).items()):
             return None
-        if entry["hashed_at_ns"] - entry["mtime_ns"] < RACY_NS:
-            return None  # modified too close to its hashing: a same-size rewrite may hide
+        if entry["hashed_at_ns"] - max(entry["mtime_ns"], entry["ctime_ns"]) < self.racy_ns:
+            return None  # changed too close to its hashing: a same-size rewrite may hide
         return entry["sha256"]
 
     def file_sha256(self, path: str | Path, key: str | None = None, progress: Progress | None = None,
@@ -345,11 +348,13 @@ class CommitFiles:
         context = hashlib.sha256("\0".join(
             [self._global_context()] + [f"{p}={o}" for p, (_m, o) in sorted(entries.items()) if p != relative]
         ).encode()).hexdigest()[:32]
+        now = os.stat(exported)
+        if stat.S_ISREG(now.st_mode):
+            known = self.cache.cached_blob(oid, context, now.st_size)
+            if known is not None:
+                return known  # only stat'ed, never opened
         fd, opened = open_regular(exported)
         try:
-            known = self.cache.cached_blob(oid, context, opened.st_size)
-            if known is not None:
-                return known
             digest = _digest_fd(fd, opened.st_size, progress, CHUNK_BYTES)
         finally:
             os.close(fd)
