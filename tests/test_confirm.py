@@ -27,7 +27,8 @@ from relconsole.engine.confirm import (CONFIRMED, DISCARDED, REPLAYED_ONCE, UNRE
                                        ConfirmRefused, _disagreement, candidate_state, confirm_candidate,
                                        state_dir)
 from relconsole.engine.decision import decide
-from relconsole.engine.errors import EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, UsageError
+from relconsole.engine.errors import (EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused,
+                                      UsageError)
 from relconsole.engine.review import load_review
 from relconsole.engine.wslease import LeaseHeld, open_store
 from tests.conftest import TODAY, git, reviewed_repo
@@ -203,6 +204,27 @@ def test_a_candidate_whose_second_replay_disagrees_is_discarded_in_one_quarantin
     assert user_work(repo) == work  # staged and unstaged work untouched
     with review_of(repo) as later:
         assert all(c.id != "orders.qty_permutation" for c in later.candidates)
+
+
+def test_a_refused_discard_commit_is_made_by_the_next_call_without_replaying(tmp_path, monkeypatch):
+    repo = orders_repo(tmp_path)
+    git(repo, "checkout", "-q", "main")  # the oracle branch checked out, the candidate edited in it
+    (repo / CANDIDATE_PATH).write_text(CANDIDATE + "# a keeper's unsaved note\n")
+    log = oracle_log(repo)
+    with review_of(repo) as review:
+        confirm_candidate(review, "orders.qty_permutation", options=ConfirmOptions(first_only=True))
+        monkeypatch.setenv(FLIP, "on")
+        with pytest.raises(CommitRefused, match="uncommitted changes"):
+            confirm_candidate(review, "orders.qty_permutation")
+        assert oracle_log(repo) == log
+        state = candidate_state(review, candidate(review, "orders.qty_permutation"))
+        assert state.state == DISCARDED and state.commit is None  # decided: never replayed again
+        monkeypatch.delenv(FLIP)  # a replay now would agree, so only the record can discard it
+        (repo / CANDIDATE_PATH).write_text(CANDIDATE)
+        again = confirm_candidate(review, "orders.qty_permutation")
+    assert again.ran == [] and again.exit_code == EXIT_REJECT and again.commit is not None
+    assert oracle_log(repo)[1:] == log and not (repo / CANDIDATE_PATH).exists()
+    assert json.loads(state.file.read_text())["commit"] == again.commit.sha
 
 
 def test_the_cli_holds_after_the_first_replay_and_rejects_on_disagreement(tmp_path, monkeypatch, capsys):
