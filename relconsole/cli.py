@@ -20,11 +20,13 @@ from relconsole.cli_workspace import register as register_workspace
 from relconsole.engine import actions, gitio, splitcheck
 from relconsole.engine.bite import bite
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
-                                      EXIT_USAGE, RelconsoleError, UsageError)
+                                      EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
 from relconsole.engine.decision import worst
 from relconsole.engine.literal import one_line
 from relconsole.engine.replay import ReplayOptions, Shard, replay
 from relconsole.engine.report import replay_lines, replay_payload, run_payload
+from relconsole.engine.leasehistory import lease_history
+from relconsole.engine.leases import rehash_preview
 from relconsole.engine.wslease import open_store
 from relconsole.engine.review import Review, load_review, run_review
 
@@ -103,6 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
     status = lease_sub.add_parser("status", help="state of every dataset lease")
     _review_options(status)
     status.add_argument("--json", action="store_true")
+    history = lease_sub.add_parser("history", help="a lease's changes on the oracle branch, from git (who, when, what)")
+    history.add_argument("lease_id")
+    _review_options(history)
+    history.add_argument("--json", action="store_true")
+    rehash = lease_sub.add_parser("rehash", help="re-pin a drifted lease you own to its committed corpus "
+                                                 "(without --confirm: show old and new digests; one lease: commit)")
+    rehash.add_argument("lease_id")
+    rehash.add_argument("--confirm", metavar="DIGEST", default=None,
+                        help="the new digest the preview showed, typed or pasted: the explicit confirmation")
+    _review_options(rehash)
+    rehash.add_argument("--json", action="store_true")
 
     for name, text in (("accept", "accept a candidate or drafted seed rows (catalog: commit)"),
                        ("delete", "delete a candidate or drafted seed rows (quarantine: commit)")):
@@ -250,11 +263,61 @@ def cmd_lease(args) -> int:
             _emit(args, {"leases": rows, "errors": _errors_payload(review)},
                   [f"{r['id']}: {r['state']}  {one_line(r['reason'])}" for r in rows], review.errors)
             return EXIT_BAD_INPUT if review.errors else EXIT_PASS
+        if args.lease_command == "history":
+            return _lease_history(args, review)
+        if args.lease_command == "rehash":
+            return _lease_rehash(args, review)
         result = actions.renew_lease(review, args.lease_id, args.until)
         _emit(args, _commit_payload(result), [f"{result.sha[:12]} {result.message}"])
         return EXIT_PASS
     finally:
         review.close()
+
+
+def _lease_history(args, review: Review) -> int:
+    """``lease history``: one line per commit that changed the manifest, newest first."""
+    events = lease_history(review, args.lease_id)
+    lines = []
+    for e in events:
+        change = ""
+        if e.expires_before != e.expires_after:
+            change += f"  expires {e.expires_before or '-'} -> {e.expires_after or '-'}"
+        if e.sha256_before != e.sha256_after:
+            change += f"  sha256 {(e.sha256_before or '-')[:12]} -> {(e.sha256_after or '-')[:12]}"
+        lines.append(one_line(f"{e.committed.isoformat(sep=' ')}  {e.sha[:12]}  {e.kind:<8}  by {e.who}{change}"
+                              + (f"  ({e.note})" if e.note else "")))
+    _emit(args, {"lease_id": args.lease_id, "events": [e.as_dict() for e in events]},
+          lines or [f"{args.lease_id}: no commit changed its manifest"])
+    return EXIT_PASS
+
+
+def _lease_rehash(args, review: Review) -> int:
+    """``lease rehash``: the preview (exit 64 asking for --confirm), or the commit; a refusal exits 1."""
+    preview = rehash_preview(review, args.lease_id)
+    shown = [f"lease {preview.lease_id} ({preview.manifest}): {preview.state}  {preview.reason}",
+             f"  corpus     {preview.corpus}  {preview.size_bytes if preview.size_bytes is not None else '-'} bytes"
+             f"  from {preview.digest_source}",
+             f"  modified   {preview.mtime.isoformat(timespec='seconds') if preview.mtime else '-'}"
+             + (f"; last changed in {preview.corpus_commit.sha[:12]} by {preview.corpus_commit.author_name} "
+                f"<{preview.corpus_commit.author_email}> at {preview.corpus_commit.committed.isoformat()}"
+                if preview.corpus_commit else ""),
+             *([f"  note       {preview.note}"] if preview.note else []),
+             f"  old sha256 {preview.old_sha256 or '-'}",
+             f"  new sha256 {preview.new_sha256 or '-'}",
+             f"  confirmer  {preview.confirmer or '-'}"]
+    if preview.refusal or args.confirm is None:
+        why = preview.refusal or f"to re-pin, run again with --confirm {preview.new_sha256}"
+        _emit(args, {"preview": preview.as_dict()}, [one_line(line) for line in shown])
+        print(f"relconsole: {one_line(why)}", file=sys.stderr)
+        return EXIT_REJECT if preview.refusal else EXIT_USAGE
+    try:
+        result = actions.rehash_lease(review, args.lease_id, args.confirm)
+    except CommitRefused as exc:
+        _emit(args, {"preview": preview.as_dict(), "error": {"message": exc.one_line(), "exit_code": EXIT_REJECT}}, [])
+        print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
+        return EXIT_REJECT
+    _emit(args, _commit_payload(result) | {"preview": preview.as_dict()}, [f"{result.sha[:12]} {result.message}"])
+    return EXIT_PASS
 
 
 def cmd_accept_delete(args) -> int:
