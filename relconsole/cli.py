@@ -1,4 +1,4 @@
-"""The command line: ``relconsole review|demo|bind|run|replay|confirm|decide|stats|workspace|flags|validate|lease|accept|delete|freeze|bite|check-split|screenshots``.
+"""The command line: ``relconsole review|demo|bind|run|replay|confirm|propose|decide|stats|workspace|flags|validate|lease|accept|delete|freeze|bite|check-split|screenshots``.
 
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
 the engine, print text or ``--json``, and exit with the codes of SPEC §8.
@@ -15,6 +15,7 @@ from pathlib import Path
 from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
+from relconsole.cli_propose import register as register_propose
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.engine import actions, gitio, splitcheck
@@ -148,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_workspace(sub)
     register_decide(sub, COMMANDS)
     register_flags(sub, COMMANDS, _review_options)
+    register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
     return parser
 

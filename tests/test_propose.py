@@ -1,0 +1,422 @@
+"""``relconsole propose`` (SPEC §10): drafted candidates and seed rows land in quarantine.
+
+The drafters are small Python scripts written into ``tmp_path`` and run as
+``sys.executable script.py``: each saves the prompt it was given and prints a scripted
+answer. The repository is the materialised sample project (``agent/patch`` checked out),
+and every test that runs a drafter checks what changed in it: only quarantine files, and
+nothing at all when the drafter fails.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import TODAY, git
+from relconsole import cli
+from relconsole.engine import propose
+from relconsole.engine.candidates import validate_candidate
+from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT,
+                                      EXIT_USAGE)
+from relconsole.engine.review import load_review
+from relconsole.engine.yamlload import dump_yaml
+
+QUARANTINE = "oracle/quarantine"
+SEEDS_QUARANTINE = f"{QUARANTINE}/rollout.monotonic.seeds.jsonl"
+SEEDS_FILE = "oracle/seeds/rollout.jsonl"
+
+GOOD = {
+    "id": "penguins.flipper_shuffle",
+    "transform": "permute",
+    "compare": "canon",
+    "quantum": 1.0e-9,
+    "subject": "aggregator:summarize",
+    "input": {"lease": "penguins"},
+    "params": {"shuffles": 4, "seed": 5},
+    "statement": "Shuffling the rows leaves each species' flipper_length_mm sum unchanged.",
+    "must_not": "assert a literal flipper_length_mm total in a test",
+}
+ANSWERING = dict(GOOD, id="penguins.answering", params={"shuffles": 4, "expected_total": 1234.5})
+VACUOUS = dict(GOOD, id="penguins.vacuous", statement="Shuffling changes nothing.", params={})
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def drafter(tmp_path: Path, output: str | bytes, code: str = "") -> str:
+    """A drafter command: a script that saves its stdin to ``prompt.txt``, runs ``code``,
+    then prints ``output`` exactly (kept in a file beside it, so no quoting is involved)."""
+    data = output.encode("utf-8") if isinstance(output, str) else output
+    answer = tmp_path / f"answer-{hashlib.sha256(data).hexdigest()[:12]}.txt"
+    answer.write_bytes(data)
+    script = tmp_path / f"drafter-{answer.stem}.py"
+    script.write_text(
+        "import sys, pathlib\n"
+        f"pathlib.Path({str(tmp_path / 'prompt.txt')!r}).write_bytes(sys.stdin.buffer.read())\n"
+        f"{code}\n"
+        f"sys.stdout.buffer.write(pathlib.Path({str(answer)!r}).read_bytes())\n")
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+
+
+def run(repo: Path, *args: str) -> int:
+    return cli.main(["propose", "--repo", str(repo), "--today", TODAY.isoformat(), *args])
+
+
+def run_json(repo: Path, capsys, *args: str) -> tuple[int, dict]:
+    code = run(repo, *args, "--json")
+    return code, json.loads(capsys.readouterr().out)
+
+
+def snapshot(repo: Path) -> dict:
+    """Everything propose must leave alone: work-tree bytes, index entries, refs, HEAD, status."""
+    files = {p.relative_to(repo).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(repo.rglob("*")) if p.is_file() and ".git" not in p.relative_to(repo).parts}
+    return {"files": files, "index": git(repo, "ls-files", "-s"), "refs": git(repo, "for-each-ref"),
+            "head": git(repo, "symbolic-ref", "HEAD"),
+            "status": git(repo, "status", "--porcelain", "--untracked-files=all", "--ignored")}
+
+
+def changed_files(before: dict, after: dict) -> set[str]:
+    old, new = before["files"], after["files"]
+    return {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
+
+
+def fenced(items) -> str:
+    return f"Here are my candidates.\n\n```yaml\n{dump_yaml(items)}```\nHope this helps!\n"
+
+
+# --- the prompt --------------------------------------------------------------------------
+
+def test_prompt_carries_the_ticket_the_diff_and_the_input_schema(demo_repo, tmp_path, capsys):
+    ticket = tmp_path / "DATA-142.md"
+    ticket.write_text("DATA-142: parallelise the per-species summary; keep totals stable ✓\n")
+    code = run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD)), "--ticket", str(ticket))
+    assert code == EXIT_PASS
+    prompt = (tmp_path / "prompt.txt").read_text(encoding="utf-8")
+    assert ticket.read_text() in prompt
+    base = git(demo_repo, "merge-base", "main", "HEAD").strip()
+    added = [line for line in git(demo_repo, "diff", base, "HEAD").splitlines()
+             if line.startswith("+") and not line.startswith("+++") and line.strip("+ ")]
+    assert added and all(line in prompt for line in added)
+    with open(demo_repo / "oracle" / "data" / "penguins.csv", newline="") as handle:
+        header = next(csv.reader(handle))
+    assert f"fields {', '.join(header)}" in prompt  # the touched relations' lease corpus
+    assert all(f in prompt for f in propose.REQUIRED_FIELDS)
+    assert "drafted_by" in prompt and "lease_id" in prompt  # told what relconsole sets and what is refused
+
+
+def test_seeds_prompt_carries_the_schema_and_existing_rows(demo_repo, tmp_path, capsys):
+    run(demo_repo, "--seeds", "rollout.monotonic",
+        "--drafter", drafter(tmp_path, '{"percent": 33, "salt": "x", "population": 7}\n'))
+    prompt = (tmp_path / "prompt.txt").read_text(encoding="utf-8")
+    catalog = yaml.safe_load((demo_repo / "oracle" / "catalog.yaml").read_text())
+    schema = next(r for r in catalog["relations"] if r["id"] == "rollout.monotonic")["input"]["schema"]
+    assert json.dumps(schema) in prompt
+    first = (demo_repo / SEEDS_FILE).read_text().splitlines()[0]
+    assert json.dumps(json.loads(first)) in prompt
+
+
+def test_a_long_diff_is_cut_at_a_line_end_with_a_note(demo_repo):
+    with load_review(demo_repo, today=TODAY) as review:
+        whole, _, total = propose.review_diff(review, 10 ** 9)
+        cut = propose.candidate_prompt(review, None, diff_limit=total // 3)
+        kept, _, _ = propose.review_diff(review, total // 3)
+    assert cut.diff_truncated and cut.diff_bytes <= total // 3 < total == cut.diff_total
+    assert whole.startswith(kept) and kept.endswith("\n")
+    assert f"first {cut.diff_bytes} of {total} bytes" in cut.text
+
+
+def test_print_prompt_runs_nothing_and_writes_nothing(demo_repo, capsys):
+    before = snapshot(demo_repo)
+    assert run(demo_repo, "--print-prompt") == EXIT_PASS
+    assert "=== Output ===" in capsys.readouterr().out
+    assert snapshot(demo_repo) == before
+
+
+# --- candidates --------------------------------------------------------------------------
+
+def test_a_good_candidate_is_written_with_relconsoles_provenance_and_the_review_accepts_it(
+        demo_repo, tmp_path, capsys):
+    claimed = dict(GOOD, drafted_by="gpt-imaginary", drafted_at="1999-01-01T00:00:00Z", source="trust me")
+    command = drafter(tmp_path, dump_yaml(claimed))
+    before = snapshot(demo_repo)
+    start = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    code, out = run_json(demo_repo, capsys, "--drafter", command)
+    assert code == EXIT_PASS
+    path = f"{QUARANTINE}/{GOOD['id']}.yaml"
+    assert out["written"] == [path]
+    assert changed_files(before, snapshot(demo_repo)) == {path}
+    written = yaml.safe_load((demo_repo / path).read_text())
+    assert written["drafted_by"] == command and written["source"] != "trust me"
+    stamped = dt.datetime.fromisoformat(written["drafted_at"].replace("Z", "+00:00"))
+    assert start <= stamped <= dt.datetime.now(dt.timezone.utc)
+    assert {k: written[k] for k in GOOD} == GOOD
+    notes = out["candidates"][0]["notes"]
+    assert sum("replaced by relconsole" in n for n in notes) == 3
+    # committed as the hint says, onto main, the review reads it and finds it valid
+    git(demo_repo, "switch", "-q", "main")
+    git(demo_repo, "add", "--", path)
+    git(demo_repo, "commit", "-q", "-m", "quarantine: drafted", "--", path)
+    with load_review(demo_repo, today=TODAY) as review:
+        found = [c for c in review.candidates if c.id == GOOD["id"]]
+        assert len(found) == 1 and found[0].valid, found[0].reasons if found else review.candidates
+    assert any("quarantine:" in line for line in out["commit"])
+
+
+def test_good_and_bad_candidates_are_judged_one_by_one(demo_repo, tmp_path, capsys):
+    catalog_id = dict(GOOD, id="penguins.order_invariant")
+    queued = dict(GOOD, id="penguins.mass_permutation")  # already in the sample's quarantine
+    unsafe = dict(GOOD, id="../../escape")
+    items = [GOOD, ANSWERING, VACUOUS, catalog_id, queued, unsafe, dict(GOOD), "just text", 7]
+    before = snapshot(demo_repo)
+    code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(items)))
+    assert code == EXIT_REJECT
+    verdicts = out["candidates"]
+    assert [v["written"] for v in verdicts] == [True] + [False] * (len(items) - 1)
+    assert changed_files(before, snapshot(demo_repo)) == {f"{QUARANTINE}/{GOOD['id']}.yaml"}
+    reasons = [" ".join(v["reasons"]) for v in verdicts]
+    assert "no_answers" in reasons[1] and "expected_total" in reasons[1]
+    assert "references_input" in reasons[2]
+    assert "unique_id" in reasons[3] and "catalog" in reasons[3]
+    assert "already in quarantine" in reasons[4]
+    assert "safe file name" in reasons[5] and not (demo_repo.parent / "escape.yaml").exists()
+    assert "drafted twice" in reasons[6]
+    assert all("mapping" in r for r in reasons[7:])
+
+
+def test_an_existing_file_is_never_overwritten(demo_repo, tmp_path, capsys):
+    target = demo_repo / QUARANTINE / f"{GOOD['id']}.yaml"
+    target.write_bytes(b"# a reviewer's own draft, uncommitted\n")
+    code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(GOOD)))
+    assert code == EXIT_REJECT and out["written"] == []
+    assert target.read_bytes() == b"# a reviewer's own draft, uncommitted\n"
+
+
+def test_the_written_file_is_exactly_the_validated_text(demo_repo, tmp_path):
+    with load_review(demo_repo, today=TODAY) as review:
+        stamp = propose.provenance("drafter", None, review, dt.datetime(2031, 1, 2, tzinfo=dt.timezone.utc))
+        drafted = propose.write_candidates(review, propose.judge_candidates(review, [GOOD], stamp))
+        text = (demo_repo / drafted[0].path).read_text()
+        again = validate_candidate(drafted[0].path, text, review.catalog, lambda i: ["flipper_length_mm"])
+    assert drafted[0].written and text == drafted[0].text and again.valid
+    assert stamp["drafted_at"] == "2031-01-02T00:00:00Z"
+
+
+@pytest.mark.parametrize("field", propose.REQUIRED_FIELDS)
+def test_each_field_the_prompt_calls_required_is_required_by_validation(demo_repo, field):
+    with load_review(demo_repo, today=TODAY) as review:
+        stamp = propose.provenance("drafter", None, review)
+        other = dict(GOOD, id=GOOD["id"] + "2")
+        dropped = {k: v for k, v in other.items() if k != field}
+        judged = propose.judge_candidates(review, [GOOD, dropped], stamp)
+    assert judged[0].valid, judged[0].reasons
+    assert not judged[1].valid
+
+
+# --- what the drafter printed ------------------------------------------------------------
+
+def test_fenced_output_with_prose_around_it_is_accepted(demo_repo, tmp_path, capsys):
+    other = dict(GOOD, id="penguins.bill_shuffle",
+                 statement="Shuffling the rows keeps each species' bill_depth_mm sum.")
+    text = fenced([GOOD]) + "\nAnd one more:\n```\n" + dump_yaml(other) + "```\n"
+    code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, text))
+    assert code == EXIT_PASS
+    assert sorted(out["written"]) == sorted(f"{QUARANTINE}/{c['id']}.yaml" for c in (GOOD, other))
+
+
+_SCALAR = st.one_of(st.integers(), st.booleans(), st.text(max_size=12),
+                    st.floats(allow_nan=False, allow_infinity=False))
+_ITEM = st.dictionaries(st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8),
+                        st.one_of(_SCALAR, st.lists(_SCALAR, max_size=3)), min_size=1, max_size=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_ITEM, min_size=1, max_size=4), st.sampled_from(["plain", "fenced", "documents"]))
+def test_wrapping_drafted_yaml_changes_no_item(items, wrapping):
+    text = {"plain": dump_yaml(items), "fenced": fenced(items),
+            "documents": "".join("---\n" + dump_yaml(i) for i in items)}[wrapping]
+    assert propose.drafted_items(text) == items
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.dictionaries(st.sampled_from(["percent", "salt", "population"]), _SCALAR, min_size=1),
+                min_size=1, max_size=5))
+def test_json_lines_and_a_yaml_list_give_the_same_rows(rows):
+    lines = "".join(json.dumps(r) + "\n" for r in rows)
+    assert propose.drafted_items(lines, seeds=True) == propose.drafted_items(dump_yaml(rows), seeds=True) == rows
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(8))
+
+FAILURES = {
+    "empty": ("", "", "printed nothing"),
+    "blank": (" \n\n", "", "printed nothing"),
+    "not_yaml": ("id: [unclosed\n  - what: {\n", "", "not YAML"),
+    "prose": ("I'm sorry, I cannot draft relations for this change.\n", "", "text, not YAML"),
+    "duplicate_keys": ("id: a\nid: b\n", "", "duplicate key"),
+    "alias_bomb": (BOMB, "", "alias bomb"),
+    "nothing_drafted": ("[]\n", "", "holds no candidate"),
+    "not_utf8": (b"id: caf\xe9\n", "", "not UTF-8"),
+    "exit_status": (dump_yaml(GOOD), "sys.stderr.write('quota exceeded\\n'); sys.stdout.flush(); sys.exit(7)",
+                    "status 7"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_a_failed_drafter_is_an_abort_and_writes_nothing(demo_repo, tmp_path, capsys, case):
+    output, code, says = FAILURES[case]
+    before = snapshot(demo_repo)
+    exit_code = run(demo_repo, "--drafter", drafter(tmp_path, output, code))
+    err = capsys.readouterr().err
+    assert exit_code == EXIT_ABORT
+    assert says in err
+    assert snapshot(demo_repo) == before
+
+
+def test_the_drafters_stderr_tail_is_shown_literally(demo_repo, tmp_path, capsys):
+    code = "sys.stderr.write('x' * 20000 + '\\nlast words \\x1b]0;owned\\x07 [bold]no[/bold]\\n'); sys.exit(2)"
+    assert run(demo_repo, "--drafter", drafter(tmp_path, "", code)) == EXIT_ABORT
+    err = capsys.readouterr().err
+    assert "last words \\x1b]0;owned\\x07 [bold]no[/bold]" in err
+    assert "\x1b" not in err and "\x07" not in err
+    assert err.count("x") < 20000  # a tail, not the whole stream
+
+
+def test_a_drafter_that_runs_too_long_is_killed_with_its_children(demo_repo, tmp_path, capsys):
+    marker = tmp_path / "child-survived"
+    child = tmp_path / "child.py"
+    child.write_text(f"import time, pathlib\ntime.sleep(3)\npathlib.Path({str(marker)!r}).touch()\n")
+    code = f"import subprocess, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\ntime.sleep(600)"
+
+    before = snapshot(demo_repo)
+    started = time.monotonic()
+    exit_code = run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD), code), "--timeout", "1")
+    elapsed = time.monotonic() - started
+    assert exit_code == EXIT_ABORT and "did not finish within 1 s" in capsys.readouterr().err
+    assert elapsed < 60  # far below the drafter's 600 s: it was stopped, not waited for
+    assert snapshot(demo_repo) == before
+    time.sleep(4)  # past the child's own 3 s: it would have left its marker by now
+    assert not marker.exists()
+
+
+def test_a_drafter_that_prints_too_much_is_stopped(demo_repo, tmp_path):
+    with pytest.raises(propose.DrafterError, match="more than 1000 bytes"):
+        propose.run_drafter(drafter(tmp_path, "x" * 50_000), "prompt", tmp_path, output_limit=1000)
+
+
+def test_a_missing_drafter_is_an_abort(demo_repo, tmp_path, capsys):
+    missing = tmp_path / "no-such-drafter"
+    assert run(demo_repo, "--drafter", f"{missing} --model x") == EXIT_ABORT
+    assert "not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["", "   ", "llm -m 'unclosed"])
+def test_an_unusable_drafter_command_is_a_usage_error(demo_repo, capsys, command):
+    assert run(demo_repo, "--drafter", command) == EXIT_USAGE
+
+
+def test_no_drafter_is_a_usage_error(demo_repo, capsys):
+    assert run(demo_repo) == EXIT_USAGE
+
+
+@pytest.mark.parametrize("timeout", ["0", "-3", "soon", "nan"])
+def test_a_bad_timeout_is_a_usage_error(demo_repo, capsys, timeout):
+    with pytest.raises(SystemExit) as exited:
+        run(demo_repo, "--drafter", "x", "--timeout", timeout)
+    assert exited.value.code == EXIT_USAGE
+
+
+# --- the ticket --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("problem", ["missing", "directory", "not_utf8", "too_big"])
+def test_a_bad_ticket_is_a_bad_input_file_named_before_the_drafter_runs(demo_repo, tmp_path, capsys, problem):
+    ticket = tmp_path / "ticket.md"
+    if problem == "directory":
+        ticket.mkdir()
+    elif problem == "not_utf8":
+        ticket.write_bytes(b"\xff\xfe ticket")
+    elif problem == "too_big":
+        ticket.write_bytes(b"a" * (propose.TICKET_LIMIT_BYTES + 1))
+    before = snapshot(demo_repo)
+    assert run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD)), "--ticket", str(ticket)) \
+        == EXIT_BAD_INPUT
+    assert str(ticket) in capsys.readouterr().err
+    assert not (tmp_path / "prompt.txt").exists()
+    assert snapshot(demo_repo) == before
+
+
+# --- seed rows ---------------------------------------------------------------------------
+
+def test_drafted_seed_rows_are_appended_and_bad_ones_reported(demo_repo, tmp_path, capsys):
+    quarantined = demo_repo / SEEDS_QUARANTINE
+    old = quarantined.read_bytes()
+    existing = json.loads((demo_repo / SEEDS_FILE).read_text().splitlines()[0])
+    queued = json.loads(old.decode().splitlines()[0])  # a row already waiting in quarantine
+    fresh = [{"percent": 1, "salt": "edge-low", "population": 1},
+             {"percent": 100, "salt": "edge-high", "population": 100000}]
+    bad = [existing, queued, dict(fresh[0]), {"percent": 101, "salt": "x", "population": 5},
+           {"percent": 5, "salt": "x", "population": 5, "expected": [1]},
+           {"percent": 5, "salt": "x"}, {"percent": "5", "salt": "x", "population": 5},
+           {"percent": 5, "salt": "x", "population": 5, "region": "eu"}, "text"]
+    lines = "".join(json.dumps(r) + "\n" for r in fresh[:1] + bad + fresh[1:])
+    before = snapshot(demo_repo)
+    code, out = run_json(demo_repo, capsys, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, lines))
+    assert code == EXIT_REJECT
+    assert changed_files(before, snapshot(demo_repo)) == {SEEDS_QUARANTINE}
+    now = quarantined.read_bytes()
+    assert now.startswith(old)
+    added = [json.loads(line) for line in now[len(old):].decode().splitlines()]
+    assert added == fresh
+    rows = out["rows"]
+    assert [r["valid"] for r in rows] == [True] + [False] * len(bad) + [True]
+    assert all(r["reasons"] for r in rows[1:-1])
+    written = [r["line"] for r in rows if r["valid"]]
+    all_lines = now.decode().splitlines()
+    assert [json.loads(all_lines[n - 1]) for n in written] == fresh
+
+
+def test_seed_rows_in_a_fenced_yaml_list_are_accepted(demo_repo, tmp_path, capsys):
+    rows = [{"percent": 2, "salt": "fence", "population": 3}]
+    code, out = run_json(demo_repo, capsys, "--seeds", "rollout.monotonic",
+                         "--drafter", drafter(tmp_path, fenced(rows)))
+    assert code == EXIT_PASS and out["path"] == SEEDS_QUARANTINE
+    assert json.loads((demo_repo / SEEDS_QUARANTINE).read_text().splitlines()[-1]) == rows[0]
+
+
+def test_seed_rows_for_a_relation_with_no_quarantine_file_yet_create_it(demo_repo, tmp_path, capsys):
+    (demo_repo / SEEDS_QUARANTINE).unlink()
+    rows = [{"percent": 3, "salt": "new", "population": 9}]
+    assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter",
+               drafter(tmp_path, json.dumps(rows[0]))) == EXIT_PASS
+    assert (demo_repo / SEEDS_QUARANTINE).read_text() == json.dumps(rows[0]) + "\n"
+
+
+@pytest.mark.parametrize("relation", ["no.such.relation", "penguins.order_invariant"])
+def test_seeds_for_an_unknown_or_lease_relation_is_a_usage_error(demo_repo, tmp_path, capsys, relation):
+    before = snapshot(demo_repo)
+    assert run(demo_repo, "--seeds", relation, "--drafter", drafter(tmp_path, "{}")) == EXIT_USAGE
+    assert relation in capsys.readouterr().err
+    assert not (tmp_path / "prompt.txt").exists()
+    assert snapshot(demo_repo) == before
+
+
+def test_a_bad_oracle_file_stops_before_the_drafter(demo_repo, tmp_path, capsys):
+    git(demo_repo, "switch", "-q", "main")
+    (demo_repo / "oracle" / "catalog.yaml").write_text("relations: [\n")
+    git(demo_repo, "commit", "-q", "-am", "catalog: broken")
+    assert run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD))) == EXIT_BAD_INPUT
+    assert "oracle/catalog.yaml" in capsys.readouterr().err
+    assert not (tmp_path / "prompt.txt").exists()
