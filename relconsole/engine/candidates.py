@@ -3,22 +3,39 @@
 Everything here is untrusted. Validation fails closed and says why for each rule;
 nothing is executed. A candidate that passes every rule can be accepted, which writes
 it into the catalog in catalog form; drafted seed rows are judged one row at a time.
+
+A candidate is judged by the rules in ``RULES``, in the order a reviewer reads them:
+first the file (its size, its syntax, one document, no aliases), then its content.
+``Candidate.verdicts`` always holds one verdict per rule in that order; a rule that
+could not run because an earlier one failed (nothing to read after a syntax error) is
+"not checked" (``checked`` false), which counts as failed: validation fails closed.
+
+Keys are compared through a *skeleton* (NFKC, format and combining characters
+dropped, common Cyrillic and Greek look-alikes mapped to Latin, split into words at
+separators and camelCase), so ``Expected_Total``, ``expectedTotal``, `` expected ``,
+``еxpected`` (Cyrillic е) and ``ex\\u200bpected`` all read as ``expected``.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
+import math
 import re
+import sys
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import yaml
 
 from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation,
                                        answer_like, check_row)
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error
 from relconsole.engine.textedit import jsonl_lines
-from relconsole.engine.yamlload import Loaded, load_yaml_text
+from relconsole.engine.yamlload import Loaded, _line_counter, load_yaml_text
 
 TRANSFORM_TO_KIND = {"permute": "permutation", "replay-ingest": "replay_ingest",
                      "split-merge": "split_merge", "monotonic": "monotonic",
@@ -28,26 +45,74 @@ FREEZE_KEYS = {"freeze", "reruns", "pass_needed", "expires", "signature", "lease
 PROVENANCE = ("drafted_by", "drafted_at", "source")
 CANDIDATE_FIELDS = {"id", "transform", "compare", "must_not", "subject", "input", "params",
                     "statement", "quantum", "merge", "inverse", "owner", *PROVENANCE}
-_SKIP = re.compile(r"\b(skip|skipif|xfail)\b", re.IGNORECASE)
-WIDE_QUANTUM = 1e3  # a tolerance this wide makes the predicate true for any real output
+REQUIRED = ("id", "transform", "compare", "subject", "input", "statement", "must_not", *PROVENANCE)
+WIDE_QUANTUM = 1e3  # a tolerance (or canon grid) this wide makes the predicate true for any real output
+# A candidate is one relation of about fifteen short fields (the sample's are under 500 bytes).
+# 64 KiB is a hundred times that and still a screenful a reviewer can read to the end; a
+# larger draft is a pasted corpus, a table of answers, or padding that hides a key from the
+# reviewer. The 1 MiB cap of yamlload.MAX_FILE_BYTES stays the limit for every other file.
+CANDIDATE_MAX_BYTES = 64 * 1024
+# An id becomes the file name ``<id>.yaml`` (``propose``) and a catalog id: ASCII letters,
+# digits, '_', '.', '-', at most 200 characters, starting and ending with a letter, digit
+# or '_' (no hidden file, no trailing dot that Windows drops), and no '..'.
+SAFE_ID = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,198}[A-Za-z0-9_])?")
 
 # rule names, in the order a reviewer reads them
-RULES = ("parses", "fields", "no_answers", "no_skip", "no_freeze_fields", "references_input",
-         "unique_id", "known_transform", "catalog_form")
+RULES = ("size_limit", "parses", "single_document", "no_aliases",
+         "fields", "no_answers", "no_skip", "no_freeze_fields",
+         "references_input", "not_always_true", "safe_id", "unique_id",
+         "known_transform", "catalog_form")
+
+_MAX_DEPTH = 32  # nesting a candidate may use; its deepest real path is input.schema.<f>.choices.<i>
+_PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_NUMERIC_PARAMS = frozenset({"shuffles", "seed", "splits", "step", "max"})
+_TEXT_SLOTS = {("params", "field"), ("input", "lease"), ("input", "seeds")}
+_NUMERIC_TEXT = re.compile(r"\s*[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*")
+_ANSWER_WORDS = frozenset({"expected", "expect", "expects", "expectation", "expectations", "result",
+                           "results", "output", "outputs", "answer", "answers", "golden", "truth"})
+_ANSWER_STEMS = ("expected", "result", "output", "answer")  # also glued to a word: expectedtotal
+_SKIP_WORDS = frozenset({"skip", "skipif", "skipunless", "skiptest", "importorskip"})
+_FREEZE_WORDS = frozenset({"freeze", "freezes", "frozen", "rerun", "reruns", "expires", "expiry",
+                           "signature"})
+_FREEZE_COMPACT = frozenset({"passneeded", "leaseid", "maxdays", "minreruns"})
+# Latin look-alikes in Cyrillic and Greek (NFKC keeps them apart from Latin letters).
+_LOOKALIKES = str.maketrans({
+    "а": "a", "с": "c", "ԁ": "d", "е": "e", "ё": "e", "һ": "h", "і": "i", "ї": "i", "ј": "j",
+    "к": "k", "ӏ": "l", "о": "o", "р": "p", "ԛ": "q", "ѕ": "s", "у": "y", "х": "x", "ԝ": "w",
+    "ı": "i", "ȷ": "j", "ɡ": "g",
+    "А": "A", "В": "B", "С": "C", "Е": "E", "Н": "H", "І": "I", "Ј": "J", "К": "K", "М": "M",
+    "О": "O", "Р": "P", "Ѕ": "S", "Т": "T", "Х": "X", "У": "Y",
+    "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
+    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+})
+_CHUNK = re.compile(r"[A-Za-z0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 @dataclass
 class Verdict:
-    """One validation rule's outcome for a candidate: ``ok`` and a reason when not ok."""
+    """One validation rule's outcome for a candidate (§10).
+
+    ``rule`` is a name from ``RULES``; ``ok`` is True when the rule holds; ``reason``
+    says why not (when ok it may say what was found, e.g. "uses body_mass_g").
+    ``checked`` is False when the rule could not run because an earlier rule failed
+    (nothing to read after a syntax error); such a verdict is never ok (fail closed)
+    and its reason names the rule that stopped it.
+    """
 
     rule: str
     ok: bool
     reason: str = ""
+    checked: bool = True
 
 
 @dataclass
 class Candidate:
-    """A candidate relation file and its verdicts; ``row`` is its catalog form when valid."""
+    """A candidate relation file and its verdicts; ``row`` is its catalog form when valid.
+
+    ``verdicts`` holds one Verdict per rule of ``RULES``, in that order.
+    """
 
     path: str
     text: str
@@ -58,17 +123,24 @@ class Candidate:
 
     @property
     def id(self) -> str:
+        """The id the file declares, else its file name without ``.yaml``."""
         if isinstance(self.raw, dict) and isinstance(self.raw.get("id"), str):
             return self.raw["id"]
         return self.path.rsplit("/", 1)[-1].removesuffix(".yaml")
 
     @property
     def valid(self) -> bool:
-        return all(v.ok for v in self.verdicts)
+        """True when every rule was checked and holds."""
+        return bool(self.verdicts) and all(v.ok for v in self.verdicts)
 
     @property
     def reasons(self) -> list[str]:
-        return [v.reason for v in self.verdicts if not v.ok]
+        """Why the candidate is rejected: the failed rules' reasons ("not checked" left out)."""
+        return [v.reason for v in self.verdicts if not v.ok and v.checked]
+
+    def verdict(self, rule: str) -> Verdict | None:
+        """The verdict of ``rule`` (a name from ``RULES``), or None when it has none."""
+        return next((v for v in self.verdicts if v.rule == rule), None)
 
     def provenance(self) -> dict[str, str]:
         """drafted_by / drafted_at / source as text (empty when absent)."""
@@ -112,90 +184,73 @@ def _dotted(path: tuple) -> str:
     return ".".join(str(p) for p in path)
 
 
-def validate_candidate(path: str, text: str, catalog: Catalog,
-                       input_fields: Callable[[dict], list[str] | None]) -> Candidate:
-    """Judge one candidate file (§10). Never raises for bad content: verdicts say why.
+# --- reading keys and text the way a reviewer would -----------------------------------------
 
-    ``input_fields(input_mapping)`` returns the field names of the candidate's input
-    (a lease corpus header, a seeds schema) or None when they cannot be known.
-    """
-    try:
-        raw = load_yaml_text(text, path).data
-    except BadInputError as exc:
-        return Candidate(path, text, None, [Verdict("parses", False, exc.one_line())])
-    candidate = Candidate(path, text, raw, [Verdict("parses", True)])
-    if not isinstance(raw, dict):
-        candidate.verdicts.append(Verdict("fields", False, f"{path}:1: a candidate is a YAML mapping, "
-                                                            f"not {type(raw).__name__}"))
-        return candidate
-    checks = [_fields(raw), _answers(raw), _skips(raw), _freeze_fields(raw),
-              _references(raw, input_fields), _unique(raw, catalog), _transform(raw)]
-    candidate.verdicts.extend(checks)
-    form = _catalog_form(raw)
-    candidate.verdicts.append(form[0])
-    if candidate.valid:
-        candidate.row = form[1]
-    return candidate
+def _skeleton(text: str) -> str:
+    """``text`` with compatibility forms folded (NFKC), accents, zero-width and other format
+    characters dropped, control characters made spaces and Cyrillic/Greek look-alikes mapped
+    to Latin letters. Case is kept (camelCase still splits)."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    kept = []
+    for char in decomposed:
+        category = unicodedata.category(char)
+        if category in ("Mn", "Me", "Cf"):
+            continue
+        kept.append(" " if category == "Cc" else char)
+    return "".join(kept).translate(_LOOKALIKES)
 
 
-def _fields(raw: dict) -> Verdict:
-    unknown = sorted(str(k) for k in raw if k not in CANDIDATE_FIELDS and k not in FREEZE_KEYS)
-    missing = [k for k in ("id", "transform", "compare", "subject", "input", "statement",
-                           "must_not", *PROVENANCE) if k not in raw]
-    if unknown:
-        return Verdict("fields", False, f"unknown fields: {', '.join(unknown)}")
-    if missing:
-        return Verdict("fields", False, f"missing fields: {', '.join(missing)}")
-    return Verdict("fields", True)
+def _chunks(text: str) -> list[str]:
+    """Runs of ASCII letters and digits in the skeleton of ``text``."""
+    return _CHUNK.findall(_skeleton(text))
 
 
-def _answers(raw: dict) -> Verdict:
-    body = {k: v for k, v in raw.items() if k != "must_not"}
-    for path, key, value in _walk(body):
-        if key is not None and answer_like(str(key)):
-            return Verdict("no_answers", False, f"{_dotted(path)}: carries an expected value")
-    kind = TRANSFORM_TO_KIND.get(str(raw.get("transform")))
-    allowed = KIND_PARAMS.get(kind, set()) | {"field"}
-    params = raw.get("params") if isinstance(raw.get("params"), dict) else {}
-    for key, value in params.items():
-        numeric = [v for _p, _k, v in _walk({key: value})
-                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if key not in allowed and key not in FREEZE_KEYS and numeric:
-            return Verdict("no_answers", False,
-                           f"params.{key}: the number {numeric[0]!r} stands as an answer")
-    return Verdict("no_answers", True)
+def _words(text: str) -> list[str]:
+    """Lower-case words of ``text``: chunks split at camelCase and digit boundaries."""
+    return [word.lower() for chunk in _chunks(text) for word in _CAMEL.findall(chunk)]
 
 
-def _skips(raw: dict) -> Verdict:
-    for path, key, value in _walk(raw):
-        for text in (key, value):
-            if isinstance(text, str) and _SKIP.search(text):
-                return Verdict("no_skip", False, f"{_dotted(path)}: skip/xfail text is not allowed")
-    return Verdict("no_skip", True)
+def _answer_key(key: Any) -> bool:
+    """True for a key that names a stored answer in any spelling: ``Expected_Total``,
+    ``expectedTotal``, ``expected-total``, `` expected ``, ``totalexpected``, ``еxpected``."""
+    text = str(key)
+    if answer_like(text.strip()):
+        return True
+    words = _words(text)
+    if any(word in _ANSWER_WORDS for word in words):
+        return True
+    compact = "".join(words)
+    return compact.startswith(_ANSWER_STEMS) or compact.endswith(_ANSWER_STEMS) \
+        or compact.endswith(tuple(stem + "s" for stem in _ANSWER_STEMS))
 
 
-def _freeze_fields(raw: dict) -> Verdict:
-    found = [_dotted(path) for path, key, _value in _walk(raw) if key in FREEZE_KEYS]
-    if found:
-        return Verdict("no_freeze_fields", False,
-                       f"freeze fields {', '.join(found)}: freezes belong to the operator's freeze file")
-    return Verdict("no_freeze_fields", True)
+def _skip_text(text: str) -> bool:
+    """True when ``text`` carries a skip or xfail mark in any spelling (``pytest.mark.skip``,
+    ``@skip``, ``skipIf``, ``skip_if``, ``self.skipTest``, ``importorskip``, ``XFail``), but
+    not for words that merely contain "skip" (``skipping``, ``skipper``)."""
+    for chunk in _chunks(text):
+        lowered = chunk.lower()
+        if "xfail" in lowered or lowered in _SKIP_WORDS:
+            return True
+        if any(word.lower() in _SKIP_WORDS for word in _CAMEL.findall(chunk)):
+            return True
+    return False
 
 
-def _references(raw: dict, input_fields: Callable[[dict], list[str] | None]) -> Verdict:
-    inp = raw.get("input")
-    names = input_fields(inp) if isinstance(inp, dict) else None
-    if not names:
-        return Verdict("references_input", False, "cannot tell the input's fields (no schema, no lease)")
-    body = " ".join(str(x) for x in _strings({k: raw.get(k) for k in ("params", "statement")}))
-    used = [n for n in names if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", body)]
-    if not used:
-        return Verdict("references_input", False,
-                       f"vacuous: references no field of its input ({', '.join(names)})")
-    if raw.get("compare") == "tolerance" and _number(raw.get("quantum")) >= WIDE_QUANTUM:
-        return Verdict("references_input", False,
-                       f"always true: tolerance {raw['quantum']} admits any output")
-    return Verdict("references_input", True, f"uses {', '.join(used)}")
+def _freeze_key(key: Any) -> bool:
+    """True for a key that belongs to the freeze file (§6) in any spelling: ``Freeze``,
+    ``passNeeded``, ``min-reruns``, ``freeze_until``, ``lease id``."""
+    text = str(key)
+    if text.strip() in FREEZE_KEYS:
+        return True
+    words = _words(text)
+    compact = "".join(words)
+    return any(word in _FREEZE_WORDS for word in words) or compact in _FREEZE_COMPACT \
+        or compact.startswith(("freez", "frozen", "rerun"))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _number(value: Any) -> float:
@@ -204,26 +259,313 @@ def _number(value: Any) -> float:
         return 0.0
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
 
 
-def _strings(value: Any):
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-    elif value is not None:
-        yield value
+# --- the file: size, syntax, one document, no aliases ---------------------------------------
+
+def _read(path: str, text: str) -> tuple[list[Verdict], Any]:
+    """The file-level verdicts (``size_limit`` .. ``no_aliases``) and the loaded mapping.
+
+    The loaded value is None unless every file-level rule holds. The parser's events are
+    read first (cheap, no alias is ever expanded), so each failure gets its own rule.
+    """
+    size = len(text.encode("utf-8", "surrogateescape"))
+    if size > CANDIDATE_MAX_BYTES:
+        return [Verdict("size_limit", False, f"{path}: {size} bytes; a candidate may have at most "
+                                             f"{CANDIDATE_MAX_BYTES} (one relation is a few hundred)")], None
+    out = [Verdict("size_limit", True, f"{size} bytes")]
+    line_of = _line_counter(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # bytes decoded with surrogateescape: not UTF-8 text
+        line = text.count("\n", 0, exc.start) + 1
+        return out + [Verdict("parses", False, f"{path}:{line}: not UTF-8 text")], None
+    depth, deepest = 0, None
+    try:
+        events = []
+        for event in yaml.parse(text, Loader=_PARSER):
+            events.append(event)
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > _MAX_DEPTH:
+                    deepest = event
+                    break
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{line_of(mark)}" if mark else path
+        problem = " ".join(str(exc.problem or exc.context or "not YAML").split())
+        return out + [Verdict("parses", False, f"{where}: invalid YAML: {problem}")], None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, other C0 controls)
+        line = text.count("\n", 0, exc.position) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or "\0")
+        return out + [Verdict("parses", False, f"{path}:{line}: invalid YAML: character U+{code:04X} "
+                                               "is not allowed")], None
+    except yaml.YAMLError as exc:
+        return out + [Verdict("parses", False, f"{path}: invalid YAML: {' '.join(str(exc).split())}")], None
+    if deepest is not None:
+        return out + [Verdict("parses", False, f"{path}:{line_of(deepest.start_mark)}: nested more than "
+                                               f"{_MAX_DEPTH} levels deep")], None
+    docs = [e for e in events if isinstance(e, yaml.DocumentStartEvent)]
+    single = Verdict("single_document", True)
+    if len(docs) > 1:
+        single = Verdict("single_document", False,
+                         f"{path}:{line_of(docs[1].start_mark)}: {len(docs)} YAML documents in one file; "
+                         "a candidate is one document (no '---' between relations)")
+    aliases = [e for e in events if isinstance(e, yaml.AliasEvent)]
+    no_alias = Verdict("no_aliases", True)
+    if aliases:
+        no_alias = Verdict("no_aliases", False,
+                           f"{path}:{line_of(aliases[0].start_mark)}: YAML alias *{aliases[0].anchor} "
+                           f"({len(aliases)} in all): a candidate spells every value out, so the text "
+                           "a reviewer reads is the whole relation")
+    if not (single.ok and no_alias.ok):
+        return out + [Verdict("parses", True), single, no_alias], None
+    try:
+        raw = load_yaml_text(text, path).data
+    except BadInputError as exc:  # duplicate keys, merge keys, unknown tags, impossible dates
+        return out + [Verdict("parses", False, exc.one_line()), single, no_alias], None
+    return out + [Verdict("parses", True), single, no_alias], raw
+
+
+def validate_candidate(path: str, text: str, catalog: Catalog,
+                       input_fields: Callable[[dict], list[str] | None]) -> Candidate:
+    """Judge one candidate file (§10). Never raises for bad content: verdicts say why.
+
+    ``path`` names the file in reasons; ``text`` is its content. ``input_fields(input_mapping)``
+    returns the field names of the candidate's input (a lease corpus header, a seeds schema)
+    or None when they cannot be known. The result's ``verdicts`` hold one verdict per rule
+    of ``RULES`` in that order, "not checked" where an earlier failure stopped a rule;
+    ``row`` is the catalog form (§10 "on accept") when every rule holds, else None.
+    """
+    verdicts, raw = _read(path, text)
+    row = None
+    if all(v.ok for v in verdicts):
+        if not isinstance(raw, dict):
+            what = "an empty file" if raw is None else type(raw).__name__
+            verdicts.append(Verdict("fields", False, f"{path}:1: a candidate is a YAML mapping, not {what}"))
+        else:
+            names = _input_names(raw, input_fields)
+            verdicts += [_fields(raw), _answers(raw), _skips(raw), _freeze_fields(raw),
+                         _references(raw, names), _always_true(raw, names), _safe_id(raw),
+                         _unique(raw, catalog), _transform(raw)]
+            form, row = _catalog_form(raw)
+            verdicts.append(form)
+    by_rule = {v.rule: v for v in verdicts}
+    blocker = next((v.rule for v in verdicts if not v.ok), "an earlier rule")
+    ordered = [by_rule.get(rule) or Verdict(rule, False, f"not checked: {blocker} failed", checked=False)
+               for rule in RULES]
+    candidate = Candidate(path, text, raw, ordered)
+    if candidate.valid:
+        candidate.row = row
+    return candidate
+
+
+def _input_names(raw: dict, input_fields: Callable[[dict], list[str] | None]) -> list[str] | None:
+    """The input's field names (stripped, empty names dropped), or None when unknown."""
+    inp = raw.get("input")
+    if not isinstance(inp, dict):
+        return None
+    try:
+        names = input_fields(inp)
+    except (OSError, ValueError):  # an unreadable or undecodable corpus: cannot tell
+        return None
+    cleaned = [n.strip() for n in names or () if isinstance(n, str) and n.strip()]
+    return cleaned or None
+
+
+# --- the content ------------------------------------------------------------------------
+
+def _fields(raw: dict) -> Verdict:
+    """Known top-level fields, the required ones present, provenance and must_not as text.
+
+    Keys another rule owns (answer-like, freeze, skip) and numbers (``no_answers``) are
+    left to that rule, so each smuggling attempt is reported once, by its own rule.
+    """
+    unknown = sorted(str(k) for k in raw if k not in CANDIDATE_FIELDS
+                     and not (_answer_key(k) or _freeze_key(k) or _skip_text(str(k))))
+    if unknown:
+        return Verdict("fields", False, f"unknown fields: {', '.join(unknown)}")
+    missing = [k for k in REQUIRED if k not in raw]
+    if missing:
+        return Verdict("fields", False, f"missing fields: {', '.join(missing)}")
+    for key in ("drafted_by", "source", "drafted_at", "must_not"):
+        value = raw[key]
+        if _is_number(value) or _text(value):
+            continue
+        if key == "drafted_at" and isinstance(value, dt.date):
+            continue
+        if key == "must_not" and isinstance(value, list) and value and all(_text(v) for v in value):
+            continue
+        return Verdict("fields", False, f"{key}: {value!r} is not text")
+    return Verdict("fields", True)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _number_allowed(path: tuple, numeric_params: frozenset) -> bool:
+    """True where a candidate may hold a number: quantum, a numeric param of its kind, a
+    split fraction, and an input schema's bounds and choices."""
+    if path == ("quantum",):
+        return True
+    if len(path) == 2 and path[0] == "params" and path[1] in numeric_params:
+        return True
+    if len(path) == 3 and path[:2] == ("params", "splits") and isinstance(path[2], int):
+        return "splits" in numeric_params
+    schema_bound = len(path) == 4 and path[3] in ("min", "max")
+    schema_choice = len(path) == 5 and path[3] == "choices"
+    return path[:2] == ("input", "schema") and (schema_bound or schema_choice)
+
+
+def _answers(raw: dict) -> Verdict:
+    """No expected value anywhere in the body (``must_not`` excepted, it names what not to
+    assert): no answer-like key at any depth, in any spelling, inside mappings or lists;
+    no number outside the places that take one (a list of totals under ``shuffles``, a
+    number under an unknown param, a number as ``source``); in ``params`` and ``input`` a
+    numeric string (YAML 1.1 reads ``5588e2`` as text) or a numeric key counts too.
+    Numbers under a freeze or skip key are left to the rule that owns that key."""
+    body = {k: v for k, v in raw.items() if k != "must_not"}
+    for path, key, _value in _walk(body):
+        if key is not None and _answer_key(key):
+            return Verdict("no_answers", False, f"{_dotted(path)}: carries an expected value")
+    kind = TRANSFORM_TO_KIND.get(str(raw.get("transform")))
+    numeric = _NUMERIC_PARAMS & KIND_PARAMS[kind] if kind else _NUMERIC_PARAMS
+    for path, key, value in _walk(body):
+        if any(isinstance(k, str) and (_freeze_key(k) or _skip_text(k)) for k in path):
+            continue  # a freeze count or a skip flag: no_freeze_fields / no_skip report it
+        inside = path[0] in ("params", "input") and path not in _TEXT_SLOTS
+        if inside and (_is_number(key) or isinstance(key, str) and _NUMERIC_TEXT.fullmatch(key)):
+            return Verdict("no_answers", False, f"{_dotted(path)}: the number {key!r} as a key stands as an answer")
+        as_number = _is_number(value) or (inside and isinstance(value, str) and _NUMERIC_TEXT.fullmatch(value))
+        if as_number and not _number_allowed(path, numeric):
+            return Verdict("no_answers", False, f"{_dotted(path)}: the number {value!r} stands as an answer")
+    return Verdict("no_answers", True)
+
+
+def _skips(raw: dict) -> Verdict:
+    """No skip or xfail mark in any key or text value, at any depth (``must_not`` too)."""
+    for path, key, value in _walk(raw):
+        for text in (key, value):
+            if isinstance(text, str) and _skip_text(text):
+                return Verdict("no_skip", False, f"{_dotted(path)}: skip/xfail text is not allowed")
+    return Verdict("no_skip", True)
+
+
+def _freeze_fields(raw: dict) -> Verdict:
+    """No freeze-file key (§6) at any depth, in any spelling; an input schema's field names
+    are the data's columns and are exempt."""
+    found = [_dotted(path) for path, key, _value in _walk(raw)
+             if key is not None and path[:2] + path[3:] != ("input", "schema") and _freeze_key(key)]
+    if found:
+        return Verdict("no_freeze_fields", False,
+                       f"freeze fields {', '.join(found)}: freezes belong to the operator's freeze file")
+    return Verdict("no_freeze_fields", True)
+
+
+def _references(raw: dict, names: list[str] | None) -> Verdict:
+    """The statement or ``params.field`` names at least one input field as a whole word
+    (``body_mass_g`` inside ``body_mass_grams`` does not count)."""
+    if not names:
+        return Verdict("references_input", False, "cannot tell the input's fields (no schema, no lease)")
+    params = raw.get("params") if isinstance(raw.get("params"), dict) else {}
+    body = " ".join(v for v in (raw.get("statement"), params.get("field")) if isinstance(v, str))
+    used = [n for n in names if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", body)]
+    if not used:
+        return Verdict("references_input", False,
+                       f"vacuous: references no field of its input ({', '.join(names)})")
+    return Verdict("references_input", True, f"uses {', '.join(used)}")
+
+
+def _stdlib(ref: Any) -> bool:
+    """True for a ``module:attr`` reference into the standard library or builtins."""
+    if not isinstance(ref, str):
+        return False
+    module = ref.partition(":")[0].split(".")[0].strip()
+    return module in sys.stdlib_module_names
+
+
+def _always_true(raw: dict, names: list[str] | None) -> Verdict:
+    """The comparison can fail: not a predicate that holds whatever the patch does.
+
+    Always true: a ``tolerance`` or ``canon`` quantum of ``WIDE_QUANTUM`` or more (``.inf``
+    included: every difference is within it, or every number rounds to one grid point); a
+    subject from the standard library (nothing of the code under review runs); no
+    follow-up run (``shuffles`` below 1, ``splits`` 0 or no fraction inside (0, 1)); a
+    ``monotonic`` that raises nothing (no ``field``, a field the input does not have, a
+    ``step`` of 0 or less, a ``max`` at or below the schema's minimum). A ``nan``, zero or
+    negative quantum is not always true but invalid: ``catalog_form`` rejects it.
+    """
+    def fail(why: str) -> Verdict:
+        return Verdict("not_always_true", False, f"always true: {why}")
+
+    compare = raw.get("compare")
+    if compare in ("canon", "tolerance") and "quantum" in raw and _number(raw["quantum"]) >= WIDE_QUANTUM:
+        what = "admits any output" if compare == "tolerance" else "rounds any real output to the same values"
+        return fail(f"{compare} with quantum {raw['quantum']} {what}")
+    if _stdlib(raw.get("subject")):
+        return fail(f"subject {raw['subject']} is standard-library code: nothing under review runs")
+    kind = TRANSFORM_TO_KIND.get(str(raw.get("transform")))
+    params = raw.get("params") if isinstance(raw.get("params"), dict) else {}
+    if kind == "permutation":
+        shuffles = params.get("shuffles", 6)
+        if _is_number(shuffles) and shuffles < 1:
+            return fail(f"shuffles {shuffles}: no shuffled run, nothing is compared")
+    elif kind == "split_merge":
+        splits = params.get("splits", 3)
+        if _is_number(splits) and splits < 1:
+            return fail(f"splits {splits}: no split, nothing is compared")
+        if isinstance(splits, list) and not any(_is_number(s) and 0 < s < 1 for s in splits):
+            return fail(f"splits {splits!r}: no split point inside the input")
+    elif kind == "monotonic":
+        name, step = params.get("field"), params.get("step", 1)
+        if not _text(name):
+            return fail("no field to raise: the input never changes")
+        if names and name not in names:
+            return fail(f"raises {name!r}, which the input does not have: the input never changes")
+        if _is_number(step) and step <= 0:
+            return fail(f"step {step} does not raise {name}" + (": the input never changes" if step == 0 else ""))
+        schema = raw["input"].get("schema") if isinstance(raw.get("input"), dict) else None
+        spec = schema.get(name) if isinstance(schema, dict) else None
+        low = spec.get("min") if isinstance(spec, dict) else None
+        if _is_number(params.get("max")) and _is_number(low) and params["max"] <= low:
+            return fail(f"max {params['max']} is at or below {name}'s minimum {low}: nothing can rise")
+    return Verdict("not_always_true", True)
+
+
+def _safe_id(raw: dict) -> Verdict:
+    """The id can name a file (``<id>.yaml``) on every platform: see ``SAFE_ID``."""
+    rid = raw.get("id")
+    if not isinstance(rid, str):
+        return Verdict("safe_id", False, "no id" if rid is None else f"id {rid!r} is not text")
+    if not SAFE_ID.fullmatch(rid) or ".." in rid:
+        return Verdict("safe_id", False,
+                       f"id {rid!r} is not a safe file name: ASCII letters, digits, '_', '.', '-', "
+                       "at most 200, no leading or trailing '.' or '-', no '..'")
+    return Verdict("safe_id", True)
+
+
+def _id_key(rid: str) -> str:
+    """What makes two ids the same to a reader: no spacing, case or look-alike letters."""
+    return "".join(_skeleton(rid).split()).casefold()
 
 
 def _unique(raw: dict, catalog: Catalog) -> Verdict:
+    """The id is new to the catalog, even ignoring case, spacing and look-alike letters."""
     rid = raw.get("id")
-    if isinstance(rid, str) and catalog.get(rid) is not None:
+    if not isinstance(rid, str):
+        return Verdict("unique_id", False, "not checked: the candidate has no id text", checked=False)
+    if catalog.get(rid) is not None:
         return Verdict("unique_id", False, f"id {rid!r} collides with a catalog relation")
+    key = _id_key(rid)
+    for existing in catalog.relations:
+        if _id_key(existing) == key:
+            return Verdict("unique_id", False, f"id {rid!r} collides with catalog relation {existing!r} "
+                                               "(it differs only by case, spacing or look-alike letters)")
     return Verdict("unique_id", True)
 
 
@@ -231,16 +573,36 @@ def _transform(raw: dict) -> Verdict:
     transform = raw.get("transform")
     if transform == "other":
         return Verdict("known_transform", False, "transform 'other' cannot be accepted without an edit")
-    if transform not in TRANSFORM_TO_KIND:
+    if not isinstance(transform, str) or transform not in TRANSFORM_TO_KIND:
         return Verdict("known_transform", False, f"unknown transform {transform!r}")
     return Verdict("known_transform", True)
+
+
+def _param_problem(name: str, value: Any) -> str | None:
+    """Why ``params.<name>`` has the wrong type for the relation kinds (§3), or None."""
+    if name in ("shuffles", "seed"):
+        return None if isinstance(value, int) and not isinstance(value, bool) else "a whole number"
+    if name == "order_free":
+        return None if isinstance(value, bool) else "true or false"
+    if name == "splits":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return None
+        if isinstance(value, list) and value and all(_is_number(v) for v in value):
+            return None
+        return "a whole number of splits or a list of fractions"
+    if name == "field":
+        return None if _text(value) else "the name of an input field"
+    if name in ("step", "max"):
+        return None if _is_number(value) and math.isfinite(value) else "a finite number"
+    return None
 
 
 def _catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
     """The relation row the candidate becomes on accept, checked like a catalog row."""
     kind = TRANSFORM_TO_KIND.get(str(raw.get("transform")))
     if kind is None:
-        return Verdict("catalog_form", False, "no catalog kind for this transform"), None
+        return Verdict("catalog_form", False, "not checked: no catalog kind for this transform",
+                       checked=False), None
     row: dict[str, Any] = {"id": raw.get("id"), "kind": kind}
     for key in ("subject", "merge", "inverse", "input", "compare", "quantum", "params", "owner",
                 "statement"):
@@ -249,10 +611,15 @@ def _catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
     problem = first_error(row, RELATION_SCHEMA)
     if problem:
         return Verdict("catalog_form", False, f"as a catalog row: {problem}"), None
-    unknown = set((row.get("params") or {})) - KIND_PARAMS[kind]
+    params = row.get("params") or {}
+    unknown = set(params) - KIND_PARAMS[kind]
     if unknown:
         return Verdict("catalog_form", False,
-                       f"params {', '.join(sorted(unknown))} do not apply to {kind}"), None
+                       f"params {', '.join(sorted(map(str, unknown)))} do not apply to {kind}"), None
+    for name, value in params.items():
+        wanted = _param_problem(name, value)
+        if wanted:
+            return Verdict("catalog_form", False, f"params.{name}: {value!r} is not {wanted}"), None
     try:  # the catalog's own rules (tolerance needs a quantum, roundtrip needs inverse...)
         _relation(copy.deepcopy(row), "candidate", None, Loaded(row), 0)
     except BadInputError as exc:
