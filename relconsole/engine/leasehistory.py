@@ -153,17 +153,16 @@ def _log(repo: str | Path, ref: str, path: str) -> list[_Commit]:
     while i + _HEADER_FIELDS <= len(tokens) and tokens[i].startswith("\x1e"):
         sha, parents, name, email, date, subject = tokens[i:i + _HEADER_FIELDS]
         i += _HEADER_FIELDS
-        status, old, new = "", path, path
-        if i < len(tokens) and tokens[i].startswith("\n") and tokens[i].strip("\n"):
-            status = tokens[i].strip("\n")[0]
-            if status in "RC":
-                old, new = tokens[i + 1], tokens[i + 2]
-                i += 3
-            else:
-                old = new = tokens[i + 1]
-                i += 2
-        elif commits:
-            old = new = commits[-1].old_path
+        tracked = commits[-1].old_path if commits else path
+        entries: list[tuple[str, str, str]] = []  # (status letter, old path, new path)
+        while i < len(tokens) and tokens[i].strip("\n") and not tokens[i].startswith("\x1e"):
+            letter = tokens[i].strip("\n")[0]
+            width = 2 if letter in "RC" else 1
+            paths = tokens[i + 1:i + 1 + width]
+            entries.append((letter, paths[0], paths[-1]))
+            i += 1 + width
+        status, old, new = next((e for e in entries if e[2] == tracked), entries[0] if entries else
+                                ("", tracked, tracked))
         commits.append(_Commit(sha.lstrip("\x1e"), tuple(parents.split()), name, email,
                                dt.datetime.fromisoformat(date), subject, status, old, new))
     return commits
