@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
                        ("delete", "delete a candidate or drafted seed rows (quarantine: commit)")):
         cmd = sub.add_parser(name, help=text)
         cmd.add_argument("item", nargs="+", help="candidate id, or seed rows as PATH:LINE")
+        if name == "accept":
+            cmd.add_argument("--override-unconfirmed", action="store_true",
+                             help="accept candidates no second replay confirmed (recorded in the commit message)")
         _review_options(cmd)
         cmd.add_argument("--json", action="store_true")
 
@@ -327,8 +330,11 @@ def cmd_accept_delete(args) -> int:
     try:
         rows = [i for i in args.item if any(r.key == i for r in review.seed_rows)]
         others = [i for i in args.item if i not in rows]
-        act = actions.accept if args.command == "accept" else actions.delete
-        result = act(review, others, rows)
+        if args.command == "accept":
+            result = actions.accept(review, others, rows,
+                                    unconfirmed_ok=others if args.override_unconfirmed else ())
+        else:
+            result = actions.delete(review, others, rows)
         _emit(args, _commit_payload(result), [f"{result.sha[:12]} {result.message}"])
         return EXIT_PASS
     finally:

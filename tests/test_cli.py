@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,10 @@ def repo_args(repo: Path) -> list[str]:
 
 def tip(repo: Path) -> str:
     return git(repo, "rev-parse", "main").strip()
+
+
+def git_bytes(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
 
 
 def names(repo: Path) -> list[str]:
@@ -59,8 +65,14 @@ def test_lease_renew_refusals_make_no_commit(demo_repo: Path, capsys, lease, day
 
 
 def test_accept_and_delete_twins(demo_repo: Path, capsys):
-    code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--json", *repo_args(demo_repo))
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "accept", "penguins.mass_permutation", *repo_args(demo_repo))
+    assert code == EXIT_USAGE and "not confirmed" in err and tip(demo_repo) == before
+    code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--override-unconfirmed", "--json",
+                       *repo_args(demo_repo))
     assert code == EXIT_PASS and json.loads(out)["kind"] == "catalog"
+    me = git(demo_repo, "config", "user.email").strip()
+    assert "OVERRIDDEN" in json.loads(out)["message"] and me in json.loads(out)["message"]
     assert names(demo_repo) == ["oracle/catalog.yaml", "oracle/quarantine/penguins.mass_permutation.yaml"]
 
     before = tip(demo_repo)
@@ -125,3 +137,14 @@ def test_run_json_reports_the_miss(demo_repo: Path, capsys):
     first = missed["penguins.order_invariant"]["first_run"]
     assert first["differing"] and first["source"] != first["followup"]
     assert missed["penguins.order_invariant"]["identity_changed"] is True
+
+
+def test_a_confirmed_candidate_is_accepted_without_override_and_the_message_names_its_bytes(demo_repo: Path, capsys):
+    path = "oracle/quarantine/penguins.mass_permutation.yaml"
+    digest = hashlib.sha256(git_bytes(demo_repo, "show", f"main:{path}")).hexdigest()
+    code, _, _ = cli(capsys, "confirm", "penguins.mass_permutation", *repo_args(demo_repo))
+    assert code == EXIT_PASS
+    code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--json", *repo_args(demo_repo))
+    assert code == EXIT_PASS
+    message = json.loads(out)["message"]
+    assert f"confirmed (content sha256 {digest})" in message and "OVERRIDDEN" not in message

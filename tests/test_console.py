@@ -77,8 +77,9 @@ def commits_on(repo: Path, ref: str = "main") -> int:
     return int(git(repo, "rev-list", "--count", ref))
 
 
-@pytest.mark.parametrize("branch", ["agent/patch", "main"])
-async def test_accept_valid_candidate_commits_catalog_row_only(demo_repo: Path, branch: str):
+@pytest.mark.parametrize("branch, route", [("agent/patch", "override"), ("main", "confirm")])
+async def test_accept_valid_candidate_commits_catalog_row_only(demo_repo: Path, branch: str, route: str):
+    """Accept needs a confirming second replay (o), or a second confirmation the message records."""
     git(demo_repo, "checkout", "-q", branch)
     before = user_work(demo_repo)
     catalog_before = git(demo_repo, "show", "main:oracle/catalog.yaml")
@@ -88,12 +89,25 @@ async def test_accept_valid_candidate_commits_catalog_row_only(demo_repo: Path, 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await goto(pilot, "quarantine", f"c:{candidate_path}")
-        await pilot.press("a")
+        assert "not replayed" in prompts(app, "quarantine")[f"c:{candidate_path}"]
+        if route == "confirm":
+            await pilot.press("o")
+            await settle(pilot)
+            assert "confirmed" in prompts(app, "quarantine")[f"c:{candidate_path}"]
+            await goto(pilot, "quarantine", f"c:{candidate_path}")
+            await pilot.press("a")
+        else:
+            await pilot.press("a")
+            assert "accept pending" not in prompts(app, "quarantine")[f"c:{candidate_path}"]
+            await pilot.press("y")
         assert "accept pending" in prompts(app, "quarantine")[f"c:{candidate_path}"]
         await pilot.press("c", "y")
         await settle(pilot)
     subject, entries = last_commit(demo_repo)
     assert subject.startswith("catalog:")
+    message = git(demo_repo, "log", "-1", "--format=%B", "main")
+    assert ("OVERRIDDEN" in message) == (route == "override")
+    assert ("second replay: confirmed" in message) == (route == "confirm")
     assert sorted(entries) == [("D", candidate_path), ("M", "oracle/catalog.yaml")]
     diff = git(demo_repo, "diff", "main~1", "main", "--", "oracle/catalog.yaml").splitlines()
     removed = [ln for ln in diff if ln.startswith("-") and not ln.startswith("---")]

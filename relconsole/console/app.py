@@ -18,6 +18,7 @@ from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
 
 from relconsole.console import views
 from relconsole.console.commands import ReviewCommands
+from relconsole.console.owners import OwnerWorkflows
 from relconsole.console.screens.confirm import ConfirmScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen
@@ -25,6 +26,7 @@ from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine import actions, checklist, gatehealth
 from relconsole.engine.bite import cached_bite
+from relconsole.engine.confirm import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
 from relconsole.engine.replay import Cancel, ReplayOptions, Shard, load_workspace_leases, replay, to_replay
@@ -35,10 +37,11 @@ from relconsole.engine.wslease import open_store
 PANES = ("touched", "relations", "leases", "quarantine")
 LEASE_REFRESH_SECONDS = 5.0
 PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine",
-                "freeze": "relations", "renew": "leases"}
+                "confirm_candidate": "quarantine", "freeze": "relations", "renew": "leases",
+                "rehash": "leases"}
 
 
-class ReviewApp(App[int]):
+class ReviewApp(OwnerWorkflows, App[int]):
     """The console over one review. Arguments mirror ``relconsole review``."""
 
     CSS_PATH = "app.tcss"
@@ -72,6 +75,10 @@ class ReviewApp(App[int]):
         Binding("f", "freeze", "Freeze", id="freeze",
                 tooltip="relations: commit a freeze for the missed relation (you type the reason)"),
         Binding("n", "renew", "Renew", id="renew", tooltip="leases: renew a lease you own (one lease: commit)"),
+        Binding("h", "rehash", "Re-hash", id="rehash",
+                tooltip="leases: re-pin a drifted lease to its committed corpus (confirm old and new digest)"),
+        Binding("o", "confirm_candidate", "Confirm", id="confirm",
+                tooltip="quarantine: second replay of a candidate on a new workspace lease (§10)"),
         Binding("escape", "clear_narrow", "Clear filter", show=False, id="clear",
                 tooltip="show every relation again after narrowing to a path"),
         Binding("question_mark,f1", "help", "Help", id="help", tooltip="this help"),
@@ -93,6 +100,7 @@ class ReviewApp(App[int]):
         self.load_exit = 3
         self.marked: set[str] = set()
         self.pending: dict[str, str] = {}
+        self.overrides: set[str] = set()  # candidates the reviewer accepts unconfirmed (§10)
         self.narrow: str | None = None
         self.running: set[str] = set()
         self.busy_reasons: set[str] = set()
@@ -161,6 +169,7 @@ class ReviewApp(App[int]):
             review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
                                  self.oracle_from)
             review.bites = {r.id: cached_bite(review, r.id) for r in review.relations}
+            load_candidate_states(review)
             load_workspace_leases(review)
         except RelconsoleError as exc:
             self.call_from_thread(self._load_failed, exc.one_line(), exc.exit_code)
@@ -192,6 +201,7 @@ class ReviewApp(App[int]):
         live = {views.item_id(x) for x in views.quarantine_items(review)}
         self.marked &= live
         self.pending = {k: v for k, v in self.pending.items() if k in live}
+        self.overrides &= set(self.pending)
         self.busy_reasons.discard("load")
         self.refresh_all()
         if first and self.autorun and review.catalog is not None and review.touched_relations():
@@ -249,6 +259,10 @@ class ReviewApp(App[int]):
             path = views.touched_path(self.review, oid)
             self.narrow = None if self.narrow == path else path
             self.refresh_relations()
+            return
+        status = views.lease_of(self.review, oid) if kind == "leases" and oid and oid[:2] == "l:" else None
+        if status is not None and status.lease is not None:
+            self.open_lease_detail(status)
             return
         screen = views.detail_screen(self.review, kind, oid)
         if screen is not None:
@@ -450,15 +464,31 @@ class ReviewApp(App[int]):
             return
         for oid in targets:
             reasons = views.rejection(self.review, oid)
+            state = views.confirm_state(self.review, oid)
+            if not reasons and state is not None and state.state == DISCARDED:
+                reasons = f"discarded: {state.reason}"
             if reasons:
                 self.notify(f"{views.item_label(self.review, oid)} is rejected: {reasons}",
                             title="cannot accept", severity="error", markup=False)
                 return
+        if len(targets) == 1 and self.pending.get(targets[0]) == "accept":
+            self.pending.pop(targets[0])
+            self.overrides.discard(targets[0])
+            self.refresh_quarantine()
+            return
+        unconfirmed = [o for o in targets if o.startswith("c:") and o not in self.overrides
+                       and not getattr(views.confirm_state(self.review, o), "confirmed", False)]
+        if unconfirmed:  # one at a time: each override is its own second confirmation
+            oid = unconfirmed[0]
+
+            def override() -> None:
+                self.overrides.add(oid)
+                self.action_accept()
+
+            self.ask_override(oid, views.confirm_state(self.review, oid), override)
+            return
         for oid in targets:
-            if self.pending.get(oid) == "accept" and len(targets) == 1:
-                del self.pending[oid]
-            else:
-                self.pending[oid] = "accept"
+            self.pending[oid] = "accept"
         self.marked.clear()
         self.refresh_quarantine()
 
@@ -476,15 +506,18 @@ class ReviewApp(App[int]):
             self.notify("no pending catalog changes: accept candidates or rows with a first",
                         severity="information")
             return
-        question = views.describe_change(self.review, accepts, "accept")
+        question = views.describe_change(self.review, accepts, "accept", self.overrides)
         self.push_screen(ConfirmScreen("Commit catalog changes?", question),
                          lambda yes: yes and self._commit("accept", accepts))
 
     def _commit(self, what: str, oids: list[str]) -> None:
         candidates, rows = views.split_targets(oids)
-        fn = actions.accept if what == "accept" else actions.delete
         review = self.review
-        self.start_commit(lambda: fn(review, candidates, rows), oids)
+        if what == "accept":
+            overridden = [c for c in candidates if "c:" + c in self.overrides]
+            self.start_commit(lambda: actions.accept(review, candidates, rows, unconfirmed_ok=overridden), oids)
+        else:
+            self.start_commit(lambda: actions.delete(review, candidates, rows), oids)
 
     def start_commit(self, make_commit, decided: list[str] | None = None) -> None:
         """Run ``make_commit`` (returns a CommitResult) in the git worker."""
@@ -512,6 +545,7 @@ class ReviewApp(App[int]):
         for oid in decided:
             self.pending.pop(oid, None)
             self.marked.discard(oid)
+            self.overrides.discard(oid)
         self.notify(f"{result.sha[:10]} on {result.branch}: {result.message}\n" + "\n".join(result.paths),
                     title=f"{result.kind} commit made", markup=False)
         self.reload()

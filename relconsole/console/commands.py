@@ -17,6 +17,8 @@ ACTIONS = [
     ("Commit pending catalog changes", "commit"),
     ("Commit a freeze for the highlighted missed relation", "freeze"),
     ("Renew the highlighted lease", "renew"),
+    ("Re-hash the highlighted drifted lease (shows old and new digest)", "rehash"),
+    ("Confirm the highlighted candidate: second replay on a new workspace lease", "confirm_candidate"),
     ("Focus touched paths", "focus_pane('touched')"),
     ("Focus relations", "focus_pane('relations')"),
     ("Focus leases", "focus_pane('leases')"),

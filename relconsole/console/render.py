@@ -137,8 +137,25 @@ def pin_prompt(name: str, state: str) -> Text:
                                          "dim" if good else "red")])
 
 
-def candidate_prompt(candidate: Candidate, marked: bool, pending: str | None) -> Text:
-    """Two lines: mark box and id; then the verdict (first reason when rejected)."""
+REPLAY_STATES = {  # state -> (symbol and words, style): readable without colour
+    "unreplayed": ("○ not replayed (o replays)", "dim"),
+    "replayed_once": ("◐ replayed once (o: second replay)", "yellow"),
+    "confirmed": ("● confirmed by a second replay", "green"),
+    "discarded": ("✗ discarded: replays disagree", "bold red"),
+}
+
+
+def replay_state_line(state, valid: bool = True) -> Text:
+    """`` · <symbol> <state words>`` for a candidate's second-replay state (§10)."""
+    if not valid:
+        return Text("")
+    words, style = REPLAY_STATES.get(state.state if state else "", ("? replay state unknown", "dim"))
+    return Text.assemble((" · ", "dim"), (words, style))
+
+
+def candidate_prompt(candidate: Candidate, marked: bool, pending: str | None, state=None) -> Text:
+    """Two lines: mark box and id; then the verdict (first reason when rejected) and the
+    second-replay state."""
     box = "✚" if pending else ("☑" if marked else "☐")
     head = Text.assemble((box + " ", "bold cyan" if pending else "bold"), lit(candidate.id, "bold"))
     second = Text("  ")
@@ -146,7 +163,9 @@ def candidate_prompt(candidate: Candidate, marked: bool, pending: str | None) ->
         second.append(f"{pending} pending (c commits) · ", "bold cyan")
     if candidate.valid:
         second.append("✓ valid", "green")
-        second.append(" · not replayed" + (" · ⚠ " + candidate.notes[0] if candidate.notes else ""), "dim")
+        second.append_text(replay_state_line(state))
+        if candidate.notes:
+            second.append(" · ⚠ " + candidate.notes[0], "dim")
     else:
         second.append("✗ rejected: ", "bold red")
         second.append_text(lit(candidate.reasons[0], "red"))

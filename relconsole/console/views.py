@@ -103,7 +103,8 @@ def quarantine_options(review: Review, marked: set[str], pending: dict[str, str]
     items = []
     for candidate in review.candidates:
         oid = item_id(candidate)
-        items.append((oid, render.candidate_prompt(candidate, oid in marked, pending.get(oid)), False))
+        items.append((oid, render.candidate_prompt(candidate, oid in marked, pending.get(oid),
+                                                   review.candidate_states.get(candidate.path)), False))
     groups: dict[str, list] = {}
     for row in review.seed_rows:
         groups.setdefault(row.relation_id, []).append(row)
@@ -126,6 +127,28 @@ def _find(review: Review, oid: str):
     return None
 
 
+def candidate_of(review: Review, oid: str | None):
+    """The Candidate behind a ``c:`` item id, or None (a seed row, a header, nothing)."""
+    return _find(review, oid) if oid and oid.startswith("c:") else None
+
+
+def confirm_state(review: Review, oid: str):
+    """The recorded second-replay state (confirm.ConfirmState) of a candidate item, or None."""
+    candidate = candidate_of(review, oid)
+    return review.candidate_states.get(candidate.path) if candidate else None
+
+
+def unconfirmed_question(review: Review, oid: str, state) -> str:
+    """The override dialog's text: why the candidate is not confirmed, what the commit records."""
+    name = item_label(review, oid)
+    why = f"{state.state.replace('_', ' ')}: {state.reason}" if state else "its replay state is unknown"
+    return (f"{name} is not confirmed ({why}).\n"
+            "A candidate is accepted after a second replay on a new workspace lease agrees with the "
+            "first (§10): press n, then o to run it.\n\n"
+            "Accept it unconfirmed as the reviewer's override? The catalog: commit message records "
+            "the override and your git identity.")
+
+
 def rejection(review: Review, oid: str) -> str:
     """'' when the item may be accepted, else its reasons joined."""
     item = _find(review, oid)
@@ -146,8 +169,9 @@ def split_targets(oids: list[str]) -> tuple[list[str], list[str]]:
     return ([o[2:] for o in oids if o.startswith("c:")], [o[2:] for o in oids if o.startswith("s:")])
 
 
-def describe_change(review: Review, oids: list[str], what: str) -> str:
-    """Exactly what the commit will do, for the confirmation dialog."""
+def describe_change(review: Review, oids: list[str], what: str, overrides: set[str] = frozenset()) -> str:
+    """Exactly what the commit will do, for the confirmation dialog; ``overrides`` are the
+    candidate item ids the reviewer accepted unconfirmed."""
     branch = review.layout.target_branch
     candidates, rows = split_targets(oids)
     lines = []
@@ -156,6 +180,8 @@ def describe_change(review: Review, oids: list[str], what: str) -> str:
         for path in candidates:
             lines.append(f"  add {item_label(review, 'c:' + path)} to {review.layout.catalog}")
             lines.append(f"  remove {path}")
+            if "c:" + path in overrides:
+                lines.append("  ⚠ UNCONFIRMED: the message records your override")
         for key in rows:
             row = _find(review, "s:" + key)
             seeds = review.catalog.get(row.relation_id).seeds_path
@@ -209,6 +235,7 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
         return Text("")
     if oid.startswith("c:"):
         text = Text.assemble(lit(item.id, "bold"), ("  ✓ valid" if item.valid else "  ✗ rejected", ""))
+        text.append_text(render.replay_state_line(review.candidate_states.get(item.path), item.valid))
         for reason in item.reasons:
             text.append("\n  • ")
             text.append_text(lit(reason, "red"))
@@ -259,7 +286,7 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
     if kind == "quarantine" and oid.startswith("c:"):
         candidate = _find(review, oid)
         return DetailScreen(Text.assemble(lit(candidate.id, "bold"), "  candidate relation"),
-                            body=candidate_text(candidate))
+                            body=candidate_text(candidate, review.candidate_states.get(candidate.path)))
     return None
 
 
@@ -400,3 +427,47 @@ def override_question(relation_id: str) -> str:
     return (f"No replay sheet for HEAD says {relation_id} may be frozen (§8 row 8: an intermittent miss "
             "that the merge base shows too). Press n, then b, to let the table decide.\n\n"
             "Freeze anyway as an operator's override? The freeze: commit message records the override.")
+
+
+def rehash_body(preview) -> str:
+    """The re-hash confirmation: both digests, the corpus's size and mtime, who confirms."""
+    mtime = preview.mtime.isoformat(timespec="seconds") if preview.mtime else "(no working tree copy)"
+    lines = [f"Lease {preview.lease_id} ({preview.state}: {preview.reason})",
+             f"manifest {preview.manifest} · corpus {preview.corpus}",
+             "",
+             f"old sha256  {preview.old_sha256}",
+             f"new sha256  {preview.new_sha256}",
+             f"read from   {preview.digest_source}",
+             f"size        {preview.size_bytes:,} bytes" if preview.size_bytes is not None else "size        ?",
+             f"modified    {mtime}"]
+    last = preview.corpus_commit
+    if last is not None:
+        lines.append(f"corpus last changed in {last.sha[:12]} by {last.author_name} <{last.author_email}>")
+    if preview.note:
+        lines.append(preview.note)
+    lines += ["", f"One lease: commit on {preview.branch} writes only the new sha256 into {preview.manifest};",
+              f"its message records both digests and Confirmed-by: {preview.confirmer or '(no git identity)'}.",
+              "Re-pin only if the corpus change itself was reviewed."]
+    return "\n".join(lines)
+
+
+def history_text(events, failed: str | None = None) -> Text:
+    """A lease's history from git log, newest first: who, when, which dates and digests."""
+    text = Text("\n\nhistory on the oracle branch (from git log, newest first)", style="bold")
+    if failed:
+        return text.append_text(Text.assemble("\n  ", lit(failed, "red")))
+    if not events:
+        return text.append("\n  no commit touched this manifest", "dim")
+    for event in events:
+        text.append(f"\n  {event.committed.date().isoformat()} {event.sha[:10]} ", "dim")
+        text.append(f"{event.kind:<9}", "bold")
+        text.append_text(lit(event.who))
+        if event.expires_before != event.expires_after and (event.expires_before or event.expires_after):
+            before = event.expires_before.isoformat() if event.expires_before else "—"
+            after = event.expires_after.isoformat() if event.expires_after else "—"
+            text.append(f"  expires {before} → {after}")
+        if event.sha256_before != event.sha256_after and event.sha256_before and event.sha256_after:
+            text.append(f"  sha256 {event.sha256_before[:12]}… → {event.sha256_after[:12]}…")
+        if event.note:
+            text.append_text(lit(f"  ({event.note})", "dim"))
+    return text

@@ -8,13 +8,16 @@ the rule it implements, and makes exactly one commit of one kind through
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 from dataclasses import dataclass
+from typing import Collection
 
 from relconsole.engine import textedit
 from relconsole.engine.catalog import load_catalog
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.confirm import DISCARDED, candidate_state
 from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, resolve
@@ -59,13 +62,18 @@ def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], 
                           layout=review.layout)
 
 
-def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = ()) -> CommitResult:
+def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = (),
+           unconfirmed_ok: Collection[str] = ()) -> CommitResult:
     """Accept candidates and drafted seed rows together: one ``catalog:`` commit (§9, §10).
 
     Candidates are appended to the catalog in catalog form (every other byte kept) and
     their files removed; seed rows are appended to their relations' seeds files and
-    removed from quarantine (a file with no row left is removed). Raises
-    CommitRefused when any chosen item is rejected, UsageError for unknown items.
+    removed from quarantine (a file with no row left is removed). A candidate must be
+    ``confirmed`` by a second replay (§10, ``engine.confirm``) unless its id or path is in
+    ``unconfirmed_ok`` (the reviewer's recorded override: the commit message says so and
+    who overrode). Raises CommitRefused when any chosen item is rejected, unconfirmed
+    without override, discarded, or changed on the branch since it was replayed;
+    UsageError for unknown items.
     """
     candidates = [_candidate(review, cid) for cid in candidate_ids]
     rows = _rows(review, list(row_keys)) if row_keys else []
@@ -78,6 +86,8 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         if not row.valid:
             raise CommitRefused(f"row {row.key} is rejected: {'; '.join(row.reasons)}")
     view = _tip_view(review)
+    notes = [_replay_note(review, view, c, c.id in unconfirmed_ok or c.path in unconfirmed_ok)
+             for c in candidates]
     changes: list[FileChange] = []
     if candidates:
         changes += _catalog_with(view, review.layout.catalog, candidates)
@@ -85,9 +95,35 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     names = [c.id for c in candidates] + ([f"{len(rows)} seed row(s) for "
                                           + ", ".join(sorted({r.relation_id for r in rows}))] if rows else [])
     body = "".join(f"Accepted from quarantine: {c.path}\n" + "".join(
-        f"  {k}: {v}\n" for k, v in c.provenance().items() if v) for c in candidates)
+        f"  {k}: {v}\n" for k, v in c.provenance().items() if v) + f"  {note}\n"
+        for c, note in zip(candidates, notes))
     body += "".join(f"Accepted seed row {r.key}: {r.text}\n" for r in rows)
     return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
+
+
+def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
+    """The commit message line on a candidate's second replay (§10), or CommitRefused.
+
+    Confirmed: names the content hash the replays agreed on, which must still be the
+    bytes on the branch tip. Unconfirmed with ``override``: records the override and who
+    made it. A discarded candidate (its replays disagreed) is never accepted.
+    """
+    state = candidate_state(review, candidate)
+    if state.state == DISCARDED:
+        raise CommitRefused(f"{candidate.id} was discarded: {state.reason}")
+    data = view.read_bytes(candidate.path)
+    if data is None or hashlib.sha256(data).hexdigest() != state.content_sha256:
+        raise CommitRefused(f"{candidate.path} changed on {review.layout.target_branch} since the "
+                            "review loaded; reload the review")
+    if state.confirmed:
+        return f"second replay: confirmed (content sha256 {state.content_sha256})"
+    if not override:
+        raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
+                            f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "
+                            "with a second confirmation")
+    who = git_identity(review)
+    return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "
+            f"{state.content_sha256}); accepted unconfirmed by {who.name} <{who.email}>")
 
 
 def _catalog_with(view: TreeView, path: str, candidates) -> list[FileChange]:

@@ -205,6 +205,13 @@ def candidate_state(review: Review, candidate: Candidate) -> ConfirmState:
     return _read_state(review, candidate, digest)
 
 
+def load_candidate_states(review: Review) -> dict[str, ConfirmState]:
+    """``candidate_state`` of every valid candidate of ``review``, by candidate path; also
+    stored in ``review.candidate_states`` for the front ends (rejected ones cannot replay)."""
+    review.candidate_states = {c.path: candidate_state(review, c) for c in review.candidates if c.valid}
+    return review.candidate_states
+
+
 def _read_state(review: Review, candidate: Candidate, digest: str) -> ConfirmState:
     file = state_dir(review) / f"{digest}.json"
     fresh = ConfirmState(candidate.id, candidate.path, digest, file=file)

@@ -98,6 +98,7 @@ class Review:
     bites: dict[str, bool | None] = field(default_factory=dict)  # from `relconsole bite`'s cache
     replays: dict[str, Replayed] = field(default_factory=dict)  # by relation id, from `b`/`replay`
     workspace_leases: list = field(default_factory=list)  # wslease.WorkspaceLease, from the store
+    candidate_states: dict = field(default_factory=dict)  # path -> confirm.ConfirmState (§10)
     lease_store_note: str = ""  # why workspace leases could not be listed, if so
     unjudged: list[str] = field(default_factory=list)  # test files the flag rules could not read
 

@@ -183,11 +183,13 @@ class DetailScreen(Screen):
         yield Footer()
 
 
-def candidate_text(candidate) -> Text:
-    """A candidate's verdicts, provenance and full body, literally."""
+def candidate_text(candidate, state=None) -> Text:
+    """A candidate's verdicts, second-replay state (a confirm.ConfirmState or None),
+    provenance and full body, literally."""
     text = Text()
     text.append_text(lit(candidate.id, "bold"))
     text.append(f"  {candidate.path}\n", "dim")
+    text.append_text(replay_state_text(state, candidate.valid))
     for note in candidate.notes:
         text.append("  ⚠ ", "yellow")
         text.append_text(lit(note, "yellow"))
@@ -204,6 +206,41 @@ def candidate_text(candidate) -> Text:
     text.append("\n\n")
     text.append(literal(candidate.text))
     return text
+
+
+def replay_state_text(state, valid: bool) -> Text:
+    """The second replay (§10): state, reason, and each replay's lease and outcome per side."""
+    text = Text("second replay: ", style="bold")
+    if not valid:
+        return text.append("cannot run: the candidate is rejected\n", "dim")
+    if state is None:
+        return text.append("unknown\n", "dim")
+    text.append(state.state.replace("_", " "), "green" if state.confirmed else "yellow")
+    if state.reason:
+        text.append(": ")
+        text.append_text(lit(state.reason))
+    for name, record in (("first", state.first), ("second", state.second)):
+        if not record:
+            continue
+        text.append(f"\n  {name}: ", "bold")
+        text.append_text(lit(_replay_summary(record), "dim"))
+    if state.commit:
+        text.append_text(lit(f"\n  discarded in {state.commit[:12]}", "red"))
+    return text.append("\n")
+
+
+def _replay_summary(record: dict) -> str:
+    """One line from a replay record: when, which worktree and lease generation, each side's outcome."""
+    sides = record.get("sides") if isinstance(record.get("sides"), dict) else {}
+    parts = [str(record.get("at", ""))]
+    for side in ("head", "base"):
+        value = sides.get(side) if isinstance(sides.get(side), dict) else None
+        if value:
+            parts.append(f"{side} {value.get('outcome', '?')} ({value.get('misses', '?')}/{value.get('runs', '?')} "
+                         f"missed, signature {str(value.get('signature', '?'))[:12]})")
+    lease = record.get("lease") if isinstance(record.get("lease"), dict) else {}
+    parts.append(f"{record.get('worktree', '?')} worktree, lease generation {lease.get('generation', '?')}")
+    return " · ".join(parts)
 
 
 def lease_text(status) -> Text:
