@@ -8,6 +8,7 @@ back with ``call_from_thread``, so input never waits on git or on a subject.
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 from rich.text import Text
 from textual import on, work
@@ -36,6 +37,7 @@ from relconsole.engine.wslease import open_store
 
 PANES = ("touched", "relations", "leases", "quarantine")
 LEASE_REFRESH_SECONDS = 5.0
+HASH_PROGRESS_MIN_BYTES = 4 << 20  # corpora smaller than this hash too fast to show a bar
 PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine",
                 "confirm_candidate": "quarantine", "freeze": "relations", "renew": "leases",
                 "rehash": "leases"}
@@ -167,7 +169,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
         """Build the Review off the UI thread; on failure show the error, never crash."""
         try:
             review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
-                                 self.oracle_from)
+                                 self.oracle_from, hash_progress=self._hash_reporter())
             review.bites = {r.id: cached_bite(review, r.id) for r in review.relations}
             load_candidate_states(review)
             load_workspace_leases(review)
@@ -178,6 +180,27 @@ class ReviewApp(OwnerWorkflows, App[int]):
             self.call_from_thread(self._load_failed, f"{type(exc).__name__}: {exc}", 3)
             return
         self.call_from_thread(self._loaded, review, first)
+
+    def _hash_reporter(self):
+        """A load_review ``hash_progress`` callback: big corpora move the progress bar, at
+        most ten times a second (called on the loading thread)."""
+        last = [0.0]
+
+        def report(label: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if total < HASH_PROGRESS_MIN_BYTES or (done < total and now - last[0] < 0.1):
+                return
+            last[0] = now
+            self._from_thread(self._hash_step, label, done, total)
+
+        return report
+
+    def _hash_step(self, label: str, done: int, total: int) -> None:
+        bar = self.query_one("#progress", ProgressBar)
+        bar.display = True
+        bar.update(total=total, progress=done)
+        self.query_one("#status", StatusLine).show_text(
+            f" hashing {literal(label)}: {done >> 20} / {total >> 20} MiB (cached for the next load)")
 
     def _load_failed(self, message: str, exit_code: int) -> None:
         self.busy_reasons.discard("load")
@@ -203,6 +226,8 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.pending = {k: v for k, v in self.pending.items() if k in live}
         self.overrides &= set(self.pending)
         self.busy_reasons.discard("load")
+        if not self.busy_reasons & {"replay", "confirm", "rehash"}:
+            self.query_one("#progress").display = False
         self.refresh_all()
         if first and self.autorun and review.catalog is not None and review.touched_relations():
             self.action_run()

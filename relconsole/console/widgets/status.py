@@ -56,3 +56,7 @@ class StatusLine(Static):
     def show_error(self, message: str) -> None:
         """Render a fatal load error (one line, literal)."""
         self.update(Text.assemble((" ABORT ", "reverse bold magenta"), " ", lit(message)))
+
+    def show_text(self, message: str) -> None:
+        """Render a progress message while there is no review to show (literal)."""
+        self.update(lit(message, "italic"))
