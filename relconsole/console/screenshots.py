@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +21,9 @@ from relconsole.engine.demo import materialise
 
 SIZE = (160, 48)
 TODAY = dt.date(2026, 11, 30)
-SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health", "merge-checklist")
+SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health",
+         "merge-checklist", "candidate-confirmed", "lease-rehash", "lease-history")
+STOCKS_CORPUS = "oracle/data/stocks.csv"
 
 
 async def _settle(pilot, timeout: float = 120.0) -> None:
@@ -84,7 +87,54 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
         await pilot.press("m")
         await pilot.pause(0.8)
         save("merge-checklist")
-    return written
+        await pilot.press("escape")
+        await _goto(pilot, "4", "quarantine", "c:oracle/quarantine/penguins.mass_permutation.yaml")
+        await pilot.press("o")
+        await _settle(pilot)
+        await _goto(pilot, "4", "quarantine", "c:oracle/quarantine/penguins.mass_permutation.yaml")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        save("candidate-confirmed")
+    return written + await _shoot_rehash(repo, out)
+
+
+async def _shoot_rehash(repo: Path, out: Path) -> list[Path]:
+    """The stocks corpus changes in a reviewed commit; its owner re-hashes, renews, reads history."""
+    _drift_stocks(repo)
+    app = ReviewApp(repo=str(repo), today=TODAY)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot)
+        await _goto(pilot, "3", "leases", "l:oracle/leases/stocks.yaml")
+        new = app.review.lease("stocks").actual_sha256
+        await pilot.press("h")
+        await _settle(pilot)
+        app.save_screenshot(filename="lease-rehash.svg", path=str(out))
+        await pilot.press(*new[:8], "enter")
+        await _settle(pilot)
+        await _goto(pilot, "3", "leases", "l:oracle/leases/stocks.yaml")
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await _settle(pilot)
+        await _goto(pilot, "3", "leases", "l:oracle/leases/stocks.yaml")
+        await pilot.press("enter")
+        await _settle(pilot)
+        app.save_screenshot(filename="lease-history.svg", path=str(out))
+    return [out / "lease-rehash.svg", out / "lease-history.svg"]
+
+
+def _drift_stocks(repo: Path) -> None:
+    """A reviewed commit on main by the lease's owner adds a row to the stocks corpus."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("checkout", "-q", "main")
+    with (repo / STOCKS_CORPUS).open("a", encoding="utf-8") as corpus:
+        corpus.write("MSFT,Jan 1 2011,27.91\n")
+    git("config", "user.name", "Alice")
+    git("config", "user.email", "alice@example.com")
+    git("commit", "-qam", "data: stocks corpus gains January 2011 (reviewed in DATA-151)")
+    git("checkout", "-q", "agent/patch")
 
 
 def regenerate(out: Path) -> list[Path]:

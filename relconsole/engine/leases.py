@@ -163,20 +163,21 @@ def lease_status(lease: Lease, root: Path, today: dt.date, window_days: int = 7,
         actual = (digest or _any_file)(path, lease.path)
     except OSError as exc:
         return LeaseStatus(lease.source, INVALID, f"corpus unreadable: {exc.strerror or exc}", lease, days_left)
-    if actual != lease.sha256:
-        return LeaseStatus(
-            lease.source, DRIFTED,
-            f"hash differs ({actual[:12]}… != {lease.sha256[:12]}…): renew the lease in a "
-            "reviewed commit, do not patch the corpus", lease, days_left, actual)
+    state, reason = _state_at_tip(lease, actual, days_left, window_days)
+    return LeaseStatus(lease.source, state, reason, lease, days_left, actual)
+
+
+def _state_at_tip(lease: Lease, digest: str, days_left: int, window: int) -> tuple[str, str]:
+    """The §4 state and reason of ``lease`` whose corpus hashes to ``digest``, with
+    ``days_left`` calendar days to expiry and an expiring ``window`` in days."""
+    if digest != lease.sha256:
+        return DRIFTED, (f"hash differs ({digest[:12]}… != {lease.sha256[:12]}…): renew the lease in a "
+                         "reviewed commit (a confirmed re-hash), do not patch the corpus")
     if days_left < 0:
-        return LeaseStatus(lease.source, EXPIRED, f"expired on {lease.expires.isoformat()}",
-                           lease, days_left, actual)
-    if days_left <= window_days:
-        return LeaseStatus(lease.source, EXPIRING,
-                           f"expires on {lease.expires.isoformat()} (in {days_left} d)",
-                           lease, days_left, actual)
-    return LeaseStatus(lease.source, OK, f"valid until {lease.expires.isoformat()}", lease,
-                       days_left, actual)
+        return EXPIRED, f"expired on {lease.expires.isoformat()}"
+    if days_left <= window:
+        return EXPIRING, f"expires on {lease.expires.isoformat()} (in {days_left} d)"
+    return OK, f"valid until {lease.expires.isoformat()}"
 
 
 def reading_refusal(status: LeaseStatus | None, relation_id: str, lease_id: str) -> str | None:
@@ -422,18 +423,6 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
                                       "working_file": working, "blob": blob,
                                       "corpus_commit": _last_change(root, tip, lease.path)},
                          state=state, reason=reason, refusal=refusal, note=note)
-
-
-def _state_at_tip(lease: Lease, digest: str, days_left: int, window: int) -> tuple[str, str]:
-    """The §4 state and reason of ``lease`` whose corpus hashes to ``digest`` (as lease_status)."""
-    if digest != lease.sha256:
-        return DRIFTED, (f"hash differs ({digest[:12]}… != {lease.sha256[:12]}…): renew the lease in a "
-                         "reviewed commit, do not patch the corpus")
-    if days_left < 0:
-        return EXPIRED, f"expired on {lease.expires.isoformat()}"
-    if days_left <= window:
-        return EXPIRING, f"expires on {lease.expires.isoformat()} (in {days_left} d)"
-    return OK, f"valid until {lease.expires.isoformat()}"
 
 
 def _git_bytes(root: Path, *args: str) -> bytes | None:

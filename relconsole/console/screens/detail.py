@@ -226,7 +226,23 @@ def replay_state_text(state, valid: bool) -> Text:
         text.append_text(lit(_replay_summary(record), "dim"))
     if state.commit:
         text.append_text(lit(f"\n  discarded in {state.commit[:12]}", "red"))
+    verdict = _what_it_shows(state.second or state.first)
+    if verdict:
+        text.append(f"\n  → {verdict[0]}", verdict[1])
     return text.append("\n")
+
+
+def _what_it_shows(record: dict | None) -> tuple[str, str] | None:
+    """What a replay's two sides say about the patch, in words (None when unknown)."""
+    sides = record.get("sides") if isinstance(record, dict) and isinstance(record.get("sides"), dict) else {}
+    head, base = (str((sides.get(k) or {}).get("outcome", "")) for k in ("head", "base"))
+    if not head or not base:
+        return None
+    if base != "held":
+        return ("it misses on the merge base too: it may be wrong about the code as it was", "bold yellow")
+    if head != "held":
+        return ("it catches this patch: it misses on HEAD and holds on the merge base", "bold green")
+    return ("it holds on HEAD and on the merge base", "")
 
 
 def _replay_summary(record: dict) -> str:
