@@ -146,9 +146,9 @@ BUGS = [
                     relation.quantum = float(f"{relation.quantum:g}")
             return loaded
         '''), ("load_catalog",)),
-    Planted("writer-without-nel-escape", "catalog.write_load_roundtrip", "relconsole/engine/textedit.py", _code('''
-        _row_yaml = dump_yaml  # a raw NEL is written into a quoted scalar, which YAML 1.1 folds
-        '''), ("_row_yaml", "dump_yaml"), raises=True),
+    Planted("writer-without-nel-escape", "catalog.write_load_roundtrip", "relconsole/engine/yamlload.py", _code('''
+        _UNICODE_BREAKS = ()  # a raw NEL is written into a quoted scalar, which YAML 1.1 folds
+        '''), ("_UNICODE_BREAKS", "dump_yaml"), raises=True),
     Planted("normalise-one-pass", "signatures.normalise_idempotent", "relconsole/engine/signatures.py", _code('''
         normalise = _one_pass  # "one pass is enough"
         '''), ("normalise", "_one_pass")),

@@ -284,3 +284,21 @@ def test_set_lease_sha256_changes_only_the_digest(old: str, new: str, quote: str
 def test_set_lease_sha256_refuses_what_is_not_a_digest(digest: str):
     with pytest.raises(UsageError):
         set_lease_sha256(manifest_text("0" * 64), digest, MANIFEST)
+
+
+def test_a_rehash_pins_what_the_next_review_hashes_even_through_eol_conversion(tmp_path):
+    """Relation: re-hash, then review: the lease is no longer drifted. ``git archive``
+    (what the review reads) turns LF into CRLF here, so the blob's own bytes differ."""
+    repo = make_repo(tmp_path / "r", drift=False)
+    (repo / ".gitattributes").write_text("*.csv text eol=crlf\n")
+    commit_all(repo, "attributes: corpora are checked out with CRLF")
+    (repo / CORPUS).write_bytes(b"id,total\n1,10\n2,20\n3,30\n")
+    commit_all(repo, "data: a third order")
+    blob = git_bytes(repo, "cat-file", "blob", f"main:{CORPUS}")
+    with review_of(repo) as review:
+        assert review.lease("orders").state == DRIFTED
+        preview = rehash_preview(review, "orders")
+        assert preview.new_sha256 != sha256(blob)  # the export is not the raw blob
+        actions.rehash_lease(review, "orders", preview.new_sha256)
+    with review_of(repo) as review:
+        assert review.lease("orders").state == OK

@@ -537,16 +537,22 @@ def _always_true(raw: dict, names: list[str] | None) -> Verdict:
     return Verdict("not_always_true", True)
 
 
-def _safe_id(raw: dict) -> Verdict:
-    """The id can name a file (``<id>.yaml``) on every platform: see ``SAFE_ID``."""
-    rid = raw.get("id")
+def id_problem(rid: Any) -> str | None:
+    """Why ``rid`` cannot name a candidate file (``<id>.yaml``) on every platform, or None.
+
+    See ``SAFE_ID``; ``..`` is refused anywhere in the id."""
     if not isinstance(rid, str):
-        return Verdict("safe_id", False, "no id" if rid is None else f"id {rid!r} is not text")
+        return "no id" if rid is None else f"id {rid!r} is not text"
     if not SAFE_ID.fullmatch(rid) or ".." in rid:
-        return Verdict("safe_id", False,
-                       f"id {rid!r} is not a safe file name: ASCII letters, digits, '_', '.', '-', "
-                       "at most 200, no leading or trailing '.' or '-', no '..'")
-    return Verdict("safe_id", True)
+        return (f"id {rid!r} is not a safe file name: ASCII letters, digits, '_', '.', '-', "
+                "at most 200, no leading or trailing '.' or '-', no '..'")
+    return None
+
+
+def _safe_id(raw: dict) -> Verdict:
+    """The id can name a file (``<id>.yaml``) on every platform (``id_problem``)."""
+    problem = id_problem(raw.get("id"))
+    return Verdict("safe_id", problem is None, problem or "")
 
 
 def _id_key(rid: str) -> str:

@@ -9,10 +9,10 @@ because ``git show`` through GitPython strips the final newline.
 from __future__ import annotations
 
 import gc
-import io
 import os
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,12 +181,20 @@ class TreeView:
         args = ["git", "archive", "--format=tar", self.commit]
         if paths:
             args += ["--", *paths]
-        proc = subprocess.run(args, cwd=self.repo.working_tree_dir or self.repo.git_dir,
-                              env=clean_env(), capture_output=True, check=False)
-        if proc.returncode != 0:
-            raise GitError(f"git archive {self.commit[:12]} failed: {proc.stderr.decode(errors='replace').strip()}")
-        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-            tar.extractall(dest, filter=_inside_only)
+        with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on stderr
+            with subprocess.Popen(args, cwd=self.repo.working_tree_dir or self.repo.git_dir, env=clean_env(),
+                                  stdout=subprocess.PIPE, stderr=errors) as proc:
+                unreadable = None
+                try:  # streamed ("r|"): a 1 GiB corpus never sits in memory
+                    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                        tar.extractall(dest, filter=_inside_only)
+                except tarfile.ReadError as exc:  # git failed before writing a tar, most likely
+                    unreadable = exc
+                    proc.stdout.read()
+            if proc.returncode != 0 or unreadable is not None:
+                errors.seek(0)
+                why = errors.read().decode(errors="replace").strip() or f"unreadable tar ({unreadable})"
+                raise GitError(f"git archive {self.commit[:12]} failed: {why}")
 
 
 def _inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:

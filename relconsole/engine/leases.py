@@ -405,7 +405,7 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
         return RehashPreview(**fields, **corpus, state=state, reason=reason,
                              refusal=f"lease {lease_id} is {state} ({reason}): {todo}")
     blob, size = found
-    new = _hash_blob(root, blob)
+    new = _exported_digest(review, tip, lease.path)
     working, mtime, copy_problem, note = _working_copy(root, lease.path, new, branch)
     state, reason = _state_at_tip(lease, new, days_left, review.layout.expiring_window_days)
     refusal = None
@@ -457,22 +457,24 @@ def _committed_corpus(root: Path, commit: str, relative: str) -> tuple[str, int]
     return "missing"
 
 
-def _hash_blob(root: Path, oid: str) -> str:
-    """Hex sha256 of a blob's bytes, streamed from ``git cat-file`` in 1 MiB chunks."""
-    import hashlib
-    import subprocess
+def _exported_digest(review, commit: str, relative: str) -> str:
+    """sha256 of ``relative`` as ``git archive`` exports ``commit`` (eol and filter
+    conversions applied): exactly what a review hashes, so a re-hash pins the digest the
+    next review computes. Goes through the repository's hash cache (by blob id)."""
+    import shutil
 
-    from relconsole.engine.errors import GitError
-    from relconsole.engine.gitio import clean_env
+    from relconsole.engine.gitio import TreeView
+    from relconsole.engine.hashcache import CommitFiles, HashCache
+    from relconsole.engine.workspace import scratch_dir
 
-    digest = hashlib.sha256()
-    with subprocess.Popen(["git", "cat-file", "blob", oid], cwd=root, env=clean_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-        while chunk := proc.stdout.read(_BLOB_CHUNK):
-            digest.update(chunk)
-    if proc.returncode != 0:
-        raise GitError(f"git cat-file blob {oid[:12]} failed in {root}")
-    return digest.hexdigest()
+    git_dir = review.repo.git_dir
+    scratch = scratch_dir("relconsole-rehash-")
+    try:
+        TreeView(review.repo, commit).export(scratch, [relative])
+        files = CommitFiles(review.root, git_dir, commit, HashCache.for_git_dir(git_dir))
+        return files.sha256(scratch / relative, relative)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _working_copy(root: Path, relative: str, committed: str,

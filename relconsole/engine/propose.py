@@ -36,10 +36,11 @@ from typing import Any
 
 from relconsole.engine import gitio
 from relconsole.engine.candidates import (CANDIDATE_FIELDS, PROVENANCE, SEEDS_SUFFIX,
-                                          TRANSFORM_TO_KIND, validate_candidate, validate_seed_rows)
+                                          TRANSFORM_TO_KIND, id_problem, validate_candidate,
+                                          validate_seed_rows)
 from relconsole.engine.catalog import COMPARES, KIND_PARAMS, Relation
 from relconsole.engine.errors import BadInputError, EXIT_ABORT, RelconsoleError, UsageError
-from relconsole.engine.review import Review, _input_fields
+from relconsole.engine.review import Review, input_fields
 from relconsole.engine.textedit import append_jsonl_rows, jsonl_lines
 from relconsole.engine.yamlload import MAX_FILE_BYTES, dump_yaml, load_yaml_text
 
@@ -51,7 +52,6 @@ DEFAULT_TIMEOUT_SECONDS = 300.0
 STRAGGLER_SECONDS = 10.0  # after the drafter exits, how long its children may hold its output open
 SEED_EXAMPLES = 5  # existing seed rows shown to the model
 REQUIRED_FIELDS = ("id", "transform", "compare", "subject", "input", "statement", "must_not")
-SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")  # a file name on every platform
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
                     re.MULTILINE | re.DOTALL)
 _DOC_SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
@@ -156,7 +156,7 @@ def _json(value: Any) -> str:
 
 
 def _relation_lines(review: Review, relation: Relation) -> list[str]:
-    fields = _input_fields(review, relation.input)
+    fields = input_fields(review, relation.input)
     lines = [f"relation {relation.id}: kind {relation.kind}, subject {relation.subject}, "
              f"compare {relation.compare}",
              f"  input: {_json(relation.input)}",
@@ -181,7 +181,7 @@ def _inputs_section(review: Review) -> str:
         lines.append("Dataset leases a candidate may read (input: {lease: ID}); a corpus row is a "
                      "mapping of these fields, every value a string:")
     for lease in leases:
-        fields = _input_fields(review, {"lease": lease.id})
+        fields = input_fields(review, {"lease": lease.id})
         lines.append(f"lease {lease.id} ({lease.path}): fields {', '.join(fields) if fields else '(unknown)'}")
     seeded = [r for r in review.relations if r.seeds_path and r.input.get("schema")]
     if seeded:
@@ -592,7 +592,7 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
 
     ``stamp`` holds the provenance relconsole records (``provenance()``); it replaces
     what the drafter wrote for those fields, and a note says when it differed. Besides
-    ``validate_candidate``'s rules, an id must be filename-safe (``SAFE_ID``), new to the
+    ``validate_candidate``'s rules, an id must be filename-safe (``candidates.id_problem``), new to the
     quarantine (base ref and working tree) and unique within the draft.
     """
     catalog = review.catalog
@@ -606,19 +606,18 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
                                reasons=[f"a candidate is a mapping, not {type(raw).__name__}"]))
             continue
         rid = raw.get("id")
-        if not isinstance(rid, str) or not SAFE_ID.fullmatch(rid):
+        problem = id_problem(rid)
+        if problem:  # checked before the id names a path
             label = rid if isinstance(rid, str) else f"#{index}"
-            out.append(Drafted(index, label, None, reasons=[
-                f"id {rid!r} is not a safe file name (letters, digits, '_', '.', '-'; at most 200)"
-                if rid is not None else "no id"]))
+            out.append(Drafted(index, label, None, reasons=[f"safe_id: {problem}"]))
             continue
         notes = [f"{key}: the drafter's {raw[key]!r} replaced by relconsole's record"
                  for key in PROVENANCE if key in raw and str(raw[key]) != stamp[key]]
         body = _ordered({k: v for k, v in raw.items() if k not in PROVENANCE} | stamp)
         path = quarantine_path(review, rid)
         text = dump_yaml(body)
-        candidate = validate_candidate(path, text, catalog, lambda inp: _input_fields(review, inp))
-        reasons = [f"{v.rule}: {v.reason}" for v in candidate.verdicts if not v.ok]
+        candidate = validate_candidate(path, text, catalog, lambda inp: input_fields(review, inp))
+        reasons = [f"{v.rule}: {v.reason}" for v in candidate.verdicts if not v.ok and v.checked]
         if rid in seen:
             reasons.append(f"unique_id: drafted twice in this output (item {index})")
         elif _in_quarantine(review, rid):

@@ -365,7 +365,7 @@ def _flag(review: Review) -> None:
     review.unjudged = report.unjudged
 
 
-def _input_fields(review: Review, inp: dict) -> list[str] | None:
+def input_fields(review: Review, inp: dict) -> list[str] | None:
     if isinstance(inp.get("schema"), dict):
         return list(inp["schema"])
     if inp.get("lease"):
@@ -399,9 +399,10 @@ def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
                 row.reasons = [no_catalog]
             review.seed_rows.extend(rows)
         elif path.endswith((".yaml", ".yml")):
-            candidate = validate_candidate(path, text, catalog, lambda inp: _input_fields(review, inp))
+            candidate = validate_candidate(path, text, catalog, lambda inp: input_fields(review, inp))
             if review.catalog is None:
-                candidate.verdicts.append(Verdict("unique_id", False, no_catalog))
+                candidate.verdicts = [Verdict("unique_id", False, no_catalog) if v.rule == "unique_id" else v
+                                      for v in candidate.verdicts]
                 candidate.row = None
             candidate.notes.extend(_candidate_notes(review, candidate))
             review.candidates.append(candidate)

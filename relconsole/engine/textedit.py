@@ -105,23 +105,10 @@ def _indent_step(root: yaml.MappingNode) -> int:
 
 
 def _block_item(row: dict, dash: int, gap: int) -> list[str]:
-    body = _row_yaml(row).rstrip("\n").split("\n")
+    body = dump_yaml(row).rstrip("\n").split("\n")
     head = " " * dash + "-" + " " * (gap - 1) + body[0]
     pad = " " * (dash + gap)
     return [head] + [pad + line if line else line for line in body[1:]]
-
-
-def _row_yaml(row: dict) -> str:
-    """``dump_yaml(row)``, or an ASCII-escaped dump when that holds a raw NEL, LS or PS.
-
-    PyYAML writes those raw inside single-quoted scalars; YAML 1.1 readers take them as
-    line breaks (PyYAML even folds NEL to a space), YAML 1.2 readers as text. Escaped,
-    every reader gets the same string.
-    """
-    text = dump_yaml(row)
-    if not any(char in text for char in "\x85\u2028\u2029"):
-        return text
-    return yaml.safe_dump(row, sort_keys=False, allow_unicode=False, default_flow_style=False, width=100)
 
 
 def _last_owned_line(lines: list[str], start: int, stop: int, dash: int) -> int:

@@ -165,9 +165,14 @@ class _Dumper(yaml.SafeDumper):
     """Quotes strings that a YAML 1.2 reader would take for numbers (``1e3``, ``0o17``)."""
 
 
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")  # line breaks to a reader; PyYAML may write them raw
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     if _NUMBER_LIKE.fullmatch(value):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    if any(brk in value for brk in _UNICODE_BREAKS):  # only double quotes escape them
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     return dumper.represent_str(value)
 
 

@@ -195,6 +195,9 @@ def candidate_text(candidate, state=None) -> Text:
         text.append_text(lit(note, "yellow"))
         text.append("\n")
     for verdict in candidate.verdicts:
+        if not getattr(verdict, "checked", True):
+            text.append(f"  · {verdict.rule}: not checked (an earlier rule failed)\n", "dim")
+            continue
         text.append("  ✓ " if verdict.ok else "  ✗ ", "green" if verdict.ok else "bold red")
         text.append(verdict.rule)
         if verdict.reason:
