@@ -20,6 +20,7 @@ from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.engine import actions, gitio, splitcheck
 from relconsole.engine.bite import bite
+from relconsole.engine.confirm import load_candidate_states
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
 from relconsole.engine.decision import worst
@@ -235,23 +236,34 @@ def _worst_of(results):
 def cmd_validate(args) -> int:
     review = _load(args)
     try:
+        states = load_candidate_states(review)
         payload = {"errors": _errors_payload(review),
                    "leases": [{"id": s.id, "source": s.source, "state": s.state, "reason": s.reason}
                               for s in review.leases],
                    "freezes": [{"relation_id": f.relation_id, "state": f.state, "why": f.why}
                                for f in review.freezes],
-                   "candidates": [{"id": c.id, "path": c.path, "valid": c.valid, "reasons": c.reasons}
-                                  for c in review.candidates],
+                   "candidates": [_candidate_payload(review, c) for c in review.candidates],
                    "seed_rows": [{"key": r.key, "relation_id": r.relation_id, "valid": r.valid,
                                   "reasons": r.reasons} for r in review.seed_rows]}
-        lines = [f"candidate {one_line(c.id)}: " + ("valid" if c.valid else "rejected: " + one_line("; ".join(c.reasons)))
-                  for c in review.candidates]
+        lines = [f"candidate {one_line(c.id)}: " + (f"valid · {states[c.path].state.replace('_', ' ')}" if c.valid
+                                                    else "rejected: " + one_line("; ".join(c.reasons)))
+                 for c in review.candidates]
         lines += [f"seed row {one_line(r.key)}: " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
                   for r in review.seed_rows]
         _emit(args, payload, lines or ([] if review.errors else ["ok"]), review.errors)
         return EXIT_BAD_INPUT if review.errors else EXIT_PASS
     finally:
         review.close()
+
+
+def _candidate_payload(review: Review, candidate) -> dict:
+    """A candidate for ``validate --json``: every rule's verdict, second-replay state, provenance."""
+    state = review.candidate_states.get(candidate.path)
+    return {"id": candidate.id, "path": candidate.path, "valid": candidate.valid, "reasons": candidate.reasons,
+            "verdicts": [{"rule": v.rule, "ok": v.ok, "checked": v.checked, "reason": v.reason}
+                         for v in candidate.verdicts],
+            "replay_state": state.state if state else None, "replay_reason": state.reason if state else None,
+            "provenance": candidate.provenance(), "notes": list(candidate.notes)}
 
 
 def _commit_payload(result) -> dict:

@@ -142,8 +142,13 @@ def test_run_json_reports_the_miss(demo_repo: Path, capsys):
 def test_a_confirmed_candidate_is_accepted_without_override_and_the_message_names_its_bytes(demo_repo: Path, capsys):
     path = "oracle/quarantine/penguins.mass_permutation.yaml"
     digest = hashlib.sha256(git_bytes(demo_repo, "show", f"main:{path}")).hexdigest()
+    def replay_state() -> str:
+        _code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+        return next(c for c in json.loads(out)["candidates"] if c["path"] == path)["replay_state"]
+
+    assert replay_state() == "unreplayed"
     code, _, _ = cli(capsys, "confirm", "penguins.mass_permutation", *repo_args(demo_repo))
-    assert code == EXIT_PASS
+    assert code == EXIT_PASS and replay_state() == "confirmed"
     code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--json", *repo_args(demo_repo))
     assert code == EXIT_PASS
     message = json.loads(out)["message"]
