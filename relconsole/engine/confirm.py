@@ -52,10 +52,10 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.errors import CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.gitio import TreeView, resolve
 from relconsole.engine.leases import USABLE
-from relconsole.engine.replay import (Cancel, Progress, ReplayOptions, Shard, _common, _confirm_fresh,
-                                      _dead_holder_hint, _evidence, _Heartbeat, _miss_signature, _pin,
-                                      _release, _run_sides, _Side, _side_counts, default_workspace)
-from relconsole.engine.review import Review, _seed_file_problem, plan_for
+from relconsole.engine.replay import (Cancel, Progress, ReplayOptions, Shard, sheet_common, confirm_fresh,
+                                      dead_holder_hint, miss_evidence, Heartbeat, miss_signature, pin_fields,
+                                      release_workspace, run_sides, ReplaySide, side_counts, default_workspace)
+from relconsole.engine.review import Review, seed_file_problem, plan_for
 from relconsole.engine.runner import RunPlan, RunRecord
 from relconsole.engine.sheets import write_json
 from relconsole.engine.signatures import failure_class, signature
@@ -361,7 +361,7 @@ def _check_input(review: Review, relation: Relation) -> None:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         raise ConfirmRefused(f"{relation.id} reads seeds file {path}, which is not in the oracle") from None
-    problem = _seed_file_problem(text, path, relation)
+    problem = seed_file_problem(text, path, relation)
     if problem is not None:
         raise ConfirmRefused(f"{relation.id} reads bad seeds: {problem.one_line()}")
 
@@ -400,9 +400,9 @@ class _Run:
         try:
             lease = self.store.acquire(self.workspace, self.holder, self.options.ttl_seconds)
         except LeaseHeld as exc:
-            exc.args = (str(exc) + _dead_holder_hint(exc.lease),)
+            exc.args = (str(exc) + dead_holder_hint(exc.lease),)
             raise
-        heartbeat = _Heartbeat(self.store, lease, self.options.ttl_seconds)
+        heartbeat = Heartbeat(self.store, lease, self.options.ttl_seconds)
         heartbeat.start()
         pool = WorktreePool(review.repo, self.workspace, fresh)
         try:
@@ -415,9 +415,9 @@ class _Run:
                 self.step(f"{which} replay: {kind} worktree of {name} at {commit[:12]}", 0.0)
                 tree = pool.checkout(name, commit)
                 overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree)
-                sides.append(_Side(name, commit, tree))
+                sides.append(ReplaySide(name, commit, tree))
             plans = {relation.id: {s.name: plan_for(review, relation, s.tree) for s in sides}}
-            pin = _pin(review, plans[relation.id]["head"], plans[relation.id]["base"], relation)
+            pin = pin_fields(review, plans[relation.id]["head"], plans[relation.id]["base"], relation)
             if pin["state"] != "match":
                 raise ConfirmRefused(f"{relation.id}: fixture pin mismatch for {pin['path']} (expected "
                                      f"{pin['expected']}, HEAD {pin['actual']}, base {pin['actual_base']}); "
@@ -429,13 +429,13 @@ class _Run:
             def ran(p: Progress) -> None:
                 self.step(f"{which} replay: {p.label} ({p.done}/{p.total})", p.done / p.total)
 
-            records = _run_sides(plans, sides, options, heartbeat, ran)[relation.id]
+            records = run_sides(plans, sides, options, heartbeat, ran)[relation.id]
             heartbeat.stop()
-            final = _confirm_fresh(self.store, lease, heartbeat)
+            final = confirm_fresh(self.store, lease, heartbeat)
         finally:
             heartbeat.stop()
             pool.release()
-            _release(self.store, self.workspace, self.holder)
+            release_workspace(self.store, self.workspace, self.holder)
         return self._record(which, fresh, plans[relation.id], records, final, pin, options)
 
     def _record(self, which: str, fresh: bool, plans: dict[str, RunPlan], records: dict[str, list[RunRecord]],
@@ -446,7 +446,7 @@ class _Run:
                  for name, commit in (("head", review.head_sha), ("base", review.merge_base))}
         lease_json = {"id": lease.id, "holder": lease.holder, "workspace": lease.workspace,
                       "generation": lease.generation, "store": redact(self.store.url)}
-        sheet = _common(review, relation, options)
+        sheet = sheet_common(review, relation, options)
         head, base = records["head"], records["base"]
         head_misses, base_misses = [r for r in head if not r.held], [r for r in base if not r.held]
         sheet.update({
@@ -454,8 +454,8 @@ class _Run:
             "property_result": "fail" if head and not any(r.held for r in head) else "pass",
             "fixture_pin": pin, "signature": sides["head"]["signature"],
             "base_signature": sides["base"]["signature"],
-            "runs": {"head": _side_counts(review.head_sha, head), "base": _side_counts(review.merge_base, base)},
-            "evidence": {"head": _evidence(head_misses), "base": _evidence(base_misses)},
+            "runs": {"head": side_counts(review.head_sha, head), "base": side_counts(review.merge_base, base)},
+            "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses)},
             "lease": dict(lease_json, state="fresh"),
         })
         self.step(f"{which} replay: recording", 1.0)
@@ -478,7 +478,7 @@ def _side(commit: str, records: list[RunRecord], relation: Relation, pin: str) -
                                                             failure_class(r.error_type, r.differing, r.error)),
                  "describe": r.describe()[:300]} for r in records]
     return {"commit": commit, "outcome": outcome, "runs": len(records), "misses": len(misses),
-            "signature": _miss_signature(relation, pin, misses) if misses else "none",
+            "signature": miss_signature(relation, pin, misses) if misses else "none",
             "per_seed": per_seed}
 
 

@@ -179,7 +179,7 @@ def to_replay(review: Review, shard: Shard) -> list[str]:
     return [rid for rid in ids if rid in review.results and review.results[rid].outcome != "held"]
 
 
-class _Heartbeat(threading.Thread):
+class Heartbeat(threading.Thread):
     """Renews the workspace lease every third of its TTL; remembers why it could not."""
 
     def __init__(self, store: LeaseStore, lease: WorkspaceLease, ttl: float):
@@ -225,16 +225,16 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
     try:
         lease = store.acquire(workspace, holder, options.ttl_seconds)
     except LeaseHeld as exc:
-        exc.args = (str(exc) + _dead_holder_hint(exc.lease),)
+        exc.args = (str(exc) + dead_holder_hint(exc.lease),)
         raise
-    heartbeat = _Heartbeat(store, lease, options.ttl_seconds)
+    heartbeat = Heartbeat(store, lease, options.ttl_seconds)
     heartbeat.start()
     pool = WorktreePool(review.repo, workspace, options.fresh_worktrees)
     try:
         _clear_sheets(artifacts, mine)
         sheets = _replay_all(review, ids, pool, options, heartbeat, progress) if ids else {}
         heartbeat.stop()
-        final = _confirm_fresh(store, lease, heartbeat)
+        final = confirm_fresh(store, lease, heartbeat)
         for sheet in sheets.values():
             sheet["lease"].update(state="fresh", id=final.id, holder=final.holder, workspace=workspace,
                                   generation=final.generation, store=store.url)
@@ -243,7 +243,7 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
     finally:
         heartbeat.stop()
         pool.release()
-        _release(store, workspace, holder)
+        release_workspace(store, workspace, holder)
     decisions = {rid: decide(sheet) for rid, sheet in sheets.items()}
     for rid in mine:
         review.replays.pop(rid, None)
@@ -252,14 +252,15 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
     return ReplayOutcome(sheets, decisions, paths, artifacts, final)
 
 
-def _release(store: LeaseStore, workspace: str, holder: str) -> None:
+def release_workspace(store: LeaseStore, workspace: str, holder: str) -> None:
+    """Release ``holder``'s workspace lease; an expired or unreachable one is left to its TTL."""
     try:
         store.release(workspace, holder)
     except RelconsoleError:
         pass  # expired or unreachable: the TTL frees it
 
 
-def _confirm_fresh(store: LeaseStore, lease: WorkspaceLease, heartbeat: _Heartbeat) -> WorkspaceLease:
+def confirm_fresh(store: LeaseStore, lease: WorkspaceLease, heartbeat: Heartbeat) -> WorkspaceLease:
     """The lease as the store has it now, when still ours at the same generation; else LeaseLost."""
     if heartbeat.lost:
         raise LeaseLost(f"lost workspace lease {lease.workspace!r} while replaying: {heartbeat.lost}; "
@@ -277,7 +278,7 @@ def _clear_sheets(artifacts: Path, ids: list[str]) -> None:
         (artifacts / f"{slug(rid)}{SHEET_SUFFIX}").unlink(missing_ok=True)
 
 
-def _dead_holder_hint(lease: WorkspaceLease | None) -> str:
+def dead_holder_hint(lease: WorkspaceLease | None) -> str:
     """When the holder is a process of this host that no longer runs (a ``kill -9``), say
     so and how to free the lease now; otherwise ''."""
     user_host, _, pid = (lease.holder if lease else "").rpartition(":")
@@ -333,14 +334,16 @@ def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[st
 
 
 @dataclass
-class _Side:
+class ReplaySide:
+    """One side of a replay: ``name`` (head or base), its ``commit`` and the worktree it runs in."""
+
     name: str
     commit: str
     tree: Path
 
 
 def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: ReplayOptions,
-                heartbeat: _Heartbeat, progress) -> dict[str, dict]:
+                heartbeat: Heartbeat, progress) -> dict[str, dict]:
     runnable = [rid for rid in ids if review.results[rid].outcome != "blocked"]
     sheets = {rid: _blocked_sheet(review, rid, options) for rid in ids if rid not in runnable}
     if not runnable:
@@ -349,17 +352,17 @@ def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: Rep
     for name, commit in (("head", review.head_sha), ("base", review.merge_base)):
         tree = pool.checkout(name, commit)
         overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree)
-        sides.append(_Side(name, commit, tree))
+        sides.append(ReplaySide(name, commit, tree))
     plans = {rid: {side.name: plan_for(review, review.catalog.get(rid), side.tree) for side in sides}
              for rid in runnable}
-    records = _run_sides(plans, sides, options, heartbeat, progress)
+    records = run_sides(plans, sides, options, heartbeat, progress)
     for rid in runnable:
         sheets[rid] = _sheet(review, review.catalog.get(rid), plans[rid], records[rid], options)
     return sheets
 
 
-def _run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[_Side], options: ReplayOptions,
-               heartbeat: _Heartbeat, progress) -> dict[str, dict[str, list[RunRecord]]]:
+def run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[ReplaySide], options: ReplayOptions,
+               heartbeat: Heartbeat, progress) -> dict[str, dict[str, list[RunRecord]]]:
     """Every (relation, side, run) evaluated, in parallel, each in a new worker process:
     runs must be independent, so no module state (an import-time draw, a cache) carries
     from one run into the next as it would in a long-lived worker."""
@@ -402,7 +405,7 @@ def _run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[_Side], options
     return records
 
 
-def _miss_signature(relation: Relation, pin: str, misses: list[RunRecord]) -> str:
+def miss_signature(relation: Relation, pin: str, misses: list[RunRecord]) -> str:
     """The signature of the most common failure class among ``misses`` (ties: the first sorted)."""
     classes = collections.Counter(failure_class(r.error_type, r.differing, r.error) for r in misses)
     top = max(classes.values())
@@ -410,7 +413,7 @@ def _miss_signature(relation: Relation, pin: str, misses: list[RunRecord]) -> st
     return signature(relation.id, relation.kind, pin, failure)
 
 
-def _pin(review: Review, plan_head: RunPlan, plan_base: RunPlan, relation: Relation) -> dict:
+def pin_fields(review: Review, plan_head: RunPlan, plan_base: RunPlan, relation: Relation) -> dict:
     """§4 fixture pin on both sides: the pinned digest (pins.json, else the lease's) must be read."""
     rel_path = Path(plan_head.input_path).relative_to(plan_head.root).as_posix()
     expected = _pinned(review, rel_path, relation)
@@ -442,14 +445,14 @@ def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], record
     head_misses = [r for r in head if not r.held] or ([first] if first and not first.held else [])
     base_misses = [r for r in base if not r.held]
     pin = plan_head.fixture_pin
-    sheet = _common(review, relation, options)
+    sheet = sheet_common(review, relation, options)
     sheet.update({
         "property_result": "fail" if head and all(not r.held for r in head) else "pass",
-        "fixture_pin": _pin(review, plan_head, plan_base, relation),
-        "signature": _miss_signature(relation, pin, head_misses) if head_misses else None,
-        "base_signature": _miss_signature(relation, pin, base_misses) if base_misses else "none",
-        "runs": {"head": _side_counts(review.head_sha, head), "base": _side_counts(review.merge_base, base)},
-        "evidence": {"head": _evidence(head_misses), "base": _evidence(base_misses)},
+        "fixture_pin": pin_fields(review, plan_head, plan_base, relation),
+        "signature": miss_signature(relation, pin, head_misses) if head_misses else None,
+        "base_signature": miss_signature(relation, pin, base_misses) if base_misses else "none",
+        "runs": {"head": side_counts(review.head_sha, head), "base": side_counts(review.merge_base, base)},
+        "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses)},
     })
     return sheet
 
@@ -458,19 +461,21 @@ def _blocked_sheet(review: Review, rid: str, options: ReplayOptions) -> dict:
     """A relation that could not run (its lease or seeds fail closed, §4): a deterministic fail."""
     relation = review.catalog.get(rid)
     result = review.results[rid]
-    sheet = _common(review, relation, options)
+    sheet = sheet_common(review, relation, options)
     failure = f"blocked: {result.verdict.reason}"
     sheet.update({
         "property_result": "fail",
         "fixture_pin": {"state": "mismatch" if "drifted" in result.summary else "match"},
         "signature": signature(rid, relation.kind, "", failure), "base_signature": "none",
-        "runs": {"head": _side_counts(review.head_sha, []), "base": _side_counts(review.merge_base, [])},
+        "runs": {"head": side_counts(review.head_sha, []), "base": side_counts(review.merge_base, [])},
         "evidence": {"blocked": result.summary},
     })
     return sheet
 
 
-def _common(review: Review, relation: Relation, options: ReplayOptions) -> dict:
+def sheet_common(review: Review, relation: Relation, options: ReplayOptions) -> dict:
+    """The fields every §7 sheet of ``relation`` starts with (test id, kind, lease shell,
+    freeze policy and its expiry, commits); the caller fills in the runs and verdicts."""
     policy = relation.freeze
     expires = review.today + dt.timedelta(days=policy.max_days)
     return {"relconsole_sheet": SHEET_VERSION, "test_id": relation.id, "kind": relation.kind,
@@ -482,11 +487,12 @@ def _common(review: Review, relation: Relation, options: ReplayOptions) -> dict:
             "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
-def _side_counts(commit: str, records: list[RunRecord]) -> dict:
+def side_counts(commit: str, records: list[RunRecord]) -> dict:
+    """``{commit, runs, misses}`` of one side's run records (a sheet's ``runs.<side>``)."""
     return {"commit": commit, "runs": len(records), "misses": sum(1 for r in records if not r.held)}
 
 
-def _evidence(misses: list[RunRecord]) -> dict | None:
+def miss_evidence(misses: list[RunRecord]) -> dict | None:
     """The first miss: what disagreed, and the two canonical outputs (trimmed)."""
     if not misses:
         return None

@@ -298,13 +298,15 @@ def _check_seeds(review: Review, view: gitio.TreeView) -> None:
             review.seed_problems[relation.id] = f"seeds file {path} is absent"
             review.errors.append(BadInputError(path, f"seeds file of {relation.id} is absent"))
             continue
-        problem = _seed_file_problem(text, path, relation)
+        problem = seed_file_problem(text, path, relation)
         if problem:
             review.seed_problems[relation.id] = problem.one_line()
             review.errors.append(problem)
 
 
-def _seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError | None:
+def seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError | None:
+    """The first problem of a relation's seeds file against its input schema (§3), naming
+    the file and line, or None when every row is valid."""
     count = 0
     for number, line in enumerate(jsonl_lines(text), 1):
         if not line.strip():
