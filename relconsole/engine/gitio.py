@@ -190,7 +190,10 @@ class TreeView:
                         tar.extractall(dest, filter=_inside_only)
                 except tarfile.ReadError as exc:  # git failed before writing a tar, most likely
                     unreadable = exc
-                    proc.stdout.read()
+                # tarfile stops at the end-of-archive marker; the padding after it must still be
+                # read, or git dies of SIGPIPE writing it and the export looks failed
+                while proc.stdout.read(1 << 16):
+                    pass
             if proc.returncode != 0 or unreadable is not None:
                 errors.seek(0)
                 why = errors.read().decode(errors="replace").strip() or f"unreadable tar ({unreadable})"
