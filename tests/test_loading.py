@@ -554,3 +554,21 @@ def test_an_impossible_frozen_clock_in_pyproject_is_bad_input():
     with pytest.raises(BadInputError) as caught:
         layout_from_pyproject('[tool.relconsole]\nfrozen_clock = "yesterday"\n')
     assert "frozen_clock" in caught.value.message
+
+
+def test_a_load_that_fails_midway_leaves_no_oracle_copy_behind(demo_repo, tmp_path, monkeypatch):
+    """The oracle copy can hold gigabytes of corpora: an interrupted load removes it."""
+    import tempfile
+
+    import relconsole.engine.review as review_module
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+    def interrupted(_review):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(review_module, "_bind", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        review_module.load_review(demo_repo, "main")
+    assert list(scratch.iterdir()) == []

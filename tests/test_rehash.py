@@ -302,3 +302,22 @@ def test_a_rehash_pins_what_the_next_review_hashes_even_through_eol_conversion(t
         actions.rehash_lease(review, "orders", preview.new_sha256)
     with review_of(repo) as review:
         assert review.lease("orders").state == OK
+
+
+def test_two_manifests_sharing_an_id_are_never_renewed_rehashed_or_mixed_in_history(tmp_path):
+    """Which one would a renewal extend? Every owner action refuses, naming both files."""
+    repo = make_repo(tmp_path / "r")
+    copy = "oracle/leases/orders-copy.yaml"
+    (repo / copy).write_text((repo / MANIFEST).read_text())
+    commit_all(repo, "a second manifest with the same id")
+    before = tip(repo)
+    from relconsole.engine.errors import BadInputError
+    from relconsole.engine.leasehistory import lease_history
+    with review_of(repo) as review:
+        for act in (lambda: actions.renew_lease(review, "orders", TODAY + dt.timedelta(days=20)),
+                    lambda: rehash_preview(review, "orders"),
+                    lambda: lease_history(review, "orders")):
+            with pytest.raises(BadInputError) as caught:
+                act()
+            assert MANIFEST in caught.value.one_line() and copy in caught.value.one_line()
+    assert tip(repo) == before

@@ -179,7 +179,10 @@ class ReviewApp(OwnerWorkflows, App[int]):
         except Exception as exc:  # a pane message beats a traceback for any surprise
             self.call_from_thread(self._load_failed, f"{type(exc).__name__}: {exc}", 3)
             return
-        self.call_from_thread(self._loaded, review, first)
+        try:
+            self.call_from_thread(self._loaded, review, first)
+        except RuntimeError:  # the console quit while loading: nobody will close this review
+            review.close()
 
     def _hash_reporter(self):
         """A load_review ``hash_progress`` callback: big corpora move the progress bar, at

@@ -152,9 +152,8 @@ class OwnerWorkflows:
         self._from_thread(self._lease_detail_ready, status, events, failed)
 
     def _lease_detail_ready(self, status, events, failed: str | None) -> None:
-        text = lease_text(status)
-        text.append_text(views.history_text(events, failed))
-        self.push_screen(DetailScreen(text))
+        history = views.history_text(events, failed)  # in the scrolling body: it can be long
+        self.push_screen(DetailScreen(lease_text(status), body=history))
 
     # --- accept gating (§10): only confirmed candidates, or a recorded override --------------
 

@@ -453,7 +453,7 @@ def rehash_body(preview) -> str:
 
 def history_text(events, failed: str | None = None) -> Text:
     """A lease's history from git log, newest first: who, when, which dates and digests."""
-    text = Text("\n\nhistory on the oracle branch (from git log, newest first)", style="bold")
+    text = Text("history on the oracle branch (from git log, newest first)", style="bold")
     if failed:
         return text.append_text(Text.assemble("\n  ", lit(failed, "red")))
     if not events:

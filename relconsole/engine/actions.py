@@ -196,9 +196,7 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
     One ``lease:`` commit with only that manifest; ``sha256`` is untouched. Raises
     CommitRefused with the reason otherwise.
     """
-    status = review.lease(lease_id)
-    if status is None:
-        raise UsageError(f"no lease {lease_id!r}")
+    status = review.lease_to_change(lease_id)
     who = git_identity(review)
     check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
     path = status.source

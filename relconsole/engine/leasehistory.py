@@ -19,7 +19,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from relconsole.engine.errors import BadInputError, UsageError
+from relconsole.engine.errors import BadInputError
 from relconsole.engine.gitio import resolve, run_git
 from relconsole.engine.leases import Lease, parse_lease
 from relconsole.engine.patchflags import BlobReader
@@ -135,10 +135,7 @@ def lease_history(review: Review, lease_id: str) -> list[LeaseEvent]:
     review lists it). Raises UsageError (exit 64) when the review has no such lease and
     GitError when the oracle branch does not exist.
     """
-    status = next((s for s in review.leases if s.lease is not None and s.lease.id == lease_id), None)
-    status = status or next((s for s in review.leases if s.id == lease_id), None)
-    if status is None:
-        raise UsageError(f"no lease {lease_id!r} in {review.base_ref}")
+    status = review.lease_to_change(lease_id)
     tip = resolve(review.repo, review.layout.target_branch)
     return renewal_history(review.root, tip, status.source)
 

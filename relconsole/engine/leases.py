@@ -364,13 +364,9 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     lease id and GitError when the oracle branch does not exist.
     """
     from relconsole.engine.actions import git_identity  # actions builds on this module
-    from relconsole.engine.errors import UsageError
     from relconsole.engine.gitio import resolve
 
-    status = next((s for s in review.leases if s.lease is not None and s.lease.id == lease_id), None)
-    status = status or next((s for s in review.leases if s.id == lease_id), None)
-    if status is None:
-        raise UsageError(f"no lease {lease_id!r} in {review.base_ref}")
+    status = review.lease_to_change(lease_id)
     branch = review.layout.target_branch
     tip = resolve(review.repo, branch)
     try:

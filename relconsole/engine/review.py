@@ -122,6 +122,22 @@ class Review:
     def lease(self, lease_id: str) -> LeaseStatus | None:
         return next((s for s in self.leases if s.lease and s.lease.id == lease_id), None)
 
+    def lease_to_change(self, lease_id: str) -> LeaseStatus:
+        """The one manifest an owner action (renew, re-hash, history) acts on: by lease id,
+        or by file stem for a manifest that did not parse. Raises UsageError (exit 64) when
+        there is none, BadInputError (exit 5) when two manifests share the id (§4: which
+        one would a renewal extend?), naming both files."""
+        found = [s for s in self.leases if s.lease is not None and s.lease.id == lease_id]
+        found = found or [s for s in self.leases if s.id == lease_id]
+        if not found:
+            unparsed = [s.source for s in self.leases if s.lease is None]
+            hint = f" (manifests that did not parse: {', '.join(unparsed)})" if unparsed else ""
+            raise UsageError(f"no lease {lease_id!r} in {self.base_ref}{hint}")
+        if len(found) > 1:
+            raise BadInputError(found[1].source, f"lease id {lease_id!r} is also used by {found[0].source}: "
+                                "give each manifest its own id first", 1)
+        return found[0]
+
     def freeze_for(self, relation_id: str) -> FreezeRow | None:
         return for_relation(self.freezes, relation_id)
 
@@ -199,15 +215,19 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
         errors.append(exc)
         layout = Layout()
     oracle_dir = scratch_dir("relconsole-oracle-")
-    export_oracle(repo, oracle_sha, layout.protected, oracle_dir)
     review = Review(repo, base_ref, head_ref, head_sha, base_tip, merge_base, oracle_sha,
                     "HEAD" if oracle_sha == head_sha and oracle_from.upper() == "HEAD" else "base",
                     today or today_from_env(), layout, oracle_dir, errors=errors)
-    _load_oracle(review, oracle_view, hash_progress)
-    _bind(review)
-    _load_quarantine(review, oracle_view)
-    _flag(review)
-    _patch_catalog(review)
+    try:
+        export_oracle(repo, oracle_sha, layout.protected, oracle_dir)
+        _load_oracle(review, oracle_view, hash_progress)
+        _bind(review)
+        _load_quarantine(review, oracle_view)
+        _flag(review)
+        _patch_catalog(review)
+    except BaseException:  # the oracle copy can be gigabytes: never leave it behind
+        review.close()
+        raise
     return review
 
 

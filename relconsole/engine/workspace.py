@@ -7,6 +7,7 @@ adapters are the base ref's whatever the patch did to them.
 
 from __future__ import annotations
 
+import atexit
 import re
 import shutil
 import tempfile
@@ -72,6 +73,18 @@ def overlay_oracle(repo: git.Repo, code_commit: str, oracle_dir: Path,
     return dest
 
 
+_SCRATCH: set[Path] = set()  # removed at exit if their owner could not (a quit mid-load)
+
+
 def scratch_dir(prefix: str = "relconsole-") -> Path:
-    """A new private temporary directory (the caller removes it)."""
-    return Path(tempfile.mkdtemp(prefix=prefix))
+    """A new private temporary directory. The caller removes it; whatever is left at
+    interpreter exit (a worker thread cut off by a quit) is removed then."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _SCRATCH.add(path)
+    return path
+
+
+@atexit.register
+def _remove_scratch() -> None:
+    for path in list(_SCRATCH):
+        shutil.rmtree(path, ignore_errors=True)
