@@ -321,3 +321,18 @@ def test_two_manifests_sharing_an_id_are_never_renewed_rehashed_or_mixed_in_hist
                 act()
             assert MANIFEST in caught.value.one_line() and copy in caught.value.one_line()
     assert tip(repo) == before
+
+
+def test_a_rehash_confirmed_with_a_prefix_or_a_wrong_digest_is_refused_saying_which(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    before = tip(repo)
+    with review_of(repo) as review:
+        new = rehash_preview(review, "orders").new_sha256
+        with pytest.raises(CommitRefused) as prefix:
+            actions.rehash_lease(review, "orders", new[:8])
+        wrong = "0" * 64 if new != "0" * 64 else "1" * 64
+        with pytest.raises(CommitRefused) as mistyped:
+            actions.rehash_lease(review, "orders", wrong)
+    assert "whole new digest" in prefix.value.one_line() and new in prefix.value.one_line()
+    assert "mistyped" in mistyped.value.one_line()
+    assert tip(repo) == before

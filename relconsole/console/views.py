@@ -141,7 +141,8 @@ def confirm_state(review: Review, oid: str):
 def unconfirmed_question(review: Review, oid: str, state) -> str:
     """The override dialog's text: why the candidate is not confirmed, what the commit records."""
     name = item_label(review, oid)
-    why = f"{state.state.replace('_', ' ')}: {state.reason}" if state else "its replay state is unknown"
+    why = (f"{state.state.replace('_', ' ')}: {state.reason or 'no replay has run'}" if state
+           else "its replay state is unknown")
     return (f"{name} is not confirmed ({why}).\n"
             "A candidate is accepted after a second replay on a new workspace lease agrees with the "
             "first (§10): press n, then o to run it.\n\n"
@@ -286,7 +287,8 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
     if kind == "quarantine" and oid.startswith("c:"):
         candidate = _find(review, oid)
         return DetailScreen(Text.assemble(lit(candidate.id, "bold"), "  candidate relation"),
-                            body=candidate_text(candidate, review.candidate_states.get(candidate.path)))
+                            body=candidate_text(candidate, review.candidate_states.get(candidate.path),
+                                                review.head_sha))
     return None
 
 

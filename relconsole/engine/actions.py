@@ -227,10 +227,13 @@ def rehash_lease(review: Review, lease_id: str, confirmed_digest: str) -> Commit
     if preview.refusal:
         raise CommitRefused(preview.refusal)
     confirmed = (confirmed_digest or "").strip().lower()
+    if len(confirmed) != 64:
+        raise CommitRefused(f"confirm with the whole new digest (64 hex characters), not "
+                            f"{confirmed[:16] or '(nothing)'}: it is {preview.new_sha256}")
     if confirmed != preview.new_sha256:
         raise CommitRefused(
-            f"the confirmed digest {confirmed[:12] or '(none)'}… is not the corpus's digest now "
-            f"({preview.new_sha256[:12]}…): {preview.corpus} changed since the confirmation screen; "
+            f"the confirmed digest {confirmed[:12]}… is not the corpus's digest now "
+            f"({preview.new_sha256[:12]}…): mistyped, or {preview.corpus} changed since the preview; "
             "look at the new preview and confirm again")
     old_text = TreeView(review.repo, preview.commit).read_text(preview.manifest)
     new_text = textedit.set_lease_sha256(old_text, preview.new_sha256, preview.manifest)

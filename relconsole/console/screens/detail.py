@@ -183,13 +183,14 @@ class DetailScreen(Screen):
         yield Footer()
 
 
-def candidate_text(candidate, state=None) -> Text:
-    """A candidate's verdicts, second-replay state (a confirm.ConfirmState or None),
-    provenance and full body, literally."""
+def candidate_text(candidate, state=None, head: str | None = None) -> Text:
+    """A candidate's verdicts, second-replay state (a confirm.ConfirmState or None; ``head``
+    is the reviewed commit, to say when the replays ran on another), provenance and full
+    body, literally."""
     text = Text()
     text.append_text(lit(candidate.id, "bold"))
     text.append(f"  {candidate.path}\n", "dim")
-    text.append_text(replay_state_text(state, candidate.valid))
+    text.append_text(replay_state_text(state, candidate.valid, head))
     for note in candidate.notes:
         text.append("  ⚠ ", "yellow")
         text.append_text(lit(note, "yellow"))
@@ -211,8 +212,10 @@ def candidate_text(candidate, state=None) -> Text:
     return text
 
 
-def replay_state_text(state, valid: bool) -> Text:
-    """The second replay (§10): state, reason, and each replay's lease and outcome per side."""
+def replay_state_text(state, valid: bool, head: str | None = None) -> Text:
+    """The second replay (§10): state, reason, and each replay's lease and outcome per side;
+    a note when they ran on another HEAD than ``head`` (their per-side results are then
+    about older code, though the agreement still holds for these bytes)."""
     text = Text("second replay: ", style="bold")
     if not valid:
         return text.append("cannot run: the candidate is rejected\n", "dim")
@@ -229,8 +232,12 @@ def replay_state_text(state, valid: bool) -> Text:
         text.append_text(lit(_replay_summary(record), "dim"))
     if state.commit:
         text.append_text(lit(f"\n  discarded in {state.commit[:12]}", "red"))
-    verdict = _what_it_shows(state.second or state.first)
-    if verdict:
+    latest = state.second or state.first
+    verdict = _what_it_shows(latest)
+    ran_on = latest.get("head") if isinstance(latest, dict) else None
+    if head and isinstance(ran_on, str) and ran_on != head:
+        text.append(f"\n  ⚠ replayed on an older HEAD {ran_on[:12]}: what it shows is about that code", "yellow")
+    elif verdict:
         text.append(f"\n  → {verdict[0]}", verdict[1])
     return text.append("\n")
 
