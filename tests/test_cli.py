@@ -153,3 +153,13 @@ def test_a_confirmed_candidate_is_accepted_without_override_and_the_message_name
     assert code == EXIT_PASS
     message = json.loads(out)["message"]
     assert f"confirmed (content sha256 {digest})" in message and "OVERRIDDEN" not in message
+
+
+def test_a_lease_renewed_under_an_injected_today_says_so_in_its_commit(demo_repo: Path, capsys):
+    """--today moves the renewal maximum with it; the commit must not hide that."""
+    injected = dt.date.today() + dt.timedelta(days=400)
+    code, out, _ = cli(capsys, "lease", "renew", "weather", "--until", (injected + dt.timedelta(days=5)).isoformat(),
+                       "--json", "--repo", str(demo_repo), "--today", injected.isoformat())
+    assert code == EXIT_PASS
+    message = json.loads(out)["message"]
+    assert f"Judged as of {injected.isoformat()}" in message and dt.date.today().isoformat() in message

@@ -58,6 +58,10 @@ def _tip_view(review: Review) -> TreeView:
 
 
 def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], body: str = "") -> CommitResult:
+    real = dt.date.today()
+    if review.today != real:  # an injected "today" moves every limit: the history must say so
+        body += (f"Judged as of {review.today.isoformat()} (--today / RELCONSOLE_TODAY); "
+                 f"the real date was {real.isoformat()}.\n")
     return commit_changes(review.repo, review.layout.target_branch, kind, subject, changes, body,
                           layout=review.layout)
 
