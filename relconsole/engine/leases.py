@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from relconsole.engine.errors import BadInputError, CommitRefused
-from relconsole.engine.hashcache import file_kind, sha256_stream
+from relconsole.engine.hashcache import HashCache, file_kind, sha256_stream
 from relconsole.engine.schemacheck import validate
 from relconsole.engine.yamlload import load_yaml_text
 
@@ -402,7 +402,9 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
                              refusal=f"lease {lease_id} is {state} ({reason}): {todo}")
     blob, size = found
     new = _exported_digest(review, tip, lease.path)
-    working, mtime, copy_problem, note = _working_copy(root, lease.path, new, branch)
+    cache = HashCache.for_git_dir(review.repo.git_dir)  # an unchanged working copy is not read again
+    working, mtime, copy_problem, note = _working_copy(root, lease.path, new, branch, cache)
+    cache.save()
     state, reason = _state_at_tip(lease, new, days_left, review.layout.expiring_window_days)
     refusal = None
     if state != DRIFTED:
@@ -460,7 +462,7 @@ def _exported_digest(review, commit: str, relative: str) -> str:
     import shutil
 
     from relconsole.engine.gitio import TreeView
-    from relconsole.engine.hashcache import CommitFiles, HashCache
+    from relconsole.engine.hashcache import CommitFiles
     from relconsole.engine.workspace import scratch_dir
 
     git_dir = review.repo.git_dir
@@ -473,9 +475,10 @@ def _exported_digest(review, commit: str, relative: str) -> str:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _working_copy(root: Path, relative: str, committed: str,
-                  branch: str) -> tuple[str | None, dt.datetime | None, str | None, str]:
-    """(file, mtime, problem, note) of the corpus's working tree copy.
+def _working_copy(root: Path, relative: str, committed: str, branch: str,
+                  cache: HashCache) -> tuple[str | None, dt.datetime | None, str | None, str]:
+    """(file, mtime, problem, note) of the corpus's working tree copy, hashed through the
+    stat ``cache`` (size, mtime, ctime, inode, device).
 
     No copy: Nones. A copy holding the committed bytes: its path and mtime. A copy with
     uncommitted changes (modified, staged, untracked or ignored, as ``git status`` says)
@@ -491,7 +494,7 @@ def _working_copy(root: Path, relative: str, committed: str,
                             "a re-hash pins only committed bytes"), ""
     try:
         mtime = dt.datetime.fromtimestamp(path.stat().st_mtime).astimezone()
-        actual = sha256_file(path)
+        actual = cache.file_sha256(path, key=relative)
     except OSError as exc:
         return str(path), None, f"the working tree copy of {relative} cannot be read ({exc.strerror or exc})", ""
     if actual == committed:
