@@ -572,3 +572,18 @@ def test_a_load_that_fails_midway_leaves_no_oracle_copy_behind(demo_repo, tmp_pa
     with pytest.raises(KeyboardInterrupt):
         review_module.load_review(demo_repo, "main")
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "../../../../outside.csv"])
+def test_a_committed_corpus_symlink_that_leaves_the_tree_is_invalid_not_missing(demo_repo, target):
+    """§4: "no symlink out of it". The export drops such a link, which must not read as absent."""
+    git(demo_repo, "checkout", "-q", "main")
+    (demo_repo / "oracle" / "data" / "out.csv").symlink_to(target)
+    (demo_repo / "oracle" / "leases" / "out.yaml").write_text(
+        "id: out\npath: oracle/data/out.csv\nsha256: \"" + "0" * 64 + "\"\nexpires: 2099-01-01\n"
+        "owner: someone@example.com\nallowed_relations: []\n")
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-qm", "a lease on a link that leaves the tree")
+    with load_review(demo_repo, "main") as review:
+        status = review.lease("out")
+    assert status.state == "invalid" and "symlink" in status.reason and "outside" in status.reason

@@ -161,6 +161,13 @@ class TreeView:
         blob = self._blob(path)
         return None if blob is None else blob.data_stream.read()
 
+    def symlink_target(self, path: str) -> str | None:
+        """The target ``path`` names when the commit holds it as a symlink, else None."""
+        blob = self._blob(path)
+        if blob is None or blob.mode != 0o120000:
+            return None
+        return blob.data_stream.read().decode("utf-8", "surrogateescape")
+
     def read_text(self, path: str) -> str | None:
         """The file decoded as UTF-8, or None when absent."""
         data = self.read_bytes(path)

@@ -271,8 +271,12 @@ def _load_oracle(review: Review, view: gitio.TreeView,
             review.errors.append(exc)
             review.leases.append(LeaseStatus(path, "invalid", exc.one_line()))
             continue
-        review.leases.append(lease_status(lease, review.oracle_dir, review.today,
-                                          layout.expiring_window_days, digest))
+        status = lease_status(lease, review.oracle_dir, review.today, layout.expiring_window_days, digest)
+        target = view.symlink_target(lease.path) if status.state == "missing" else None
+        if target is not None:  # the export left out a link that leaves the tree (§4: invalid)
+            status = LeaseStatus(lease.source, "invalid", f"path {lease.path!r} is a symlink to {target!r}, "
+                                 "outside the repository", lease, status.days_left)
+        review.leases.append(status)
     _duplicate_lease_ids(review)
     review.pins = _collect(review, pin_states, view.read_text(layout.pins), review.oracle_dir,
                            layout.pins, digest) or {}
