@@ -336,3 +336,15 @@ def test_a_rehash_confirmed_with_a_prefix_or_a_wrong_digest_is_refused_saying_wh
     assert "whole new digest" in prefix.value.one_line() and new in prefix.value.one_line()
     assert "mistyped" in mistyped.value.one_line()
     assert tip(repo) == before
+
+
+def test_a_corpus_committed_as_an_inside_symlink_is_refused_with_what_to_do(tmp_path):
+    repo = make_repo(tmp_path / "r", drift=False)
+    (repo / "oracle" / "data" / "real.csv").write_bytes(b"id,total\n9,90\n")
+    (repo / CORPUS).unlink()
+    (repo / CORPUS).symlink_to("real.csv")
+    commit_all(repo, "the corpus becomes a link to another file")
+    with review_of(repo) as review:
+        assert review.lease("orders").state == DRIFTED  # the review reads through the link
+        refusal = rehash_preview(review, "orders").refusal
+    assert "symlink" in refusal and "real.csv" in refusal and "point the lease" in refusal

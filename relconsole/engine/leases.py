@@ -449,6 +449,10 @@ def _committed_corpus(root: Path, commit: str, relative: str) -> tuple[str, int]
         if path.decode("utf-8", "surrogateescape") != normal:
             continue
         mode, kind, oid, size = meta.split()
+        if mode == b"120000":
+            target = (_git_bytes(root, "cat-file", "blob", oid.decode()) or b"").decode("utf-8", "replace")
+            return (f"path {relative!r} is a symlink in git (to {target!r}); a re-hash pins a regular "
+                    "file: point the lease's path at the file itself")
         if kind != b"blob" or mode not in (b"100644", b"100755"):
             return f"path {relative!r} is not a regular file in git (mode {mode.decode()})"
         return oid.decode(), int(size)
