@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -29,7 +29,8 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            yield Static(Text(self.question), id="dialog-body")
+            with VerticalScroll(id="dialog-scroll"):  # a long question never hides the keys
+                yield Static(Text(self.question), id="dialog-body")
             yield Static(Text("y / enter: yes    n / esc: no", style="dim"), id="dialog-keys")
 
     def action_answer(self, value: bool) -> None:

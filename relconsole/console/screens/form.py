@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
@@ -30,7 +30,8 @@ class FormScreen(ModalScreen[dict | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            yield Static(Text(self.body), id="dialog-body")
+            with VerticalScroll(id="dialog-scroll"):  # a long body never hides the input
+                yield Static(Text(self.body), id="dialog-body")
             for name, label, value, placeholder in self.fields:
                 yield Label(Text(label))
                 yield Input(value=value, placeholder=placeholder, id=f"field-{name}")
