@@ -10,6 +10,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
+class DialogBody(VerticalScroll, can_focus=False):
+    """A dialog's text, scrolling when long; never takes focus from the keys or the input."""
+
+
 class ConfirmScreen(ModalScreen[bool]):
     """Dismisses with True on ``y``/``enter``, False on ``n``/``escape``.
 
@@ -29,7 +33,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            with VerticalScroll(id="dialog-scroll"):  # a long question never hides the keys
+            with DialogBody(id="dialog-scroll"):  # a long question never hides the keys
                 yield Static(Text(self.question), id="dialog-body")
             yield Static(Text("y / enter: yes    n / esc: no", style="dim"), id="dialog-keys")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
+
+from relconsole.console.screens.confirm import DialogBody
 
 
 class FormScreen(ModalScreen[dict | None]):
@@ -30,7 +32,7 @@ class FormScreen(ModalScreen[dict | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            with VerticalScroll(id="dialog-scroll"):  # a long body never hides the input
+            with DialogBody(id="dialog-scroll"):  # a long body never hides the input
                 yield Static(Text(self.body), id="dialog-body")
             for name, label, value, placeholder in self.fields:
                 yield Label(Text(label))
