@@ -8,8 +8,10 @@ commit to make. ``--print-prompt`` prints the prompt and runs nothing.
 
 Exit codes (§8): 0 every drafted item was written; 1 at least one was rejected (the valid
 ones are still written); 3 the drafter failed (not found, timed out, non-zero exit, no
-output, not YAML): nothing written; 5 a bad ticket file or oracle file; 64 usage (an
-unknown or lease-reading ``--seeds`` relation, an empty drafter command).
+output, not YAML): nothing written; 5 a bad ticket file (also a FIFO or device) or oracle
+file, or a quarantine directory or seeds file that is a symlink (anywhere on its path), not
+a regular file, or (seeds) not JSON lines; 64 usage (an unknown or lease-reading
+``--seeds`` relation, an empty drafter command).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def cmd_propose(args) -> int:
         if args.print_prompt:
             sys.stdout.write(prompt.text)
             return EXIT_PASS
+        propose.check_quarantine(review, args.seeds)  # a symlinked quarantine: refused before the drafter runs
         try:
             run = propose.run_drafter(args.drafter, prompt.text, review.root, args.timeout)
             items = propose.drafted_items(run.stdout, seeds=args.seeds is not None)

@@ -13,7 +13,9 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import os
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 from conftest import TODAY, git
 from relconsole import cli
 from relconsole.engine import propose
-from relconsole.engine.candidates import validate_candidate
+from relconsole.engine.candidates import validate_candidate, validate_seed_rows
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE)
 from relconsole.engine.review import load_review
@@ -420,3 +422,271 @@ def test_a_bad_oracle_file_stops_before_the_drafter(demo_repo, tmp_path, capsys)
     assert run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD))) == EXIT_BAD_INPUT
     assert "oracle/catalog.yaml" in capsys.readouterr().err
     assert not (tmp_path / "prompt.txt").exists()
+
+
+# --- the working tree is the agent's: no symlink is followed, nothing leaves the repository ---
+
+def _outside(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir(exist_ok=True)
+    return outside
+
+
+def _tree(root: Path) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_seeds_file_committed_as_a_symlink_is_refused_and_the_outside_file_untouched(
+        demo_repo, tmp_path, capsys):
+    victim = _outside(tmp_path) / "victim.txt"
+    victim.write_bytes(b"secret: the operator's notes\n")
+    (demo_repo / SEEDS_QUARANTINE).unlink()
+    (demo_repo / SEEDS_QUARANTINE).symlink_to(victim)
+    git(demo_repo, "add", "--", SEEDS_QUARANTINE)
+    git(demo_repo, "commit", "-q", "-m", "agent: plant a symlink", "--", SEEDS_QUARANTINE)
+    before = snapshot(demo_repo)
+    rows = '{"percent": 3, "salt": "new", "population": 9}\n'
+    assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, rows)) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert SEEDS_QUARANTINE in err and "symlink" in err and len(err.strip().splitlines()) == 1
+    assert victim.read_bytes() == b"secret: the operator's notes\n"
+    assert (demo_repo / SEEDS_QUARANTINE).is_symlink()
+    assert snapshot(demo_repo) == before
+    assert not (tmp_path / "prompt.txt").exists()  # refused before the drafter ran
+
+
+@pytest.mark.parametrize("linked", ["oracle/quarantine", "oracle"])
+@pytest.mark.parametrize("seeds", [False, True])
+def test_a_symlinked_directory_on_the_way_to_quarantine_is_refused(demo_repo, tmp_path, capsys, linked, seeds):
+    moved = _outside(tmp_path) / "moved"
+    (demo_repo / linked).rename(moved)
+    (demo_repo / linked).symlink_to(moved, target_is_directory=True)
+    outside_before = _tree(moved)
+    before = snapshot(demo_repo)
+    if seeds:
+        args = ("--seeds", "rollout.monotonic", "--drafter",
+                drafter(tmp_path, '{"percent": 3, "salt": "new", "population": 9}\n'))
+    else:
+        args = ("--drafter", drafter(tmp_path, dump_yaml(GOOD)))
+    code = run(demo_repo, *args)
+    err = capsys.readouterr().err
+    if linked == "oracle" and code != EXIT_BAD_INPUT:  # the review may refuse the oracle first
+        pytest.fail(f"exit {code}: {err}")
+    assert code == EXIT_BAD_INPUT
+    assert f"{linked}: is a symlink; propose writes only into a real directory inside the repository" in err
+    assert _tree(moved) == outside_before
+    assert snapshot(demo_repo) == before
+
+
+@pytest.mark.parametrize("seeds", [False, True])
+def test_the_directory_is_checked_again_when_writing(demo_repo, tmp_path, seeds):
+    """The quarantine directory swapped for a symlink after judging, before writing."""
+    with load_review(demo_repo, today=TODAY) as review:
+        if seeds:
+            judged = propose.judge_seed_rows(review, "rollout.monotonic",
+                                             [{"percent": 3, "salt": "late", "population": 9}])
+        else:
+            judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
+        assert all(item.valid for item in judged)
+        moved = _outside(tmp_path) / "moved"
+        (demo_repo / QUARANTINE).rename(moved)
+        (demo_repo / QUARANTINE).symlink_to(moved, target_is_directory=True)
+        outside_before = _tree(moved)
+        with pytest.raises(propose.BadInputError, match="oracle/quarantine: is a symlink"):
+            if seeds:
+                propose.write_seed_rows(review, "rollout.monotonic", judged)
+            else:
+                propose.write_candidates(review, judged)
+    assert _tree(moved) == outside_before
+
+
+def test_a_dangling_symlink_at_the_candidates_name_is_neither_followed_nor_replaced(demo_repo, tmp_path):
+    aim = _outside(tmp_path) / "planted.yaml"
+    target = demo_repo / QUARANTINE / f"{GOOD['id']}.yaml"
+    with load_review(demo_repo, today=TODAY) as review:
+        judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
+        assert judged[0].valid
+        target.symlink_to(aim)  # appears between judging and writing
+        written = propose.write_candidates(review, judged)
+    assert not written[0].written and "already exists" in " ".join(written[0].reasons)
+    assert not aim.exists() and target.is_symlink()
+    assert not [p for p in (demo_repo / QUARANTINE).iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_existing_seeds_file_that_is_not_json_lines_is_refused_naming_its_line(demo_repo, tmp_path, capsys):
+    quarantined = demo_repo / SEEDS_QUARANTINE
+    old = quarantined.read_bytes().rstrip(b"\n") + b"\n"
+    quarantined.write_bytes(old + b"<<<<<<< a merge conflict\n")
+    line = len(old.splitlines()) + 1
+    before = snapshot(demo_repo)
+    rows = '{"percent": 3, "salt": "new", "population": 9}\n'
+    assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, rows)) == EXIT_BAD_INPUT
+    assert f"{SEEDS_QUARANTINE}:{line}:" in capsys.readouterr().err
+    assert snapshot(demo_repo) == before
+
+
+def test_an_existing_seeds_name_that_is_a_fifo_is_refused_at_once(demo_repo, tmp_path, capsys):
+    (demo_repo / SEEDS_QUARANTINE).unlink()
+    os.mkfifo(demo_repo / SEEDS_QUARANTINE)  # opening it for reading would wait for a writer
+    rows = '{"percent": 3, "salt": "new", "population": 9}\n'
+    assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, rows)) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert SEEDS_QUARANTINE in err and "FIFO" in err
+
+
+# --- the timeout is an upper bound --------------------------------------------------------
+
+def _setsid_child(tmp_path: Path, then: str) -> tuple[str, Path]:
+    """Drafter code that forks a child into a new session, holding stdout for 60 s, then runs ``then``."""
+    pid_file = tmp_path / "straggler.pid"
+    code = ("import os, time\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.setsid()\n"
+            "    time.sleep(60)\n"
+            "    os._exit(0)\n"
+            f"pathlib.Path({str(pid_file)!r}).write_text(str(pid))\n"
+            f"{then}\n")
+    return code, pid_file
+
+
+@pytest.fixture
+def stragglers():
+    files: list[Path] = []
+    yield files
+    for pid_file in files:  # the 60 s children these tests started
+        try:
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+
+def test_a_child_in_a_new_session_holding_stdout_does_not_hold_propose(demo_repo, tmp_path, capsys, stragglers):
+    code, pid_file = _setsid_child(tmp_path, "")
+    stragglers.append(pid_file)
+    started = time.monotonic()
+    exit_code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(GOOD), code),
+                              "--timeout", "5")
+    elapsed = time.monotonic() - started
+    assert pid_file.exists()  # the straggler was started and still sleeps (60 s)
+    assert exit_code == EXIT_PASS and out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
+    assert elapsed < 5 + propose.STRAGGLER_SECONDS + 20  # the bound, far below the child's 60 s
+
+
+def test_a_hanging_drafter_with_a_new_session_child_is_stopped_at_the_timeout(
+        demo_repo, tmp_path, capsys, stragglers):
+    code, pid_file = _setsid_child(tmp_path, "time.sleep(600)")
+    stragglers.append(pid_file)
+    before = snapshot(demo_repo)
+    started = time.monotonic()
+    exit_code = run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD), code), "--timeout", "2")
+    elapsed = time.monotonic() - started
+    assert exit_code == EXIT_ABORT and "did not finish within 2 s" in capsys.readouterr().err
+    assert elapsed < 2 + propose.STRAGGLER_SECONDS + 20  # not the child's 60 s
+    assert snapshot(demo_repo) == before
+
+
+def test_a_large_prompt_reaches_a_drafter_that_reads_it_all(tmp_path):
+    prompt = "".join(f"line {i} ✓\n" for i in range(20_000))  # 250 kB: far more than a pipe holds
+    script = tmp_path / "echo.py"
+    script.write_text("import sys\nsys.stdout.buffer.write(sys.stdin.buffer.read())\n")
+    got = propose.run_drafter(f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}", prompt, tmp_path)
+    assert got.stdout == prompt and got.returncode == 0
+
+
+# --- the ticket is a regular file, read with a bound ---------------------------------------
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "symlink_to_dev_zero"])
+def test_a_ticket_that_is_not_a_regular_file_is_refused_at_once(demo_repo, tmp_path, capsys, kind):
+    ticket = tmp_path / "ticket.md"
+    if kind == "fifo":
+        os.mkfifo(ticket)  # reading it would wait for a writer forever
+    elif kind == "dev_zero":
+        ticket = Path("/dev/zero")  # reading it would never end
+    else:
+        ticket.symlink_to("/dev/zero")
+    assert run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD)), "--ticket", str(ticket)) \
+        == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert str(ticket) in err and "not a regular file" in err
+    assert not (tmp_path / "prompt.txt").exists()
+
+
+def test_a_ticket_is_read_only_up_to_its_limit(tmp_path, monkeypatch):
+    reads: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd, size):
+        data = real_read(fd, size)
+        reads.append(len(data))
+        return data
+
+    ticket = tmp_path / "huge.md"
+    ticket.write_bytes(b"a" * (propose.TICKET_LIMIT_BYTES * 4))
+    monkeypatch.setattr(propose.os, "read", counting_read)
+    with pytest.raises(propose.BadInputError, match="larger than"):
+        propose.read_ticket(ticket)
+    assert sum(reads) == propose.TICKET_LIMIT_BYTES + 1
+
+
+# --- ids that differ only by case are the same id -----------------------------------------
+
+def _recase(text: str, flips: list[bool]) -> str:
+    return "".join(c.swapcase() if flip else c for c, flip in zip(text, flips + [False] * len(text)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.booleans(), min_size=1, max_size=30).filter(any))
+def test_an_id_differing_from_a_quarantine_candidate_only_by_case_is_rejected(demo_repo, flips):
+    queued = "penguins.mass_permutation"  # in the sample's quarantine
+    rid = _recase(queued, flips)
+    with load_review(demo_repo, today=TODAY) as review:
+        judged = propose.judge_candidates(review, [dict(GOOD, id=rid)], propose.provenance("d", None, review))
+    reasons = " ".join(judged[0].reasons)
+    assert not judged[0].valid and "unique_id" in reasons and queued in reasons
+
+
+def test_ids_differing_only_by_case_collide_within_the_output_and_with_the_working_tree(
+        demo_repo, tmp_path, capsys):
+    (demo_repo / QUARANTINE / "penguins.Bill_Shuffle.yaml").write_text("# a reviewer's draft\n")
+    items = [GOOD, dict(GOOD, id=GOOD["id"].upper()), dict(GOOD, id="PENGUINS.MASS_PERMUTATION"),
+             dict(GOOD, id="penguins.bill_shuffle")]
+    before = snapshot(demo_repo)
+    code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(items)))
+    assert code == EXIT_REJECT
+    assert out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
+    assert changed_files(before, snapshot(demo_repo)) == {f"{QUARANTINE}/{GOOD['id']}.yaml"}
+    reasons = [" ".join(v["reasons"]) for v in out["candidates"]]
+    assert GOOD["id"] in reasons[1] and "item 1" in reasons[1] and "case" in reasons[1]
+    assert "penguins.mass_permutation" in reasons[2]
+    assert "penguins.Bill_Shuffle" in reasons[3]
+
+
+# --- seed rows: one line, one row; a key twice is a rejected row -----------------------------
+
+def test_a_seed_row_with_a_key_twice_is_rejected_naming_the_key(demo_repo):
+    line = '{"percent": 10, "salt": "x", "population": 5, "percent": 200}'
+    nested = '{"percent": 11, "salt": "x", "population": {"a": 1, "a": 2}}'
+    good = '{"percent": 12, "salt": "x", "population": 5}'
+    with load_review(demo_repo, today=TODAY) as review:
+        rows = validate_seed_rows(propose.seeds_quarantine_path(review, "rollout.monotonic"),
+                                  f"{line}\n{nested}\n{good}\n", review.catalog, [])
+    assert [r.line for r in rows] == [1, 2, 3]
+    assert "duplicate key 'percent'" in " ".join(rows[0].reasons)
+    assert "duplicate key 'a'" in " ".join(rows[1].reasons)
+    assert rows[2].valid, rows[2].reasons
+
+
+def test_drafted_json_lines_keep_one_row_per_line(demo_repo, tmp_path, capsys):
+    fresh = {"percent": 4, "salt": "after", "population": 8}
+    lines = ('{"percent": 10, "salt": "x", "population": 5, "percent": 200}\n'
+             '[{"percent": 1, "salt": "a", "population": 1}, {"percent": 2, "salt": "b", "population": 2}]\n'
+             + json.dumps(fresh) + "\n")
+    code, out = run_json(demo_repo, capsys, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, lines))
+    assert code == EXIT_REJECT
+    rows = out["rows"]
+    assert [r["index"] for r in rows] == [1, 2, 3] and [r["valid"] for r in rows] == [False, False, True]
+    assert "duplicate key 'percent'" in " ".join(rows[0]["reasons"])
+    written = (demo_repo / SEEDS_QUARANTINE).read_text().splitlines()
+    assert json.loads(written[rows[2]["line"] - 1]) == fresh
+    assert not any('"salt": "a"' in w or '"percent": 200' in w for w in written)

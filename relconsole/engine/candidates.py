@@ -555,8 +555,12 @@ def _safe_id(raw: dict) -> Verdict:
     return Verdict("safe_id", problem is None, problem or "")
 
 
-def _id_key(rid: str) -> str:
-    """What makes two ids the same to a reader: no spacing, case or look-alike letters."""
+def id_key(rid: str) -> str:
+    """What makes two ids the same to a reader: no spacing, case or look-alike letters.
+
+    Two ids collide (rule ``unique_id``, §10) when their keys are equal:
+    ``id_key("PENGUINS.Mass_Permutation") == id_key("penguins.mass_permutation")``.
+    """
     return "".join(_skeleton(rid).split()).casefold()
 
 
@@ -567,9 +571,9 @@ def _unique(raw: dict, catalog: Catalog) -> Verdict:
         return Verdict("unique_id", False, "not checked: the candidate has no id text", checked=False)
     if catalog.get(rid) is not None:
         return Verdict("unique_id", False, f"id {rid!r} collides with a catalog relation")
-    key = _id_key(rid)
+    key = id_key(rid)
     for existing in catalog.relations:
-        if _id_key(existing) == key:
+        if id_key(existing) == key:
             return Verdict("unique_id", False, f"id {rid!r} collides with catalog relation {existing!r} "
                                                "(it differs only by case, spacing or look-alike letters)")
     return Verdict("unique_id", True)
@@ -633,6 +637,30 @@ def _catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
     return Verdict("catalog_form", True), row
 
 
+class SeedLineError(ValueError):
+    """A JSON-lines line that is not one row: not JSON, or an object with a key twice.
+    ``str()`` is the reason as a rejected row shows it."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in seen:
+            raise SeedLineError(f"duplicate key {key!r}: the row is ambiguous (JSON keeps only one value)")
+        seen.add(key)
+    return dict(pairs)
+
+
+def parse_seed_line(line: str) -> Any:
+    """One JSON-lines line as its JSON value, refusing an object (at any depth) that holds
+    a key twice: ``{"percent": 10, "percent": 200}`` would otherwise read as 200 while a
+    reviewer may read 10. Raises SeedLineError naming the key, or why the line is not JSON."""
+    try:
+        return json.loads(line, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise SeedLineError(f"not JSON: {exc.msg}") from None
+
+
 def relation_of_seed_file(path: str) -> str:
     """``oracle/quarantine/rollout.monotonic.seeds.jsonl`` -> ``rollout.monotonic``."""
     return path.rsplit("/", 1)[-1].removesuffix(SEEDS_SUFFIX)
@@ -643,7 +671,8 @@ def validate_seed_rows(path: str, text: str, catalog: Catalog,
     """Judge each drafted seed row of one quarantine ``.seeds.jsonl`` file (§10).
 
     ``existing`` holds the relation's current seed values (for the duplicate rule).
-    Blank lines are skipped; a line that is not JSON is a rejected row.
+    Blank lines are skipped; a line that is not one JSON value, or holds an object with a
+    key twice (``parse_seed_line``), is a rejected row.
     """
     relation_id = relation_of_seed_file(path)
     relation = catalog.get(relation_id)
@@ -654,9 +683,9 @@ def validate_seed_rows(path: str, text: str, catalog: Catalog,
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            rows.append(SeedRow(path, relation_id, number, line, None, [f"not JSON: {exc.msg}"]))
+            value = parse_seed_line(line)
+        except SeedLineError as exc:
+            rows.append(SeedRow(path, relation_id, number, line, None, [str(exc)]))
             continue
         reasons = []
         if relation is None:

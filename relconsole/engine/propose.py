@@ -14,32 +14,38 @@ The flow, each step its own function so the console and tests can use any of the
    validates each candidate with ``validate_candidate`` exactly as the review validates a
    quarantine file; ``judge_seed_rows`` does the same with ``validate_seed_rows``.
 5. ``write_candidates`` / ``write_seed_rows`` write only what passed, into the quarantine
-   directory of the working tree, atomically, never overwriting a file. Nothing is committed.
+   directory of the working tree, atomically, never overwriting a file. The directory is
+   reached from the repository root without following a symlink (``tree_dir``): the
+   working tree is the agent's branch. Nothing is committed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import re
 import secrets
+import selectors
 import shlex
 import signal
+import stat
 import subprocess
-import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from relconsole.engine import gitio
 from relconsole.engine.candidates import (CANDIDATE_FIELDS, PROVENANCE, SEEDS_SUFFIX,
-                                          TRANSFORM_TO_KIND, id_problem, validate_candidate,
-                                          validate_seed_rows)
+                                          TRANSFORM_TO_KIND, SeedLineError, id_key, id_problem,
+                                          parse_seed_line, validate_candidate, validate_seed_rows)
 from relconsole.engine.catalog import COMPARES, KIND_PARAMS, Relation
 from relconsole.engine.errors import BadInputError, EXIT_ABORT, RelconsoleError, UsageError
+from relconsole.engine.hashcache import file_kind, open_regular
 from relconsole.engine.review import Review, input_fields
 from relconsole.engine.textedit import append_jsonl_rows, jsonl_lines
 from relconsole.engine.yamlload import MAX_FILE_BYTES, dump_yaml, load_yaml_text
@@ -49,7 +55,8 @@ TICKET_LIMIT_BYTES = 200_000  # a ticket larger than this is a bad input file, n
 OUTPUT_LIMIT_BYTES = MAX_FILE_BYTES  # a drafter printing more is stopped: no candidate is this big
 STDERR_TAIL_BYTES = 4_000  # of the drafter's stderr kept to explain a failure
 DEFAULT_TIMEOUT_SECONDS = 300.0
-STRAGGLER_SECONDS = 10.0  # after the drafter exits, how long its children may hold its output open
+STRAGGLER_SECONDS = 1.0  # after the drafter exits, how long its output is still read (a child may hold it)
+SEEDS_FILE_LIMIT_BYTES = MAX_FILE_BYTES  # an existing quarantine seeds file larger than this is refused
 SEED_EXAMPLES = 5  # existing seed rows shown to the model
 REQUIRED_FIELDS = ("id", "transform", "compare", "subject", "input", "statement", "must_not")
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
@@ -100,11 +107,16 @@ class Prompt:
 def read_ticket(path: str | Path) -> Ticket:
     """Read a ticket file as UTF-8 text.
 
-    Raises BadInputError (exit 5) naming the file when it is missing, unreadable, not
-    UTF-8, or larger than ``TICKET_LIMIT_BYTES``.
+    Raises BadInputError (exit 5) naming the file when it is missing, unreadable, not a
+    regular file (a FIFO would block, ``/dev/zero`` never ends: refused before reading), not
+    UTF-8, or larger than ``TICKET_LIMIT_BYTES`` (at most one byte more is read).
     """
     try:
-        data = Path(path).read_bytes()
+        fd, _ = open_regular(path)
+        try:
+            data = _read_at_most(fd, TICKET_LIMIT_BYTES + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise BadInputError(str(path), f"cannot read the ticket: {exc.strerror or exc}") from None
     if len(data) > TICKET_LIMIT_BYTES:
@@ -113,6 +125,18 @@ def read_ticket(path: str | Path) -> Ticket:
         return Ticket(str(path), data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise BadInputError(str(path), f"the ticket is not UTF-8 text (byte {exc.start})") from None
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes from ``fd`` (fewer at end of file)."""
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(limit - size, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def review_diff(review: Review, limit: int = DIFF_LIMIT_BYTES) -> tuple[str, int, int]:
@@ -262,21 +286,41 @@ def seeds_relation(review: Review, relation_id: str) -> Relation:
 
 def existing_seed_values(review: Review, relation: Relation) -> list[Any]:
     """Seed values a drafted row may not repeat: the seeds file (base ref's and working
-    tree's) and the rows already in its quarantine file (base ref's and working tree's)."""
-    values: list[Any] = []
-    quarantine = seeds_quarantine_path(review, relation.id)
-    for path in (review.oracle_dir / relation.seeds_path, review.root / relation.seeds_path,
-                 review.root / quarantine):
-        values.extend(_jsonl_values(path))
+    tree's) and the rows already in its quarantine file (base ref's and working tree's).
+
+    Working-tree files are read without following a symlink anywhere on their path: the
+    quarantine file through ``read_seeds_file`` (BadInputError, exit 5, when it is a symlink,
+    not a regular file or not JSON lines), the seeds file quietly skipped when it is not a
+    plain file of the repository.
+    """
+    values = _jsonl_values(review.oracle_dir / relation.seeds_path)
+    seeds_dir, _, seeds_name = relation.seeds_path.rpartition("/")
+    try:
+        with tree_dir(review.root, seeds_dir) as dir_fd:
+            found = _read_regular_at(dir_fd, seeds_name, relation.seeds_path) if dir_fd is not None else None
+    except BadInputError:
+        found = None
+    if found is not None:
+        values.extend(_jsonl_values_of(found[0].decode("utf-8", "replace")))
+    with tree_dir(review.root, review.layout.quarantine_dir) as dir_fd:
+        queued = read_seeds_file(review, relation.id, dir_fd)
+    if queued is not None:
+        values.extend(_jsonl_values_of(queued[0]))
     values.extend(r.value for r in review.seed_rows if r.relation_id == relation.id and r.value is not None)
     return values
 
 
 def _jsonl_values(path: Path) -> list[Any]:
+    """The JSON values of the JSON-lines file ``path`` (an exported oracle file); unreadable
+    lines are skipped, an unreadable file gives []."""
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError:
         return []
+    return _jsonl_values_of(text)
+
+
+def _jsonl_values_of(text: str) -> list[Any]:
     values = []
     for line in jsonl_lines(text):
         try:
@@ -349,89 +393,133 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _exit_watch(proc: subprocess.Popen) -> int | None:
+    """A descriptor that turns readable when ``proc`` exits (Linux pidfd), or None."""
+    try:
+        return os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _close_quietly(handle: Any) -> None:
+    try:
+        handle.close()
+    except OSError:
+        pass
+
+
 def run_drafter(command: str, prompt: str, cwd: str | Path,
                 timeout: float = DEFAULT_TIMEOUT_SECONDS,
                 output_limit: int = OUTPUT_LIMIT_BYTES) -> DrafterRun:
     """Run ``command`` with ``prompt`` on its stdin, in its own process group, in ``cwd``.
 
-    ``timeout`` is wall-clock seconds for the whole run. Raises DrafterError (exit 3) when
-    the command is not found or cannot start, runs past ``timeout`` (its process group is
-    killed), prints more than ``output_limit`` bytes, exits non-zero (with the tail of its
-    stderr), prints nothing, or prints bytes that are not UTF-8. UsageError for an empty
-    or unparsable command.
+    ``timeout`` is wall-clock seconds for the whole run, an upper bound: the prompt is
+    written and stdout and stderr are read on this thread from the raw pipes with one
+    ``selectors`` loop (no buffered reader, no thread that could keep the call waiting).
+    Reading stops when both pipes close; or ``STRAGGLER_SECONDS`` after the drafter itself
+    exited (a child it left behind may hold its stdout open, even from a new session that
+    cannot be killed from here: its output is not waited for, what the drafter printed
+    counts); or at ``timeout``, when the process group is killed. The call therefore
+    returns within ``timeout`` + ``STRAGGLER_SECONDS`` and a moment to reap the drafter.
+
+    Raises DrafterError (exit 3) when the command is not found or cannot start, runs past
+    ``timeout``, prints more than ``output_limit`` bytes (stopped at once), exits non-zero
+    (with the tail of its stderr), prints nothing, or prints bytes that are not UTF-8.
+    UsageError for an empty or unparsable command.
     """
     argv = drafter_argv(command)
     try:
         proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True, bufsize=0)
     except FileNotFoundError:
         raise DrafterError(f"drafter {argv[0]!r} not found (is it installed and on PATH?)") from None
     except OSError as exc:
         raise DrafterError(f"drafter {argv[0]!r} cannot start: {exc.strerror or exc}") from None
+    deadline = time.monotonic() + timeout
     out = bytearray()
     err: deque[bytes] = deque()
-    overflow = threading.Event()
-
-    def feed() -> None:
-        try:
-            proc.stdin.write(prompt.encode("utf-8"))
-        except (BrokenPipeError, OSError):
-            pass  # the drafter need not read all of it
-        finally:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-
-    def drain_out() -> None:
-        try:
-            while chunk := proc.stdout.read1(65536):
-                out.extend(chunk)
-                if len(out) > output_limit:
-                    overflow.set()
-                    _kill_group(proc)
-                    return
-        except (OSError, ValueError):
-            return  # the pipe was closed under us (a straggler kept it open)
-
-    def drain_err() -> None:
-        kept = 0
-        try:
-            while chunk := proc.stderr.read1(65536):
-                err.append(chunk)
-                kept += len(chunk)
-                while kept - len(err[0]) >= STDERR_TAIL_BYTES:
-                    kept -= len(err.popleft())
-        except (OSError, ValueError):
-            return
-
-    threads = [threading.Thread(target=t, daemon=True) for t in (feed, drain_out, drain_err)]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + timeout
-    timed_out = False
+    kept = 0
+    data = memoryview(prompt.encode("utf-8"))
+    sent = 0
+    timed_out = overflow = False
+    readers = {proc.stdout.fileno(): "out", proc.stderr.fileno(): "err"}
+    watch = _exit_watch(proc)
+    exited_at: float | None = None
+    selector = selectors.DefaultSelector()
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
+        for fd, what in readers.items():
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ, what)
+        if data:
+            os.set_blocking(proc.stdin.fileno(), False)
+            selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+        else:
+            _close_quietly(proc.stdin)
+        if watch is not None:
+            selector.register(watch, selectors.EVENT_READ, "exit")
+        while readers and not overflow:
+            now = time.monotonic()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            end = deadline if exited_at is None else min(deadline, exited_at + STRAGGLER_SECONDS)
+            if now >= end:
+                timed_out = exited_at is None
+                break
+            wait = end - now if exited_at is not None or watch is not None else min(end - now, 0.05)
+            for key, _events in selector.select(wait):
+                what = key.data
+                if what == "exit":  # the drafter exited: poll() above sees it next round
+                    selector.unregister(key.fd)
+                elif what == "in":
+                    try:
+                        sent += os.write(key.fd, data[sent:sent + 65536])
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # the drafter closed its stdin: it need not read all of it
+                        sent = len(data)
+                    if sent >= len(data):
+                        selector.unregister(key.fd)
+                        _close_quietly(proc.stdin)
+                else:
+                    try:
+                        chunk = os.read(key.fd, 65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        selector.unregister(key.fd)
+                        del readers[key.fd]
+                    elif what == "out":
+                        out.extend(chunk)
+                        if len(out) > output_limit:
+                            overflow = True
+                            break
+                    else:
+                        err.append(chunk)
+                        kept += len(chunk)
+                        while kept - len(err[0]) >= STDERR_TAIL_BYTES:
+                            kept -= len(err.popleft())
+        if not readers and not overflow and proc.poll() is None:
+            # both pipes closed but the drafter runs on: wait for it until the deadline
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        selector.close()
+        if watch is not None:
+            os.close(watch)
+        if timed_out or overflow or readers or proc.poll() is None:
+            _kill_group(proc)  # the drafter and what it left in its group; a new session survives
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            _close_quietly(pipe)
         proc.wait()
-    for thread in threads:  # a child the drafter left behind may still hold the pipes
-        thread.join(timeout=min(max(0.0, deadline - time.monotonic()), STRAGGLER_SECONDS))
-    if any(t.is_alive() for t in threads):
-        _kill_group(proc)
-        for thread in threads:
-            thread.join(timeout=STRAGGLER_SECONDS)
-    for pipe in (proc.stdout, proc.stderr):
-        try:
-            pipe.close()
-        except OSError:
-            pass
     tail = b"".join(err)[-STDERR_TAIL_BYTES:].decode("utf-8", "replace")
     if timed_out:
         raise DrafterError(f"drafter `{command}` did not finish within {timeout:g} s: stopped, "
                            "nothing written", tail)
-    if overflow.is_set():
+    if overflow:
         raise DrafterError(f"drafter `{command}` printed more than {output_limit} bytes: stopped, "
                            "nothing written", tail)
     if proc.returncode != 0:
@@ -463,16 +551,31 @@ def _blocks(text: str) -> list[str]:
     return [text]
 
 
+@dataclass(frozen=True)
+class UnreadRow:
+    """A JSON-lines line of drafted seed rows that is JSON but not one row: an object that
+    holds a key twice (``candidates.parse_seed_line``). ``text`` is the line, ``reason`` why;
+    ``judge_seed_rows`` rejects it as it stands."""
+
+    text: str
+    reason: str
+
+
 def _json_lines(block: str) -> list[Any] | None:
-    """Every non-blank line of ``block`` as JSON, or None when one is not JSON."""
-    values = []
+    """Every non-blank line of ``block`` as one JSON value (an UnreadRow for an object with
+    a key twice), or None when a line is not JSON."""
+    values: list[Any] = []
     for line in block.splitlines():
         if not line.strip():
             continue
         try:
-            values.append(json.loads(line))
+            json.loads(line)
         except ValueError:
             return None
+        try:
+            values.append(parse_seed_line(line))
+        except SeedLineError as exc:
+            values.append(UnreadRow(line.strip(), str(exc)))
     return values
 
 
@@ -493,19 +596,17 @@ def drafted_items(text: str, seeds: bool = False) -> list[Any]:
     """The drafted items in a drafter's stdout: candidate mappings or (``seeds``) rows.
 
     Accepts a mapping, a list, several ``---`` documents, any of them inside ``` fences, and
-    for seeds also JSON lines. Items that are not mappings are returned as they are (the
+    for seeds also JSON lines, where each line is one item (a line holding a list is one
+    item, which the judge rejects, so row numbers stay line numbers; an object with a key
+    twice is an UnreadRow). Items that are not mappings are returned as they are (the
     judge rejects them one by one). Raises DrafterError (exit 3) when the text is not YAML
     (syntax, duplicate keys, alias bomb), is prose (a bare scalar), or holds no item.
     """
     items: list[Any] = []
     for block in _blocks(text):
         lines = _json_lines(block) if seeds else None
-        if lines is not None:  # JSON lines: each line a row (a line holding a list: its rows)
-            for value in lines:
-                if isinstance(value, list):
-                    items.extend(value)
-                else:
-                    items.append(value)
+        if lines is not None:  # JSON lines: each line one row, whatever it holds
+            items.extend(lines)
             continue
         for doc in _documents(block):
             if doc is None:
@@ -521,6 +622,175 @@ def drafted_items(text: str, seeds: bool = False) -> list[Any]:
     if not items:
         raise DrafterError("the drafter's output holds no candidate or row; nothing written")
     return items
+
+
+# --- the quarantine directory ------------------------------------------------------------
+#
+# The working tree is the agent's branch: anything in it may be a planted symlink. Every
+# file propose reads from or writes to the working tree is reached from the repository root
+# one directory descriptor at a time (O_NOFOLLOW), and files are created and replaced
+# relative to the last descriptor, so a component swapped for a symlink after the check
+# still cannot send a byte outside the repository. (commits._refuse_symlinked_parent checks
+# path components before a path-based write; here the descriptor walk is the check itself.)
+
+_NOT_REAL_DIR = "propose writes only into a real directory inside the repository"
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _refusal(shown: str, mode: int) -> BadInputError:
+    if stat.S_ISLNK(mode):
+        return BadInputError(shown, f"is a symlink; {_NOT_REAL_DIR}")
+    return BadInputError(shown, f"is {file_kind(mode)}, not a directory; {_NOT_REAL_DIR}")
+
+
+@contextmanager
+def tree_dir(root: str | Path, relative: str, create: bool = False) -> Iterator[int | None]:
+    """A read-only descriptor of directory ``relative`` under ``root``, opened one component
+    at a time without following a symlink (§10: propose writes only inside the repository).
+
+    Yields None when a component does not exist and ``create`` is False (with ``create``
+    the missing directories are made). Raises BadInputError (exit 5) naming the first
+    component that is a symlink (``oracle/quarantine: is a symlink; propose writes only into
+    a real directory inside the repository``), not a directory, or not a plain relative
+    path (``..``, empty), and for a directory that cannot be opened or made.
+    """
+    fd = _open_tree_dir(root, relative, create)
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _open_tree_dir(root: str | Path, relative: str, create: bool) -> int | None:
+    parts = relative.split("/") if relative.strip("/") else []
+    if relative.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise BadInputError(relative, f"is not a plain path inside the repository; {_NOT_REAL_DIR}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
+    try:
+        for number, part in enumerate(parts, 1):
+            shown = "/".join(parts[:number])
+            try:
+                try:
+                    info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        return None
+                    try:
+                        os.mkdir(part, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISDIR(info.st_mode):
+                    raise _refusal(shown, info.st_mode)
+                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped for a symlink or a file just now
+                    raise BadInputError(shown, f"is a symlink or not a directory; {_NOT_REAL_DIR}") from None
+                raise BadInputError(shown, f"cannot open the directory: {exc.strerror or exc}") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular_at(dir_fd: int, name: str, shown: str,
+                     limit: int = SEEDS_FILE_LIMIT_BYTES) -> tuple[bytes, int] | None:
+    """(bytes, st_mode) of the regular file ``name`` in ``dir_fd``, or None when absent.
+
+    A symlink is never followed (O_NOFOLLOW) and anything but a regular file is refused
+    before it is opened and again on the descriptor (``hashcache.open_regular``'s checks, at
+    a directory descriptor). BadInputError (exit 5) naming ``shown`` for a symlink, a
+    non-regular file, an unreadable one, or more than ``limit`` bytes.
+    """
+    try:
+        before = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadInputError(shown, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(before.st_mode):
+        raise BadInputError(shown, f"is a symlink; {_NOT_REAL_DIR}")
+    if not stat.S_ISREG(before.st_mode):
+        raise BadInputError(shown, f"is {file_kind(before.st_mode)}, not a regular file; {_NOT_REAL_DIR}")
+    flags = os.O_RDONLY | os.O_NONBLOCK | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        what = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be read ({exc.strerror or exc})"
+        raise BadInputError(shown, f"{what}; {_NOT_REAL_DIR}") from None
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            raise BadInputError(shown, f"is {file_kind(opened.st_mode)}, not a regular file; {_NOT_REAL_DIR}")
+        data = _read_at_most(fd, limit + 1)
+    except OSError as exc:
+        raise BadInputError(shown, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise BadInputError(shown, f"is larger than {limit} bytes; not appending to it")
+    return data, opened.st_mode
+
+
+def read_seeds_file(review: Review, relation_id: str, dir_fd: int | None) -> tuple[str, int] | None:
+    """(text, st_mode) of the working tree's quarantine seeds file of ``relation_id``, read
+    from the quarantine directory descriptor ``dir_fd`` (``tree_dir``), or None when it (or
+    the directory) does not exist.
+
+    Raises BadInputError (exit 5) naming the file when it is a symlink, not a regular file,
+    too large, not UTF-8, or a line is not JSON (with its line number): propose appends
+    only to a file it can read back as JSON lines.
+    """
+    shown = seeds_quarantine_path(review, relation_id)
+    found = _read_regular_at(dir_fd, shown.rsplit("/", 1)[-1], shown) if dir_fd is not None else None
+    if found is None:
+        return None
+    data, mode = found
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(shown, "not UTF-8 text; not appending to it", data.count(b"\n", 0, exc.start) + 1) from None
+    for number, line in enumerate(jsonl_lines(text), 1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except ValueError as exc:
+            problem = getattr(exc, "msg", str(exc))
+            raise BadInputError(shown, f"not a JSON line ({problem}); not appending to it", number) from None
+    return text, mode
+
+
+def check_quarantine(review: Review, seeds_relation_id: str | None = None) -> None:
+    """Refuse up front (before a drafter runs) what ``write_candidates`` / ``write_seed_rows``
+    would refuse: a quarantine directory that is reached through a symlink or is not a
+    directory, and for ``seeds_relation_id`` an existing seeds file that is a symlink, not a
+    regular file, or not JSON lines. Raises BadInputError (exit 5). The writers check again
+    at the moment they write."""
+    with tree_dir(review.root, review.layout.quarantine_dir) as dir_fd:
+        if seeds_relation_id is not None:
+            read_seeds_file(review, seeds_relation_id, dir_fd)
+
+
+def _quarantine_names(review: Review) -> dict[str, str]:
+    """``id_key`` -> an id already in quarantine: the base ref's candidates (their ids and
+    file names) and the working tree's ``*.yaml`` / ``*.yml`` file names."""
+    names = {c.id for c in review.candidates}
+    names |= {c.path.rsplit("/", 1)[-1].rsplit(".", 1)[0] for c in review.candidates}
+    with tree_dir(review.root, review.layout.quarantine_dir) as dir_fd:
+        listed = os.listdir(dir_fd) if dir_fd is not None else []
+    names |= {n.rsplit(".", 1)[0] for n in listed if n.endswith((".yaml", ".yml"))}
+    keys: dict[str, str] = {}
+    for name in sorted(names):
+        keys.setdefault(id_key(name), name)
+    return keys
 
 
 # --- candidates --------------------------------------------------------------------------
@@ -575,13 +845,6 @@ def seeds_quarantine_path(review: Review, relation_id: str) -> str:
     return f"{review.layout.quarantine_dir.rstrip('/')}/{relation_id}{SEEDS_SUFFIX}"
 
 
-def _in_quarantine(review: Review, candidate_id: str) -> bool:
-    if any(c.id == candidate_id for c in review.candidates):
-        return True
-    stem = review.root / review.layout.quarantine_dir / candidate_id
-    return any(Path(f"{stem}{suffix}").exists() for suffix in (".yaml", ".yml"))
-
-
 def _ordered(raw: dict) -> dict:
     head = {k: raw[k] for k in _FIELD_ORDER if k in raw}
     return head | {k: v for k, v in raw.items() if k not in head}
@@ -593,13 +856,16 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
     ``stamp`` holds the provenance relconsole records (``provenance()``); it replaces
     what the drafter wrote for those fields, and a note says when it differed. Besides
     ``validate_candidate``'s rules, an id must be filename-safe (``candidates.id_problem``), new to the
-    quarantine (base ref and working tree) and unique within the draft.
+    quarantine (base ref and working tree) and unique within the draft, where ids that differ
+    only by case, spacing or look-alike letters (``candidates.id_key``) are the same id, as
+    for the catalog. BadInputError (exit 5) when the quarantine directory is a symlink.
     """
     catalog = review.catalog
     if catalog is None:
         raise BadInputError(review.layout.catalog, "the catalog did not load: candidates cannot be judged")
     out: list[Drafted] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[str, int]] = {}  # id_key -> (id, item) drafted earlier in this output
+    queued = _quarantine_names(review)
     for index, raw in enumerate(items, 1):
         if not isinstance(raw, dict):
             out.append(Drafted(index, f"#{index}", None,
@@ -618,53 +884,95 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
         text = dump_yaml(body)
         candidate = validate_candidate(path, text, catalog, lambda inp: input_fields(review, inp))
         reasons = [f"{v.rule}: {v.reason}" for v in candidate.verdicts if not v.ok and v.checked]
-        if rid in seen:
-            reasons.append(f"unique_id: drafted twice in this output (item {index})")
-        elif _in_quarantine(review, rid):
-            reasons.append(f"unique_id: a candidate {rid!r} is already in quarantine")
-        seen.add(rid)
+        key = id_key(rid)
+        alike = "(it differs only by case, spacing or look-alike letters)"
+        if key in seen:
+            other, first = seen[key]
+            if other == rid:
+                reasons.append(f"unique_id: drafted twice in this output (item {index})")
+            else:
+                reasons.append(f"unique_id: id {rid!r} collides with {other!r}, item {first} of this "
+                               f"output {alike}")
+        elif key in queued:
+            if queued[key] == rid:
+                reasons.append(f"unique_id: a candidate {rid!r} is already in quarantine")
+            else:
+                reasons.append(f"unique_id: id {rid!r} collides with quarantine candidate "
+                               f"{queued[key]!r} {alike}")
+        seen.setdefault(key, (rid, index))
         out.append(Drafted(index, rid, path, text, reasons, notes + list(candidate.notes)))
     return out
 
 
-def _create_exclusive(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` atomically; FileExistsError when ``target`` exists.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
 
-    The bytes go to a temporary file first and are hard-linked into place (link never
-    replaces a file); where hard links are not supported, an O_EXCL create is used.
-    """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.relconsole-{secrets.token_hex(4)}.tmp")
+
+def _write_new_at(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+    """Create ``name`` in ``dir_fd`` holding ``data`` (O_EXCL: FileExistsError for any
+    existing name, a dangling symlink included), flushed to disk; ``mode`` sets its
+    permission bits (default: 0o666 less the umask)."""
+    fd = os.open(name, _CREATE, 0o666, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as handle:
+        if mode is not None:
+            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _temp_name(name: str) -> str:
+    return f".{name}.relconsole-{secrets.token_hex(4)}.tmp"
+
+
+def _unlink_at(dir_fd: int, name: str) -> None:
     try:
-        with open(tmp, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+
+
+def _create_exclusive(dir_fd: int, name: str, data: bytes) -> None:
+    """Write ``data`` as ``name`` in the directory ``dir_fd``, atomically and never over an
+    existing name: FileExistsError when ``name`` exists, even as a dangling symlink.
+
+    The bytes go to a temporary file in the same directory first and are hard-linked into
+    place (link(2) neither replaces nor follows an existing name); where hard links are not
+    supported, an O_EXCL|O_NOFOLLOW create is used.
+    """
+    tmp = _temp_name(name)
+    try:
+        _write_new_at(dir_fd, tmp, data)
         try:
-            os.link(tmp, target)
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
         except FileExistsError:
             raise
-        except OSError:
-            with open(target, "xb") as handle:
-                handle.write(data)
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
+                raise
+            _write_new_at(dir_fd, name, data)
     finally:
-        tmp.unlink(missing_ok=True)
+        _unlink_at(dir_fd, tmp)
 
 
 def write_candidates(review: Review, drafted: list[Drafted]) -> list[Drafted]:
     """Write each valid candidate to its quarantine file in the working tree; return them.
 
-    A file that appeared meanwhile is not overwritten: the candidate gets a reason instead.
+    The quarantine directory is reached through ``tree_dir`` at the moment of writing (made
+    when missing): BadInputError (exit 5), nothing written, when a component is a symlink or
+    not a directory. A name that exists meanwhile (a file, a symlink, anything) is never
+    overwritten or followed: the candidate gets a reason instead.
     """
-    for item in drafted:
-        if not item.valid or item.path is None:
-            continue
-        try:
-            _create_exclusive(review.root / item.path, item.text.encode("utf-8"))
-        except FileExistsError:
-            item.reasons.append(f"unique_id: {item.path} already exists")
-            continue
-        item.written = True
+    pending = [item for item in drafted if item.valid and item.path is not None]
+    if not pending:
+        return drafted
+    with tree_dir(review.root, review.layout.quarantine_dir, create=True) as dir_fd:
+        for item in pending:
+            try:
+                _create_exclusive(dir_fd, item.path.rsplit("/", 1)[-1], item.text.encode("utf-8"))
+            except FileExistsError:
+                item.reasons.append(f"unique_id: {item.path} already exists")
+                continue
+            item.written = True
     return drafted
 
 
@@ -708,6 +1016,9 @@ def judge_seed_rows(review: Review, relation_id: str, items: list[Any]) -> list[
     relation = seeds_relation(review, relation_id)
     rows: list[DraftedRow] = []
     for index, value in enumerate(items, 1):
+        if isinstance(value, UnreadRow):
+            rows.append(DraftedRow(index, value.text, [value.reason]))
+            continue
         try:
             rows.append(DraftedRow(index, _plain_json(value)))
         except (TypeError, ValueError) as exc:
@@ -724,32 +1035,31 @@ def judge_seed_rows(review: Review, relation_id: str, items: list[Any]) -> list[
 def write_seed_rows(review: Review, relation_id: str, rows: list[DraftedRow]) -> str | None:
     """Append the valid rows to ``<quarantine dir>/<relation id>.seeds.jsonl`` in the working
     tree (every existing byte kept; the file is replaced atomically). Returns its path, or
-    None when no row is valid."""
+    None when no row is valid.
+
+    The directory is reached through ``tree_dir`` and the existing file read with
+    ``read_seeds_file`` at the moment of writing: BadInputError (exit 5), nothing written,
+    for a symlink anywhere on the path, a file that is not regular, or one that is not
+    JSON lines (file and line named).
+    """
     valid = [r for r in rows if r.valid]
     if not valid:
         return None
     relative = seeds_quarantine_path(review, relation_id)
-    target = review.root / relative
-    try:
-        before = target.read_bytes().decode("utf-8", "surrogateescape")
-    except FileNotFoundError:
-        before = ""
-    after = append_jsonl_rows(before, [json.loads(r.text) for r in valid])
+    name = relative.rsplit("/", 1)[-1]
+    with tree_dir(review.root, review.layout.quarantine_dir, create=True) as dir_fd:
+        found = read_seeds_file(review, relation_id, dir_fd)
+        before, mode = found if found is not None else ("", None)
+        after = append_jsonl_rows(before, [json.loads(r.text) for r in valid])
+        tmp = _temp_name(name)
+        try:
+            _write_new_at(dir_fd, tmp, after.encode("utf-8"), mode)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # replaces a name, follows nothing
+        finally:
+            _unlink_at(dir_fd, tmp)
     first = len(jsonl_lines(after)) - len(valid) + 1
     for offset, row in enumerate(valid):
         row.line = first + offset
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.relconsole-{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "xb") as handle:
-            handle.write(after.encode("utf-8", "surrogateescape"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        if target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
     return relative
 
 
