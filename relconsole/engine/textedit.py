@@ -223,25 +223,13 @@ def set_lease_expires(manifest_text: str, new_date: datetime.date, source: str) 
     """
     if isinstance(new_date, datetime.datetime):
         new_date = new_date.date()
-    old = load_yaml_text(manifest_text, source).data
-    root = yaml.compose(manifest_text, Loader=yaml.SafeLoader)
-    key, value, _next = _top_level(root, "expires")
-    if key is None:
-        raise BadInputError(source, "the lease manifest has no top-level expires: key")
-    line = key.start_mark.line + 1
-    if not isinstance(value, yaml.ScalarNode) or value.style in ("|", ">"):
-        raise BadInputError(source, "expires must be a date like 2026-12-31", line)
-    quote = value.style if value.style in ("'", '"') else ""
-    literal = f"{quote}{new_date.isoformat()}{quote}"
-    if value.end_mark.index > value.start_mark.index:
-        new_text = manifest_text[:value.start_mark.index] + literal + manifest_text[value.end_mark.index:]
-    else:
-        colon = manifest_text.index(":", key.end_mark.index)
-        new_text = _splice(manifest_text, colon + 1, " " + literal)
-    expected = dict(old)
-    expected["expires"] = new_date.isoformat() if quote else new_date
-    _verify(new_text, expected, source, "renewing the lease", line)
-    return new_text
+
+    def written(style: str) -> tuple[str, object]:
+        quote = style if style in ("'", '"') else ""
+        return f"{quote}{new_date.isoformat()}{quote}", new_date.isoformat() if quote else new_date
+
+    return _replace_lease_scalar(manifest_text, "expires", written, source,
+                                 "expires must be a date like 2026-12-31", "renewing the lease")
 
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -259,24 +247,39 @@ def set_lease_sha256(manifest_text: str, new_digest: str, source: str) -> str:
     """
     if not isinstance(new_digest, str) or not _SHA256_HEX.fullmatch(new_digest):
         raise UsageError(f"{new_digest!r} is not a sha256 digest (64 lowercase hex characters)")
+    def written(style: str) -> tuple[str, object]:
+        quote = style if style in ("'", '"') else '"'
+        return f"{quote}{new_digest}{quote}", new_digest
+
+    return _replace_lease_scalar(manifest_text, "sha256", written, source,
+                                 "sha256 must be a quoted string of 64 hex characters", "re-hashing the lease")
+
+
+def _replace_lease_scalar(manifest_text: str, name: str, written, source: str, shape: str, action: str) -> str:
+    """Replace the value of the manifest's top-level ``name:`` keeping every other byte.
+
+    ``written(style)`` gives (the literal to write, the value it must load as) for the old
+    value's quoting style. Raises BadInputError(source, ...) for a malformed manifest, no
+    such key, a non-scalar or block-scalar value (``shape`` says what it must be), or a
+    result that parses differently anywhere else (``action`` names the edit).
+    """
     old = load_yaml_text(manifest_text, source).data
     root = yaml.compose(manifest_text, Loader=yaml.SafeLoader)
-    key, value, _next = _top_level(root, "sha256")
+    key, value, _next = _top_level(root, name)
     if key is None:
-        raise BadInputError(source, "the lease manifest has no top-level sha256: key")
+        raise BadInputError(source, f"the lease manifest has no top-level {name}: key")
     line = key.start_mark.line + 1
     if not isinstance(value, yaml.ScalarNode) or value.style in ("|", ">"):
-        raise BadInputError(source, "sha256 must be a quoted string of 64 hex characters", line)
-    quote = value.style if value.style in ("'", '"') else '"'
-    literal = f"{quote}{new_digest}{quote}"
+        raise BadInputError(source, shape, line)
+    literal, loads_as = written(value.style or "")
     if value.end_mark.index > value.start_mark.index:
         new_text = manifest_text[:value.start_mark.index] + literal + manifest_text[value.end_mark.index:]
     else:
         colon = manifest_text.index(":", key.end_mark.index)
         new_text = _splice(manifest_text, colon + 1, " " + literal)
     expected = dict(old)
-    expected["sha256"] = new_digest
-    _verify(new_text, expected, source, "re-hashing the lease", line)
+    expected[name] = loads_as
+    _verify(new_text, expected, source, action, line)
     return new_text
 
 
