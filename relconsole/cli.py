@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -463,8 +464,21 @@ COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease":
             "check-split": cmd_check_split, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
 
 
+def _exit_cleanly_on_signals() -> None:
+    """A closed terminal (SIGHUP) or a kill (SIGTERM) ends the process through Python's
+    normal shutdown, so the atexit hook removes scratch directories (an oracle copy can be
+    gigabytes). Only default handlers are replaced, and only on the main thread."""
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(number) is signal.SIG_DFL:
+                signal.signal(number, lambda signum, _frame: sys.exit(128 + signum))
+        except ValueError:  # not the main thread (main() called from a worker)
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code of §8."""
+    _exit_cleanly_on_signals()
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

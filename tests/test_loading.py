@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -587,3 +588,24 @@ def test_a_committed_corpus_symlink_that_leaves_the_tree_is_invalid_not_missing(
     with load_review(demo_repo, "main") as review:
         status = review.lease("out")
     assert status.state == "invalid" and "symlink" in status.reason and "outside" in status.reason
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_killed_or_hung_up_process_removes_its_scratch_directories(signum):
+    """A closed terminal mid-load must not leave a gigabyte oracle copy in the temp dir."""
+    import sys
+    code = ("import time\n"
+            "from relconsole.cli import _exit_cleanly_on_signals\n"
+            "from relconsole.engine.workspace import scratch_dir\n"
+            "_exit_cleanly_on_signals()\n"
+            "d = scratch_dir('relconsole-oracle-')\n"
+            "(d / 'corpus.csv').write_text('a,b\\n')\n"
+            "print(d, flush=True)\n"
+            "time.sleep(60)\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    scratch = Path(proc.stdout.readline().strip())
+    assert (scratch / "corpus.csv").exists()
+    proc.send_signal(signum)
+    assert proc.wait(timeout=30) == 128 + signum
+    assert not scratch.exists()
