@@ -19,6 +19,7 @@ from relconsole.cli_flags import register as register_flags
 from relconsole.cli_propose import register as register_propose
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
+from relconsole.cli_options import workspace_lease_options
 from relconsole.engine import actions, gitio, splitcheck
 from relconsole.engine.bite import bite
 from relconsole.engine.confirm import load_candidate_states
@@ -88,12 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="replay only the K-th of N slices of the touched relations")
     replay_cmd.add_argument("--artifacts", type=_directory, default=None,
                             help="directory for the replay sheets (default: under the git directory)")
-    replay_cmd.add_argument("--workspace", default=None, help="workspace lease id (default: host, repository, shard)")
-    replay_cmd.add_argument("--holder", default=None, help="lease holder name (default: user@host:pid)")
-    replay_cmd.add_argument("--ttl-seconds", type=float, default=300.0, help="workspace lease TTL (default: 300)")
-    replay_cmd.add_argument("--lease-url", default=None,
-                            help="lease store: redis://... or sqlite:PATH (default: RELCONSOLE_LEASE_URL, "
-                                 "else SQLite under the git directory)")
+    workspace_lease_options(replay_cmd, "workspace lease id (default: host, repository, shard)")
     replay_cmd.add_argument("--fresh-worktrees", action="store_true",
                             help="add and remove new worktrees instead of reusing the pooled ones")
     replay_cmd.add_argument("--json", action="store_true", help="print JSON")

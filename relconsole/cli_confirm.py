@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
+from relconsole.cli_options import workspace_lease_options
 from relconsole.engine.confirm import DEFAULT_RUNS, SIDES, ConfirmOptions, ConfirmOutcome, confirm_candidate
 from relconsole.engine.errors import EXIT_BAD_INPUT
 from relconsole.engine.literal import one_line
@@ -27,13 +28,8 @@ def register(subparsers, commands: dict, review_options) -> None:
     review_options(parser)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
                         help=f"runs on each side in each replay (default: {DEFAULT_RUNS})")
-    parser.add_argument("--workspace", default=None,
-                        help="workspace lease id (default: this repository's replay workspace plus ':confirm')")
-    parser.add_argument("--holder", default=None, help="lease holder name (default: user@host:pid)")
-    parser.add_argument("--ttl-seconds", type=float, default=300.0, help="workspace lease TTL (default: 300)")
-    parser.add_argument("--lease-url", default=None,
-                        help="lease store: redis://... or sqlite:PATH (default: RELCONSOLE_LEASE_URL, "
-                             "else SQLite under the git directory)")
+    workspace_lease_options(parser, "workspace lease id (default: this repository's replay workspace "
+                                    "plus ':confirm')")
     parser.add_argument("--first-only", action="store_true",
                         help="record the first replay only (exit 4: a second replay is still required)")
     parser.add_argument("--json", action="store_true", help="print JSON")
