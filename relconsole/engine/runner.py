@@ -31,7 +31,12 @@ from relconsole.engine.signatures import failure_class, signature
 
 @dataclass
 class RunRecord:
-    """One evaluation: held or not, outputs compared, disagreeing keys, or the error."""
+    """One evaluation: held or not, outputs compared, disagreeing keys, or the error.
+
+    ``inputs`` summarises the source and follow-up inputs (``input_summary``): the input
+    file, its digest and row count, and the follow-up transformation in words; {} for a
+    record made elsewhere (a pytest-plugin attempt).
+    """
 
     held: bool
     seed: int
@@ -43,6 +48,7 @@ class RunRecord:
     error: str = ""
     seconds: float = 0.0
     error_files: list[str] = field(default_factory=list)  # tree paths of the traceback, innermost last
+    inputs: dict = field(default_factory=dict)  # what the run read and how the follow-up was made (input_summary)
 
     def describe(self) -> str:
         """One line: what missed and where."""
@@ -154,11 +160,14 @@ class Worker:
         seconds = time.monotonic() - started
         if line is None:
             self.close()
-            return RunRecord(False, seed, error_type="timeout",
-                             error=f"no answer within {plan.timeout_seconds:g} s", seconds=seconds)
-        if line == b"":
-            return self._died(seed, seconds)
-        return _record(json.loads(line), seed, seconds)
+            record = RunRecord(False, seed, error_type="timeout",
+                               error=f"no answer within {plan.timeout_seconds:g} s", seconds=seconds)
+        elif line == b"":
+            record = self._died(seed, seconds)
+        else:
+            record = _record(json.loads(line), seed, seconds)
+        record.inputs = input_summary(plan, record.inputs)
+        return record
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The next reply line; b"" when the worker died; None when the deadline passed."""
@@ -199,13 +208,33 @@ class Worker:
 
 
 def _record(reply: dict, seed: int, seconds: float) -> RunRecord:
+    read = reply.get("inputs") if isinstance(reply.get("inputs"), dict) else {}
     if "error" in reply:
         err = reply["error"]
         return RunRecord(False, seed, error_type=err["type"],
                          error=f"{err['message']} ({err.get('where', '')})", seconds=seconds,
-                         error_files=list(err.get("files") or []))
+                         error_files=list(err.get("files") or []), inputs=read)
     return RunRecord(reply["held"], seed, reply["source"], reply["followup"],
-                     reply["differing"], reply["note"], seconds=seconds)
+                     reply["differing"], reply["note"], seconds=seconds, inputs=read)
+
+
+def input_summary(plan: RunPlan, read: dict | None = None) -> dict:
+    """What one run of ``plan`` read (SPEC §3 input, §4 lease, §7 fixture pin), small::
+
+        {"kind": "lease" | "seeds", "lease": id | None,
+         "path": tree-relative input file, "sha256": its digest (the fixture pin),
+         "records": rows or seed rows, "fields": [first row's keys], "field_count": int,
+         "followup": the follow-up transformation in words}
+
+    ``read`` is the worker's part (``relations.describe_inputs``: records, fields,
+    followup); it is absent ({}) when the worker timed out or died before reading.
+    """
+    try:
+        path = Path(plan.input_path).relative_to(plan.root).as_posix()
+    except ValueError:
+        path = str(plan.input_path)
+    return {"kind": plan.input_kind, "lease": plan.relation.lease_id, "path": path,
+            "sha256": plan.fixture_pin, **(read or {})}
 
 
 class WorkerPool:

@@ -3,8 +3,9 @@
 Run as ``python -m relconsole.engine.worker``. It reads one JSON request per line on
 stdin: ``{"root", "import_paths", "relation", "input": {"kind": "lease"|"seeds",
 "path"}, "seed", "clock"}``, and answers each with one JSON line:
-``{"held", "source", "followup", "differing", "note"}`` or ``{"error": {"type",
-"message", "where"}}``. A worker serves one tree for its whole life and keeps each
+``{"held", "source", "followup", "differing", "note", "inputs"}`` or ``{"error": {"type",
+"message", "where"}, "inputs"}`` (``inputs``: the small summary of
+``relations.describe_inputs``, absent when the input could not be read). A worker serves one tree for its whole life and keeps each
 corpus it has read (a 336k-row corpus is read once, not once per relation).
 
 Subject code runs here, never in the console's process, so a crash or a hang costs
@@ -232,14 +233,19 @@ class Server:
         return out
 
     def answer(self, request: dict) -> dict:
-        from relconsole.engine.relations import evaluate
+        """One reply line's mapping for one request (see the module docstring); ``inputs``
+        (``relations.describe_inputs``) is there whenever the input could be read."""
+        from relconsole.engine.relations import describe_inputs, evaluate
 
+        summary = None
         try:
             self.enter(request)
             set_clock(request.get("clock"))
             seed = request.get("seed", 0)
             random.seed(seed)
-            outcome = evaluate(request["relation"], self.inputs(request["input"]), seed)
+            inputs = self.inputs(request["input"])
+            summary = describe_inputs(request["relation"], inputs, seed, request["input"]["kind"] == "lease")
+            outcome = evaluate(request["relation"], inputs, seed)
             reply = {"held": outcome.held, "source": trimmed(outcome.source, outcome.differing),
                      "followup": trimmed(outcome.followup, outcome.differing),
                      "differing": outcome.differing, "note": outcome.note}
@@ -250,7 +256,9 @@ class Server:
                                "files": self.tree_files(frames)}}
         mutated = self.check_untouched(request["input"]) if request["input"]["path"] in self.corpora else None
         if mutated:
-            return {"error": {"type": "InputMutated", "message": mutated, "where": ""}}
+            reply = {"error": {"type": "InputMutated", "message": mutated, "where": ""}}
+        if summary is not None:
+            reply["inputs"] = summary
         return reply
 
 
