@@ -13,8 +13,8 @@ from rich.text import Text
 
 from relconsole.console import render
 from relconsole.console.render import lit
-from relconsole.console.screens.detail import (DetailScreen, candidate_text, lease_text, outline,
-                                               relation_text, replay_text, workspace_lease_text)
+from relconsole.console.screens.detail import (DetailScreen, candidate_text, lease_text, output_columns,
+                                               relation_body, relation_text, replay_text, workspace_lease_text)
 from relconsole.engine.actions import OVERRIDE
 from relconsole.engine.checklist import with_checklist
 from relconsole.engine.errors import CommitRefused
@@ -61,13 +61,17 @@ def relation_items(review: Review, narrow: str | None, running: set[str]) -> lis
     for relation in ordered:
         if owners is not None and relation.id not in owners:
             continue
-        prompt = render.relation_prompt(
-            relation, review.results.get(relation.id), review.blocked_reason(relation),
-            relation.id in touched, relation.id in running, review.freeze_for(relation.id),
-            relation.id in review.changed_identity, review.bites.get(relation.id),
-            review.replays.get(relation.id))
-        items.append((f"r:{relation.id}", prompt, False))
+        items.append(relation_item(review, relation, relation.id in touched, relation.id in running))
     return items
+
+
+def relation_item(review: Review, relation, touched: bool, running: bool) -> tuple[str, Text, bool]:
+    """One Relations pane item (``r:<id>``, prompt, False): rebuilt alone when its run ends."""
+    prompt = render.relation_prompt(
+        relation, review.results.get(relation.id), review.blocked_reason(relation), touched, running,
+        review.freeze_for(relation.id), relation.id in review.changed_identity, review.bites.get(relation.id),
+        review.replays.get(relation.id))
+    return (f"r:{relation.id}", prompt, False)
 
 
 def relation_of(oid: str | None) -> str | None:
@@ -253,14 +257,17 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     return text
 
 
-def relation_header(review: Review, relation) -> Text:
-    """A relation's detail: statement, verdict, reruns, freeze, then its replay sheet if any."""
+def relation_header(review: Review, relation, full: bool = True) -> Text:
+    """A relation's detail: statement, verdict, reruns, freeze, then its replay sheet if any.
+
+    ``full`` False (the detail screen's header) leaves out the rerun line and the replay:
+    the screen's body shows them in full (``screens.detail.relation_body``)."""
     text = relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
                          review.identities.get(relation.id), relation.id in review.changed_identity,
                          review.blocked_reason(relation), relation.id in review.touched_relations(),
-                         review.bites.get(relation.id), relation.id in review.replays)
+                         review.bites.get(relation.id), relation.id in review.replays, reruns_line=full)
     replayed = review.replays.get(relation.id)
-    return text.append_text(replay_text(replayed)) if replayed else text
+    return text.append_text(replay_text(replayed)) if replayed and full else text
 
 
 def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | None:
@@ -270,14 +277,14 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
     if kind == "relations" and oid.startswith("r:"):
         relation = review.catalog.get(oid[2:])
         result = review.results.get(relation.id)
-        header = relation_header(review, relation)
+        header = relation_header(review, relation, full=False)
+        body = relation_body(relation, result, review.replays.get(relation.id)) if result else None
         first = result.first if result else None
         if first is None or first.source is None:
-            return DetailScreen(header)
-        differing = set(first.differing)
-        return DetailScreen(header,
-                            ("source output (canonical)", outline(first.source, differing)),
-                            ("follow-up output (canonical)", outline(first.followup, differing)))
+            return DetailScreen(header, body=body)
+        left, right = output_columns(first.source, first.followup, first.differing)
+        return DetailScreen(header, ("source output (canonical)", left),
+                            ("follow-up output (canonical)", right), body=body)
     if kind == "leases" and oid.startswith("w:"):
         lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
         return DetailScreen(workspace_lease_text(lease)) if lease else None

@@ -18,41 +18,257 @@ from relconsole.console.render import lit
 from relconsole.engine.literal import literal
 
 
-def outline(value: Any, differing: set[str], path: tuple = (), indent: int = 0) -> list[Text]:
-    """A canonical output as indented ``key: value`` lines; disagreeing keys marked ``≠``."""
-    lines: list[Text] = []
+OUTLINE_LINES = 400  # lines of one output column before "… N more keys"
+DIFF_LINES = 60  # disagreeing keys listed at the top of each column
+VALUE_CHARS = 160  # characters of one value's repr in a column
+_ABSENT = object()
+
+
+def _ancestors(differing: set[str]) -> set[str]:
+    """Dotted paths that contain a disagreeing key (``a`` and ``a.b`` for ``a.b.c``)."""
+    out: set[str] = set()
+    for dotted in differing:
+        parts = dotted.split(".")
+        out.update(".".join(parts[:n]) for n in range(1, len(parts)))
+    return out
+
+
+def _walk(value: Any, differing: set[str], within: set[str], path: tuple, indent: int):
+    """Lazily yield ``(indent, label, value, mark, leaf, keyed)`` for each outline line.
+
+    ``label`` is a dict key (``keyed``) or a list index; ``mark`` is ``≠`` (this path
+    disagrees), ``›`` (a disagreeing key lies below) or ``""``. Nothing is rendered here,
+    so the lines past the cap are only counted.
+    """
+    keyed = isinstance(value, dict)
+    for key, item in (value.items() if keyed else enumerate(value)):
+        here = path + (key,)
+        dotted = ".".join(str(p) for p in here)
+        mark = "≠" if dotted in differing else ("›" if dotted in within else "")
+        nested = isinstance(item, (dict, list)) and bool(item)
+        yield indent, key, item, mark, not nested, keyed
+        if nested:
+            yield from _walk(item, differing, within, here, indent + 1)
+
+
+def _value(item: Any, style: str = "") -> Text:
+    text = repr(item)
+    return lit(text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…", style)
+
+
+_MARKS = {"≠": ("≠ ", "bold red"), "›": ("› ", "red"), "": ("  ", "")}
+
+
+def _line(indent: int, label: Any, item: Any, mark: str, leaf: bool, keyed: bool) -> Text:
+    prefix = Text(*_MARKS[mark])
     pad = "  " * indent
-    if isinstance(value, dict):
-        for key, item in value.items():
-            here = path + (key,)
-            dotted = ".".join(str(p) for p in here)
-            marked = dotted in differing
-            prefix = Text("≠ " if marked else "  ", "bold red" if marked else "")
-            if isinstance(item, (dict, list)) and item:
-                lines.append(Text.assemble(prefix, pad, lit(key, "bold"), ":"))
-                lines.extend(outline(item, differing, here, indent + 1))
-            else:
-                lines.append(Text.assemble(prefix, pad, lit(key, "bold"), ": ",
-                                           lit(repr(item), "reverse red" if marked else "")))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            here = path + (index,)
-            if isinstance(item, (dict, list)) and item:
-                lines.append(Text.assemble("  ", pad, f"- [{index}]"))
-                lines.extend(outline(item, differing, here, indent + 1))
-            else:
-                lines.append(Text.assemble("  ", pad, "- ", lit(repr(item))))
-    else:
-        marked = "(whole output)" in differing
-        lines.append(Text.assemble("≠ " if marked else "  ", lit(repr(value))))
+    hot = "reverse red" if mark == "≠" else ""
+    if keyed:
+        if not leaf:
+            return Text.assemble(prefix, pad, lit(label, "bold"), ":")
+        return Text.assemble(prefix, pad, lit(label, "bold"), ": ", _value(item, hot))
+    if not leaf:
+        return Text.assemble(prefix, pad, f"- [{label}]")
+    return Text.assemble(prefix, pad, "- ", _value(item, hot))
+
+
+def outline(value: Any, differing: set[str], path: tuple = (), indent: int = 0,
+            limit: int = OUTLINE_LINES) -> list[Text]:
+    """A canonical output as indented ``key: value`` lines, at most ``limit`` of them.
+
+    A disagreeing key (its dotted path in ``differing``, as ``canon.path_text`` writes
+    it; list indexes count as keys) is marked ``≠`` with its value reversed; a key with a
+    disagreeing key somewhere below it is marked ``›``, so nested differences stay
+    visible when folded away. Lines past ``limit`` are counted, not built: the last line
+    says "… N more keys". A top-level scalar is one line, ``≠`` when ``(whole output)``
+    disagrees.
+    """
+    whole = "(whole output)" in differing
+    if not isinstance(value, (dict, list)) or not value:
+        return [Text.assemble(Text(*_MARKS["≠" if whole else ""]), _value(value, "reverse red" if whole else ""))]
+    lines: list[Text] = []
+    if whole:
+        lines.append(Text.assemble(Text(*_MARKS["≠"]), ("(whole output) disagrees: ", "bold"),
+                                   f"{type(value).__name__} of {len(value)} entries"))
+    within = _ancestors(differing)
+    rest = 0
+    for entry in _walk(value, differing, within, path, indent):
+        if len(lines) >= limit:
+            rest += 1
+            continue
+        lines.append(_line(*entry))
+    if rest:
+        lines.append(Text(f"  … {rest} more keys (the disagreeing ones are listed at the top)", "dim"))
     return lines
+
+
+def resolve(value: Any, dotted: str) -> Any:
+    """The entry of ``value`` at a disagreeing key path as ``canon.path_text`` writes it
+    (``Adelie.bill_length_mm_sum``, list indexes as digits, ``(whole output)``), or
+    ``_ABSENT``. A dict key holding dots is found too (the longest key that matches wins)."""
+    if dotted == "(whole output)":
+        return value
+    return _resolve(value, dotted.split("."))
+
+
+def _resolve(node: Any, parts: list[str]) -> Any:
+    if not parts:
+        return node
+    if isinstance(node, dict):
+        for n in range(len(parts), 0, -1):
+            key = ".".join(parts[:n])
+            if key in node:
+                found = _resolve(node[key], parts[n:])
+                if found is not _ABSENT:
+                    return found
+        return _ABSENT
+    if isinstance(node, list) and parts[0].isdigit() and int(parts[0]) < len(node):
+        return _resolve(node[int(parts[0])], parts[1:])
+    return _ABSENT
+
+
+def disagreeing_lines(source: Any, followup: Any, differing: list[str],
+                      limit: int = DIFF_LINES) -> tuple[list[Text], list[Text]]:
+    """The top of both columns: each disagreeing key (at most ``limit``) with its value on
+    that side, ``≠``-marked, the same keys in the same order on both sides so they line up.
+
+    A key one side lacks shows ``(absent)``; an entry that names no key (``lost 2
+    member(s)``, ``(no exception)``) is shown as written, once per side.
+    """
+    left: list[Text] = [Text(f"disagreeing keys ({len(differing)})", "bold")]
+    right: list[Text] = [Text(f"disagreeing keys ({len(differing)})", "bold")]
+    for dotted in differing[:limit]:
+        a, b = resolve(source, dotted), resolve(followup, dotted)
+        for column, found in ((left, a), (right, b)):
+            line = Text.assemble(Text(*_MARKS["≠"]), lit(dotted, "bold"))
+            if a is not _ABSENT or b is not _ABSENT:
+                line.append(": ")
+                line.append_text(Text("(absent)", "italic red") if found is _ABSENT else _value(found, "reverse red"))
+            column.append(line)
+    if len(differing) > limit:
+        more = Text(f"  … {len(differing) - limit} more disagreeing keys", "dim")
+        left.append(more)
+        right.append(more.copy())
+    return left, right
+
+
+def output_columns(source: Any, followup: Any, differing: list[str],
+                   limit: int = OUTLINE_LINES) -> tuple[list[Text], list[Text]]:
+    """The two canonical outputs side by side (§11): the disagreeing keys first, then each
+    whole output as an outline capped at ``limit`` lines, disagreeing keys marked ``≠``."""
+    marked = set(differing)
+    left, right = disagreeing_lines(source, followup, differing) if differing else ([], [])
+    for column, value in ((left, source), (right, followup)):
+        if column:
+            column.append(Text("whole output", "bold"))
+        column.extend(outline(value, marked, limit=limit))
+    return left, right
+
+
+def inputs_text(relation, record) -> Text:
+    """The source and follow-up inputs of one run (``RunRecord.inputs``, see
+    ``runner.input_summary``): which file, its digest, how many rows, the first row's
+    fields, and what the follow-up transformation did with this run's seed."""
+    facts = getattr(record, "inputs", None) or {}
+    text = Text("inputs\n", "bold")
+    text.append("  source     ", "bold")
+    if not facts:
+        text.append_text(lit(relation.lease_id and f"lease {relation.lease_id}" or f"seeds {relation.seeds_path}"))
+        return text.append(" (this run recorded nothing more about its input)", "dim")
+    lease = facts.get("lease")
+    text.append_text(lit(f"lease {lease} · " if lease else "seeds · "))
+    text.append_text(lit(facts.get("path", "?")))
+    if "records" in facts:
+        unit = "rows" if facts.get("kind") == "lease" else "seed rows"
+        text.append(f" · {facts['records']} {unit}")
+    fields = facts.get("fields") or []
+    if fields:
+        more = int(facts.get("field_count", len(fields))) - len(fields)
+        text.append(f" · {facts.get('field_count', len(fields))} fields: ")
+        text.append_text(lit(", ".join(fields) + (f", … {more} more" if more > 0 else ""), "dim"))
+    text.append("\n             sha256 ", "dim")
+    text.append_text(lit(facts.get("sha256") or "?", "dim"))
+    text.append("\n  follow-up  ", "bold")
+    text.append_text(lit(facts.get("followup") or f"{relation.kind} (not recorded)"))
+    if record.note:
+        text.append("\n  compared   ", "bold")
+        text.append_text(lit(record.note))
+    return text
+
+
+def decision_row_text(label: str, decision) -> Text:
+    """Which §8 row fired for ``decision`` and why, in the table's words: "run verdict:
+    §8 row 3 fired (property_result fail) → REJECT property_fail · missed with no live
+    freeze". A decision that is no table row (held, oracle_fault) says so."""
+    from relconsole.engine.decision import FREEZE_FORBIDDEN, ROWS
+
+    text = Text(f"{label}: ", "bold")
+    if decision.row is None:
+        text.append("no §8 row fired → ")
+    else:
+        evidence = FREEZE_FORBIDDEN[2] if decision.reason == FREEZE_FORBIDDEN[1] else ROWS.get(decision.row, ("", "", "?"))[2]
+        text.append(f"§8 row {decision.row} fired ({evidence}) → ")
+    text.append(f"{decision.decision.upper()} {decision.reason}", "bold")
+    if decision.detail:
+        text.append(" · ")
+        text.append_text(lit(decision.detail))
+    return text
+
+
+def rerun_lines(result) -> list[Text]:
+    """The rerun history (§6): one line per rerun with its seed, held/missed, seconds and
+    its own disagreeing keys or exception; a first line with the count against the freeze."""
+    freeze = result.freeze
+    needed = f", needed {freeze.pass_needed}" if freeze is not None and result.reruns else ""
+    head = Text(f"reruns ({len(result.reruns)}, {result.rerun_passes} held{needed})", "bold")
+    if not result.reruns:
+        why = ("it held on the first run" if result.first is not None and result.first.held
+               else "a miss with no live freeze is not rerun (§6)")
+        return [head.append(f": none; {why}", "dim")]
+    lines = [head]
+    for number, record in enumerate(result.reruns, 1):
+        line = Text(f"  {number:>2}. seed {record.seed:<6} ")
+        line.append("✓ held  " if record.held else "✗ missed", "green" if record.held else "bold red")
+        line.append(f" {record.seconds:6.2f} s  ", "dim")
+        if record.error_type:
+            line.append_text(lit(f"{record.error_type}: {record.error}", "red"))
+        elif record.differing:
+            shown = record.differing[:6]
+            line.append_text(lit("≠ " + ", ".join(shown)
+                                 + (f", … {len(record.differing) - len(shown)} more" if len(record.differing) > 6
+                                    else "")))
+        if record.note and not record.held:
+            line.append_text(lit(f" ({record.note})", "dim"))
+        lines.append(line)
+    return lines
+
+
+def relation_body(relation, result, replayed=None) -> Text:
+    """The scrolling part of a relation's detail: the run's inputs, the §8 row of the run
+    verdict, the rerun history, and the replay sheet with its own §8 row when there is one."""
+    text = Text()
+    if result is None:
+        return text.append("not run yet: press r", "dim")
+    if result.first is not None:
+        text.append_text(inputs_text(relation, result.first))
+        text.append("\n\n")
+    text.append_text(decision_row_text("run verdict", result.verdict))
+    text.append("\n\n")
+    text.append_text(Text("\n").join(rerun_lines(result)))
+    text.append("\n")
+    if replayed is not None:
+        text.append_text(replay_text(replayed))
+    else:
+        text.append("\nnot replayed: b replays it on HEAD and the merge base (§7) and lets §8 decide", "dim")
+    return text
 
 
 def relation_text(relation, result, freeze, identity: str | None, changed: bool,
                   blocked: str | None = None, touched: bool = True, bites: bool | None = None,
-                  replayed: bool = False) -> Text:
+                  replayed: bool = False, reruns_line: bool = True) -> Text:
     """The header of a relation's detail: statement, input, verdict, reruns, freeze, and the
-    exception when the subject raised."""
+    exception when the subject raised. ``reruns_line`` False leaves the one-line rerun
+    summary out (the detail screen lists every rerun in its body, ``rerun_lines``)."""
     text = Text()
     text.append_text(lit(relation.id, "bold"))
     text.append(f"  {relation.kind} · compare {relation.compare}"
@@ -92,7 +308,7 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
         if result.first.differing:
             text.append(f"\ndisagreeing keys ({len(result.first.differing)}): ")
             text.append_text(lit(", ".join(result.first.differing[:12])))
-    if result.reruns:
+    if result.reruns and reruns_line:
         text.append("\nreruns (every one recorded): "
                     + " ".join(("✓" if r.held else "✗") + f"seed {r.seed}" for r in result.reruns)
                     + f"  ({result.rerun_passes}/{len(result.reruns)} held)")
@@ -107,15 +323,20 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
 def replay_text(replayed) -> Text:
     """The replay section of a relation's detail: sheet, the §8 row that fired, both sides."""
     sheet, decision = replayed.sheet, replayed.decision
-    text = Text("\nreplay: ", "bold")
-    text.append(f"§8 row {decision.row} → {decision.decision.upper()} {decision.reason}", "bold")
-    if decision.detail:
-        text.append(" · ")
-        text.append_text(lit(decision.detail))
+    text = Text("\n")
+    text.append_text(decision_row_text("replay", decision))
+    evidence = sheet.get("evidence") if isinstance(sheet.get("evidence"), dict) else {}
     for side in ("head", "base"):
         misses, runs = replayed.misses(side)
         commit = str(sheet.get("runs", {}).get(side, {}).get("commit", ""))[:10]
         text.append(f"\n  {side.upper():<4} {commit}: missed {misses} of {runs} runs", "")
+        first = evidence.get(side) if isinstance(evidence.get(side), dict) else None
+        if first and first.get("describe"):
+            text.append(f" · first miss (seed {first.get('seed')}): ", "dim")
+            text.append_text(lit(first["describe"], "dim"))
+    if isinstance(evidence.get("blocked"), str):
+        text.append("\n  ")
+        text.append_text(lit(evidence["blocked"], "red"))
     text.append(f"\n  property_result {sheet.get('property_result')} · fixture pin "
                 f"{(sheet.get('fixture_pin') or {}).get('state')}", "dim")
     text.append(f"\n  signature {_short(sheet.get('signature'))} · base {_short(sheet.get('base_signature'))}",

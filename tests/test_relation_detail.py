@@ -1,0 +1,285 @@
+"""A missed relation's detail view (SPEC §6, §7, §8, §11; issue 7 item 3).
+
+Engine: every run record says what it read (input file, digest, rows, the follow-up
+transformation with the run's seed). Console: the two canonical outputs side by side with
+the disagreeing keys first and marked (capped for big outputs, nested keys too), the rerun
+history, the replay sheet and the §8 row that fired, driven through the real app.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relconsole.console.app import ReviewApp
+from relconsole.console.screens import detail
+from relconsole.engine.canon import differences, path_text
+from relconsole.engine.decision import ROWS, Decision
+from relconsole.engine.relations import describe_inputs, split_points
+from relconsole.engine.review import load_review, run_review
+from relconsole.engine.runner import RunPlan, input_summary
+from tests.conftest import TODAY, git
+from tests.test_console import goto, settle
+
+SIZE = (160, 48)
+MISSED = "penguins.order_invariant"  # the sample patch's parallel sum breaks it (the demo's premise)
+
+
+@pytest.fixture(scope="module")
+def demo_review(tmp_path_factory):
+    """The sample repository's review with its touched relations run once."""
+    from relconsole.engine.demo import materialise
+
+    root = materialise(tmp_path_factory.mktemp("detail") / "demo", TODAY)
+    review = load_review(root, today=TODAY)
+    run_review(review)
+    yield review
+    review.close()
+
+
+def _main_bytes(review, path: str) -> bytes:
+    return git(review.root, "show", f"main:{path}").encode()
+
+
+# --- engine: what a run read ---------------------------------------------------------
+
+
+def test_a_lease_run_names_its_corpus_digest_rows_and_seeded_shuffle(demo_review):
+    result = demo_review.results[MISSED]
+    relation = demo_review.catalog.get(MISSED)
+    lease = demo_review.lease(relation.lease_id).lease
+    corpus = _main_bytes(demo_review, lease.path)  # the oracle is main's (§2)
+    rows = list(csv.DictReader(corpus.decode().splitlines()))
+    assert result.outcome == "missed" and result.reruns, "the sample's freeze reruns the miss"
+    for record in [result.first, *result.reruns]:
+        facts = record.inputs
+        assert (facts["kind"], facts["lease"], facts["path"]) == ("lease", relation.lease_id, lease.path)
+        assert facts["sha256"] == hashlib.sha256(corpus).hexdigest() == lease.sha256
+        assert facts["records"] == len(rows)
+        assert facts["fields"] == list(rows[0]) and facts["field_count"] == len(rows[0])
+        assert f"seed {record.seed}" in facts["followup"]
+        assert str(relation.params["shuffles"]) in facts["followup"]
+    followups = [r.inputs["followup"] for r in [result.first, *result.reruns]]
+    assert len(set(followups)) == len(followups), "each rerun is re-seeded and says so"
+
+
+def test_a_seeds_run_counts_seed_rows_and_shows_the_first_raise(demo_review):
+    run_review(demo_review, ["rollout.monotonic"])
+    relation = demo_review.catalog.get("rollout.monotonic")
+    record = demo_review.results[relation.id].first
+    seeds = [json.loads(line) for line in _main_bytes(demo_review, relation.seeds_path).decode().splitlines()
+             if line.strip()]
+    facts = record.inputs
+    assert (facts["kind"], facts["lease"], facts["path"]) == ("seeds", None, relation.seeds_path)
+    assert facts["records"] == len(seeds) and facts["fields"] == list(seeds[0])
+    field, step, cap = (relation.params[k] for k in ("field", "step", "max"))
+    before = seeds[0][field]
+    assert f"{field} raised by {step}" in facts["followup"]
+    assert f"{before} → {min(before + step, cap)}" in facts["followup"]
+
+
+def test_split_merge_summary_lists_the_split_points_it_ran(demo_review):
+    record = demo_review.results["penguins.split_merge"].first
+    relation = demo_review.catalog.get("penguins.split_merge")
+    points = split_points(record.inputs["records"], relation.params["splits"])
+    assert points and ", ".join(map(str, points)) in record.inputs["followup"]
+    assert relation.raw["merge"] in record.inputs["followup"]
+
+
+def test_a_run_that_never_answered_still_names_its_input(tmp_path: Path):
+    """A timeout or a dead worker read nothing; the plan's file and digest are still known."""
+    (tmp_path / "oracle").mkdir()
+    seeds = tmp_path / "oracle" / "s.jsonl"
+    seeds.write_text('{"a": 1}\n')
+    relation = type("R", (), {"lease_id": None})()
+    plan = RunPlan(relation, tmp_path, [str(tmp_path)], "seeds", seeds, "digest")
+    facts = input_summary(plan)
+    assert facts == {"kind": "seeds", "lease": None, "path": "oracle/s.jsonl", "sha256": "digest"}
+    assert input_summary(plan, {"records": 1})["records"] == 1
+
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                      st.text(max_size=5))
+row = st.dictionaries(st.text(min_size=1, max_size=6), json_leaf, max_size=30)
+KINDS = ["permutation", "idempotence", "replay_ingest", "split_merge", "monotonic", "roundtrip",
+         "invariance", "bound", "unknown"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(KINDS), st.lists(row, max_size=8), st.integers(0, 10 ** 6), st.booleans(),
+       st.dictionaries(st.sampled_from(["shuffles", "splits", "field", "step", "max", "order_free"]),
+                       st.one_of(st.integers(0, 5), st.text(max_size=3), st.none())))
+def test_describe_inputs_never_raises_and_stays_small(kind, rows, seed, corpus, params):
+    """Whatever the rows and params, the summary counts, caps the fields and says something."""
+    inputs = [rows] if corpus else rows
+    facts = describe_inputs({"kind": kind, "params": params}, inputs, seed, corpus)
+    assert facts["records"] == len(rows)
+    first = list(map(str, rows[0])) if rows else []
+    assert facts["fields"] == first[:len(facts["fields"])] and facts["field_count"] == len(first)
+    assert len(facts["fields"]) <= 20 and facts["followup"]
+
+
+# --- console: the columns ------------------------------------------------------------
+
+keys = st.text("abcxyz_", min_size=1, max_size=4)
+leaf = st.one_of(st.integers(-5, 5), st.text("pq", max_size=3), st.booleans())
+tree = st.recursive(leaf, lambda inner: st.one_of(st.lists(inner, min_size=1, max_size=4),
+                                                  st.dictionaries(keys, inner, min_size=1, max_size=4)),
+                    max_leaves=25)
+
+
+def _bump(value, flips):
+    """``value`` with some leaves changed (``flips`` says which, in walk order)."""
+    if isinstance(value, dict):
+        return {k: _bump(v, flips) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bump(v, flips) for v in value]
+    flip = flips.pop(0) if flips else False
+    return f"changed {value!r}" if flip else value
+
+
+def _marks(lines) -> list[str]:
+    return [line.plain for line in lines if line.plain.startswith("≠ ")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(keys, tree, min_size=1, max_size=5), st.lists(st.booleans(), max_size=30))
+def test_every_disagreeing_key_is_marked_once_however_deep(source, flips):
+    """canon.differences on a copy with changed leaves: each path is marked ≠ exactly once in
+    each outline, its ancestors ›, and the listed values are the ones at that path."""
+    followup = _bump(source, list(flips))
+    paths = [path_text(p) for p in differences(source, followup, "exact")]
+    marked = set(paths)
+    for value in (source, followup):
+        lines = detail.outline(value, marked, limit=10 ** 6)
+        assert len(_marks(lines)) == len(paths)
+        ancestors = {".".join(p.split(".")[:n]) for p in paths for n in range(1, p.count(".") + 1)}
+        assert sum(line.plain.startswith("› ") for line in lines) == len(ancestors - marked)
+    left, right = detail.output_columns(source, followup, paths)
+    shown = paths[:detail.DIFF_LINES]
+    for column, value in ((left, source), (right, followup)):
+        listed = _marks(column[1:1 + len(shown)])
+        assert [line.split(": ", 1)[0][2:] for line in listed] == shown
+        for line, path in zip(listed, shown):
+            assert line.split(": ", 1)[1] == repr(detail.resolve(value, path))
+
+
+def test_a_big_output_is_capped_with_its_disagreeing_keys_first():
+    size = 5000
+    source = {f"k{n:05d}": {"total": n, "count": 1} for n in range(size)}
+    followup = json.loads(json.dumps(source))
+    late = [f"k{size - 1:05d}.total", f"k{size // 2:05d}.count"]
+    for dotted in late:
+        key, inner = dotted.split(".")
+        followup[key][inner] += 1
+    paths = [path_text(p) for p in differences(source, followup, "exact")]
+    assert sorted(paths) == sorted(late)
+    left, right = detail.output_columns(source, followup, paths)
+    entries = size * 3  # each key line plus its two leaves
+    for column in (left, right):
+        assert len(column) <= detail.OUTLINE_LINES + len(paths) + 4
+        assert [line.plain[2:].split(":")[0] for line in column[1:1 + len(paths)]] == paths
+        more = re.search(r"… (\d+) more keys", column[-1].plain)
+        assert more and int(more.group(1)) == entries - detail.OUTLINE_LINES
+
+
+def test_many_disagreeing_keys_are_capped_too():
+    count = detail.DIFF_LINES * 3
+    source = {str(n): n for n in range(count)}
+    followup = {str(n): n + 1 for n in range(count)}
+    paths = [path_text(p) for p in differences(source, followup, "exact")]
+    left, _ = detail.output_columns(source, followup, paths)
+    top = left[:left.index(next(line for line in left if line.plain == "whole output"))]
+    assert len(_marks(top)) == detail.DIFF_LINES
+    assert f"{count - detail.DIFF_LINES} more" in top[-1].plain
+
+
+def test_keys_from_the_subject_are_shown_literally():
+    hostile = "[bold red]x[/]\x1b[2J"
+    left, right = detail.output_columns({hostile: 1}, {hostile: 2}, [hostile])
+    shown = "\n".join(line.plain for line in left + right)
+    assert "\x1b" not in shown and "[bold red]x[/]\\x1b[2J" in shown
+
+
+@pytest.mark.parametrize("row", sorted(ROWS))
+def test_the_row_that_fired_is_named_with_the_tables_words(row: int):
+    decision, reason, evidence = ROWS[row]
+    text = detail.decision_row_text("replay", Decision(decision, reason, row, "r", "why")).plain
+    assert f"§8 row {row}" in text and evidence in text and reason in text and decision.upper() in text
+
+
+# --- the real console ---------------------------------------------------------------
+
+
+def _static(app, selector: str) -> str:
+    return str(app.screen.query_one(selector).content)
+
+
+def _disagreeing(column: str) -> dict[str, str]:
+    """Key -> value text of the ≠ lines above ``whole output``."""
+    top = column.split("\nwhole output\n", 1)[0]
+    return dict(line[2:].split(": ", 1) for line in top.splitlines() if line.startswith("≠ "))
+
+
+async def _open(pilot, rid: str) -> None:
+    await goto(pilot, "relations", f"r:{rid}")
+    await pilot.press("enter")
+    for _ in range(100):
+        if type(pilot.app.screen).__name__ == "DetailScreen":
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the detail screen did not open")
+
+
+async def test_enter_on_the_missed_relation_shows_inputs_outputs_reruns_and_row(demo_repo: Path):
+    app = ReviewApp(repo=str(demo_repo), today=TODAY)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _open(pilot, MISSED)
+        result = app.review.results[MISSED]
+        first = result.first
+        left, right = _static(app, "#detail-left Static"), _static(app, "#detail-right Static")
+        body = _static(app, "#detail-body Static")
+        header = _static(app, "#detail-header")
+        for column, value in ((left, first.source), (right, first.followup)):
+            shown = _disagreeing(column)
+            assert list(shown) == first.differing
+            assert all(shown[k] == repr(detail.resolve(value, k)) for k in first.differing)
+        facts = first.inputs
+        for fact in (facts["path"], facts["sha256"], str(facts["records"]), facts["followup"], first.note):
+            assert fact in body
+        rerun_lines = [line for line in body.splitlines() if re.match(r"\s*\d+\. seed ", line)]
+        assert len(rerun_lines) == len(result.reruns)
+        for line, rerun in zip(rerun_lines, result.reruns):
+            assert f"seed {rerun.seed} " in line and ("held" if rerun.held else "missed") in line
+            assert all(key in line for key in rerun.differing[:6])
+        fired = next(line for line in body.splitlines() if line.startswith("run verdict"))
+        assert f"§8 row {result.verdict.row} " in fired and result.verdict.reason in fired
+        assert "not replayed" in body and MISSED in header
+        assert "reruns (every one recorded)" not in header, "the body lists them; the header does not repeat"
+
+
+async def test_after_b_the_detail_shows_the_replay_sheet_and_its_row(demo_repo: Path):
+    app = ReviewApp(repo=str(demo_repo), today=TODAY)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot, timeout=120)
+        replayed = app.review.replays[MISSED]
+        await _open(pilot, MISSED)
+        body = _static(app, "#detail-body Static")
+        section = body.split("\nreplay: ", 1)[1]
+        assert section.startswith(f"§8 row {replayed.decision.row} ") and replayed.decision.reason in section
+        assert str(replayed.path) in section
+        for side in ("head", "base"):
+            misses, runs = replayed.misses(side)
+            assert f"{side.upper()}" in section and f"missed {misses} of {runs} runs" in section
+        evidence = replayed.sheet["evidence"]["head"]
+        assert evidence and f"seed {evidence['seed']}" in section
