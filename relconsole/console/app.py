@@ -15,14 +15,17 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Header, Input, ProgressBar, Static, Tab, Tabs
 
-from relconsole.console import views
+from relconsole.console import filters, views
 from relconsole.console.commands import ReviewCommands
+from relconsole.console.settings import load_settings, save_setting
 from relconsole.console.owners import OwnerWorkflows
 from relconsole.console.screens.confirm import ConfirmScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen
+from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine import actions, checklist, gatehealth
@@ -36,11 +39,38 @@ from relconsole.engine.review import Review, load_review, run_review
 from relconsole.engine.wslease import open_store
 
 PANES = ("touched", "relations", "leases", "quarantine")
+PANE_TITLES = {"touched": "1 Touched paths", "relations": "2 Relations", "leases": "3 Leases",
+               "quarantine": "4 Quarantine"}
+TABS_BELOW_WIDTH = 100  # narrower terminals show one pane at a time under a tab bar
+SHORT_BELOW_HEIGHT = 30  # shorter ones hide the detail strip (enter still opens the full view)
+TINY_BELOW_HEIGHT = 16  # and below this the header goes too
+STATUS_EVERY_SECONDS = 0.2  # while relations finish, the status line and filtered panes catch up this often
 LEASE_REFRESH_SECONDS = 5.0
 HASH_PROGRESS_MIN_BYTES = 4 << 20  # corpora smaller than this hash too fast to show a bar
 PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine",
                 "confirm_candidate": "quarantine", "freeze": "relations", "renew": "leases",
                 "rehash": "leases"}
+QUICK_KEY = "x"
+
+
+HELP_GROUPS = (  # binding id prefix -> help section; the rest are "Acting"
+    ("Panes and filters", ("pane.", "next_pane", "previous_pane", "filter", "quick.", "clear")),
+    ("The console", ("help", "theme", "quit")),
+)
+
+
+def help_groups(bindings: list[Binding]) -> list[tuple[str, list[Binding]]]:
+    """The help screen's sections: moving inside a pane (the Pane's keys), then the app's
+    bindings by what they do. Every binding appears exactly once."""
+    moving = list(Pane.BINDINGS)
+    sections: dict[str, list[Binding]] = {title: [] for title, _ in HELP_GROUPS}
+    acting: list[Binding] = []
+    for binding in bindings:
+        title = next((t for t, prefixes in HELP_GROUPS if (binding.id or "").startswith(prefixes)), None)
+        (sections[title] if title else acting).append(binding)
+    palette = Binding("ctrl+p", "", tooltip="command palette: every action by name, and the theme picker")
+    return [("Moving in a pane", moving), (HELP_GROUPS[0][0], sections[HELP_GROUPS[0][0]]),
+            ("Acting", acting), (HELP_GROUPS[1][0], sections[HELP_GROUPS[1][0]] + [palette])]
 
 
 class ReviewApp(OwnerWorkflows, App[int]):
@@ -81,8 +111,18 @@ class ReviewApp(OwnerWorkflows, App[int]):
                 tooltip="leases: re-pin a drifted lease to its committed corpus (confirm old and new digest)"),
         Binding("o", "confirm_candidate", "Confirm", id="confirm",
                 tooltip="quarantine: second replay of a candidate on a new workspace lease (§10)"),
-        Binding("escape", "clear_narrow", "Clear filter", show=False, id="clear",
-                tooltip="show every relation again after narrowing to a path"),
+        Binding("slash", "filter", "Filter", id="filter",
+                tooltip="filter the focused pane: type words that every shown item must contain"),
+        *[Binding(QUICK_KEY, f"quick_filter('{kind}')", quick.label, id=f"quick.{kind}",
+                  tooltip=f"{PANE_TITLES[kind][2:].lower()}: show only {quick.title} (again: show all)")
+          for kind, quick in filters.QUICK_FILTERS.items()],
+        Binding("escape", "clear_filters", "Clear filter", show=False, id="clear",
+                tooltip="clear the focused pane's filters (and the narrowing of relations to a path)"),
+        Binding("t", "change_theme", "Theme", show=False, id="theme",
+                tooltip="pick a theme (every state also has a word or symbol; remembered for next time)"),
+        Binding("tab", "next_pane", show=False, priority=True, id="next_pane", tooltip="next pane"),
+        Binding("shift+tab", "previous_pane", show=False, priority=True, id="previous_pane",
+                tooltip="previous pane"),
         Binding("question_mark,f1", "help", "Help", id="help", tooltip="this help"),
         Binding("q", "quit_review", "Quit", id="quit",
                 tooltip="quit (asks when accepts are pending); exits with the review's §8 code"),
@@ -107,23 +147,37 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.running: set[str] = set()
         self.busy_reasons: set[str] = set()
         self.replay_cancel = Cancel()
+        self.filters: dict[str, str] = dict.fromkeys(PANES, "")
+        self.quick: set[str] = set()
+        self.items: dict[str, list] = {}  # each pane's unfiltered items, rebuilt only when data changes
+        self.empty: dict[str, str] = {}
+        self.active = "touched"  # the pane shown when panes are tabs
+        self._catch_up_pending = False
+        theme = load_settings().get("theme")
+        if isinstance(theme, str) and theme in self.available_themes:
+            self.theme = theme
 
     # --- composition ------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Header()
+        tabs = Tabs(*[Tab(PANE_TITLES[kind], id=f"tab-{kind}") for kind in PANES], id="pane-tabs")
+        tabs.can_focus = False  # numbers and tab switch panes; the bar shows which one is up
+        yield tabs
         with Horizontal(id="panes"):
-            yield Pane("touched", "1 Touched paths")
-            yield Pane("relations", "2 Relations")
-            yield Pane("leases", "3 Leases")
-            yield Pane("quarantine", "4 Quarantine")
+            for kind in PANES:
+                yield Pane(kind, PANE_TITLES[kind], classes="-active" if kind == self.active else "")
         yield Static(id="detail")
+        yield FilterBar(id="filter")
         yield ProgressBar(id="progress", show_eta=False)
         yield StatusLine(Text(" loading review…", style="italic"), id="status")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#progress").display = False
+        self.query_one("#filter").display = False
+        self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
+        self._layout(self.size.width, self.size.height)
         self.query_one("#touched", Pane).focus()
         self.reload(first=True)
         self.set_interval(LEASE_REFRESH_SECONDS, self.refresh_workspace_leases)
@@ -140,7 +194,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
 
     def _leases_listed(self, review: Review) -> None:
         if review is self.review:
-            self.pane("leases").fill(views.lease_items(review), empty="no leases")
+            self.show_items("leases", views.lease_items(review), "no leases")
 
     def reload(self, first: bool = False) -> None:
         """Start (re)loading the review; ``busy`` is true from this call on."""
@@ -148,7 +202,15 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.load(first)
 
     def on_resize(self, event) -> None:
-        self.screen.set_class(event.size.height < 30, "-short")
+        self._layout(event.size.width, event.size.height)
+
+    def _layout(self, width: int, height: int) -> None:
+        """Wide: four panes side by side; narrow (80x24): one pane under a tab bar (issue 7)."""
+        screen = self.screen
+        screen.set_class(height < SHORT_BELOW_HEIGHT, "-short")
+        screen.set_class(height < TINY_BELOW_HEIGHT, "-tiny")
+        screen.set_class(width < TABS_BELOW_WIDTH, "-tabs")
+        self.query_one(Footer).compact = width < TABS_BELOW_WIDTH
 
     @property
     def busy(self) -> bool:
@@ -210,7 +272,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.load_error = message
         self.load_exit = exit_code
         self.query_one("#status", StatusLine).show_error(message)
-        self.pane("touched").fill([], empty=literal(message))
+        self.show_items("touched", [], literal(message))
         self.notify(message, title="cannot load the review", severity="error", markup=False, timeout=30)
 
     def _loaded(self, review: Review, first: bool) -> None:
@@ -240,19 +302,35 @@ class ReviewApp(OwnerWorkflows, App[int]):
         review = self.review
         if review is None:
             return
-        self.pane("touched").fill(views.touched_items(review), empty="no touched paths")
+        self.show_items("touched", views.touched_items(review), "no touched paths")
         self.refresh_relations()
-        self.pane("leases").fill(views.lease_items(review), empty="no leases")
-        self.pane("quarantine").fill(views.quarantine_options(review, self.marked, self.pending),
-                                     empty="quarantine is empty")
+        self.show_items("leases", views.lease_items(review), "no leases")
+        self.show_items("quarantine", views.quarantine_options(review, self.marked, self.pending),
+                        "quarantine is empty")
         self.refresh_status()
         self.show_detail()
 
     def refresh_relations(self) -> None:
-        pane = self.pane("relations")
-        pane.fill(views.relation_items(self.review, self.narrow, self.running), empty="no relations")
-        pane.border_title = "2 Relations" + (f" · owners of {literal(self.narrow)} (esc clears)"
-                                             if self.narrow else "")
+        self.show_items("relations", views.relation_items(self.review, self.narrow, self.running), "no relations")
+
+    def show_items(self, kind: str, items: list | None = None, empty: str | None = None) -> None:
+        """Fill pane ``kind`` with ``items`` (kept unfiltered for the next filter change) or,
+        with none given, refilter the kept ones; the title says what is filtered."""
+        if items is not None:
+            self.items[kind] = items
+            self.empty[kind] = empty or "nothing here"
+        everything = self.items.get(kind, [])
+        text, quick = self.filters[kind], kind in self.quick
+        shown = filters.apply(self.review, kind, everything, text, quick)
+        filtered = shown is not everything
+        pane = self.pane(kind)
+        pane.fill(shown, empty=filters.empty_text(kind, text, quick) if filtered else self.empty.get(kind, ""))
+        title = PANE_TITLES[kind]
+        if kind == "relations" and self.narrow:
+            title += f" · owners of {literal(self.narrow)} (esc clears)"
+        if filtered:
+            title += filters.describe(kind, text, quick, filters.count(shown), filters.count(everything))
+        pane.border_title = title
 
     def refresh_status(self) -> None:
         running = f"running {len(self.running)} relation(s)…" if self.running else ""
@@ -260,14 +338,32 @@ class ReviewApp(OwnerWorkflows, App[int]):
 
     # --- detail strip and detail screens ------------------------------------------------
 
-    @on(OptionList.OptionHighlighted)
-    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option_list is self.focused:
+    @on(Pane.Highlighted)
+    def _highlighted(self, event: Pane.Highlighted) -> None:
+        if event.pane is self.focused:
             self.show_detail()
 
-    def on_descendant_focus(self, _event) -> None:
+    def on_descendant_focus(self, event) -> None:
+        if isinstance(event.widget, Pane):
+            self._activate(event.widget.kind)
         self.show_detail()
         self.refresh_bindings()
+
+    def _activate(self, kind: str) -> None:
+        """Make ``kind`` the pane shown in tab mode and the tab bar's active tab."""
+        if kind != self.active:
+            self.pane(self.active).remove_class("-active")
+            self.active = kind
+        self.pane(kind).add_class("-active")
+        tabs = self.query_one("#pane-tabs", Tabs)
+        if tabs.active != f"tab-{kind}":
+            tabs.active = f"tab-{kind}"
+
+    @on(Tabs.TabActivated)
+    def _tab_clicked(self, event: Tabs.TabActivated) -> None:
+        kind = (event.tab.id or "").removeprefix("tab-")
+        if kind in PANES and kind != self.active:
+            self.action_focus_pane(kind)
 
     def show_detail(self) -> None:
         """The bottom strip: everything about the highlighted item, literally."""
@@ -278,11 +374,11 @@ class ReviewApp(OwnerWorkflows, App[int]):
             return
         detail.update(views.detail_text(self.review, pane.kind, pane.highlighted_id))
 
-    @on(OptionList.OptionSelected)
-    def _selected(self, event: OptionList.OptionSelected) -> None:
-        if self.review is None or not isinstance(event.option_list, Pane):
+    @on(Pane.Selected)
+    def _selected(self, event: Pane.Selected) -> None:
+        if self.review is None:
             return
-        kind, oid = event.option_list.kind, event.option.id
+        kind, oid = event.pane.kind, event.item_id
         if kind == "touched":
             path = views.touched_path(self.review, oid)
             self.narrow = None if self.narrow == path else path
@@ -296,20 +392,111 @@ class ReviewApp(OwnerWorkflows, App[int]):
         if screen is not None:
             self.push_screen(screen)
 
+    def action_clear_filters(self) -> None:
+        """``escape``: clear the focused pane's filters; in Relations also the narrowing."""
+        pane = self.focused_pane()
+        if pane is None:
+            return
+        narrowed = pane.kind == "relations" and self.narrow is not None
+        if narrowed:
+            self.narrow = None
+        if narrowed or self.filters[pane.kind] or pane.kind in self.quick:
+            self.filters[pane.kind] = ""
+            self.quick.discard(pane.kind)
+            if narrowed:
+                self.refresh_relations()
+            else:
+                self.show_items(pane.kind)
+
     def action_clear_narrow(self) -> None:
         if self.narrow is not None:
             self.narrow = None
             self.refresh_relations()
 
     def action_focus_pane(self, kind: str) -> None:
-        self.pane(kind).focus()
+        self._activate(kind)
+        pane = self.pane(kind)
+        if pane.display and self.screen.has_class("-tabs"):
+            self.call_after_refresh(pane.focus)  # it was hidden until this refresh
+        else:
+            pane.focus()
+
+    def action_next_pane(self) -> None:
+        self._cycle(1)
+
+    def action_previous_pane(self) -> None:
+        self._cycle(-1)
+
+    def _cycle(self, step: int) -> None:
+        pane = self.focused_pane()
+        current = PANES.index(pane.kind if pane is not None else self.active)
+        self.action_focus_pane(PANES[(current + step) % len(PANES)])
+
+    def run_from_palette(self, action: str) -> None:
+        """Run a palette entry's action; one that works in a single pane focuses it first."""
+        name, _, params = action.partition("(")
+        kind = PANE_ACTIONS.get(name) or (params.strip("')\"") if name == "quick_filter" else None)
+        pane = self.focused_pane()
+        if kind and (pane is None or pane.kind != kind):
+            self.action_focus_pane(kind)
+            self.call_after_refresh(self.run_action, action)
+        else:
+            self.run_action(action)
+
+    # --- filters --------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        """``/``: type to filter the focused pane; enter keeps the filter, esc clears it."""
+        pane = self.focused_pane()
+        kind = pane.kind if pane is not None else self.active
+        bar = self.query_one("#filter", FilterBar)
+        bar.target = kind
+        bar.value = self.filters[kind]
+        bar.display = True
+        bar.border_title = f"filter {PANE_TITLES[kind][2:]}"
+        bar.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        kind = self.query_one("#filter", FilterBar).target
+        if kind is not None and self.filters[kind] != event.value:
+            self.filters[kind] = event.value
+            self.show_items(kind)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_kept(self, _event) -> None:
+        self._close_filter()
+
+    @on(FilterBar.Cancelled)
+    def _filter_cancelled(self, _event) -> None:
+        bar = self.query_one("#filter", FilterBar)
+        if bar.target is not None:
+            self.filters[bar.target] = ""
+            self.show_items(bar.target)
+        self._close_filter()
+
+    def _close_filter(self) -> None:
+        bar = self.query_one("#filter", FilterBar)
+        bar.display = False
+        self.action_focus_pane(bar.target or self.active)
+
+    def action_quick_filter(self, kind: str) -> None:
+        """``x``: show only the pane's problem items (unowned, missed, expiring, rejected); again: all."""
+        self.quick ^= {kind}
+        self.show_items(kind)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        """Keys that act on one pane only work (and show) while that pane has focus."""
+        """Keys that act on one pane only work (and show) while that pane has focus; pane
+        switching keys belong to the main screen (dialogs keep tab for their fields)."""
+        if action in ("next_pane", "previous_pane"):
+            return not isinstance(self.screen, ModalScreen) and not isinstance(self.focused, Input) \
+                and self.screen is self.screen_stack[0]
+        pane = self.focused_pane()
+        if action == "quick_filter":
+            return pane is not None and parameters[:1] == (pane.kind,)
         wanted = PANE_ACTIONS.get(action)
         if wanted is None:
             return True
-        pane = self.focused_pane()
         return pane is not None and pane.kind == wanted
 
     # --- running relations ------------------------------------------------------------
@@ -352,7 +539,38 @@ class ReviewApp(OwnerWorkflows, App[int]):
         else:
             review.results[result.relation_id] = result
         self.query_one("#progress", ProgressBar).advance(1)
-        self.refresh_relations()
+        self._update_relation(result.relation_id)
+        self._catch_up_soon()
+
+    def _update_relation(self, rid: str) -> None:
+        """Swap one relation's item in place: a run of 5,000 relations repaints one row per
+        result instead of rebuilding the pane each time."""
+        review = self.review
+        relation = review.catalog.get(rid) if review is not None and review.catalog is not None else None
+        if relation is None:
+            return
+        item = views.relation_item(review, relation, True, rid in self.running)  # only touched ones run
+        kept = self.items.get("relations", [])
+        for index, old in enumerate(kept):
+            if old[0] == item[0]:
+                kept[index] = item
+                break
+        if not self.filters["relations"] and "relations" not in self.quick:
+            self.pane("relations").replace_item(Pane.item(item))
+
+    def _catch_up_soon(self) -> None:
+        """The status line, the detail strip and a filtered Relations pane follow the results
+        at most every STATUS_EVERY_SECONDS, so keys stay fast while relations finish."""
+        if not self._catch_up_pending:
+            self._catch_up_pending = True
+            self.set_timer(STATUS_EVERY_SECONDS, self._catch_up)
+
+    def _catch_up(self) -> None:
+        self._catch_up_pending = False
+        if self.review is None:
+            return
+        if self.filters["relations"] or "relations" in self.quick:
+            self.show_items("relations")
         self.refresh_status()
         self.show_detail()
 
@@ -424,7 +642,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
 
     def _replay_step(self, step) -> None:
         if step.done == 1:
-            self.pane("leases").fill(views.lease_items(self.review), empty="no leases")
+            self.show_items("leases", views.lease_items(self.review), "no leases")
         self.query_one("#progress", ProgressBar).update(total=step.total, progress=step.done)
         self.query_one("#status", StatusLine).show_decision(
             self.review, f"replaying {step.done}/{step.total}: {literal(step.label)}")
@@ -481,8 +699,8 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.refresh_quarantine()
 
     def refresh_quarantine(self) -> None:
-        self.pane("quarantine").fill(views.quarantine_options(self.review, self.marked, self.pending),
-                                     empty="quarantine is empty")
+        self.show_items("quarantine", views.quarantine_options(self.review, self.marked, self.pending),
+                        "quarantine is empty")
         self.show_detail()
 
     def action_accept(self) -> None:
@@ -669,13 +887,8 @@ class ReviewApp(OwnerWorkflows, App[int]):
     # --- help and quit --------------------------------------------------------------------
 
     def action_help(self) -> None:
-        moving = [Binding("tab", "", tooltip="next pane"), Binding("shift+tab", "", tooltip="previous pane"),
-                  Binding("up,down", "", tooltip="previous / next item")]
-        moving += [Binding(b.key, b.action, tooltip=b.description.lower() + " item") for b in Pane.BINDINGS]
-        moving += [Binding("enter", "", tooltip="open the item: a touched path narrows the relations to its "
-                                                 "owners; a missed relation shows both canonical outputs"),
-                   Binding("ctrl+p", "", tooltip="command palette: every action by name")]
-        self.push_screen(HelpScreen([("Moving", moving), ("Acting", list(self.BINDINGS))]))
+        """``?``: every key, generated from the bindings in force, grouped by where it works."""
+        self.push_screen(HelpScreen(help_groups(self.BINDINGS)))
 
     def exit_code(self) -> int:
         """The §8 code of what the console shows (a load failure: its error's code)."""

@@ -1,4 +1,9 @@
-"""Command palette entries (ctrl+p) for every console action."""
+"""Command palette entries (ctrl+p), generated from the console's bindings.
+
+Every binding with an id becomes one entry worded by its tooltip, so a new key is in the
+palette without anyone remembering to add it. A pane's action focuses that pane first
+(``accept`` works from anywhere in the palette).
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,21 @@ from functools import partial
 
 from textual.command import Hit, Hits, Provider
 
-ACTIONS = [
-    ("Run the touched relations", "run"),
-    ("Replay the missed relations on HEAD and the merge base", "replay"),
-    ("Gate health: how often each decision-table row fired", "gate_health"),
-    ("Review flags and the merge checklist", "merge_checklist"),
-    ("Accept the highlighted or marked quarantine items", "accept"),
-    ("Delete the highlighted or marked quarantine items", "delete"),
-    ("Mark the highlighted quarantine item", "mark"),
-    ("Commit pending catalog changes", "commit"),
-    ("Commit a freeze for the highlighted missed relation", "freeze"),
-    ("Renew the highlighted lease", "renew"),
-    ("Re-hash the highlighted drifted lease (shows old and new digest)", "rehash"),
-    ("Confirm the highlighted candidate: second replay on a new workspace lease", "confirm_candidate"),
-    ("Focus touched paths", "focus_pane('touched')"),
-    ("Focus relations", "focus_pane('relations')"),
-    ("Focus leases", "focus_pane('leases')"),
-    ("Focus quarantine", "focus_pane('quarantine')"),
-    ("Show keys (help)", "help"),
-    ("Quit", "quit_review"),
-]
+from relconsole.console.screens.help import key_names
+
+NOT_IN_PALETTE = {"next_pane", "previous_pane"}  # moving keys: the palette is for doing
+
+
+def palette_entries(app) -> list[tuple[str, str]]:
+    """(text, action) for every binding of ``app`` that belongs in the palette, in binding order;
+    the text is the tooltip with its key, e.g. ``Quarantine: accept the item … (a)``."""
+    entries = []
+    for binding in app.BINDINGS:
+        if binding.id is None or binding.id in NOT_IN_PALETTE:
+            continue
+        words = binding.tooltip or binding.description or binding.action
+        entries.append((f"{words[:1].upper()}{words[1:]} ({key_names(binding.key)})", binding.action))
+    return entries
 
 
 class ReviewCommands(Provider):
@@ -33,11 +33,11 @@ class ReviewCommands(Provider):
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for text, action in ACTIONS:
+        for text, action in palette_entries(self.app):
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), partial(self.app.run_action, action))
+                yield Hit(score, matcher.highlight(text), partial(self.app.run_from_palette, action))
 
     async def discover(self) -> Hits:
-        for text, action in ACTIONS:
-            yield Hit(1.0, text, partial(self.app.run_action, action))
+        for text, action in palette_entries(self.app):
+            yield Hit(1.0, text, partial(self.app.run_from_palette, action))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,7 +12,7 @@ from textual.widgets import Static
 
 
 KEY_NAMES = {"question_mark": "?", "space": "space", "escape": "esc", "enter": "enter",
-             "shift+tab": "shift+tab", "ctrl+p": "ctrl+p"}
+             "shift+tab": "shift+tab", "ctrl+p": "ctrl+p", "slash": "/"}
 
 
 def key_names(keys: str) -> str:
@@ -19,17 +20,19 @@ def key_names(keys: str) -> str:
     return " / ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
 
 
-def bindings_text(groups: list[tuple[str, list[Binding]]]) -> Text:
-    """One line per binding: keys and what they do, grouped by where they work."""
-    width = 2 + max((len(key_names(b.key)) for _t, bs in groups for b in bs), default=10)
-    text = Text()
+def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
+    """One row per binding: its keys and what it does, under a heading per group; long
+    descriptions wrap in their own column."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold cyan")
+    table.add_column(ratio=1)
     for title, bindings in groups:
-        text.append(f"{title}\n", "bold underline")
+        table.add_row(Text(title, style="bold underline"), "")
         for binding in bindings:
-            text.append(f"  {key_names(binding.key):<{width}}", "bold cyan")
-            text.append(f"{binding.tooltip or binding.description or binding.action}\n")
-        text.append("\n")
-    return text
+            table.add_row("  " + key_names(binding.key),
+                          Text(binding.tooltip or binding.description or binding.action))
+        table.add_row("", "")
+    return table
 
 
 class HelpScreen(ModalScreen[None]):
@@ -44,4 +47,4 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog"):
             yield Static(Text("relconsole keys", style="bold"), id="dialog-title")
-            yield Static(bindings_text(self.groups))
+            yield Static(bindings_table(self.groups))

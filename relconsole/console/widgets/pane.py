@@ -1,51 +1,300 @@
-"""A pane: a keyboard-first list of two-line items (touched paths, relations, ...).
+"""A pane: a keyboard-first, virtual list of multi-line items (touched paths, relations, ...).
 
-Built on OptionList, which renders only the visible lines, so big reviews stay fast.
-Items are addressed by id; refilling keeps the highlighted id when it still exists.
+A Line API widget (``ScrollView``): it keeps the items as data and renders only the
+lines on screen, so a review with 20,000 touched paths costs one list and the visible
+rows, never 20,000 widgets or a render of every item to measure it. Items are addressed
+by id; refilling keeps the highlighted id when it still exists.
+
+The widget only renders and posts messages (``Pane.Highlighted``, ``Pane.Selected``,
+``Pane.QuickFilter``); the app decides what they mean.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from typing import NamedTuple
+
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+RENDER_CACHE_LINES = 4096  # rendered lines kept; a screen shows at most a few hundred
 
 
-class Pane(OptionList):
-    """One of the four panes. ``kind`` names it (touched, relations, leases, quarantine)."""
+class PaneItem(NamedTuple):
+    """One item: ``id`` (e.g. ``t:12``), ``prompt`` (Rich Text, one or more lines, shown
+    literally), ``disabled`` (a header: shown, never highlighted)."""
+
+    id: str
+    prompt: Text
+    disabled: bool = False
+
+
+class Pane(ScrollView, can_focus=True):
+    """One of the four panes. ``kind`` names it (touched, relations, leases, quarantine).
+
+    ``fill(items)`` replaces the items in O(n) without rendering them; ``render_line``
+    renders an item's line when it scrolls into view (cached per width and cursor state).
+    """
 
     BINDINGS = [
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("g", "first", "First", show=False),
-        Binding("G", "last", "Last", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False, tooltip="next item"),
+        Binding("up,k", "cursor_up", "Up", show=False, tooltip="previous item"),
+        Binding("home,g", "first", "First", show=False, tooltip="first item"),
+        Binding("end,G", "last", "Last", show=False, tooltip="last item"),
+        Binding("pagedown", "page_down", "Page down", show=False, tooltip="one screen down"),
+        Binding("pageup", "page_up", "Page up", show=False, tooltip="one screen up"),
+        Binding("enter", "select", "Open", show=False,
+                tooltip="open the item: a touched path narrows the relations to its owners "
+                        "(again: all); a relation, lease or candidate opens its full view"),
     ]
+    COMPONENT_CLASSES = {"pane--cursor", "pane--disabled"}
+    DEFAULT_CSS = """
+    Pane {
+        overflow-x: hidden;
+        overflow-y: auto;
+        &:focus > .pane--cursor {
+            color: $block-cursor-foreground;
+            background: $block-cursor-background;
+            text-style: $block-cursor-text-style;
+        }
+        & > .pane--cursor { background: $block-cursor-blurred-background; }
+        & > .pane--disabled { color: $text-disabled; }
+    }
+    """
+
+    class Highlighted(Message):
+        """The cursor moved to ``item_id`` in ``pane``."""
+
+        def __init__(self, pane: "Pane", item_id: str | None):
+            super().__init__()
+            self.pane, self.item_id = pane, item_id
+
+    class Selected(Message):
+        """``enter`` or a click on ``item_id`` in ``pane``."""
+
+        def __init__(self, pane: "Pane", item_id: str):
+            super().__init__()
+            self.pane, self.item_id = pane, item_id
 
     def __init__(self, kind: str, title: str, **kwargs):
         super().__init__(id=kind, **kwargs)
         self.kind = kind
+        self.title = title
         self.border_title = title
+        self._items: list[PaneItem] = []
+        self._starts: list[int] = [0]  # first line of item i; last entry = total lines
+        self._index: dict[str, int] = {}
+        self._highlighted: int | None = None
+        self._lines: dict[tuple, Strip] = {}
+        self._styles: dict | None = None
 
-    def fill(self, items: list[tuple[str, Text, bool]], empty: str = "nothing here") -> None:
-        """Replace the items: (option id, prompt, disabled). Keeps the highlighted id."""
+    @staticmethod
+    def item(item) -> PaneItem:
+        """A PaneItem from an (id, prompt, disabled) tuple (or a PaneItem)."""
+        return item if isinstance(item, PaneItem) else PaneItem(*item)
+
+    # --- data -------------------------------------------------------------------------
+
+    def fill(self, items, empty: str = "nothing here") -> None:
+        """Replace the items: (id, prompt Text, disabled) tuples or PaneItems. Keeps the
+        highlighted id when it is still there, else the first enabled item. O(n), no render."""
         keep = self.highlighted_id
-        for _oid, prompt, _disabled in items:
-            prompt.no_wrap = True  # one item keeps its two lines; the detail strip has the rest
-            prompt.overflow = "ellipsis"
-        options = [Option(prompt, id=oid, disabled=disabled) for oid, prompt, disabled in items]
-        if not options:
-            options = [Option(Text(empty, style="dim italic"), id="__empty__", disabled=True)]
-        self.set_options(options)
-        ids = [o.id for o in options]
-        if keep in ids and not options[ids.index(keep)].disabled:
-            self.highlighted = ids.index(keep)
-        else:
-            first = next((i for i, o in enumerate(options) if not o.disabled), None)
-            self.highlighted = first
+        fresh = [self.item(item) for item in items]
+        if not fresh:
+            fresh = [PaneItem("__empty__", Text(empty, style="dim italic"), True)]
+        self._items = fresh
+        self._index = {item.id: n for n, item in enumerate(fresh)}
+        self._measure()
+        target = self._index.get(keep) if keep is not None else None
+        if target is None or fresh[target].disabled:
+            target = self._next_enabled(-1, 1)
+        self._highlighted = None
+        self._move_to(target, announce=True)
+
+    def replace_item(self, item: PaneItem) -> bool:
+        """Swap one item's prompt in place (a relation finished running); False when the
+        id is not shown. Re-measures only when its height changed."""
+        n = self._index.get(item.id)
+        if n is None:
+            return False
+        old = self._items[n]
+        self._items[n] = item
+        if old.prompt.plain.count("\n") != item.prompt.plain.count("\n"):
+            self._measure()
+        self._lines.clear()
+        self.refresh()
+        return True
+
+    def _measure(self) -> None:
+        starts = [0]
+        for item in self._items:
+            starts.append(starts[-1] + item.prompt.plain.count("\n") + 1)
+        self._starts = starts
+        self._lines.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, starts[-1])
+        self.refresh()
+
+    @property
+    def options(self) -> list[PaneItem]:
+        """The items shown, in order (tests and screenshots read ids and prompts)."""
+        return list(self._items)
+
+    @property
+    def option_count(self) -> int:
+        return len(self._items)
+
+    @property
+    def highlighted(self) -> int | None:
+        """Index of the item under the cursor."""
+        return self._highlighted
+
+    @highlighted.setter
+    def highlighted(self, index: int | None) -> None:
+        self._move_to(index)
+
+    @property
+    def highlighted_option(self) -> PaneItem | None:
+        n = self._highlighted
+        return self._items[n] if n is not None and 0 <= n < len(self._items) else None
 
     @property
     def highlighted_id(self) -> str | None:
         """Id of the item under the cursor, or None."""
-        option = self.highlighted_option
-        return option.id if option is not None else None
+        item = self.highlighted_option
+        return item.id if item is not None else None
+
+    # --- cursor -----------------------------------------------------------------------
+
+    def _next_enabled(self, start: int, step: int) -> int | None:
+        n = start + step
+        while 0 <= n < len(self._items):
+            if not self._items[n].disabled:
+                return n
+            n += step
+        return None
+
+    def _move_to(self, index: int | None, announce: bool = False, keep: bool = False) -> None:
+        """Put the cursor on item ``index`` (None: no cursor; with ``keep``, None leaves it where it is)."""
+        if index is None and keep:
+            return
+        if index is not None and not (0 <= index < len(self._items) and not self._items[index].disabled):
+            return
+        old, self._highlighted = self._highlighted, index
+        if old != index or announce:
+            self._refresh_item(old)
+            self._refresh_item(index)
+            self.scroll_to_cursor()
+            self.post_message(self.Highlighted(self, self.highlighted_id))
+
+    def _refresh_item(self, n: int | None) -> None:
+        """Repaint only item ``n``'s rows (the cursor moved on or off it)."""
+        if n is None or n >= len(self._items):
+            return
+        top = self._starts[n] - round(self.scroll_offset.y)
+        self.refresh(Region(0, top, self.size.width, self._starts[n + 1] - self._starts[n]))
+
+    def scroll_to_cursor(self) -> None:
+        """Scroll so the highlighted item is fully visible."""
+        n = self._highlighted
+        if n is None or not self.is_mounted:
+            return
+        top, bottom = self._starts[n], self._starts[n + 1]
+        self.scroll_to_region(Region(0, top, 1, bottom - top), animate=False, force=True, immediate=True)
+
+    def action_cursor_down(self) -> None:
+        start = -1 if self._highlighted is None else self._highlighted
+        self._move_to(self._next_enabled(start, 1), keep=True)
+
+    def action_cursor_up(self) -> None:
+        start = len(self._items) if self._highlighted is None else self._highlighted
+        self._move_to(self._next_enabled(start, -1), keep=True)
+
+    def action_first(self) -> None:
+        self._move_to(self._next_enabled(-1, 1), keep=True)
+
+    def action_last(self) -> None:
+        self._move_to(self._next_enabled(len(self._items), -1), keep=True)
+
+    def _page(self, direction: int) -> None:
+        if self._highlighted is None:
+            return
+        line = self._starts[self._highlighted] + direction * max(1, self.scrollable_content_region.height)
+        line = min(max(line, 0), self._starts[-1] - 1)
+        target = bisect_right(self._starts, line) - 1
+        if self._items[target].disabled:
+            ahead = self._next_enabled(target, direction)
+            target = ahead if ahead is not None else self._next_enabled(target, -direction)
+        self._move_to(target, keep=True)
+
+    def action_page_down(self) -> None:
+        self._page(1)
+
+    def action_page_up(self) -> None:
+        self._page(-1)
+
+    def action_select(self) -> None:
+        item = self.highlighted_option
+        if item is not None and not item.disabled:
+            self.post_message(self.Selected(self, item.id))
+
+    def on_click(self, event: events.Click) -> None:
+        n = event.style.meta.get("item") if event.style else None
+        if isinstance(n, int) and 0 <= n < len(self._items) and not self._items[n].disabled:
+            self._move_to(n)
+            self.action_select()
+
+    def on_focus(self) -> None:
+        self._refresh_item(self._highlighted)
+
+    def on_blur(self) -> None:
+        self._refresh_item(self._highlighted)
+
+    def notify_style_update(self) -> None:
+        self._styles = None  # the theme or a pseudo-class changed the cursor's colours
+        self._lines.clear()
+        super().notify_style_update()
+
+    def on_resize(self) -> None:
+        self._lines.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, self._starts[-1])
+        self.scroll_to_cursor()
+
+    # --- rendering --------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        """The line ``y`` rows below the top of the view: a slice of one item."""
+        width = self.scrollable_content_region.width
+        line = self.scroll_offset.y + y
+        focus = self.has_focus
+        styles = self._styles
+        if styles is None or styles["focus"] != focus:
+            base = self.rich_style
+            styles = self._styles = {"focus": focus, "base": base,
+                                     "cursor": base + self.get_component_rich_style("pane--cursor"),
+                                     "disabled": base + self.get_component_rich_style("pane--disabled")}
+        if not (0 <= line < self._starts[-1]):
+            return Strip.blank(width, styles["base"])
+        n = bisect_right(self._starts, line) - 1
+        item = self._items[n]
+        state = "disabled" if item.disabled else "cursor" if n == self._highlighted else "base"
+        key = (n, line - self._starts[n], width, state, focus)
+        strip = self._lines.get(key)
+        if strip is None:
+            if len(self._lines) > RENDER_CACHE_LINES:
+                self._lines.clear()
+            strip = self._lines[key] = self._render_item_line(n, line - self._starts[n], width, styles[state])
+        return strip
+
+    def _render_item_line(self, n: int, offset: int, width: int, style: Style) -> Strip:
+        text = self._items[n].prompt.split("\n", allow_blank=True)[offset]
+        text.end = ""
+        text.truncate(width, overflow="ellipsis", pad=True)
+        segments = Segment.apply_style(text.render(self.app.console), style)
+        return Strip(segments).simplify().apply_meta({"item": n}).extend_cell_length(width, style)
