@@ -15,7 +15,6 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, ProgressBar, Static, Tab, Tabs
 
 from relconsole.console import filters, views
@@ -51,6 +50,7 @@ PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarant
                 "confirm_candidate": "quarantine", "freeze": "relations", "renew": "leases",
                 "rehash": "leases"}
 QUICK_KEY = "x"
+MAIN_SCREEN_ACTIONS = {"next_pane", "previous_pane", "filter", "quick_filter", "focus_pane", "clear_filters"}
 
 
 HELP_GROUPS = (  # binding id prefix -> help section; the rest are "Acting"
@@ -210,7 +210,6 @@ class ReviewApp(OwnerWorkflows, App[int]):
         screen.set_class(height < SHORT_BELOW_HEIGHT, "-short")
         screen.set_class(height < TINY_BELOW_HEIGHT, "-tiny")
         screen.set_class(width < TABS_BELOW_WIDTH, "-tabs")
-        self.query_one(Footer).compact = width < TABS_BELOW_WIDTH
 
     @property
     def busy(self) -> bool:
@@ -488,9 +487,9 @@ class ReviewApp(OwnerWorkflows, App[int]):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Keys that act on one pane only work (and show) while that pane has focus; pane
         switching keys belong to the main screen (dialogs keep tab for their fields)."""
-        if action in ("next_pane", "previous_pane"):
-            return not isinstance(self.screen, ModalScreen) and not isinstance(self.focused, Input) \
-                and self.screen is self.screen_stack[0]
+        on_main = self.screen is self.screen_stack[0] and not isinstance(self.focused, Input)
+        if action in MAIN_SCREEN_ACTIONS and not on_main:
+            return False
         pane = self.focused_pane()
         if action == "quick_filter":
             return pane is not None and parameters[:1] == (pane.kind,)

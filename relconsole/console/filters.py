@@ -102,16 +102,16 @@ def count(items: list) -> int:
 
 
 def describe(kind: str, text: str, quick: bool, shown: int, total: int) -> str:
-    """The pane-title suffix for active filters, e.g. `` · /cache · missed relations · 3 of 5,000``
-    (empty with no filter)."""
+    """The pane-title suffix for active filters, counts first so a narrow pane still shows
+    them, e.g. `` · 3 of 5,000 · missed relations · /cache · esc clears`` (empty with no filter)."""
     parts = []
-    if text.strip():
-        parts.append("/" + " ".join(text.split()))
     if quick:
         parts.append(QUICK_FILTERS[kind].title)
+    if text.strip():
+        parts.append("/" + " ".join(text.split()))
     if not parts:
         return ""
-    return " · " + " · ".join(parts) + f" · {shown:,} of {total:,} (esc clears)"
+    return f" · {shown:,} of {total:,} · " + " · ".join(parts) + " · esc clears"
 
 
 def empty_text(kind: str, text: str, quick: bool) -> str:

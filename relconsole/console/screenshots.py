@@ -22,7 +22,8 @@ from relconsole.engine.demo import materialise
 SIZE = (160, 48)
 TODAY = dt.date(2026, 11, 30)
 SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health",
-         "merge-checklist", "candidate-confirmed", "lease-rehash", "lease-history")
+         "merge-checklist", "candidate-confirmed", "filtered", "narrow-tabs", "lease-rehash", "lease-history")
+NARROW = (80, 24)
 STOCKS_CORPUS = "oracle/data/stocks.csv"
 
 
@@ -95,7 +96,21 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
         await pilot.press("enter")
         await pilot.pause(0.3)
         save("candidate-confirmed")
-    return written + await _shoot_rehash(repo, out)
+        await pilot.press("escape", "1", "x", "2", "x", "slash", *"penguins", "enter")
+        await pilot.pause(0.3)
+        save("filtered")
+    return written + await _shoot_narrow(repo, out) + await _shoot_rehash(repo, out)
+
+
+async def _shoot_narrow(repo: Path, out: Path) -> list[Path]:
+    """80x24: the panes become tabs; the quarantine pane is up."""
+    app = ReviewApp(repo=str(repo), today=TODAY)
+    async with app.run_test(size=NARROW) as pilot:
+        await _settle(pilot)
+        await pilot.press("4", "j")
+        await pilot.pause(0.3)
+        app.save_screenshot(filename="narrow-tabs.svg", path=str(out))
+    return [out / "narrow-tabs.svg"]
 
 
 async def _shoot_rehash(repo: Path, out: Path) -> list[Path]:
