@@ -16,8 +16,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -49,7 +49,7 @@ def tmux_or_skip() -> str:
 
 
 class Terminal:
-    """One tmux server on a private socket with one session ``review``; the session ends
+    """One tmux server on a private socket (``-S``) with one session ``review``; the session ends
     when its command exits (tmux 3.3a's remain-on-exit sometimes left the exited pane
     unreaped and its screen stale, so it is not used).
 
@@ -62,12 +62,15 @@ class Terminal:
 
     def __init__(self, tmux: str, env: dict[str, str]):
         self.tmux = tmux
-        self.socket = f"relconsole-e2e-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+        # a short private directory: a socket path must stay under ~100 bytes, and tmux
+        # leaves the socket file behind when its server is killed
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="relconsole-e2e-"))
+        self.socket = str(self.socket_dir / "tmux")
         self.env = env
         self.last = ""
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run([self.tmux, "-L", self.socket, "-f", os.devnull, *args], env=self.env,
+        return subprocess.run([self.tmux, "-S", self.socket, "-f", os.devnull, *args], env=self.env,
                               capture_output=True, text=True, check=check, timeout=30)
 
     def start(self, command: str, cwd: Path) -> None:
@@ -108,6 +111,7 @@ class Terminal:
 
     def kill(self) -> None:
         self._run("kill-server", check=False)
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
 def pane_lines(screen: str, index: int) -> list[str]:
