@@ -143,6 +143,7 @@ def test_frozen_relation(screens):
     other = [f"r:{r.id}" for r in review.relations if getattr(review.freeze_for(r.id), "state", None) != LIVE]
     assert any(review.freeze_for(oid[2:]) is not None for oid in other), "an expired freeze to contrast"
     assert_marked("frozen", screens["before"]["relations"], frozen, other)
+    assert_marked("frozen", screens["after"]["relations"], frozen, other)  # a run does not hide it
 
 
 def test_expired_and_drifted_leases(screens):

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, Input, ProgressBar, Static, Tab, Tabs
 
@@ -566,12 +567,15 @@ class ReviewApp(OwnerWorkflows, App[int]):
 
     def _catch_up(self) -> None:
         self._catch_up_pending = False
-        if self.review is None:
+        if self.review is None or not self.is_running:
             return
-        if self.filters["relations"] or "relations" in self.quick:
-            self.show_items("relations")
-        self.refresh_status()
-        self.show_detail()
+        try:
+            if self.filters["relations"] or "relations" in self.quick:
+                self.show_items("relations")
+            self.refresh_status()
+            self.show_detail()
+        except NoMatches:  # the console is quitting: its widgets are gone
+            pass
 
     def _run_finished(self, review: Review) -> None:
         self.running.clear()

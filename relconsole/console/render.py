@@ -84,7 +84,10 @@ def relation_prompt(relation, result, blocked, touched, running, freeze, identit
     kind. A replayed relation gets a third line: the sheet's §8 row and both sides' misses."""
     symbol, words = result_text(result, blocked, touched, running)
     colour = words.spans[0].style if words.spans else words.style
-    head = Text.assemble((symbol + " ", colour), lit(relation.id, "bold" if touched else ""))
+    head = Text.assemble((symbol + " ", colour))
+    if freeze is not None and freeze.state == "live":
+        head.append("❄ ", "cyan")  # up front: a narrow pane cuts the end of the second line
+    head.append_text(lit(relation.id, "bold" if touched else ""))
     second = Text.assemble("  ", words)
     if result is not None and result.verdict.decision != "pass":
         row = f"·{result.verdict.row}" if result.verdict.row else ""
@@ -93,8 +96,9 @@ def relation_prompt(relation, result, blocked, touched, running, freeze, identit
         second.append(" Δ", "bold yellow")
     if bites is False:
         second.append(" · ⚠ does not bite", "bold yellow")
-    if freeze is not None and not (result and result.reruns):
-        second.append(f" · freeze {freeze.state}", "cyan" if freeze.state == "live" else "dim")
+    if freeze is not None:  # also after a run: the reruns say whether the freeze covers the miss
+        live = freeze.state == "live"
+        second.append(" · ❄ frozen" if live else f" · freeze {freeze.state}", "cyan" if live else "dim")
     second.append(f" · {relation.kind}", "dim")
     lines = [head, second]
     if replayed is not None and not running:
