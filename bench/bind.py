@@ -132,6 +132,38 @@ def _quote(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class FastImport:
+    """A ``git fast-import`` stream being written: commits with inline files, renames and
+    deletes, run in one process (bench/bind.py and bench/bigrepo.py build with it)."""
+
+    def __init__(self) -> None:
+        self.out: list[bytes] = []
+
+    def commit(self, ref: str, mark: int, when: int, message: str, parent: int | None = None,
+               who: str = "b <b@example.invalid>") -> None:
+        """Start commit ``:mark`` on ``ref`` at unix time ``when``, on ``:parent`` when given."""
+        data = message.encode()
+        self.out.append(f"commit {ref}\nmark :{mark}\ncommitter {who} {when} +0000\n"
+                        f"data {len(data)}\n".encode() + data + b"\n")
+        if parent is not None:
+            self.out.append(f"from :{parent}\n".encode())
+
+    def put(self, path: str, body: str | bytes) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        self.out.append(f"M 100644 inline {_quote(path)}\ndata {len(data)}\n".encode() + data + b"\n")
+
+    def rename(self, old: str, new: str) -> None:
+        self.out.append(f"R {_quote(old)} {_quote(new)}\n".encode())
+
+    def delete(self, path: str) -> None:
+        self.out.append(f"D {_quote(path)}\n".encode())
+
+    def run(self, root: Path) -> None:
+        """``git init`` ``root`` (branch main) and import the stream into it."""
+        subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+        subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=b"".join(self.out), check=True)
+
+
 def build(root: Path, paths: int, patterns: int, seed: int = 5) -> tuple[int, int]:
     """The repository at ``root`` (see the module docstring); returns (base files, patterns)."""
     rng = random.Random(seed)
@@ -148,31 +180,26 @@ def build(root: Path, paths: int, patterns: int, seed: int = 5) -> tuple[int, in
     modified, renamed, deleted = changed[:n_mod], changed[n_mod:n_mod + n_ren], changed[n_mod + n_ren:]
     added = [next(stream) for _ in range(paths - len(changed))]
 
-    out = [b"commit refs/heads/main\nmark :1\ncommitter b <b@example.invalid> 1700000000 +0000\ndata 5\nbase\n"]
-
-    def put(path: str, body: str) -> None:
-        data = body.encode()
-        out.append(f"M 100644 inline {_quote(path)}\ndata {len(data)}\n".encode() + data + b"\n")
-
+    stream_out = FastImport()
+    stream_out.commit("refs/heads/main", 1, 1700000000, "base\n")
+    put = stream_out.put
     for n, path in enumerate(base):
         put(path, f"{n} {path}\n")
     put("oracle/catalog.yaml", catalog)
     put("oracle/seeds/s.jsonl", '"a"\n')
-    out.append(b"commit refs/heads/patch\nmark :2\ncommitter b <b@example.invalid> 1700000100 +0000\n"
-               b"data 6\npatch\nfrom :1\n")
+    stream_out.commit("refs/heads/patch", 2, 1700000100, "patch\n", parent=1)
     for path in modified:
         put(path, f"changed {path}\n")
     for n, path in enumerate(renamed):
         # a moved module directory, or (1 in 10) out of every owner into attic/
         folder, _, name = path.rpartition("/")
         new = f"attic/{path}" if n % 10 == 0 else f"{folder}/moved/{name}"
-        out.append(f"R {_quote(path)} {_quote(new)}\n".encode())
+        stream_out.rename(path, new)
     for path in deleted:
-        out.append(f"D {_quote(path)}\n".encode())
+        stream_out.delete(path)
     for path in added:
         put(path, f"new {path}\n")
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=b"".join(out), check=True)
+    stream_out.run(root)
     return len(base), len(owners)
 
 

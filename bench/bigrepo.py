@@ -1,0 +1,301 @@
+"""A big reviewed repository for the console at scale (issue 7 item 1; SPEC §2 layout, §11 console).
+
+``generate(root)`` builds, with one ``git fast-import`` (``bench.bind.FastImport``), a
+real git repository in the oracle layout of ``sample_repo/`` and ``relconsole demo``:
+
+* ``main`` (one base commit by the maintainers): ``pyproject.toml`` with an empty
+  ``[tool.relconsole]`` (the defaults), tiny subjects in ``src/subjects.py``, code files
+  ``src/pkgNNN/mod_NNNNN.py`` (one package per ten relations), and the oracle:
+  ``oracle/catalog.yaml`` (an owner pattern per package, exempt ``docs/**`` and
+  ``tests/**``, ``relations`` relations in block YAML, kept under the 1 MiB cap of yamlload), ``leases`` lease
+  manifests ``oracle/leases/lNNNN.yaml`` on small CSV corpora ``oracle/data/cNNNN.csv``
+  (every 20th expired, expiring, drifted; the rest ok), ``oracle/pins.json``,
+  ``oracle/freezes.json`` (a live and an expired freeze), hand-written seeds
+  ``oracle/seeds/sNN.jsonl``, and ``candidates`` candidates in ``oracle/quarantine/``
+  (two thirds valid, one third rejected for an answer, skip text, a vacuous statement,
+  an id taken by the catalog or an ``other`` transform, in turn);
+* ``agent/patch`` (one commit by the coding agent, checked out) touching exactly
+  ``paths`` paths: 40% edited, 15% deleted, 10% renamed (exact renames), the rest added,
+  among them unowned files under ``misc/`` (coverage gaps), exempt docs, and a few
+  protected files under ``oracle/notes/`` (a review flag). Only the first fifth of the
+  packages is touched, so about a fifth of the relations are owned by touched paths.
+
+The relations are real and run: idempotence over seeds (``subjects:norm`` holds,
+``subjects:bump`` misses for one relation in 250) and permutation over a lease corpus
+(``subjects:total`` holds, ``subjects:first_sku`` misses for one in 500). Relations
+reading an expired or drifted lease are blocked, as §4 says.
+
+``python -m bench.bigrepo OUT [--paths N --relations N --leases N --candidates N
+--today YYYY-MM-DD]`` writes one (OUT must not exist or be empty) and prints its counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.bind import FastImport
+from relconsole.engine.demo import AGENT, AGENT_BRANCH, BASE_BRANCH, MAINTAINER
+
+PACKAGE_SIZE = 10  # relations per package (one owner pattern each)
+TOUCHED_PACKAGES = 0.2  # share of the packages the patch touches
+SEEDS_FILES = 20
+EXPIRING_WINDOW = 7  # the Layout default (§4)
+
+SUBJECTS = '''"""Tiny subjects for the generated relations."""
+
+
+def total(rows):
+    """Row count and qty sum of a corpus: the same for any row order."""
+    return {"count": len(rows), "qty": sum(int(r["qty"]) for r in rows)}
+
+
+def first_sku(rows):
+    """The first row's sku: depends on row order (a permutation relation misses)."""
+    return rows[0]["sku"] if rows else None
+
+
+def norm(x):
+    """Lower-cased, stripped: idempotent."""
+    return x.strip().lower()
+
+
+def bump(x):
+    """Appends a mark: not idempotent (an idempotence relation misses)."""
+    return x + "!"
+'''
+
+
+@dataclass
+class Counts:
+    """What ``generate`` wrote: the figures a test or the bench compares with the review."""
+
+    touched: int
+    relations: int
+    leases: int
+    candidates: int
+    valid_candidates: int
+    touched_relations: int
+    lease_states: dict
+    unowned: int
+    protected: int
+
+
+def _corpus(n: int) -> str:
+    rows = "".join(f"S{n % 97:02d}-{k},{(n * 7 + k * 3) % 50 + 1},{(n + k) % 10}.{k}\n" for k in range(3 + n % 4))
+    return "sku,qty,price\n" + rows
+
+
+def _lease_state(n: int) -> str:
+    return {0: "expired", 1: "expiring", 2: "drifted"}.get(n % 20, "ok")
+
+
+def _relation(i: int, leases: int) -> dict:
+    """Relation number ``i``: its catalog fields (block YAML is written from them)."""
+    package = i // PACKAGE_SIZE
+    rid = f"p{package:03d}.r{i:05d}"
+    if i % 5 == 0 and leases:
+        subject = "subjects:first_sku" if i % 500 == 250 else "subjects:total"
+        return {"id": rid, "kind": "permutation", "subject": subject,
+                "input": f"{{lease: l{(i // 5) % leases:04d}}}", "compare": "canon",
+                "params": f"{{shuffles: 3, seed: {i % 13}}}",
+                "statement": "Row order leaves count and qty sum unchanged.",
+                "lease": f"l{(i // 5) % leases:04d}"}
+    subject = "subjects:bump" if i % 250 == 1 else "subjects:norm"
+    return {"id": rid, "kind": "idempotence", "subject": subject,
+            "input": f"{{seeds: oracle/seeds/s{i % SEEDS_FILES:02d}.jsonl}}", "compare": "exact",
+            "statement": "Normalising twice changes nothing.",
+            "freeze": "{allowed: true, max_days: 14, min_reruns: 3}" if i % 50 == 3 else None}
+
+
+def _catalog(relations: list[dict], packages: int) -> str:
+    lines = ["# Generated by bench/bigrepo.py: one owner pattern per package, last match wins.", "owners:"]
+    for p in range(packages):
+        ids = [r["id"] for r in relations[p * PACKAGE_SIZE:(p + 1) * PACKAGE_SIZE]]
+        lines.append(f'  "src/pkg{p:03d}/**": [{", ".join(ids)}]')
+    lines += ['  "docs/**": []', '  "tests/**": []', "", "relations:"]
+    for r in relations:
+        lines += [f"  - id: {r['id']}", f"    kind: {r['kind']}", f"    subject: {r['subject']}",
+                  f"    input: {r['input']}", f"    compare: {r['compare']}"]
+        if r.get("params"):
+            lines.append(f"    params: {r['params']}")
+        lines.append(f"    statement: {r['statement']}")
+        if r.get("freeze"):
+            lines.append(f"    freeze: {r['freeze']}")
+    return "\n".join(lines) + "\n"
+
+
+def _candidate(n: int, leases: int, relation_ids: list[str], drafted: str) -> tuple[str, bool]:
+    """Candidate number ``n`` as YAML text, and whether it should validate."""
+    lease = f"l{(n * 5) % max(leases, 1):04d}"
+    rid = f"cand.c{n:04d}"
+    statement = "Shuffling the rows leaves the qty sum and the row count unchanged."
+    params = f"{{shuffles: 4, seed: {n % 11}}}"
+    transform = "permute"
+    kind = -1 if n % 3 else (n // 3) % 5  # two in three valid (-1); the rest cycle through the rejections
+    if kind == 0:
+        params = f"{{shuffles: 4, seed: 3, expected_total: {1000 + n}.0}}"
+        statement = "After shuffling, the qty sum still equals the expected total."
+    elif kind == 1:
+        statement = "Skip this check for now (xfail): shuffling leaves the qty sum unchanged."
+    elif kind == 2:
+        statement = "Shuffling changes nothing that matters."
+    elif kind == 3 and relation_ids:
+        rid = relation_ids[n % len(relation_ids)]
+    elif kind == 4:
+        transform = "other"
+    text = (f"id: {rid}\ntransform: {transform}\ncompare: canon\n"
+            f"must_not: assert a literal qty total for one corpus in a test\n"
+            f"subject: subjects:total\ninput: {{lease: {lease}}}\nparams: {params}\n"
+            f"statement: {statement}\ndrafted_by: llm -m bench-drafter\n"
+            f'drafted_at: "{drafted}T10:00:00Z"\nsource: "ticket BENCH-{n}: big review"\n')
+    return text, kind == -1
+
+
+def generate(root: Path, paths: int = 20000, relations: int = 5000, leases: int = 1000,
+             candidates: int = 300, today: dt.date | None = None) -> Path:
+    """Build the repository described in the module docstring at ``root`` and return it.
+
+    ``root`` must not exist or be an empty directory. ``paths`` >= 10 touched paths,
+    ``relations`` >= 10, ``leases`` and ``candidates`` >= 0. ``today`` (default: the
+    local date) places the lease expiries, freeze expiries, drafting and commit dates,
+    so the same arguments give the same commits. Writes ``root/.git/bigrepo.json`` with
+    the ``Counts`` as JSON. Raises ValueError for arguments out of range or a non-empty
+    ``root``, subprocess.CalledProcessError when git fails.
+    """
+    counts = _build(Path(root), paths, relations, leases, candidates, today or dt.date.today())
+    (Path(root) / ".git" / "bigrepo.json").write_text(json.dumps(counts.__dict__, sort_keys=True))
+    return Path(root)
+
+
+def counts_of(root: Path) -> Counts:
+    """The Counts ``generate`` recorded for the repository at ``root``."""
+    return Counts(**json.loads((Path(root) / ".git" / "bigrepo.json").read_text()))
+
+
+def _build(root: Path, paths: int, n_relations: int, n_leases: int, n_candidates: int, today: dt.date) -> Counts:
+    if paths < 10 or n_relations < 10 or n_leases < 0 or n_candidates < 0:
+        raise ValueError("need paths >= 10, relations >= 10, leases >= 0, candidates >= 0")
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise ValueError(f"{root}: exists and is not an empty directory")
+    packages = -(-n_relations // PACKAGE_SIZE)
+    touched_packages = max(1, int(packages * TOUCHED_PACKAGES))
+    relations = [_relation(i, n_leases) for i in range(n_relations)]
+    readers: dict[str, list[str]] = {}
+    for r in relations:
+        if "lease" in r:
+            readers.setdefault(r["lease"], []).append(r["id"])
+
+    n_protected = max(1, paths // 2000)
+    n_unowned = max(1, paths // 100)
+    n_docs = max(1, paths // 50)
+    n_mod, n_del, n_ren = int(paths * 0.40), int(paths * 0.15), int(paths * 0.10)
+    n_add = paths - n_mod - n_del - n_ren - n_protected - n_unowned - n_docs
+    if n_add < 0:
+        raise ValueError("paths too small for the mix")
+
+    def code(k: int) -> str:
+        return f"src/pkg{k % touched_packages:03d}/mod_{k:05d}.py"
+
+    changed = [code(k) for k in range(n_mod + n_del + n_ren)]
+    untouched = [f"src/pkg{p:03d}/mod_base.py" for p in range(packages)]
+    base_day = dt.datetime.combine(today - dt.timedelta(days=3), dt.time(9), dt.timezone.utc)
+    drafted = (today - dt.timedelta(days=2)).isoformat()
+
+    out = FastImport()
+    out.commit(f"refs/heads/{BASE_BRANCH}", 1, int(base_day.timestamp()),
+               "base: generated project, its relations, leases and quarantine\n",
+               who=f"{MAINTAINER[0]} <{MAINTAINER[1]}>")
+    out.put("pyproject.toml", '[project]\nname = "bigrepo"\nversion = "0.1.0"\n\n[tool.relconsole]\n')
+    out.put("src/subjects.py", SUBJECTS)
+    for path in changed + untouched:
+        out.put(path, f"# {path}\nVALUE = {len(path)}\n")
+    out.put("oracle/catalog.yaml", _catalog(relations, packages))
+    for s in range(SEEDS_FILES):
+        out.put(f"oracle/seeds/s{s:02d}.jsonl", "".join(json.dumps(f" Label-{s}-{k} ") + "\n" for k in range(3)))
+    states: dict[str, int] = {}
+    pins = {}
+    for n in range(n_leases):
+        lid, corpus = f"l{n:04d}", _corpus(n)
+        data_path = f"oracle/data/c{n:04d}.csv"
+        state = _lease_state(n)
+        states[state] = states.get(state, 0) + 1
+        digest = hashlib.sha256((corpus + ("drift\n" if state == "drifted" else "")).encode()).hexdigest()
+        days = {"expired": -5, "expiring": 3}.get(state, 90)
+        allowed = ", ".join(readers.get(lid, []))
+        out.put(data_path, corpus)
+        out.put(f"oracle/leases/{lid}.yaml",
+                f"# Lease on corpus {n}. Renew in a reviewed commit; never edit the CSV.\n"
+                f"id: {lid}\npath: {data_path}\nsha256: \"{digest}\"\n"
+                f"expires: {(today + dt.timedelta(days=days)).isoformat()}\n"
+                f"owner: {MAINTAINER[1]}\nallowed_relations: [{allowed}]\nnotes: generated corpus {n}\n")
+        if n < 10:
+            pins[data_path] = "sha256:" + hashlib.sha256(corpus.encode()).hexdigest()
+    out.put("oracle/pins.json", json.dumps(pins, indent=2) + "\n")
+    freezable = [r["id"] for r in relations if r.get("freeze")]
+    freezes = [{"relation_id": rid, "expires": (today + dt.timedelta(days=d)).isoformat(), "reruns": 3,
+                "pass_needed": 3, "reason": "generated: a slow runner pool", "test_id": rid}
+               for rid, d in zip(freezable[:2], (7, -5))]
+    out.put("oracle/freezes.json", json.dumps(freezes, indent=2) + "\n")
+    valid = 0
+    for n in range(n_candidates):
+        text, ok = _candidate(n, n_leases, [r["id"] for r in relations], drafted)
+        valid += ok
+        out.put(f"oracle/quarantine/q{n:04d}.yaml", text)
+
+    agent_day = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(10), dt.timezone.utc)
+    out.commit(f"refs/heads/{AGENT_BRANCH}", 2, int(agent_day.timestamp()),
+               "agent: a big refactor touching many files\n", parent=1, who=f"{AGENT[0]} <{AGENT[1]}>")
+    modified, deleted, renamed = changed[:n_mod], changed[n_mod:n_mod + n_del], changed[n_mod + n_del:]
+    for path in modified:
+        out.put(path, f"# {path}\nVALUE = {len(path)} + 1  # changed by the agent\n")
+    for path in deleted:
+        out.delete(path)
+    for path in renamed:
+        folder, _, name = path.rpartition("/")
+        out.rename(path, f"{folder}/moved/{name}")
+    for k in range(n_add):
+        out.put(f"src/pkg{k % touched_packages:03d}/new/add_{k:05d}.py", f"ADDED = {k}\n")
+    for k in range(n_unowned):
+        out.put(f"misc/scratch/note_{k:05d}.txt", f"unowned {k}\n")
+    for k in range(n_docs):
+        out.put(f"docs/area{k % 20}/page {k:05d}.md", f"# page {k}\n")
+    for k in range(n_protected):
+        out.put(f"oracle/notes/n{k:03d}.md", f"the agent wrote into the protected tree ({k})\n")
+    root.mkdir(parents=True, exist_ok=True)
+    out.run(root)
+    subprocess.run(["git", "config", "user.name", MAINTAINER[0]], cwd=root, check=True)
+    subprocess.run(["git", "config", "user.email", MAINTAINER[1]], cwd=root, check=True)
+    subprocess.run(["git", "checkout", "-q", AGENT_BRANCH], cwd=root, check=True)
+    touched_relations = len({r["id"] for r in relations if int(r["id"][1:4]) < touched_packages})
+    return Counts(touched=paths, relations=n_relations, leases=n_leases, candidates=n_candidates,
+                  valid_candidates=valid, touched_relations=touched_relations, lease_states=states,
+                  unowned=n_unowned, protected=n_protected)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--paths", type=int, default=20000)
+    parser.add_argument("--relations", type=int, default=5000)
+    parser.add_argument("--leases", type=int, default=1000)
+    parser.add_argument("--candidates", type=int, default=300)
+    parser.add_argument("--today", type=dt.date.fromisoformat, default=None)
+    args = parser.parse_args(argv)
+    try:
+        generate(args.out, args.paths, args.relations, args.leases, args.candidates, args.today)
+    except ValueError as exc:
+        print(f"bench.bigrepo: {exc}", file=sys.stderr)
+        return 64
+    print(json.dumps(counts_of(args.out).__dict__, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
