@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import json
 import math
 import re
@@ -571,12 +572,22 @@ def _unique(raw: dict, catalog: Catalog) -> Verdict:
         return Verdict("unique_id", False, "not checked: the candidate has no id text", checked=False)
     if catalog.get(rid) is not None:
         return Verdict("unique_id", False, f"id {rid!r} collides with a catalog relation")
-    key = id_key(rid)
-    for existing in catalog.relations:
-        if id_key(existing) == key:
-            return Verdict("unique_id", False, f"id {rid!r} collides with catalog relation {existing!r} "
-                                               "(it differs only by case, spacing or look-alike letters)")
+    existing = _keys_of(tuple(catalog.relations)).get(id_key(rid))
+    if existing is not None:
+        return Verdict("unique_id", False, f"id {rid!r} collides with catalog relation {existing!r} "
+                                           "(it differs only by case, spacing or look-alike letters)")
     return Verdict("unique_id", True)
+
+
+@functools.lru_cache(maxsize=4)
+def _keys_of(ids: tuple[str, ...]) -> dict[str, str]:
+    """``id_key`` -> the first of ``ids`` with that key. Memoised on the ids themselves
+    (a pure function, never stale): validating 300 candidates against 5,000 relations
+    folded every catalog id 300 times."""
+    keys: dict[str, str] = {}
+    for rid in ids:
+        keys.setdefault(id_key(rid), rid)
+    return keys
 
 
 def _transform(raw: dict) -> Verdict:

@@ -144,13 +144,37 @@ class TreeView:
         self.repo = repo
         self.commit = commit
         self._tree = repo.commit(commit).tree
+        self._dirs: dict[str, dict | None] = {}
+
+    def _directory(self, directory: str) -> dict | None:
+        """name -> object of the entries directly under ``directory`` ("" is the root), or
+        None when the commit has no such directory. Each tree is parsed once per view (a
+        commit's trees never change): GitPython's ``tree / path`` re-parses every tree on
+        the way for every lookup, 1,000 manifests in one directory meant 1,000 parses of it."""
+        if directory in self._dirs:
+            return self._dirs[directory]
+        if directory == "":
+            tree = self._tree
+        else:
+            parent, _, name = directory.rpartition("/")
+            above = self._directory(parent)
+            tree = above.get(name) if above is not None else None
+            if tree is None or tree.type != "tree":
+                self._dirs[directory] = None
+                return None
+        entries = {obj.name: obj for obj in tree}
+        self._dirs[directory] = entries
+        return entries
+
+    def _object(self, path: str):
+        """The object at ``path`` (a repository path, "/"-separated), or None."""
+        parent, _, name = path.strip("/").rpartition("/")
+        entries = self._directory(parent)
+        return entries.get(name) if entries is not None and name else None
 
     def _blob(self, path: str):
-        try:
-            obj = self._tree / path
-        except KeyError:
-            return None
-        return obj if obj.type == "blob" else None
+        obj = self._object(path)
+        return obj if obj is not None and obj.type == "blob" else None
 
     def exists(self, path: str) -> bool:
         """True when ``path`` is a file in this commit."""
@@ -173,15 +197,37 @@ class TreeView:
         data = self.read_bytes(path)
         return None if data is None else data.decode("utf-8", "replace")
 
+    def read_texts(self, paths: list[str]) -> dict[str, str | None]:
+        """path -> the file decoded as UTF-8 (None when absent), for many files at once:
+        one ``git cat-file --batch`` for all of them instead of a round trip each (a
+        thousand lease manifests). Raises GitError when git fails."""
+        blobs = {path: self._blob(path) for path in paths}
+        oids = list(dict.fromkeys(b.hexsha for b in blobs.values() if b is not None))
+        data: dict[str, bytes] = {}
+        if oids:
+            proc = subprocess.run(["git", "cat-file", "--batch"], input="".join(o + "\n" for o in oids).encode(),
+                                  cwd=self.repo.working_tree_dir or self.repo.git_dir, env=clean_env(),
+                                  capture_output=True)
+            if proc.returncode != 0:
+                raise GitError(f"git cat-file failed: {proc.stderr.decode(errors='replace').strip()}")
+            out, at = proc.stdout, 0
+            for oid in oids:
+                end = out.index(b"\n", at)
+                header = out[at:end].split()
+                if len(header) != 3 or header[1] == b"missing":
+                    raise GitError(f"git cat-file: {oid} is missing from the object database")
+                size = int(header[2])
+                data[oid] = out[end + 1:end + 1 + size]
+                at = end + 1 + size + 1  # the content, then a newline
+        return {path: None if blob is None else data[blob.hexsha].decode("utf-8", "replace")
+                for path, blob in blobs.items()}
+
     def list_files(self, directory: str) -> list[str]:
         """Repository-relative paths of the files directly under ``directory``, sorted."""
-        try:
-            tree = self._tree / directory.rstrip("/")
-        except KeyError:
+        entries = self._directory(directory.strip("/"))
+        if entries is None:
             return []
-        if tree.type != "tree":
-            return []
-        return sorted(b.path for b in tree.blobs)
+        return sorted(obj.path for obj in entries.values() if obj.type == "blob")
 
     def export(self, dest: Path, paths: list[str] | None = None) -> None:
         """Write the commit's files (or only those under ``paths``) into ``dest``."""

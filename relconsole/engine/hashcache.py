@@ -36,6 +36,7 @@ from typing import Callable
 CHUNK_BYTES = 1 << 20
 RACY_NS = 2_000_000_000  # an entry modified this close to its hashing is not trusted
 MAX_ENTRIES = 4096  # per table; the oldest-hashed entries are dropped beyond it
+SAVE_EVERY_SECONDS = 1.0  # CommitFiles writes the cache at most this often (and on flush)
 CACHE_VERSION = 1
 
 Progress = Callable[[int, int], None]  # (bytes hashed so far, total bytes)
@@ -308,6 +309,8 @@ class CommitFiles:
         self.commit = commit
         self.cache = cache
         self._global: str | None = None
+        self._listings: dict[str, dict[str, tuple[str, str]]] = {}
+        self._saved = float("-inf")  # monotonic time of the last write
 
     def _global_context(self) -> str:
         """Fingerprint of conversion settings outside the commit (config, attribute files)."""
@@ -331,20 +334,38 @@ class CommitFiles:
             self._global = hashlib.sha256(b"\0\1".join(parts)).hexdigest()
         return self._global
 
+    def _list(self, directories: list[str]) -> None:
+        """Fill ``_listings``: path -> (mode, oid) of the entries directly in each of
+        ``directories`` ("" the root), in one ``git ls-tree`` for those not listed yet. A
+        commit never changes, so a listing is kept for the instance's life: a thousand
+        corpora in one directory cost one git call, not a thousand."""
+        missing = [d for d in dict.fromkeys(directories) if d not in self._listings]
+        if not missing:
+            return
+        for directory in missing:
+            self._listings[directory] = {}
+        spec = [d + "/" if d else "." for d in missing]
+        out = self._git(self.repo_dir, "ls-tree", "-z", "--full-tree", self.commit, "--", *spec, ok=None)
+        for record in out.stdout.split(b"\0") if out.returncode == 0 else ():
+            meta, _, raw = record.partition(b"\t")
+            fields = meta.split()
+            if len(fields) != 3:
+                continue
+            path = raw.decode("utf-8", "surrogateescape")
+            listing = self._listings.get(path.rpartition("/")[0])
+            if listing is not None:
+                listing[path] = (fields[0].decode(), fields[2].decode())
+
     def _entries(self, relative: str) -> dict[str, tuple[str, str]]:
         """path -> (mode, oid) for ``relative`` and the ``.gitattributes`` on its way."""
         parts = relative.split("/")
-        attributes = ["/".join(parts[:n] + [".gitattributes"]) for n in range(len(parts))]
-        out = self._git(self.repo_dir, "ls-tree", "-z", "--full-tree", self.commit, "--",
-                            relative, *attributes, ok=None)
+        wanted = [relative] + ["/".join(parts[:n] + [".gitattributes"]) for n in range(len(parts))]
+        self._list([path.rpartition("/")[0] for path in wanted])
         entries = {}
-        if out.returncode != 0:
-            return entries
-        for record in out.stdout.split(b"\0"):
-            meta, _, path = record.partition(b"\t")
-            fields = meta.split()
-            if len(fields) == 3:
-                entries[path.decode("utf-8", "surrogateescape")] = (fields[0].decode(), fields[2].decode())
+        for path in wanted:
+            found = self._listings[path.rpartition("/")[0]].get(path)
+            if found is not None:
+                entries[path] = found
         return entries
 
     def sha256(self, exported: str | Path, relative: str, progress: Progress | None = None) -> str:
@@ -370,5 +391,14 @@ class CommitFiles:
         finally:
             os.close(fd)
         self.cache.remember_blob(oid, digest, opened.st_size, context)
-        self.cache.save()
+        if time.monotonic() - self._saved >= SAVE_EVERY_SECONDS:
+            self.flush()
         return digest
+
+    def flush(self) -> bool:
+        """Write the digests learnt since the last write (``HashCache.save``). ``sha256``
+        writes at most once every ``SAVE_EVERY_SECONDS`` (its first digest at once): writing
+        after each of a thousand small corpora rewrote the whole cache a thousand times, so a
+        caller hashing many files calls this when done. Returns what ``save`` returns."""
+        self._saved = time.monotonic()
+        return self.cache.save()
