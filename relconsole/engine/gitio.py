@@ -13,6 +13,8 @@ import os
 import subprocess
 import tarfile
 import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +139,40 @@ def touched_paths(repo: git.Repo, base: str, head: str) -> list[Touched]:
     return out
 
 
+_TREE_MODE, _SUBMODULE_MODE = 0o040000, 0o160000
+_TREES: "OrderedDict[tuple[str, bytes], dict[str, tuple[int, bytes]]]" = OrderedDict()
+_TREES_MAX = 1024  # parsed trees kept (a tree of 1,000 entries is ~100 KB parsed)
+_TREES_LOCK = threading.Lock()
+
+
+def tree_entries(repo: git.Repo, binsha: bytes) -> dict[str, tuple[int, bytes]]:
+    """name -> (mode, binsha) of the tree object ``binsha``, parsed from git's raw format.
+
+    Kept in a process-wide LRU keyed by (git dir, tree id): a tree object's id is its
+    content's hash, so an entry can never go stale. Raises ValueError for a malformed tree.
+    """
+    key = (repo.git_dir, binsha)
+    with _TREES_LOCK:
+        hit = _TREES.get(key)
+        if hit is not None:
+            _TREES.move_to_end(key)
+            return hit
+    data = repo.odb.stream(binsha).read()
+    entries: dict[str, tuple[int, bytes]] = {}
+    at = 0
+    while at < len(data):  # "<octal mode> <name>\0<20-byte id>", repeated
+        space = data.index(b" ", at)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1:nul].decode("utf-8", "surrogateescape")] = (int(data[at:space], 8),
+                                                                          data[nul + 1:nul + 21])
+        at = nul + 21
+    with _TREES_LOCK:
+        _TREES[key] = entries
+        while len(_TREES) > _TREES_MAX:
+            _TREES.popitem(last=False)
+    return entries
+
+
 class TreeView:
     """Read-only view of one commit's tree: what the oracle or the code under test holds."""
 
@@ -147,30 +183,36 @@ class TreeView:
         self._dirs: dict[str, dict | None] = {}
 
     def _directory(self, directory: str) -> dict | None:
-        """name -> object of the entries directly under ``directory`` ("" is the root), or
-        None when the commit has no such directory. Each tree is parsed once per view (a
-        commit's trees never change): GitPython's ``tree / path`` re-parses every tree on
-        the way for every lookup, 1,000 manifests in one directory meant 1,000 parses of it."""
+        """name -> (mode, binsha) of the entries directly under ``directory`` ("" is the
+        root), or None when the commit has no such directory. Trees are parsed once per
+        process (``tree_entries``); GitPython's ``tree / path`` re-parsed, and validated,
+        every tree on the way for every lookup."""
         if directory in self._dirs:
             return self._dirs[directory]
         if directory == "":
-            tree = self._tree
+            entries = tree_entries(self.repo, self._tree.binsha)
         else:
             parent, _, name = directory.rpartition("/")
             above = self._directory(parent)
-            tree = above.get(name) if above is not None else None
-            if tree is None or tree.type != "tree":
-                self._dirs[directory] = None
-                return None
-        entries = {obj.name: obj for obj in tree}
+            found = above.get(name) if above is not None else None
+            entries = tree_entries(self.repo, found[1]) if found and found[0] == _TREE_MODE else None
         self._dirs[directory] = entries
         return entries
 
     def _object(self, path: str):
-        """The object at ``path`` (a repository path, "/"-separated), or None."""
+        """The GitPython Blob or Tree at ``path`` (a "/"-separated repository path), or None."""
         parent, _, name = path.strip("/").rpartition("/")
         entries = self._directory(parent)
-        return entries.get(name) if entries is not None and name else None
+        found = entries.get(name) if entries is not None and name else None
+        if found is None:
+            return None
+        mode, binsha = found
+        full = f"{parent}/{name}" if parent else name
+        if mode == _TREE_MODE:
+            return git.Tree(self.repo, binsha, mode, full)
+        if mode == _SUBMODULE_MODE:
+            return None
+        return git.Blob(self.repo, binsha, mode, full)
 
     def _blob(self, path: str):
         obj = self._object(path)
@@ -224,10 +266,12 @@ class TreeView:
 
     def list_files(self, directory: str) -> list[str]:
         """Repository-relative paths of the files directly under ``directory``, sorted."""
-        entries = self._directory(directory.strip("/"))
+        directory = directory.strip("/")
+        entries = self._directory(directory)
         if entries is None:
             return []
-        return sorted(obj.path for obj in entries.values() if obj.type == "blob")
+        return sorted(f"{directory}/{name}" if directory else name for name, (mode, _sha) in entries.items()
+                      if mode not in (_TREE_MODE, _SUBMODULE_MODE))
 
     def export(self, dest: Path, paths: list[str] | None = None) -> None:
         """Write the commit's files (or only those under ``paths``) into ``dest``."""
