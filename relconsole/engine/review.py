@@ -102,6 +102,7 @@ class Review:
     lease_store_note: str = ""  # why workspace leases could not be listed, if so
     unjudged: list[str] = field(default_factory=list)  # test files the flag rules could not read
     _lease_index: tuple | None = field(default=None, repr=False, compare=False)  # see lease()
+    _owned: tuple | None = field(default=None, repr=False, compare=False)  # see touched_relations()
 
     @property
     def root(self) -> Path:
@@ -113,8 +114,16 @@ class Review:
         return list(self.catalog.relations.values()) if self.catalog else []
 
     def touched_relations(self) -> list[str]:
-        """Ids of relations owning at least one touched path, in catalog order."""
-        owned = {rid for b in self.bindings for rid in b.relations}
+        """Ids of relations owning at least one touched path, in catalog order.
+
+        The owned set is kept while ``bindings`` holds the same (frozen) Binding objects,
+        checked by identity on every call: the console asks after each finished relation,
+        and walking 20,000 bindings cost 25 ms each time.
+        """
+        members = tuple(self.bindings)
+        if self._owned is None or self._owned[0] != members:
+            self._owned = (members, frozenset(rid for b in members for rid in b.relations))
+        owned = self._owned[1]
         return [r.id for r in self.relations if r.id in owned]
 
     def gaps(self) -> list[Binding]:
