@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from rich.text import Text
 from textual.app import App
-from textual.widgets import Footer
 
 from relconsole.console import filters
 from relconsole.console.app import PANES, ReviewApp, help_groups
 from relconsole.console.commands import NOT_IN_PALETTE, palette_entries
 from relconsole.console.screens.help import HelpScreen, key_names
+from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from tests.conftest import TODAY
 from tests.test_console import SIZE, prompts, settle
@@ -211,19 +211,23 @@ async def test_footer_shows_the_keys_of_the_focused_pane(demo_repo):
     app = ReviewApp(repo=str(demo_repo), today=TODAY)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        seen = {}
+        seen, bar = {}, {}
         for number, kind in enumerate(PANES, 1):
             await pilot.press(str(number))
             await pilot.pause()
+            await pilot.pause()
             seen[kind] = {key: b.binding.description for key, b in app.screen.active_bindings.items()}
+            bar[kind] = str(app.query_one(KeyBar).content)
         assert "a" in seen["quarantine"] and all("a" not in seen[k] for k in PANES if k != "quarantine")
         assert "n" in seen["leases"] and "n" not in seen["relations"]
         labels = {seen[kind]["x"] for kind in PANES}
         assert labels == {q.label for q in filters.QUICK_FILTERS.values()}
+        for kind in PANES:  # what the footer line shows follows the focused pane
+            assert filters.QUICK_FILTERS[kind].label in bar[kind]
+            assert ("a Accept" in bar[kind]) == (kind == "quarantine")
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        assert app.query_one(Footer)
 
 
 async def test_theme_choice_is_remembered(demo_repo, tmp_path, monkeypatch):

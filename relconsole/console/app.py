@@ -16,16 +16,18 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.containers import Horizontal
-from textual.widgets import Footer, Header, Input, ProgressBar, Static, Tab, Tabs
+from textual.widgets import Header, Input, ProgressBar, Static, Tab, Tabs
 
 from relconsole.console import filters, views
 from relconsole.console.commands import ReviewCommands
+from relconsole.console.listing import PANE_TITLES, PANES, PaneListing
 from relconsole.console.settings import load_settings, save_setting
 from relconsole.console.owners import OwnerWorkflows
 from relconsole.console.screens.confirm import ConfirmScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.filterbar import FilterBar
+from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine import actions, checklist, gatehealth
@@ -38,12 +40,6 @@ from relconsole.engine.report import record_decisions
 from relconsole.engine.review import Review, load_review, run_review
 from relconsole.engine.wslease import open_store
 
-PANES = ("touched", "relations", "leases", "quarantine")
-PANE_TITLES = {"touched": "1 Touched paths", "relations": "2 Relations", "leases": "3 Leases",
-               "quarantine": "4 Quarantine"}
-TABS_BELOW_WIDTH = 100  # narrower terminals show one pane at a time under a tab bar
-SHORT_BELOW_HEIGHT = 30  # shorter ones hide the detail strip (enter still opens the full view)
-TINY_BELOW_HEIGHT = 16  # and below this the header goes too
 STATUS_EVERY_SECONDS = 0.2  # while relations finish, the status line and filtered panes catch up this often
 LEASE_REFRESH_SECONDS = 5.0
 HASH_PROGRESS_MIN_BYTES = 4 << 20  # corpora smaller than this hash too fast to show a bar
@@ -74,7 +70,7 @@ def help_groups(bindings: list[Binding]) -> list[tuple[str, list[Binding]]]:
             ("Acting", acting), (HELP_GROUPS[1][0], sections[HELP_GROUPS[1][0]] + [palette])]
 
 
-class ReviewApp(OwnerWorkflows, App[int]):
+class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     """The console over one review. Arguments mirror ``relconsole review``."""
 
     CSS_PATH = "app.tcss"
@@ -144,15 +140,10 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.marked: set[str] = set()
         self.pending: dict[str, str] = {}
         self.overrides: set[str] = set()  # candidates the reviewer accepts unconfirmed (§10)
-        self.narrow: str | None = None
         self.running: set[str] = set()
         self.busy_reasons: set[str] = set()
         self.replay_cancel = Cancel()
-        self.filters: dict[str, str] = dict.fromkeys(PANES, "")
-        self.quick: set[str] = set()
-        self.items: dict[str, list] = {}  # each pane's unfiltered items, rebuilt only when data changes
-        self.empty: dict[str, str] = {}
-        self.active = "touched"  # the pane shown when panes are tabs
+        self.init_listing()
         self._catch_up_pending = False
         theme = load_settings().get("theme")
         if isinstance(theme, str) and theme in self.available_themes:
@@ -172,13 +163,13 @@ class ReviewApp(OwnerWorkflows, App[int]):
         yield FilterBar(id="filter")
         yield ProgressBar(id="progress", show_eta=False)
         yield StatusLine(Text(" loading review…", style="italic"), id="status")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         self.query_one("#progress").display = False
         self.query_one("#filter").display = False
         self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
-        self._layout(self.size.width, self.size.height)
+        self.layout_for(self.size.width, self.size.height)
         self.query_one("#touched", Pane).focus()
         self.reload(first=True)
         self.set_interval(LEASE_REFRESH_SECONDS, self.refresh_workspace_leases)
@@ -195,7 +186,16 @@ class ReviewApp(OwnerWorkflows, App[int]):
 
     def _leases_listed(self, review: Review) -> None:
         if review is self.review:
-            self.show_items("leases", views.lease_items(review), "no leases")
+            self.refresh_workspace_items()
+
+    def refresh_workspace_items(self) -> None:
+        """Redo the Leases pane's workspace leases only (a handful), keeping the 1,000
+        dataset lease items it already has."""
+        workspace = views.workspace_lease_items(self.review)
+        kept = [item for item in self.items["leases"] if not item[0].startswith("w:")]
+        old = [item for item in self.items["leases"] if item[0].startswith("w:")]
+        if [(i[0], i[1].plain) for i in old] != [(i[0], i[1].plain) for i in workspace]:
+            self.show_items("leases", kept + workspace)
 
     def reload(self, first: bool = False) -> None:
         """Start (re)loading the review; ``busy`` is true from this call on."""
@@ -203,14 +203,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.load(first)
 
     def on_resize(self, event) -> None:
-        self._layout(event.size.width, event.size.height)
-
-    def _layout(self, width: int, height: int) -> None:
-        """Wide: four panes side by side; narrow (80x24): one pane under a tab bar (issue 7)."""
-        screen = self.screen
-        screen.set_class(height < SHORT_BELOW_HEIGHT, "-short")
-        screen.set_class(height < TINY_BELOW_HEIGHT, "-tiny")
-        screen.set_class(width < TABS_BELOW_WIDTH, "-tabs")
+        self.layout_for(event.size.width, event.size.height)
 
     @property
     def busy(self) -> bool:
@@ -235,6 +228,9 @@ class ReviewApp(OwnerWorkflows, App[int]):
             review.bites = {r.id: cached_bite(review, r.id) for r in review.relations}
             load_candidate_states(review)
             load_workspace_leases(review)
+            carried = self._carry_over(self.review, review)
+            built = {"touched": views.touched_items(review), "leases": views.lease_items(review),
+                     "relations": views.relation_items(review, None, set(self.running))}
         except RelconsoleError as exc:
             self.call_from_thread(self._load_failed, exc.one_line(), exc.exit_code)
             return
@@ -242,7 +238,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
             self.call_from_thread(self._load_failed, f"{type(exc).__name__}: {exc}", 3)
             return
         try:
-            self.call_from_thread(self._loaded, review, first)
+            self.call_from_thread(self._loaded, review, first, built, carried)
         except RuntimeError:  # the console quit while loading: nobody will close this review
             review.close()
 
@@ -275,14 +271,30 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.show_items("touched", [], literal(message))
         self.notify(message, title="cannot load the review", severity="error", markup=False, timeout=30)
 
-    def _loaded(self, review: Review, first: bool) -> None:
+    @staticmethod
+    def _carry_over(old: Review | None, review: Review) -> dict:
+        """Results and replays of relations whose identity did not change survive a reload
+        (a commit). Returns what was carried, to spot what arrived after (the loading thread
+        reads a snapshot; the UI thread adds later results in ``_loaded``)."""
+        if old is None:
+            return {}
+        carried = {}
+        for rid, result in dict(old.results).items():
+            if review.identities.get(rid) == old.identities.get(rid):
+                review.results.setdefault(rid, result)
+                carried[rid] = review.results[rid]
+                replayed = old.replays.get(rid)
+                if replayed is not None:
+                    review.replays.setdefault(rid, replayed)
+        return carried
+
+    def _loaded(self, review: Review, first: bool, built: dict, carried: dict) -> None:
         old = self.review
+        late = []
         if old is not None:
-            for rid, result in old.results.items():
-                if review.identities.get(rid) == old.identities.get(rid):
-                    review.results.setdefault(rid, result)
-                    if rid in old.replays:
-                        review.replays.setdefault(rid, old.replays[rid])
+            self._carry_over(old, review)
+            late = [rid for rid, result in old.results.items() if carried.get(rid) is not result
+                    and review.results.get(rid) is result]
             old.close()
         self.review = review
         self.load_error = None
@@ -293,44 +305,35 @@ class ReviewApp(OwnerWorkflows, App[int]):
         self.busy_reasons.discard("load")
         if not self.busy_reasons & {"replay", "confirm", "rehash"}:
             self.query_one("#progress").display = False
-        self.refresh_all()
+        self.refresh_all(built)
+        self.update_relations(late)
         if first and self.autorun and review.catalog is not None and review.touched_relations():
             self.action_run()
 
-    def refresh_all(self) -> None:
-        """Re-render every pane, the status line and the detail strip from the Review."""
+    def refresh_all(self, built: dict | None = None) -> None:
+        """Re-render every pane, the status line and the detail strip from the Review;
+        ``built`` holds pane items the loading thread already made."""
         review = self.review
         if review is None:
             return
-        self.show_items("touched", views.touched_items(review), "no touched paths")
-        self.refresh_relations()
-        self.show_items("leases", views.lease_items(review), "no leases")
-        self.show_items("quarantine", views.quarantine_options(review, self.marked, self.pending),
-                        "quarantine is empty")
+        built = built or {}
+        self.show_items("touched", built.get("touched") or views.touched_items(review))
+        self.show_items("relations", built.get("relations") or views.relation_items(review, None, self.running))
+        self.show_items("leases", built.get("leases") or views.lease_items(review))
+        self.show_items("quarantine", views.quarantine_options(review, self.marked, self.pending))
         self.refresh_status()
         self.show_detail()
 
-    def refresh_relations(self) -> None:
-        self.show_items("relations", views.relation_items(self.review, self.narrow, self.running), "no relations")
-
-    def show_items(self, kind: str, items: list | None = None, empty: str | None = None) -> None:
-        """Fill pane ``kind`` with ``items`` (kept unfiltered for the next filter change) or,
-        with none given, refilter the kept ones; the title says what is filtered."""
-        if items is not None:
-            self.items[kind] = items
-            self.empty[kind] = empty or "nothing here"
-        everything = self.items.get(kind, [])
-        text, quick = self.filters[kind], kind in self.quick
-        shown = filters.apply(self.review, kind, everything, text, quick)
-        filtered = shown is not everything
-        pane = self.pane(kind)
-        pane.fill(shown, empty=filters.empty_text(kind, text, quick) if filtered else self.empty.get(kind, ""))
-        title = PANE_TITLES[kind]
-        if kind == "relations" and self.narrow:
-            title += f" · owners of {literal(self.narrow)} (esc clears)"
-        if filtered:
-            title += filters.describe(kind, text, quick, filters.count(shown), filters.count(everything))
-        pane.border_title = title
+    def update_relations(self, ids, refilter: bool = True) -> None:
+        """Rebuild only these relations' items (they started, finished or were replayed);
+        without ``refilter`` a filtered pane waits for the next catch-up."""
+        review = self.review
+        if review is None or review.catalog is None:
+            return
+        touched = set(review.touched_relations())
+        relations = [review.catalog.get(rid) for rid in ids]
+        self.update_items("relations", [views.relation_item(review, r, r.id in touched, r.id in self.running)
+                                        for r in relations if r is not None], refilter)
 
     def refresh_status(self) -> None:
         running = f"running {len(self.running)} relation(s)…" if self.running else ""
@@ -345,25 +348,8 @@ class ReviewApp(OwnerWorkflows, App[int]):
 
     def on_descendant_focus(self, event) -> None:
         if isinstance(event.widget, Pane):
-            self._activate(event.widget.kind)
+            self.activate(event.widget.kind)
         self.show_detail()
-        self.refresh_bindings()
-
-    def _activate(self, kind: str) -> None:
-        """Make ``kind`` the pane shown in tab mode and the tab bar's active tab."""
-        if kind != self.active:
-            self.pane(self.active).remove_class("-active")
-            self.active = kind
-        self.pane(kind).add_class("-active")
-        tabs = self.query_one("#pane-tabs", Tabs)
-        if tabs.active != f"tab-{kind}":
-            tabs.active = f"tab-{kind}"
-
-    @on(Tabs.TabActivated)
-    def _tab_clicked(self, event: Tabs.TabActivated) -> None:
-        kind = (event.tab.id or "").removeprefix("tab-")
-        if kind in PANES and kind != self.active:
-            self.action_focus_pane(kind)
 
     def show_detail(self) -> None:
         """The bottom strip: everything about the highlighted item, literally."""
@@ -381,8 +367,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
         kind, oid = event.pane.kind, event.item_id
         if kind == "touched":
             path = views.touched_path(self.review, oid)
-            self.narrow = None if self.narrow == path else path
-            self.refresh_relations()
+            self.narrow_to(None if self.narrow == path else path)
             return
         status = views.lease_of(self.review, oid) if kind == "leases" and oid and oid[:2] == "l:" else None
         if status is not None and status.lease is not None:
@@ -391,46 +376,6 @@ class ReviewApp(OwnerWorkflows, App[int]):
         screen = views.detail_screen(self.review, kind, oid)
         if screen is not None:
             self.push_screen(screen)
-
-    def action_clear_filters(self) -> None:
-        """``escape``: clear the focused pane's filters; in Relations also the narrowing."""
-        pane = self.focused_pane()
-        if pane is None:
-            return
-        narrowed = pane.kind == "relations" and self.narrow is not None
-        if narrowed:
-            self.narrow = None
-        if narrowed or self.filters[pane.kind] or pane.kind in self.quick:
-            self.filters[pane.kind] = ""
-            self.quick.discard(pane.kind)
-            if narrowed:
-                self.refresh_relations()
-            else:
-                self.show_items(pane.kind)
-
-    def action_clear_narrow(self) -> None:
-        if self.narrow is not None:
-            self.narrow = None
-            self.refresh_relations()
-
-    def action_focus_pane(self, kind: str) -> None:
-        self._activate(kind)
-        pane = self.pane(kind)
-        if pane.display and self.screen.has_class("-tabs"):
-            self.call_after_refresh(pane.focus)  # it was hidden until this refresh
-        else:
-            pane.focus()
-
-    def action_next_pane(self) -> None:
-        self._cycle(1)
-
-    def action_previous_pane(self) -> None:
-        self._cycle(-1)
-
-    def _cycle(self, step: int) -> None:
-        pane = self.focused_pane()
-        current = PANES.index(pane.kind if pane is not None else self.active)
-        self.action_focus_pane(PANES[(current + step) % len(PANES)])
 
     def run_from_palette(self, action: str) -> None:
         """Run a palette entry's action; one that works in a single pane focuses it first."""
@@ -442,48 +387,6 @@ class ReviewApp(OwnerWorkflows, App[int]):
             self.call_after_refresh(self.run_action, action)
         else:
             self.run_action(action)
-
-    # --- filters --------------------------------------------------------------------------
-
-    def action_filter(self) -> None:
-        """``/``: type to filter the focused pane; enter keeps the filter, esc clears it."""
-        pane = self.focused_pane()
-        kind = pane.kind if pane is not None else self.active
-        bar = self.query_one("#filter", FilterBar)
-        bar.target = kind
-        bar.value = self.filters[kind]
-        bar.display = True
-        bar.border_title = f"filter {PANE_TITLES[kind][2:]}"
-        bar.focus()
-
-    @on(Input.Changed, "#filter")
-    def _filter_typed(self, event: Input.Changed) -> None:
-        kind = self.query_one("#filter", FilterBar).target
-        if kind is not None and self.filters[kind] != event.value:
-            self.filters[kind] = event.value
-            self.show_items(kind)
-
-    @on(Input.Submitted, "#filter")
-    def _filter_kept(self, _event) -> None:
-        self._close_filter()
-
-    @on(FilterBar.Cancelled)
-    def _filter_cancelled(self, _event) -> None:
-        bar = self.query_one("#filter", FilterBar)
-        if bar.target is not None:
-            self.filters[bar.target] = ""
-            self.show_items(bar.target)
-        self._close_filter()
-
-    def _close_filter(self) -> None:
-        bar = self.query_one("#filter", FilterBar)
-        bar.display = False
-        self.action_focus_pane(bar.target or self.active)
-
-    def action_quick_filter(self, kind: str) -> None:
-        """``x``: show only the pane's problem items (unowned, missed, expiring, rejected); again: all."""
-        self.quick ^= {kind}
-        self.show_items(kind)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Keys that act on one pane only work (and show) while that pane has focus; pane
@@ -519,7 +422,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
         bar.update(total=len(ids), progress=0)
         bar.display = True
         self.busy_reasons.add("run")
-        self.refresh_relations()
+        self.update_relations(ids)
         self.refresh_status()
         self.run_relations(self.review, ids)
 
@@ -539,24 +442,8 @@ class ReviewApp(OwnerWorkflows, App[int]):
         else:
             review.results[result.relation_id] = result
         self.query_one("#progress", ProgressBar).advance(1)
-        self._update_relation(result.relation_id)
+        self.update_relations([result.relation_id], refilter=False)  # one row, not 5,000
         self._catch_up_soon()
-
-    def _update_relation(self, rid: str) -> None:
-        """Swap one relation's item in place: a run of 5,000 relations repaints one row per
-        result instead of rebuilding the pane each time."""
-        review = self.review
-        relation = review.catalog.get(rid) if review is not None and review.catalog is not None else None
-        if relation is None:
-            return
-        item = views.relation_item(review, relation, True, rid in self.running)  # only touched ones run
-        kept = self.items.get("relations", [])
-        for index, old in enumerate(kept):
-            if old[0] == item[0]:
-                kept[index] = item
-                break
-        if not self.filters["relations"] and "relations" not in self.quick:
-            self.pane("relations").replace_item(Pane.item(item))
 
     def _catch_up_soon(self) -> None:
         """The status line, the detail strip and a filtered Relations pane follow the results
@@ -570,7 +457,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
         if self.review is None or not self.is_running:
             return
         try:
-            if self.filters["relations"] or "relations" in self.quick:
+            if self.is_filtered("relations"):
                 self.show_items("relations")
             self.refresh_status()
             self.show_detail()
@@ -578,10 +465,13 @@ class ReviewApp(OwnerWorkflows, App[int]):
             pass
 
     def _run_finished(self, review: Review) -> None:
+        unreported = list(self.running)  # a run that failed part-way: these show "running" still
         self.running.clear()
         self.busy_reasons.discard("run")
         self.query_one("#progress").display = False
-        self.refresh_relations()
+        self.update_relations(unreported)
+        if self.is_filtered("relations"):
+            self.show_items("relations")
         self.refresh_status()
 
     # --- replay against the merge base ---------------------------------------------------
@@ -645,7 +535,7 @@ class ReviewApp(OwnerWorkflows, App[int]):
 
     def _replay_step(self, step) -> None:
         if step.done == 1:
-            self.show_items("leases", views.lease_items(self.review), "no leases")
+            self.refresh_workspace_items()
         self.query_one("#progress", ProgressBar).update(total=step.total, progress=step.done)
         self.query_one("#status", StatusLine).show_decision(
             self.review, f"replaying {step.done}/{step.total}: {literal(step.label)}")
@@ -663,7 +553,11 @@ class ReviewApp(OwnerWorkflows, App[int]):
             self.notify(failed, title="replay aborted", severity="error", markup=False, timeout=30)
         else:
             self.notify(message, title="replay done", markup=False)
-        self.refresh_all()
+        if self.review is not None:
+            self.update_relations(list(review.replays))
+            self.refresh_workspace_items()
+            self.refresh_status()
+            self.show_detail()
 
     def action_gate_health(self) -> None:
         """``s``: the gate-health view (counts per §8 row from the local decision history)."""

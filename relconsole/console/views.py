@@ -79,9 +79,15 @@ def relation_of(oid: str | None) -> str | None:
 
 
 def lease_items(review: Review) -> list[tuple[str, Text, bool]]:
+    """Dataset leases, fixture pins, then workspace leases (``l:``, ``p:``, ``w:`` ids)."""
     items = [(f"l:{s.source}", render.lease_prompt(s), False) for s in review.leases]
     items += [(f"p:{name}", render.pin_prompt(name, state), False) for name, state in review.pins.items()]
-    items += [(f"w:{w.workspace}", render.workspace_lease_prompt(w), False) for w in review.workspace_leases]
+    return items + workspace_lease_items(review)
+
+
+def workspace_lease_items(review: Review) -> list[tuple[str, Text, bool]]:
+    """The workspace leases (§5) alone: they change every few seconds, the rest does not."""
+    items = [(f"w:{w.workspace}", render.workspace_lease_prompt(w), False) for w in review.workspace_leases]
     if not review.workspace_leases:
         note = review.lease_store_note or "no workspace leases held (b replays under one)"
         items.append(("w:none", lit(note, "dim italic"), True))

@@ -118,19 +118,29 @@ class Pane(ScrollView, can_focus=True):
         self._highlighted = None
         self._move_to(target, announce=True)
 
-    def replace_item(self, item: PaneItem) -> bool:
-        """Swap one item's prompt in place (a relation finished running); False when the
-        id is not shown. Re-measures only when its height changed."""
-        n = self._index.get(item.id)
-        if n is None:
-            return False
-        old = self._items[n]
-        self._items[n] = item
-        if old.prompt.plain.count("\n") != item.prompt.plain.count("\n"):
+    def replace_items(self, items: list[PaneItem]) -> int:
+        """Swap shown items' prompts in place by id (relations that started or finished
+        running); ids not shown are ignored. Re-measures once, and only when a height
+        changed. Returns how many were swapped."""
+        swapped, resize = 0, False
+        for item in items:
+            n = self._index.get(item.id)
+            if n is None:
+                continue
+            old = self._items[n]
+            self._items[n] = item
+            resize = resize or old.prompt.plain.count("\n") != item.prompt.plain.count("\n")
+            swapped += 1
+        if resize:
             self._measure()
-        self._lines.clear()
-        self.refresh()
-        return True
+        elif swapped:
+            self._lines.clear()
+            self.refresh()
+        return swapped
+
+    def replace_item(self, item: PaneItem) -> bool:
+        """``replace_items`` for one item; False when its id is not shown."""
+        return self.replace_items([item]) == 1
 
     def _measure(self) -> None:
         starts = [0]

@@ -1,0 +1,195 @@
+"""What the four panes list, how they are filtered, and how they are laid out (issue 7).
+
+A mixin for ReviewApp. Each pane keeps its unfiltered items (``items[kind]``, with an id
+-> position index) so a filter, a quick filter or narrowing the relations to a path only
+refilters them, and a finished relation swaps its own item: nothing rebuilds 20,000
+prompts on a key press. Wide terminals show the panes side by side; below
+``TABS_BELOW_WIDTH`` columns one pane shows under a tab bar.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Tabs
+
+from relconsole.console import filters
+from relconsole.console.widgets.filterbar import FilterBar
+from relconsole.console.widgets.pane import Pane
+from relconsole.engine.literal import literal
+
+PANES = ("touched", "relations", "leases", "quarantine")
+PANE_TITLES = {"touched": "1 Touched paths", "relations": "2 Relations", "leases": "3 Leases",
+               "quarantine": "4 Quarantine"}
+EMPTY = {"touched": "no touched paths", "relations": "no relations", "leases": "no leases",
+         "quarantine": "quarantine is empty"}
+TABS_BELOW_WIDTH = 100  # narrower terminals show one pane at a time under a tab bar
+SHORT_BELOW_HEIGHT = 30  # shorter ones hide the detail strip (enter still opens the full view)
+TINY_BELOW_HEIGHT = 16  # and below this the header goes too
+
+
+class PaneListing:
+    """Pane contents, filters and layout for the console (mixed into ReviewApp)."""
+
+    def init_listing(self) -> None:
+        """Set up the listing state (called from ReviewApp.__init__)."""
+        self.filters: dict[str, str] = dict.fromkeys(PANES, "")
+        self.quick: set[str] = set()
+        self.narrow: str | None = None  # a touched path: Relations shows only its owners
+        self.items: dict[str, list] = {kind: [] for kind in PANES}  # unfiltered, rebuilt when data changes
+        self.positions: dict[str, dict[str, int]] = {kind: {} for kind in PANES}
+        self.empty: dict[str, str] = dict(EMPTY)
+        self.active = "touched"  # the pane shown when panes are tabs
+
+    # --- contents -----------------------------------------------------------------------
+
+    def show_items(self, kind: str, items: list | None = None, empty: str | None = None) -> None:
+        """Fill pane ``kind`` with ``items`` (kept unfiltered) or, with none given, show the
+        kept ones again through the pane's filters; the title says what is filtered."""
+        if items is not None:
+            self.items[kind] = list(items)
+            self.positions[kind] = {item[0]: n for n, item in enumerate(self.items[kind])}
+            self.empty[kind] = empty or EMPTY[kind]
+        everything = self.items[kind]
+        text, quick = self.filters[kind], kind in self.quick
+        narrowed = self._narrowed(everything) if kind == "relations" and self.narrow is not None else everything
+        shown = filters.apply(self.review, kind, narrowed, text, quick)
+        filtered = shown is not everything
+        pane = self.pane(kind)
+        pane.fill(shown, empty=filters.empty_text(kind, text, quick) if filtered else self.empty[kind])
+        title = PANE_TITLES[kind]
+        if narrowed is not everything:
+            title += f" · owners of {literal(self.narrow)} (esc clears)"
+        if filtered:
+            title += filters.describe(kind, text, quick, filters.count(shown), filters.count(narrowed))
+        pane.border_title = title
+
+    def update_items(self, kind: str, changed: list, refilter: bool = True) -> None:
+        """Swap the kept items whose ids are in ``changed`` and repaint only them; a filtered
+        pane is refiltered instead (an item may now match or not), or left for the caller
+        to refilter later when ``refilter`` is false."""
+        kept, where = self.items[kind], self.positions[kind]
+        fresh = []
+        for item in changed:
+            n = where.get(item[0])
+            if n is not None:
+                kept[n] = item
+                fresh.append(item)
+        if not fresh:
+            return
+        if self.is_filtered(kind):
+            if refilter:
+                self.show_items(kind)
+        else:
+            self.pane(kind).replace_items([Pane.item(item) for item in fresh])
+
+    def is_filtered(self, kind: str) -> bool:
+        """True when pane ``kind`` shows fewer than all its items."""
+        return bool(self.filters[kind].strip()) or kind in self.quick or (kind == "relations" and self.narrow is not None)
+
+    def _narrowed(self, items: list) -> list:
+        owners = {f"r:{rid}" for b in self.review.bindings if b.path == self.narrow for rid in b.relations}
+        return [item for item in items if not item[0].startswith("r:") or item[0] in owners]
+
+    def narrow_to(self, path: str | None) -> None:
+        """Show only the relations owning ``path`` (None: all of them)."""
+        self.narrow = path
+        self.show_items("relations")
+
+    # --- filters --------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        """``/``: type to filter the focused pane; enter keeps the filter, esc clears it."""
+        pane = self.focused_pane()
+        kind = pane.kind if pane is not None else self.active
+        bar = self.query_one("#filter", FilterBar)
+        bar.target = kind
+        bar.value = self.filters[kind]
+        bar.display = True
+        bar.border_title = f"filter {PANE_TITLES[kind][2:]}"
+        bar.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        bar = event.input
+        if isinstance(bar, FilterBar) and bar.target is not None and self.filters[bar.target] != event.value:
+            self.filters[bar.target] = event.value
+            self.show_items(bar.target)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if isinstance(event.input, FilterBar):
+            self._close_filter()
+
+    def on_filter_bar_cancelled(self, _event: FilterBar.Cancelled) -> None:
+        bar = self.query_one("#filter", FilterBar)
+        if bar.target is not None:
+            self.filters[bar.target] = ""
+            self.show_items(bar.target)
+        self._close_filter()
+
+    def _close_filter(self) -> None:
+        bar = self.query_one("#filter", FilterBar)
+        bar.display = False
+        self.action_focus_pane(bar.target or self.active)
+
+    def action_quick_filter(self, kind: str) -> None:
+        """``x``: show only the pane's problem items (unowned, missed, expiring, rejected); again: all."""
+        self.quick ^= {kind}
+        self.show_items(kind)
+
+    def action_clear_filters(self) -> None:
+        """``escape``: clear the focused pane's filters; in Relations also the narrowing."""
+        pane = self.focused_pane()
+        if pane is None:
+            return
+        narrowed = pane.kind == "relations" and self.narrow is not None
+        if narrowed or self.filters[pane.kind] or pane.kind in self.quick:
+            self.filters[pane.kind] = ""
+            self.quick.discard(pane.kind)
+            if narrowed:
+                self.narrow = None
+            self.show_items(pane.kind)
+
+    def action_clear_narrow(self) -> None:
+        if self.narrow is not None:
+            self.narrow_to(None)
+
+    # --- layout and focus -------------------------------------------------------------------
+
+    def layout_for(self, width: int, height: int) -> None:
+        """Wide: four panes side by side; narrow (80x24): one pane under a tab bar."""
+        screen = self.screen_stack[0] if self.screen_stack else self.screen
+        screen.set_class(height < SHORT_BELOW_HEIGHT, "-short")
+        screen.set_class(height < TINY_BELOW_HEIGHT, "-tiny")
+        screen.set_class(width < TABS_BELOW_WIDTH, "-tabs")
+
+    def activate(self, kind: str) -> None:
+        """Make ``kind`` the pane shown in tab mode and the tab bar's active tab."""
+        if kind != self.active:
+            self.pane(self.active).remove_class("-active")
+            self.active = kind
+            self.pane(kind).add_class("-active")
+        tabs = self.query_one("#pane-tabs", Tabs)
+        if tabs.active != f"tab-{kind}":
+            tabs.active = f"tab-{kind}"
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        kind = (event.tab.id or "").removeprefix("tab-")
+        if kind in PANES and kind != self.active:
+            self.action_focus_pane(kind)
+
+    def action_focus_pane(self, kind: str) -> None:
+        self.activate(kind)
+        pane = self.pane(kind)
+        if self.screen.has_class("-tabs"):
+            self.call_after_refresh(pane.focus)  # it was hidden until this refresh
+        else:
+            pane.focus()
+
+    def action_next_pane(self) -> None:
+        self._cycle(1)
+
+    def action_previous_pane(self) -> None:
+        self._cycle(-1)
+
+    def _cycle(self, step: int) -> None:
+        pane = self.focused_pane()
+        current = PANES.index(pane.kind if pane is not None else self.active)
+        self.action_focus_pane(PANES[(current + step) % len(PANES)])

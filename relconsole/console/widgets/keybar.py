@@ -1,0 +1,70 @@
+"""The footer of the review screen: the keys that work where the focus is, as one line.
+
+Textual's Footer recomposes a widget per key on every focus change (three times per
+change, 0.15–0.7 s with the console's bindings on a loaded review); this bar renders
+the same active bindings as one Text, at most once per refresh and only when they
+changed. An app key is clickable: its style carries ``@click`` to the app action.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Static
+
+
+class KeyBar(Static):
+    """Shows the screen's enabled ``show=True`` bindings, then the palette key."""
+
+    COMPONENT_CLASSES = {"keybar--key"}
+    DEFAULT_CSS = """
+    KeyBar {
+        height: 1;
+        background: $footer-background;
+        color: $footer-foreground;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+        & > .keybar--key {
+            color: $footer-key-foreground;
+            text-style: bold;
+        }
+    }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__("", **kwargs)
+        self._pending = False
+        self._shown: tuple = ()
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._render_keys()
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, _screen) -> None:
+        if not self._pending:
+            self._pending = True
+            self.call_after_refresh(self._render_keys)
+
+    def _render_keys(self) -> None:
+        self._pending = False
+        keys = [(self.app.get_key_display(active.binding), active.binding.action, active.binding.description,
+                 active.node is self.app)
+                for active in self.screen.active_bindings.values() if active.binding.show and active.enabled]
+        shown = tuple(keys)
+        if shown != self._shown:
+            self._shown = shown
+            self.update(self._text(keys))
+
+    def _text(self, keys: list) -> Text:
+        text = Text(" ")
+        key_style = self.get_component_rich_style("keybar--key", partial=True)
+        for display, action, description, on_app in keys:
+            click = Style(meta={"@click": f"app.{action}"}) if on_app else Style()
+            text.append(display, key_style + click)
+            text.append(f" {description}  ", click)
+        text.append("^p", key_style)
+        text.append(" palette")
+        return text
