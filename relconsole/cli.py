@@ -7,10 +7,13 @@ the engine, print text or ``--json``, and exit with the codes of SPEC §8.
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime as dt
 import json
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from relconsole.cli_confirm import register as register_confirm
@@ -460,16 +463,38 @@ COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease":
             "check-split": cmd_check_split, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
 
 
+SHUTDOWN_GRACE_SECONDS = 10.0  # after SIGHUP/SIGTERM, a shutdown stuck longer than this is cut short
+
+
 def _exit_cleanly_on_signals() -> None:
     """A closed terminal (SIGHUP) or a kill (SIGTERM) ends the process through Python's
     normal shutdown, so the atexit hook removes scratch directories (an oracle copy can be
-    gigabytes). Only default handlers are replaced, and only on the main thread."""
+    gigabytes). Only default handlers are replaced, and only on the main thread.
+
+    The normal shutdown can hang on a terminal that is gone (Textual restores the terminal
+    through a writer thread that died with it: an orphaned console sat in ``Queue.put``
+    for an hour), so a daemon timer runs the atexit hooks and ends the process after
+    ``SHUTDOWN_GRACE_SECONDS``."""
+    def stop(signum, _frame) -> None:
+        timer = threading.Timer(SHUTDOWN_GRACE_SECONDS, _force_exit, (128 + signum,))
+        timer.daemon = True
+        timer.start()
+        sys.exit(128 + signum)
+
     for number in (signal.SIGTERM, signal.SIGHUP):
         try:
             if signal.getsignal(number) is signal.SIG_DFL:
-                signal.signal(number, lambda signum, _frame: sys.exit(128 + signum))
+                signal.signal(number, stop)
         except ValueError:  # not the main thread (main() called from a worker)
             return
+
+
+def _force_exit(code: int) -> None:
+    """Run the atexit hooks (scratch directories) and leave without waiting for anything."""
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

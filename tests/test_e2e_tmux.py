@@ -262,3 +262,27 @@ def test_missing_tmux_skips_unless_required(monkeypatch, required: str | None):
     outcome = pytest.fail.Exception if required == "1" else pytest.skip.Exception
     with pytest.raises(outcome, match="tmux is not on PATH"):
         tmux_or_skip()
+
+
+def test_a_closed_terminal_ends_the_console_while_relations_run(demo_repo: Path, terminal: Terminal,
+                                                                tmp_path: Path):
+    """The terminal goes away (tmux server killed: SIGHUP) while relations run: the console
+    process exits. A worker that waited on the gone UI once kept it alive at full CPU."""
+    repo = demo_repo
+    subject = repo / "src" / "aggregator.py"
+    subject.write_text("import time\ntime.sleep(2)  # a slow subject keeps the run going\n" + subject.read_text())
+    git(repo, "commit", "-q", "-am", "slow subject")
+    pid_file = tmp_path / "pid"
+    child_env = {**terminal.env, "PYTHONPATH": str(PROJECT_ROOT), "GIT_CONFIG_NOSYSTEM": "1"}
+    command = (f"echo $$ > {shlex.quote(str(pid_file))}; exec env -i "
+               f"{' '.join(shlex.quote(f'{k}={v}') for k, v in sorted(child_env.items()))} "
+               f"{shlex.quote(sys.executable)} -m relconsole review --today {TODAY.isoformat()}")
+    terminal.start(command, repo)
+    terminal.wait_for(lambda s: any("running" in line for line in pane_lines(s, 1)), "relations running")
+    pid = int(pid_file.read_text())
+    terminal.kill()
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    state = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
+    assert "State:\tZ" in state or not state, f"the console outlived its terminal by 20 s:\n{state[:300]}"

@@ -609,3 +609,30 @@ def test_a_killed_or_hung_up_process_removes_its_scratch_directories(signum):
     proc.send_signal(signum)
     assert proc.wait(timeout=30) == 128 + signum
     assert not scratch.exists()
+
+
+def test_a_shutdown_stuck_on_a_dead_terminal_is_cut_short():
+    """After SIGHUP the normal shutdown may wait forever (Textual restoring a terminal that is
+    gone, through a writer thread that died with it); the grace timer still removes the
+    scratch directories and ends the process."""
+    import sys
+    code = ("import threading, time\n"
+            "import relconsole.cli as cli\n"
+            "from relconsole.engine.workspace import scratch_dir\n"
+            "cli.SHUTDOWN_GRACE_SECONDS = 1.0\n"
+            "cli._exit_cleanly_on_signals()\n"
+            "threading.Thread(target=threading.Event().wait).start()  # never ends: shutdown waits on it\n"
+            "d = scratch_dir('relconsole-oracle-')\n"
+            "(d / 'corpus.csv').write_text('a,b\\n')\n"
+            "print(d, flush=True)\n"
+            "time.sleep(60)\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    scratch = Path(proc.stdout.readline().strip())
+    proc.send_signal(signal.SIGHUP)
+    try:
+        code = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert code == 128 + signal.SIGHUP
+    assert not scratch.exists()

@@ -2,7 +2,8 @@
 
 The App holds the engine's Review and the reviewer's pending decisions; widgets only
 render. Loading, running relations and committing run in thread workers and report
-back with ``call_from_thread``, so input never waits on git or on a subject.
+back through ``_from_thread`` (queued, never waited on), so input never waits on git or
+on a subject, and no worker waits on the UI.
 """
 
 from __future__ import annotations
@@ -232,15 +233,13 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             built = {"touched": views.touched_items(review), "leases": views.lease_items(review),
                      "relations": views.relation_items(review, None, set(self.running))}
         except RelconsoleError as exc:
-            self.call_from_thread(self._load_failed, exc.one_line(), exc.exit_code)
+            self._from_thread(self._load_failed, exc.one_line(), exc.exit_code)
             return
         except Exception as exc:  # a pane message beats a traceback for any surprise
-            self.call_from_thread(self._load_failed, f"{type(exc).__name__}: {exc}", 3)
+            self._from_thread(self._load_failed, f"{type(exc).__name__}: {exc}", 3)
             return
-        try:
-            self.call_from_thread(self._loaded, review, first, built, carried)
-        except RuntimeError:  # the console quit while loading: nobody will close this review
-            review.close()
+        if not self._from_thread(self._loaded, review, first, built, carried):
+            review.close()  # the console quit while loading: nobody else will close this review
 
     def _hash_reporter(self):
         """A load_review ``hash_progress`` callback: big corpora move the progress bar, at
@@ -430,10 +429,10 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     def run_relations(self, review: Review, ids: list[str]) -> None:
         """Evaluate the touched relations in worker processes, reporting each as it ends."""
         try:
-            run_review(review, ids, lambda result: self.call_from_thread(self._relation_done, review, result))
+            run_review(review, ids, lambda result: self._from_thread(self._relation_done, review, result))
         except Exception as exc:
-            self.call_from_thread(self.notify, f"run failed: {exc}", severity="error", markup=False)
-        self.call_from_thread(self._run_finished, review)
+            self._from_thread(self.notify, f"run failed: {exc}", severity="error", markup=False)
+        self._from_thread(self._run_finished, review)
 
     def _relation_done(self, review: Review, result) -> None:
         self.running.discard(result.relation_id)
@@ -524,14 +523,15 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         load_workspace_leases(review)
         self._from_thread(self._replay_finished, review, failed, message)
 
-    def _from_thread(self, callback, *args) -> None:
-        """``call_from_thread`` that does nothing once the console is closing (a cancelled replay)."""
-        if self.replay_cancel.is_set() and not self.is_running:
-            return
+    def _from_thread(self, callback, *args, **kwargs) -> bool:
+        """Queue ``callback(*args)`` for the UI thread without waiting for it; False when the
+        console is closing. ``call_from_thread`` waits, and a worker waiting on a console
+        whose terminal went away (SIGHUP) never returned: its thread held the process at
+        exit, spinning on the dead terminal at full CPU."""
         try:
-            self.call_from_thread(callback, *args)
-        except RuntimeError:  # the event loop has gone: the console quit while the replay wound down
-            pass
+            return self.call_later(callback, *args, **kwargs)
+        except RuntimeError:  # the event loop is closed
+            return False
 
     def _replay_step(self, step) -> None:
         if step.done == 1:
@@ -567,7 +567,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     @work(thread=True, exclusive=True, group="stats")
     def gate_health(self, git_dir: str) -> None:
         result = gatehealth.stats(git_dir, days=7)
-        self.call_from_thread(self.push_screen, views.gate_health_screen(result))
+        self._from_thread(self.push_screen, views.gate_health_screen(result))
 
     def action_merge_checklist(self) -> None:
         """``m``: review flags and the merge checklist (git is read in a worker)."""
@@ -577,7 +577,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     @work(thread=True, exclusive=True, group="checklist")
     def merge_checklist(self, review) -> None:
         items = checklist.merge_checklist(review)
-        self.call_from_thread(self.push_screen, views.checklist_screen(review, items))
+        self._from_thread(self.push_screen, views.checklist_screen(review, items))
 
     # --- quarantine decisions -----------------------------------------------------------
 
@@ -673,12 +673,12 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         try:
             result = make_commit()
         except RelconsoleError as exc:
-            self.call_from_thread(self._commit_failed, exc.one_line())
+            self._from_thread(self._commit_failed, exc.one_line())
             return
         except Exception as exc:
-            self.call_from_thread(self._commit_failed, f"{type(exc).__name__}: {exc}")
+            self._from_thread(self._commit_failed, f"{type(exc).__name__}: {exc}")
             return
-        self.call_from_thread(self._committed, result, decided or [])
+        self._from_thread(self._committed, result, decided or [])
 
     def _commit_failed(self, message: str) -> None:
         self.busy_reasons.discard("git")

@@ -50,9 +50,13 @@ class KeyBar(Static):
 
     def _render_keys(self) -> None:
         self._pending = False
-        keys = [(self.app.get_key_display(active.binding), active.binding.action, active.binding.description,
-                 active.node is self.app)
-                for active in self.screen.active_bindings.values() if active.binding.show and active.enabled]
+        keys, seen = [], set()
+        for active in self.screen.active_bindings.values():
+            binding = active.binding
+            if binding.show and active.enabled and (binding.action, binding.description) not in seen:
+                seen.add((binding.action, binding.description))  # "?" and "f1": one entry
+                keys.append((self.app.get_key_display(binding), binding.action, binding.description,
+                             active.node is self.app))
         shown = tuple(keys)
         if shown != self._shown:
             self._shown = shown

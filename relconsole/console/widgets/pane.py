@@ -14,7 +14,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import NamedTuple
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -24,7 +23,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-RENDER_CACHE_LINES = 4096  # rendered lines kept; a screen shows at most a few hundred
+RENDER_CACHE_ITEMS = 2048  # rendered items kept (per width and style); a screen shows a few dozen
 
 
 class PaneItem(NamedTuple):
@@ -122,7 +121,8 @@ class Pane(ScrollView, can_focus=True):
         """Swap shown items' prompts in place by id (relations that started or finished
         running); ids not shown are ignored. Re-measures once, and only when a height
         changed. Returns how many were swapped."""
-        swapped, resize = 0, False
+        swapped: set[int] = set()
+        resize = False
         for item in items:
             n = self._index.get(item.id)
             if n is None:
@@ -130,13 +130,15 @@ class Pane(ScrollView, can_focus=True):
             old = self._items[n]
             self._items[n] = item
             resize = resize or old.prompt.plain.count("\n") != item.prompt.plain.count("\n")
-            swapped += 1
+            swapped.add(n)
         if resize:
             self._measure()
         elif swapped:
-            self._lines.clear()
-            self.refresh()
-        return swapped
+            for key in [key for key in self._lines if key[0] in swapped]:
+                del self._lines[key]
+            for n in swapped:
+                self._refresh_item(n)
+        return len(swapped)
 
     def replace_item(self, item: PaneItem) -> bool:
         """``replace_items`` for one item; False when its id is not shown."""
@@ -267,8 +269,7 @@ class Pane(ScrollView, can_focus=True):
         self._refresh_item(self._highlighted)
 
     def notify_style_update(self) -> None:
-        self._styles = None  # the theme or a pseudo-class changed the cursor's colours
-        self._lines.clear()
+        self._styles = None  # the theme or a pseudo-class may have changed the colours
         super().notify_style_update()
 
     def on_resize(self) -> None:
@@ -282,29 +283,30 @@ class Pane(ScrollView, can_focus=True):
         """The line ``y`` rows below the top of the view: a slice of one item."""
         width = self.scrollable_content_region.width
         line = self.scroll_offset.y + y
-        focus = self.has_focus
         styles = self._styles
-        if styles is None or styles["focus"] != focus:
+        if styles is None:
             base = self.rich_style
-            styles = self._styles = {"focus": focus, "base": base,
+            styles = self._styles = {"base": base,
                                      "cursor": base + self.get_component_rich_style("pane--cursor"),
                                      "disabled": base + self.get_component_rich_style("pane--disabled")}
         if not (0 <= line < self._starts[-1]):
             return Strip.blank(width, styles["base"])
         n = bisect_right(self._starts, line) - 1
         item = self._items[n]
-        state = "disabled" if item.disabled else "cursor" if n == self._highlighted else "base"
-        key = (n, line - self._starts[n], width, state, focus)
-        strip = self._lines.get(key)
-        if strip is None:
-            if len(self._lines) > RENDER_CACHE_LINES:
+        style = styles["disabled" if item.disabled else "cursor" if n == self._highlighted else "base"]
+        key = (n, width, style)  # the style, not a flag: a theme or focus change misses the cache
+        strips = self._lines.get(key)
+        if strips is None:
+            if len(self._lines) > RENDER_CACHE_ITEMS:
                 self._lines.clear()
-            strip = self._lines[key] = self._render_item_line(n, line - self._starts[n], width, styles[state])
-        return strip
+            strips = self._lines[key] = self._render_item(n, width, style)
+        offset = line - self._starts[n]
+        return strips[offset] if offset < len(strips) else Strip.blank(width, style)
 
-    def _render_item_line(self, n: int, offset: int, width: int, style: Style) -> Strip:
-        text = self._items[n].prompt.split("\n", allow_blank=True)[offset]
-        text.end = ""
-        text.truncate(width, overflow="ellipsis", pad=True)
-        segments = Segment.apply_style(text.render(self.app.console), style)
-        return Strip(segments).simplify().apply_meta({"item": n}).extend_cell_length(width, style)
+    def _render_item(self, n: int, width: int, style: Style) -> list[Strip]:
+        """Every line of item ``n``, cut to ``width`` with an ellipsis, on ``style``."""
+        console = self.app.console
+        options = console.options.update(width=width, no_wrap=True, overflow="ellipsis", highlight=False)
+        lines = console.render_lines(self._items[n].prompt, options, style=style, pad=True, new_lines=False)
+        meta = {"item": n}
+        return [Strip(line, width).apply_meta(meta) for line in lines]
