@@ -9,6 +9,7 @@ on a subject, and no worker waits on the UI.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import time
 
 from rich.text import Text
@@ -288,6 +289,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         return carried
 
     def _loaded(self, review: Review, first: bool, built: dict, carried: dict) -> None:
+        gc.unfreeze()  # the old review's cycles may be collected again
         old = self.review
         late = []
         if old is not None:
@@ -306,6 +308,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             self.query_one("#progress").display = False
         self.refresh_all(built)
         self.update_relations(late)
+        gc.freeze()  # the review's millions of objects leave the collector's full scans (300 ms pauses)
         if first and self.autorun and review.catalog is not None and review.touched_relations():
             self.action_run()
 
@@ -355,9 +358,9 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         pane = self.focused_pane()
         detail = self.query_one("#detail", Static)
         if self.review is None or pane is None:
-            detail.update("")
+            detail.update("", layout=False)
             return
-        detail.update(views.detail_text(self.review, pane.kind, pane.highlighted_id))
+        detail.update(views.detail_text(self.review, pane.kind, pane.highlighted_id), layout=False)
 
     @on(Pane.Selected)
     def _selected(self, event: Pane.Selected) -> None:

@@ -60,7 +60,7 @@ class KeyBar(Static):
         shown = tuple(keys)
         if shown != self._shown:
             self._shown = shown
-            self.update(self._text(keys))
+            self.update(self._text(keys), layout=False)  # one row, always
 
     def _text(self, keys: list) -> Text:
         text = Text(" ")

@@ -51,12 +51,12 @@ class StatusLine(Static):
                              f" · today {review.today.isoformat()}", "dim"))
         if running:
             text.append(f" · {running}", "italic yellow")
-        self.update(text)
+        self.update(text, layout=False)  # a fixed height: no relayout of the screen
 
     def show_error(self, message: str) -> None:
         """Render a fatal load error (one line, literal)."""
-        self.update(Text.assemble((" ABORT ", "reverse bold magenta"), " ", lit(message)))
+        self.update(Text.assemble((" ABORT ", "reverse bold magenta"), " ", lit(message)), layout=False)
 
     def show_text(self, message: str) -> None:
         """Render a progress message while there is no review to show (literal)."""
-        self.update(lit(message, "italic"))
+        self.update(lit(message, "italic"), layout=False)
