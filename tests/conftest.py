@@ -68,3 +68,9 @@ def pytest_report_header(config) -> str:
     where = "found" if SHARED_DATA.is_dir() else "missing"
     return (f"relconsole shared corpora: {SHARED_DATA} ({where}); tests marked 'shared' are "
             "not collected by default (run: python -m pytest -m shared)")
+
+
+@pytest.fixture(autouse=True)
+def _console_preferences(tmp_path_factory, monkeypatch):
+    """The console's saved theme lives in a scratch directory per test, never the user's."""
+    monkeypatch.setenv("RELCONSOLE_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))

@@ -309,3 +309,14 @@ async def test_cursor_skips_headers_and_clicks_select():
         await pilot.click(Pane, offset=(3, 4))  # row 4: "two" (header, a×2, header, b)
         await pilot.pause()
         assert pane.highlighted_id == "b" and selected[-1] == "b"
+
+
+def test_a_saved_theme_applies_only_with_preferences(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELCONSOLE_CONFIG_DIR", str(tmp_path))
+    default = ReviewApp().theme
+    other = next(name for name in ReviewApp().available_themes if name != default)
+    (tmp_path / "console.json").write_text(json.dumps({"theme": other}))
+    assert ReviewApp().theme == other
+    assert ReviewApp(preferences=False).theme == default  # screenshots look the same for everyone
+    (tmp_path / "console.json").write_text("{not json")
+    assert ReviewApp().theme == default

@@ -128,8 +128,10 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     ]
 
     def __init__(self, repo: str = ".", base_ref: str | None = None, head_ref: str = "HEAD",
-                 today: dt.date | None = None, oracle_from: str = "base", autorun: bool = True):
+                 today: dt.date | None = None, oracle_from: str = "base", autorun: bool = True,
+                 preferences: bool = True):
         super().__init__()
+        self.preferences = preferences  # the user's saved theme; screenshots use the default
         self.repo_path = repo
         self.base_ref = base_ref
         self.head_ref = head_ref
@@ -147,7 +149,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.replay_cancel = Cancel()
         self.init_listing()
         self._catch_up_pending = False
-        theme = load_settings().get("theme")
+        theme = load_settings().get("theme") if preferences else None
         if isinstance(theme, str) and theme in self.available_themes:
             self.theme = theme
 
@@ -170,7 +172,8 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     def on_mount(self) -> None:
         self.query_one("#progress").display = False
         self.query_one("#filter").display = False
-        self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
+        if self.preferences:
+            self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
         self.layout_for(self.size.width, self.size.height)
         self.query_one("#touched", Pane).focus()
         self.reload(first=True)

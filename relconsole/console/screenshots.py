@@ -48,7 +48,7 @@ async def _goto(pilot, pane_key: str, kind: str, option_id: str) -> None:
 
 async def _shoot(repo: Path, out: Path) -> list[Path]:
     written = []
-    app = ReviewApp(repo=str(repo), today=TODAY)
+    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False)
 
     def save(name: str) -> None:
         path = out / f"{name}.svg"
@@ -104,7 +104,7 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
 
 async def _shoot_narrow(repo: Path, out: Path) -> list[Path]:
     """80x24: the panes become tabs; the quarantine pane is up."""
-    app = ReviewApp(repo=str(repo), today=TODAY)
+    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False)
     async with app.run_test(size=NARROW) as pilot:
         await _settle(pilot)
         await pilot.press("4", "j")
@@ -116,7 +116,7 @@ async def _shoot_narrow(repo: Path, out: Path) -> list[Path]:
 async def _shoot_rehash(repo: Path, out: Path) -> list[Path]:
     """The stocks corpus changes in a reviewed commit; its owner re-hashes, renews, reads history."""
     _drift_stocks(repo)
-    app = ReviewApp(repo=str(repo), today=TODAY)
+    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot)
         await _goto(pilot, "3", "leases", "l:oracle/leases/stocks.yaml")

@@ -3,12 +3,11 @@
 Textual's Footer recomposes a widget per key on every focus change (three times per
 change, 0.15–0.7 s with the console's bindings on a loaded review); this bar renders
 the same active bindings as one Text, at most once per refresh and only when they
-changed. An app key is clickable: its style carries ``@click`` to the app action.
+changed.
 """
 
 from __future__ import annotations
 
-from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
@@ -65,10 +64,9 @@ class KeyBar(Static):
     def _text(self, keys: list) -> Text:
         text = Text(" ")
         key_style = self.get_component_rich_style("keybar--key", partial=True)
-        for display, action, description, on_app in keys:
-            click = Style(meta={"@click": f"app.{action}"}) if on_app else Style()
-            text.append(display, key_style + click)
-            text.append(f" {description}  ", click)
+        for display, _action, description, _on_app in keys:
+            text.append(display, key_style)
+            text.append(f" {description}  ")
         text.append("^p", key_style)
         text.append(" palette")
         return text
