@@ -162,7 +162,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         yield tabs
         with Horizontal(id="panes"):
             for kind in PANES:
-                yield Pane(kind, PANE_TITLES[kind], classes="-active" if kind == self.active else "")
+                yield Pane(kind, PANE_TITLES[kind])
         yield Static(id="detail")
         yield FilterBar(id="filter")
         yield ProgressBar(id="progress", show_eta=False)
@@ -382,6 +382,14 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         if screen is not None:
             self.push_screen(screen)
 
+    def get_system_commands(self, screen):
+        """Textual's palette entries minus Quit (it skipped the pending-accepts question and
+        the §8 exit code: the console's own quit entry does both), Maximize (it hid the key
+        bar) and Screenshot (``relconsole screenshots`` makes them)."""
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Quit", "Maximize", "Minimize", "Screenshot"):
+                yield command
+
     def run_from_palette(self, action: str) -> None:
         """Run a palette entry's action; one that works in a single pane focuses it first."""
         name, _, params = action.partition("(")
@@ -389,9 +397,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         pane = self.focused_pane()
         if kind and (pane is None or pane.kind != kind):
             self.action_focus_pane(kind)
-            self.call_after_refresh(self.run_action, action)
-        else:
-            self.run_action(action)
+        self.call_later(self.run_action, action)  # run_action is a coroutine: queued, it is awaited
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Keys that act on one pane only work (and show) while that pane has focus; pane

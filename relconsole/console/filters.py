@@ -101,10 +101,13 @@ def count(items: list) -> int:
     return sum(1 for item in items if not item[2])
 
 
-def describe(kind: str, text: str, quick: bool, shown: int, total: int) -> str:
-    """The pane-title suffix for active filters, counts first so a narrow pane still shows
-    them, e.g. `` · 3 of 5,000 · missed relations · /cache · esc clears`` (empty with no filter)."""
+def describe(kind: str, text: str, quick: bool, shown: int, total: int, owners: str | None = None) -> str:
+    """The pane-title suffix for active filters, count first so a narrow pane still shows
+    it, e.g. `` · 3 of 5,000 · owners of src/a.py · missed relations · /cache · esc clears``
+    (empty with no filter). ``owners`` is the path the relations are narrowed to."""
     parts = []
+    if owners is not None:
+        parts.append(f"owners of {owners}")
     if quick:
         parts.append(QUICK_FILTERS[kind].title)
     if text.strip():

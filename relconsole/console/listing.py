@@ -9,6 +9,7 @@ prompts on a key press. Wide terminals show the panes side by side; below
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import Input, Tabs
 
 from relconsole.console import filters
@@ -24,6 +25,7 @@ EMPTY = {"touched": "no touched paths", "relations": "no relations", "leases": "
 TABS_BELOW_WIDTH = 100  # narrower terminals show one pane at a time under a tab bar
 SHORT_BELOW_HEIGHT = 30  # shorter ones hide the detail strip (enter still opens the full view)
 TINY_BELOW_HEIGHT = 16  # and below this the header goes too
+FILTER_PAUSE_SECONDS = 0.08  # typing in the filter bar refilters after this pause
 
 
 class PaneListing:
@@ -38,6 +40,7 @@ class PaneListing:
         self.positions: dict[str, dict[str, int]] = {kind: {} for kind in PANES}
         self.empty: dict[str, str] = dict(EMPTY)
         self.active = "touched"  # the pane shown when panes are tabs
+        self._filter_timer = None
 
     # --- contents -----------------------------------------------------------------------
 
@@ -53,14 +56,19 @@ class PaneListing:
         narrowed = self._narrowed(everything) if kind == "relations" and self.narrow is not None else everything
         shown = filters.apply(self.review, kind, narrowed, text, quick)
         filtered = shown is not everything
+        owners = literal(self.narrow) if narrowed is not everything else None
         pane = self.pane(kind)
-        pane.fill(shown, empty=filters.empty_text(kind, text, quick) if filtered else self.empty[kind])
+        if not filtered:
+            empty = self.empty[kind]
+        elif owners is not None and not narrowed:
+            empty = f"no relation owns {owners} (esc shows all)"
+        else:
+            empty = filters.empty_text(kind, text, quick)
+        pane.fill(shown, empty=empty)
         title = PANE_TITLES[kind]
-        if narrowed is not everything:
-            title += f" · owners of {literal(self.narrow)} (esc clears)"
         if filtered:
-            title += filters.describe(kind, text, quick, filters.count(shown), filters.count(narrowed))
-        pane.border_title = title
+            title += filters.describe(kind, text, quick, filters.count(shown), filters.count(everything), owners)
+        pane.border_title = Text(title)  # a Text is never read as markup: paths and filters are untrusted
 
     def update_items(self, kind: str, changed: list, refilter: bool = True) -> None:
         """Swap the kept items whose ids are in ``changed`` and repaint only them; a filtered
@@ -108,26 +116,47 @@ class PaneListing:
         bar.focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        """Typing shows at once; the pane refilters once typing pauses (FILTER_PAUSE_SECONDS),
+        so a 20,000-item pane does not refilter on every character."""
         bar = event.input
-        if isinstance(bar, FilterBar) and bar.target is not None and self.filters[bar.target] != event.value:
-            self.filters[bar.target] = event.value
+        if isinstance(bar, FilterBar) and bar.target is not None:
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+            self._filter_timer = self.set_timer(FILTER_PAUSE_SECONDS, lambda: self._apply_filter(bar))
+
+    def _apply_filter(self, bar: FilterBar) -> None:
+        self._filter_timer = None
+        if bar.target is not None and self.filters[bar.target] != bar.value:
+            self.filters[bar.target] = bar.value
             self.show_items(bar.target)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if isinstance(event.input, FilterBar):
+            self._apply_filter(event.input)
             self._close_filter()
 
     def on_filter_bar_cancelled(self, _event: FilterBar.Cancelled) -> None:
         bar = self.query_one("#filter", FilterBar)
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
         if bar.target is not None and self.filters[bar.target]:
             self.filters[bar.target] = ""
             self.show_items(bar.target)
         self._close_filter()
 
+    def on_filter_bar_left(self, _event: FilterBar.Left) -> None:
+        """Focus left the bar another way (tab, a click): keep what was typed, hide the bar."""
+        bar = self.query_one("#filter", FilterBar)
+        if bar.display:
+            self._apply_filter(bar)
+            bar.display = False
+
     def _close_filter(self) -> None:
         bar = self.query_one("#filter", FilterBar)
+        target = bar.target or self.active
         bar.display = False
-        self.action_focus_pane(bar.target or self.active)
+        self.action_focus_pane(target)
 
     def action_quick_filter(self, kind: str) -> None:
         """``x``: show only the pane's problem items (unowned, missed, expiring, rejected); again: all."""
@@ -168,10 +197,11 @@ class PaneListing:
         side nothing is hidden, so only the choice is kept: a class change restyles the
         panes, which costs a key press 100 ms on a big review."""
         previous, self.active = self.active, kind
-        if not (force or self.screen_stack[0].has_class("-tabs")):
+        tabbed = self.screen_stack[0].has_class("-tabs")
+        if not (force or tabbed):
             return
         for pane in self.query(Pane):
-            pane.set_class(pane.kind == kind, "-active")
+            pane.display = pane.kind == kind or not tabbed  # inline: takes effect at once, focusable now
         tabs = self.query_one("#pane-tabs", Tabs)
         if tabs.active != f"tab-{kind}" or previous != kind:
             tabs.active = f"tab-{kind}"
@@ -182,12 +212,10 @@ class PaneListing:
             self.action_focus_pane(kind)
 
     def action_focus_pane(self, kind: str) -> None:
+        """Focus pane ``kind`` now, not after a refresh: keys typed right after ``2`` (``2 x``)
+        must act on the new pane."""
         self.activate(kind)
-        pane = self.pane(kind)
-        if self.screen.has_class("-tabs"):
-            self.call_after_refresh(pane.focus)  # it was hidden until this refresh
-        else:
-            pane.focus()
+        self.screen_stack[0].set_focus(self.pane(kind))
 
     def action_next_pane(self) -> None:
         self._cycle(1)

@@ -16,9 +16,16 @@ class FilterBar(Input):
     class Cancelled(Message):
         """The reviewer pressed escape in the filter bar."""
 
+    class Left(Message):
+        """Focus moved away from the bar (tab, a click elsewhere)."""
+
     def __init__(self, **kwargs):
         super().__init__(placeholder="filter: every word must match (enter keeps, esc clears)", **kwargs)
         self.target: str | None = None
 
     def action_cancel(self) -> None:
         self.post_message(self.Cancelled())
+
+    def on_blur(self) -> None:
+        if self.display:
+            self.post_message(self.Left())

@@ -62,11 +62,18 @@ class KeyBar(Static):
             self.update(self._text(keys), layout=False)  # one row, always
 
     def _text(self, keys: list) -> Text:
-        text = Text(" ")
+        """Help and the palette first: a narrow terminal cuts the end of the line, and from
+        those two every other key can be found."""
         key_style = self.get_component_rich_style("keybar--key", partial=True)
-        for display, _action, description, _on_app in keys:
+        text = Text(" ")
+        first = [k for k in keys if k[1] == "help"]
+        for display, _action, description, _on_app in first + [k for k in keys if k not in first]:
             text.append(display, key_style)
             text.append(f" {description}  ")
-        text.append("^p", key_style)
-        text.append(" palette")
+            if first and description == first[0][2]:
+                text.append("^p", key_style)
+                text.append(" palette  ")
+        if not first:
+            text.append("^p", key_style)
+            text.append(" palette")
         return text
