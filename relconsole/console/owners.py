@@ -53,7 +53,7 @@ class OwnerWorkflows:
         self._show_progress(f"second replay of {literal(candidate.id)}…")
         self.confirm_in_background(review, candidate.id)
 
-    @work(thread=True, exclusive=True, group="confirm")
+    @work(thread=True, exclusive=True, group="confirm", description="confirm")
     def confirm_in_background(self, review, candidate_id: str) -> None:
         """Run ``confirm_candidate`` off the UI thread; failures become notifications."""
         def step(progress) -> None:
@@ -108,7 +108,7 @@ class OwnerWorkflows:
         self._show_progress(f"hashing the corpus of {literal(status.id)} as committed…")
         self.preview_in_background(review, status.id)
 
-    @work(thread=True, exclusive=True, group="rehash")
+    @work(thread=True, exclusive=True, group="rehash", description="rehash")
     def preview_in_background(self, review, lease_id: str) -> None:
         try:
             preview, failed = rehash_preview(review, lease_id), None
@@ -143,7 +143,7 @@ class OwnerWorkflows:
         """Enter on a dataset lease: its manifest, state and history from git log (worker)."""
         self.lease_detail_in_background(self.review, status)
 
-    @work(thread=True, exclusive=True, group="history")
+    @work(thread=True, exclusive=True, group="history", description="history")
     def lease_detail_in_background(self, review, status) -> None:
         try:
             events, failed = lease_history(review, status.lease.id), None
