@@ -139,6 +139,14 @@ def worktree_state(repo: Path) -> tuple[str, bytes, bytes, str]:
             git_bytes(repo, "diff"), git(repo, "status", "--porcelain"))
 
 
+def review_command(terminal: "Terminal") -> str:
+    """``relconsole review`` on a clean environment (the terminal's, plus this checkout on
+    PYTHONPATH and no system git config), as a shell command."""
+    child_env = {**terminal.env, "PYTHONPATH": str(PROJECT_ROOT), "GIT_CONFIG_NOSYSTEM": "1"}
+    return (f"env -i {' '.join(shlex.quote(f'{k}={v}') for k, v in sorted(child_env.items()))} "
+            f"{shlex.quote(sys.executable)} -m relconsole review --today {TODAY.isoformat()}")
+
+
 @pytest.fixture
 def terminal(tmp_path: Path):
     """A Terminal on a clean environment (HOME and TMPDIR in tmp_path); its server is
@@ -178,9 +186,7 @@ def test_accept_a_candidate_with_real_keys(demo_repo: Path, terminal: Terminal, 
     drafted = yaml.safe_load(git(repo, "show", f"main:{candidate.path}"))
 
     exit_file = tmp_path / "exit-code"
-    child_env = {**terminal.env, "PYTHONPATH": str(PROJECT_ROOT), "GIT_CONFIG_NOSYSTEM": "1"}
-    command = (f"env -i {' '.join(shlex.quote(f'{k}={v}') for k, v in sorted(child_env.items()))} "
-               f"{shlex.quote(sys.executable)} -m relconsole review --today {TODAY.isoformat()}; "
+    command = (f"{review_command(terminal)}; "
                f"code=$?; echo $code > {shlex.quote(str(exit_file))}; exit $code")
     terminal.start(command, repo)
 
@@ -273,11 +279,7 @@ def test_a_closed_terminal_ends_the_console_while_relations_run(demo_repo: Path,
     subject.write_text("import time\ntime.sleep(2)  # a slow subject keeps the run going\n" + subject.read_text())
     git(repo, "commit", "-q", "-am", "slow subject")
     pid_file = tmp_path / "pid"
-    child_env = {**terminal.env, "PYTHONPATH": str(PROJECT_ROOT), "GIT_CONFIG_NOSYSTEM": "1"}
-    command = (f"echo $$ > {shlex.quote(str(pid_file))}; exec env -i "
-               f"{' '.join(shlex.quote(f'{k}={v}') for k, v in sorted(child_env.items()))} "
-               f"{shlex.quote(sys.executable)} -m relconsole review --today {TODAY.isoformat()}")
-    terminal.start(command, repo)
+    terminal.start(f"echo $$ > {shlex.quote(str(pid_file))}; exec {review_command(terminal)}", repo)
     terminal.wait_for(lambda s: any("running" in line for line in pane_lines(s, 1)), "relations running")
     pid = int(pid_file.read_text())
     terminal.kill()

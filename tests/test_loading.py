@@ -593,7 +593,6 @@ def test_a_committed_corpus_symlink_that_leaves_the_tree_is_invalid_not_missing(
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_killed_or_hung_up_process_removes_its_scratch_directories(signum):
     """A closed terminal mid-load must not leave a gigabyte oracle copy in the temp dir."""
-    import sys
     code = ("import time\n"
             "from relconsole.cli import _exit_cleanly_on_signals\n"
             "from relconsole.engine.workspace import scratch_dir\n"
@@ -602,9 +601,7 @@ def test_a_killed_or_hung_up_process_removes_its_scratch_directories(signum):
             "(d / 'corpus.csv').write_text('a,b\\n')\n"
             "print(d, flush=True)\n"
             "time.sleep(60)\n")
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
-    scratch = Path(proc.stdout.readline().strip())
+    proc, scratch = _child_with_scratch(code)
     assert (scratch / "corpus.csv").exists()
     proc.send_signal(signum)
     assert proc.wait(timeout=30) == 128 + signum
@@ -615,7 +612,6 @@ def test_a_shutdown_stuck_on_a_dead_terminal_is_cut_short():
     """After SIGHUP the normal shutdown may wait forever (Textual restoring a terminal that is
     gone, through a writer thread that died with it); the grace timer still removes the
     scratch directories and ends the process."""
-    import sys
     code = ("import threading, time\n"
             "import relconsole.cli as cli\n"
             "from relconsole.engine.workspace import scratch_dir\n"
@@ -626,9 +622,7 @@ def test_a_shutdown_stuck_on_a_dead_terminal_is_cut_short():
             "(d / 'corpus.csv').write_text('a,b\\n')\n"
             "print(d, flush=True)\n"
             "time.sleep(60)\n")
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
-    scratch = Path(proc.stdout.readline().strip())
+    proc, scratch = _child_with_scratch(code)
     proc.send_signal(signal.SIGHUP)
     try:
         code = proc.wait(timeout=30)
@@ -636,3 +630,12 @@ def test_a_shutdown_stuck_on_a_dead_terminal_is_cut_short():
         proc.kill()
     assert code == 128 + signal.SIGHUP
     assert not scratch.exists()
+
+
+def _child_with_scratch(code: str) -> tuple[subprocess.Popen, Path]:
+    """Run ``code`` (which prints its scratch directory) in a child on this checkout; returns
+    the child and that directory."""
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    return proc, Path(proc.stdout.readline().strip())
