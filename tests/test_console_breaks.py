@@ -1,6 +1,6 @@
 """What a fresh tester broke in the daily-use console (issue 7), kept broken-proof:
 markup in paths and filters, palette entries, keys typed right after a pane switch,
-the filter bar losing focus, and the narrowing title."""
+the filter row losing focus, and the narrowing title."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ async def test_keys_typed_right_after_a_pane_switch_act_on_the_new_pane(demo_rep
             assert app.query_one("#filter", FilterBar).target == "quarantine"
 
 
-async def test_tab_out_of_the_filter_bar_keeps_the_filter_and_hides_the_bar(demo_repo):
+async def test_tab_out_of_the_filter_bar_keeps_the_filter(demo_repo):
     app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -75,7 +75,7 @@ async def test_tab_out_of_the_filter_bar_keeps_the_filter_and_hides_the_bar(demo
         await pilot.press("2", "slash", *term, "tab")
         await pilot.pause(0.3)
         bar = app.query_one("#filter", FilterBar)
-        assert not bar.display and app.filters["relations"] == term
+        assert app.focused is not bar and app.filters["relations"] == term
         assert all(term in text.casefold() for oid, text in prompts(app, "relations").items() if oid.startswith("r:"))
 
 
@@ -94,3 +94,28 @@ async def test_narrowing_title_leads_with_the_count_and_says_esc_once(demo_repo)
         assert title.index(" of ") < title.index("owners of")
         assert f" of {len(app.items['relations']):,}" in title  # of every relation, not of the narrowed few
         assert title.count("esc clears") == 1 and owners
+
+
+async def test_the_filter_row_shows_the_focused_panes_filter(demo_repo):
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "slash", *"held", "enter", "3")
+        await pilot.pause(0.2)
+        bar = app.query_one("#filter", FilterBar)
+        assert (bar.target, bar.value) == ("leases", "")
+        await pilot.press("2")
+        await pilot.pause()
+        assert (bar.target, bar.value) == ("relations", "held") == ("relations", app.filters["relations"])
+
+
+async def test_keys_typed_right_after_enter_or_esc_in_the_filter_act_on_panes(demo_repo):
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "slash", *"pen", "enter", "3")  # no pause: "3" must not be typed
+        await pilot.pause(0.2)
+        assert app.filters["relations"] == "pen" and app.focused.kind == "leases"
+        await pilot.press("2", "slash", "escape", "4")
+        await pilot.pause(0.2)
+        assert app.filters["relations"] == "" and app.focused.kind == "quarantine"

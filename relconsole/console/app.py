@@ -112,6 +112,10 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                 tooltip="quarantine: second replay of a candidate on a new workspace lease (§10)"),
         Binding("slash", "filter", "Filter", id="filter",
                 tooltip="filter the focused pane: type words that every shown item must contain"),
+        Binding("enter", "filter_keep", "Keep filter", priority=True, id="filter.keep",
+                tooltip="in the filter row: keep the filter and go back to the pane"),
+        Binding("escape", "filter_clear", "Clear filter", priority=True, id="filter.clear",
+                tooltip="in the filter row: clear the filter and go back to the pane"),
         *[Binding(QUICK_KEY, f"quick_filter('{kind}')", quick.label, id=f"quick.{kind}",
                   tooltip=f"{PANE_TITLES[kind][2:].lower()}: show only {quick.title} (again: show all)")
           for kind, quick in filters.QUICK_FILTERS.items()],
@@ -171,7 +175,6 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def on_mount(self) -> None:
         self.query_one("#progress").display = False
-        self.query_one("#filter").display = False
         if self.preferences:
             self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
         self.layout_for(self.size.width, self.size.height)
@@ -356,6 +359,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     def on_descendant_focus(self, event) -> None:
         if isinstance(event.widget, Pane):
             self.activate(event.widget.kind)
+            self.show_filter_of(event.widget.kind)
         self.show_detail()
 
     def show_detail(self) -> None:
@@ -404,6 +408,8 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Keys that act on one pane only work (and show) while that pane has focus; pane
         switching keys belong to the main screen (dialogs keep tab for their fields)."""
+        if action in ("filter_keep", "filter_clear"):
+            return isinstance(self.focused, FilterBar)
         on_main = self.screen is self.screen_stack[0] and not isinstance(self.focused, Input)
         if action in MAIN_SCREEN_ACTIONS and not on_main:
             return False

@@ -13,7 +13,7 @@ from textual.command import Hit, Hits, Provider
 
 from relconsole.console.screens.help import key_names
 
-NOT_IN_PALETTE = {"next_pane", "previous_pane"}  # moving keys: the palette is for doing
+NOT_IN_PALETTE = {"next_pane", "previous_pane", "filter.keep", "filter.clear"}  # keys of moving and typing
 
 
 def palette_entries(app) -> list[tuple[str, str]]:

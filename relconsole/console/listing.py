@@ -109,11 +109,17 @@ class PaneListing:
         pane = self.focused_pane()
         kind = pane.kind if pane is not None else self.active
         bar = self.query_one("#filter", FilterBar)
-        bar.target = kind
-        bar.value = self.filters[kind]
-        bar.display = True
-        bar.border_title = f"filter {PANE_TITLES[kind][2:]}"
-        bar.focus()
+        self.show_filter_of(kind)
+        self.screen_stack[0].set_focus(bar)  # now: the next key (esc, a letter) is the row's
+
+    def show_filter_of(self, kind: str) -> None:
+        """The filter row always shows the focused pane's filter (it never appears or goes:
+        a row that comes and goes relays the whole screen out, 50 ms on a big review)."""
+        bar = self.query_one("#filter", FilterBar)
+        if bar.target != kind or bar.value != self.filters[kind]:
+            bar.target = kind
+            bar.value = self.filters[kind]
+            bar.placeholder = f"/ filter {PANE_TITLES[kind][2:]}: every word typed must match"
 
     def on_input_changed(self, event: Input.Changed) -> None:
         """Typing shows at once; the pane refilters once typing pauses (FILTER_PAUSE_SECONDS),
@@ -130,33 +136,27 @@ class PaneListing:
             self.filters[bar.target] = bar.value
             self.show_items(bar.target)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if isinstance(event.input, FilterBar):
-            self._apply_filter(event.input)
-            self._close_filter()
+    def action_filter_keep(self) -> None:
+        """``enter`` in the filter row: apply what was typed, back to the pane."""
+        bar = self.query_one("#filter", FilterBar)
+        self._apply_filter(bar)
+        self.action_focus_pane(bar.target or self.active)
 
-    def on_filter_bar_cancelled(self, _event: FilterBar.Cancelled) -> None:
+    def action_filter_clear(self) -> None:
+        """``escape`` in the filter row: clear the pane's filter, back to the pane."""
         bar = self.query_one("#filter", FilterBar)
         if self._filter_timer is not None:
             self._filter_timer.stop()
             self._filter_timer = None
+        bar.value = ""  # focus leaving the row keeps what it shows: it must show nothing
         if bar.target is not None and self.filters[bar.target]:
             self.filters[bar.target] = ""
             self.show_items(bar.target)
-        self._close_filter()
+        self.action_focus_pane(bar.target or self.active)
 
     def on_filter_bar_left(self, _event: FilterBar.Left) -> None:
-        """Focus left the bar another way (tab, a click): keep what was typed, hide the bar."""
-        bar = self.query_one("#filter", FilterBar)
-        if bar.display:
-            self._apply_filter(bar)
-            bar.display = False
-
-    def _close_filter(self) -> None:
-        bar = self.query_one("#filter", FilterBar)
-        target = bar.target or self.active
-        bar.display = False
-        self.action_focus_pane(target)
+        """Focus left the bar another way (tab, a click): keep what was typed."""
+        self._apply_filter(self.query_one("#filter", FilterBar))
 
     def action_quick_filter(self, kind: str) -> None:
         """``x``: show only the pane's problem items (unowned, missed, expiring, rejected); again: all."""

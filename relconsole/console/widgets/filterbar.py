@@ -1,31 +1,26 @@
-"""The ``/`` filter bar: an Input that posts what the reviewer types and gives up on escape."""
+"""The ``/`` filter row: an Input showing the focused pane's filter.
+
+``enter`` and ``escape`` in it are app priority bindings (``listing.PaneListing``), handled
+when the key arrives: a key typed right after them (``enter 3``) was already queued for
+this Input when the Input itself handled ``enter``, and was typed into the filter.
+"""
 
 from __future__ import annotations
 
-from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input
 
 
 class FilterBar(Input):
-    """Typing filters the pane named by ``target`` live (the app listens to ``Changed``);
-    ``enter`` keeps the filter (``Submitted``), ``escape`` clears it (``Cancelled``)."""
-
-    BINDINGS = [Binding("escape", "cancel", "Clear filter", show=True)]
-
-    class Cancelled(Message):
-        """The reviewer pressed escape in the filter bar."""
+    """Typing filters the pane named by ``target`` (the app listens to ``Changed``); focus
+    leaving it any other way posts ``Left`` (the app keeps what was typed)."""
 
     class Left(Message):
-        """Focus moved away from the bar (tab, a click elsewhere)."""
+        """Focus moved away from the row (tab, a click elsewhere)."""
 
     def __init__(self, **kwargs):
-        super().__init__(placeholder="filter: every word must match (enter keeps, esc clears)", **kwargs)
+        super().__init__(placeholder="/ filter: every word typed must match (enter keeps, esc clears)", **kwargs)
         self.target: str | None = None
 
-    def action_cancel(self) -> None:
-        self.post_message(self.Cancelled())
-
     def on_blur(self) -> None:
-        if self.display:
-            self.post_message(self.Left())
+        self.post_message(self.Left())
