@@ -168,7 +168,9 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             for kind in PANES:
                 yield Pane(kind, PANE_TITLES[kind])
         yield Static(id="detail")
-        yield FilterBar(id="filter")
+        with Horizontal(id="filter-row"):
+            yield Static("/", id="filter-label")
+            yield FilterBar(id="filter")
         yield ProgressBar(id="progress", show_eta=False)
         yield StatusLine(Text(" loading review…", style="italic"), id="status")
         yield KeyBar(id="keys")

@@ -119,7 +119,7 @@ class PaneListing:
         if bar.target != kind or bar.value != self.filters[kind]:
             bar.target = kind
             bar.value = self.filters[kind]
-            bar.placeholder = f"/ filter {PANE_TITLES[kind][2:]}: every word typed must match"
+            bar.placeholder = f"filter {PANE_TITLES[kind][2:]}: press / and type words every item must contain"
 
     def on_input_changed(self, event: Input.Changed) -> None:
         """Typing shows at once; the pane refilters once typing pauses (FILTER_PAUSE_SECONDS),
