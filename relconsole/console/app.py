@@ -27,7 +27,7 @@ from relconsole.console.settings import load_settings, save_setting
 from relconsole.console.owners import OwnerWorkflows
 from relconsole.console.screens.confirm import ConfirmScreen
 from relconsole.console.screens.form import FormScreen
-from relconsole.console.screens.help import HelpScreen
+from relconsole.console.screens.help import HelpScreen, help_groups
 from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
@@ -50,26 +50,6 @@ PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarant
                 "rehash": "leases"}
 QUICK_KEY = "x"
 MAIN_SCREEN_ACTIONS = {"next_pane", "previous_pane", "filter", "quick_filter", "focus_pane", "clear_filters"}
-
-
-HELP_GROUPS = (  # binding id prefix -> help section; the rest are "Acting"
-    ("Panes and filters", ("pane.", "next_pane", "previous_pane", "filter", "quick.", "clear")),
-    ("The console", ("help", "theme", "quit")),
-)
-
-
-def help_groups(bindings: list[Binding]) -> list[tuple[str, list[Binding]]]:
-    """The help screen's sections: moving inside a pane (the Pane's keys), then the app's
-    bindings by what they do. Every binding appears exactly once."""
-    moving = list(Pane.BINDINGS)
-    sections: dict[str, list[Binding]] = {title: [] for title, _ in HELP_GROUPS}
-    acting: list[Binding] = []
-    for binding in bindings:
-        title = next((t for t, prefixes in HELP_GROUPS if (binding.id or "").startswith(prefixes)), None)
-        (sections[title] if title else acting).append(binding)
-    palette = Binding("ctrl+p", "", tooltip="command palette: every action by name, and the theme picker")
-    return [("Moving in a pane", moving), (HELP_GROUPS[0][0], sections[HELP_GROUPS[0][0]]),
-            ("Acting", acting), (HELP_GROUPS[1][0], sections[HELP_GROUPS[1][0]] + [palette])]
 
 
 class ReviewApp(PaneListing, OwnerWorkflows, App[int]):

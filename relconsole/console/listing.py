@@ -176,10 +176,6 @@ class PaneListing:
                 self.narrow = None
             self.show_items(pane.kind)
 
-    def action_clear_narrow(self) -> None:
-        if self.narrow is not None:
-            self.narrow_to(None)
-
     # --- layout and focus -------------------------------------------------------------------
 
     def layout_for(self, width: int, height: int) -> None:
@@ -194,16 +190,16 @@ class PaneListing:
 
     def activate(self, kind: str, force: bool = False) -> None:
         """Make ``kind`` the pane shown in tab mode and the tab bar's active tab. Side by
-        side nothing is hidden, so only the choice is kept: a class change restyles the
-        panes, which costs a key press 100 ms on a big review."""
-        previous, self.active = self.active, kind
+        side nothing is hidden, so only the choice is kept (``force``: apply it anyway, the
+        layout just changed)."""
+        self.active = kind
         tabbed = self.screen_stack[0].has_class("-tabs")
         if not (force or tabbed):
             return
         for pane in self.query(Pane):
             pane.display = pane.kind == kind or not tabbed  # inline: takes effect at once, focusable now
         tabs = self.query_one("#pane-tabs", Tabs)
-        if tabs.active != f"tab-{kind}" or previous != kind:
+        if tabs.active != f"tab-{kind}":
             tabs.active = f"tab-{kind}"
 
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:

@@ -10,6 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from relconsole.console.widgets.pane import Pane
+
 
 KEY_NAMES = {"question_mark": "?", "space": "space", "escape": "esc", "enter": "enter",
              "shift+tab": "shift+tab", "ctrl+p": "ctrl+p", "slash": "/"}
@@ -18,6 +20,26 @@ KEY_NAMES = {"question_mark": "?", "space": "space", "escape": "esc", "enter": "
 def key_names(keys: str) -> str:
     """``question_mark,f1`` -> ``? / f1``."""
     return " / ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
+HELP_GROUPS = (  # binding id prefix -> help section; the rest are "Acting"
+    ("Panes and filters", ("pane.", "next_pane", "previous_pane", "filter", "quick.", "clear")),
+    ("The console", ("help", "theme", "quit")),
+)
+
+
+def help_groups(bindings: list[Binding]) -> list[tuple[str, list[Binding]]]:
+    """The help screen's sections: moving inside a pane (the Pane's keys), then the app's
+    bindings by what they do. Every binding appears exactly once."""
+    moving = list(Pane.BINDINGS)
+    sections: dict[str, list[Binding]] = {title: [] for title, _ in HELP_GROUPS}
+    acting: list[Binding] = []
+    for binding in bindings:
+        title = next((t for t, prefixes in HELP_GROUPS if (binding.id or "").startswith(prefixes)), None)
+        (sections[title] if title else acting).append(binding)
+    palette = Binding("ctrl+p", "", tooltip="command palette: every action by name, and the theme picker")
+    return [("Moving in a pane", moving), (HELP_GROUPS[0][0], sections[HELP_GROUPS[0][0]]),
+            ("Acting", acting), (HELP_GROUPS[1][0], sections[HELP_GROUPS[1][0]] + [palette])]
 
 
 def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:

@@ -54,8 +54,7 @@ class KeyBar(Static):
             binding = active.binding
             if binding.show and active.enabled and (binding.action, binding.description) not in seen:
                 seen.add((binding.action, binding.description))  # "?" and "f1": one entry
-                keys.append((self.app.get_key_display(binding), binding.action, binding.description,
-                             active.node is self.app))
+                keys.append((self.app.get_key_display(binding), binding.action, binding.description))
         shown = tuple(keys)
         if shown != self._shown:
             self._shown = shown
@@ -67,10 +66,11 @@ class KeyBar(Static):
         key_style = self.get_component_rich_style("keybar--key", partial=True)
         text = Text(" ")
         first = [k for k in keys if k[1] == "help"]
-        for display, _action, description, _on_app in first + [k for k in keys if k not in first]:
+        for key in first + [k for k in keys if k not in first]:
+            display, _action, description = key
             text.append(display, key_style)
             text.append(f" {description}  ")
-            if first and description == first[0][2]:
+            if key in first:
                 text.append("^p", key_style)
                 text.append(" palette  ")
         if not first:

@@ -140,10 +140,6 @@ class Pane(ScrollView, can_focus=True):
                 self._refresh_item(n)
         return len(swapped)
 
-    def replace_item(self, item: PaneItem) -> bool:
-        """``replace_items`` for one item; False when its id is not shown."""
-        return self.replace_items([item]) == 1
-
     def _measure(self) -> None:
         starts = [0]
         for item in self._items:
