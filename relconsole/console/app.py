@@ -26,8 +26,10 @@ from relconsole.console.listing import PANE_TITLES, PANES, PaneListing
 from relconsole.console.settings import load_settings, save_setting
 from relconsole.console.owners import OwnerWorkflows
 from relconsole.console.screens.confirm import ConfirmScreen
+from relconsole.console.screens.detail import DetailScreen, DetailView
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen, help_groups
+from relconsole.console.screens.main import ReviewScreen
 from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
@@ -133,11 +135,15 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.replay_cancel = Cancel()
         self.init_listing()
         self._catch_up_pending = False
+        self._focus_shown = None  # the widget focus_shown last showed
         theme = load_settings().get("theme") if preferences else None
         if isinstance(theme, str) and theme in self.available_themes:
             self.theme = theme
 
     # --- composition ------------------------------------------------------------------
+
+    def get_default_screen(self) -> ReviewScreen:
+        return ReviewScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -339,9 +345,17 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             self.show_detail()
 
     def on_descendant_focus(self, event) -> None:
-        if isinstance(event.widget, Pane):
-            self.activate(event.widget.kind)
-            self.show_filter_of(event.widget.kind)
+        if event.widget is not self._focus_shown:  # a click, or focus Textual moved itself
+            self.focus_shown(event.widget)
+
+    def focus_shown(self, widget) -> None:
+        """Show what follows the focus (tab, filter row, detail strip) for ``widget``; called
+        straight after a key moves the focus, so it shows in the same frame as the focus, not
+        after the focus event has bubbled up to the app."""
+        self._focus_shown = widget
+        if isinstance(widget, Pane):
+            self.activate(widget.kind)
+            self.show_filter_of(widget.kind)
         self.show_detail()
 
     def show_detail(self) -> None:
@@ -366,9 +380,13 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         if status is not None and status.lease is not None:
             self.open_lease_detail(status)
             return
-        screen = views.detail_screen(self.review, kind, oid)
-        if screen is not None:
-            self.push_screen(screen)
+        view = views.detail_view(self.review, kind, oid)
+        if view is not None:
+            self.show_view(view)
+
+    def show_view(self, view: DetailView) -> None:
+        """Open the detail screen on ``view`` (or show it there, when it is already open)."""
+        self.push_screen(DetailScreen(view))
 
     def get_system_commands(self, screen):
         """Textual's palette entries minus Quit (it skipped the pending-accepts question and
@@ -569,7 +587,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     @work(thread=True, exclusive=True, group="stats", description="stats")
     def gate_health(self, git_dir: str) -> None:
         result = gatehealth.stats(git_dir, days=7)
-        self._from_thread(self.push_screen, views.gate_health_screen(result))
+        self._from_thread(self.show_view, views.gate_health_view(result))
 
     def action_merge_checklist(self) -> None:
         """``m``: review flags and the merge checklist (git is read in a worker)."""
@@ -579,7 +597,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     @work(thread=True, exclusive=True, group="checklist", description="checklist")
     def merge_checklist(self, review) -> None:
         items = checklist.merge_checklist(review)
-        self._from_thread(self.push_screen, views.checklist_screen(review, items))
+        self._from_thread(self.show_view, views.checklist_view(review, items))
 
     # --- quarantine decisions -----------------------------------------------------------
 

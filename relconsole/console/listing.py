@@ -110,7 +110,7 @@ class PaneListing:
         kind = pane.kind if pane is not None else self.active
         bar = self.query_one("#filter", FilterBar)
         self.show_filter_of(kind)
-        self.screen_stack[0].set_focus(bar)  # now: the next key (esc, a letter) is the row's
+        self.screen_stack[0].set_focus(bar, scroll_visible=False)  # now: the next key (esc, a letter) is the row's
 
     def show_filter_of(self, kind: str) -> None:
         """The filter row always shows the focused pane's filter (it never appears or goes:
@@ -211,7 +211,9 @@ class PaneListing:
         """Focus pane ``kind`` now, not after a refresh: keys typed right after ``2`` (``2 x``)
         must act on the new pane."""
         self.activate(kind)
-        self.screen_stack[0].set_focus(self.pane(kind))
+        pane = self.pane(kind)
+        self.screen_stack[0].set_focus(pane, scroll_visible=False)  # panes never scroll into view
+        self.focus_shown(pane)  # the detail strip and filter row change in the same frame
 
     def action_next_pane(self) -> None:
         self._cycle(1)

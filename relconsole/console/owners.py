@@ -13,7 +13,7 @@ from textual.widgets import ProgressBar
 
 from relconsole.console import views
 from relconsole.console.screens.confirm import ConfirmScreen
-from relconsole.console.screens.detail import DetailScreen, lease_text
+from relconsole.console.screens.detail import DetailView, lease_text
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine import actions
@@ -153,7 +153,7 @@ class OwnerWorkflows:
 
     def _lease_detail_ready(self, status, events, failed: str | None) -> None:
         history = views.history_text(events, failed)  # in the scrolling body: it can be long
-        self.push_screen(DetailScreen(lease_text(status), body=history))
+        self.show_view(DetailView(lease_text(status), body=history))
 
     # --- accept gating (§10): only confirmed candidates, or a recorded override --------------
 

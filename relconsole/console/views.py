@@ -13,7 +13,7 @@ from rich.text import Text
 
 from relconsole.console import render
 from relconsole.console.render import lit
-from relconsole.console.screens.detail import (DetailScreen, candidate_text, lease_text, output_columns,
+from relconsole.console.screens.detail import (DetailView, candidate_text, lease_text, output_columns,
                                                relation_body, relation_text, replay_text, workspace_lease_text)
 from relconsole.engine.actions import OVERRIDE
 from relconsole.engine.checklist import with_checklist
@@ -276,7 +276,7 @@ def relation_header(review: Review, relation, full: bool = True) -> Text:
     return text.append_text(replay_text(replayed)) if replayed and full else text
 
 
-def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | None:
+def detail_view(review: Review, kind: str, oid: str | None) -> DetailView | None:
     """The full-screen view opened with enter, or None."""
     if not oid:
         return None
@@ -287,19 +287,19 @@ def detail_screen(review: Review, kind: str, oid: str | None) -> DetailScreen | 
         body = relation_body(relation, result, review.replays.get(relation.id)) if result else None
         first = result.first if result else None
         if first is None or first.source is None:
-            return DetailScreen(header, body=body)
+            return DetailView(header, body=body)
         left, right = output_columns(first.source, first.followup, first.differing)
-        return DetailScreen(header, ("source output (canonical)", left),
+        return DetailView(header, ("source output (canonical)", left),
                             ("follow-up output (canonical)", right), body=body)
     if kind == "leases" and oid.startswith("w:"):
         lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
-        return DetailScreen(workspace_lease_text(lease)) if lease else None
+        return DetailView(workspace_lease_text(lease)) if lease else None
     if kind == "leases":
         status = lease_of(review, oid)
-        return DetailScreen(lease_text(status)) if status else None
+        return DetailView(lease_text(status)) if status else None
     if kind == "quarantine" and oid.startswith("c:"):
         candidate = _find(review, oid)
-        return DetailScreen(Text.assemble(lit(candidate.id, "bold"), "  candidate relation"),
+        return DetailView(Text.assemble(lit(candidate.id, "bold"), "  candidate relation"),
                             body=candidate_text(candidate, review.candidate_states.get(candidate.path),
                                                 review.head_sha))
     return None
@@ -390,7 +390,7 @@ def renewal_problem(review: Review, status, until_text: str) -> str | None:
     return None
 
 
-def gate_health_screen(result) -> DetailScreen:
+def gate_health_view(result) -> DetailView:
     """The gate-health view: each §8 row's count, then the warnings in bold (engine GateStats)."""
     lines = result.lines()
     header = Text.assemble(("Gate health", "bold"), (" · relconsole stats --days 7 (esc goes back)", "dim"))
@@ -399,13 +399,13 @@ def gate_health_screen(result) -> DetailScreen:
         style = "bold yellow" if line.startswith("warning:") else ("dim" if line.startswith("note:") else "")
         body.append_text(lit(line, style))
         body.append("\n")
-    return DetailScreen(header, body=body)
+    return DetailView(header, body=body)
 
 
 CHECK_MARK = {"pass": ("✓ pass   ", "green"), "fail": ("✗ FAIL   ", "bold red"), "unknown": ("? unknown", "yellow")}
 
 
-def checklist_screen(review: Review, items) -> DetailScreen:
+def checklist_view(review: Review, items) -> DetailView:
     """Review flags (§9), then the merge checklist: each item's state word and its evidence."""
     header = Text.assemble(("Review flags and merge checklist", "bold"),
                            (" · relconsole flags (esc goes back)", "dim"))
@@ -434,7 +434,7 @@ def checklist_screen(review: Review, items) -> DetailScreen:
             body.append("              ")
             body.append_text(lit(line, "dim"))
             body.append("\n")
-    return DetailScreen(header, body=body)
+    return DetailView(header, body=body)
 
 
 def override_question(relation_id: str) -> str:

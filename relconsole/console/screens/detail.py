@@ -5,16 +5,17 @@ All content is built as Rich Text from engine data and shown literally.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from relconsole.console.render import lit
+from relconsole.console.widgets.keybar import KeyBar
 from relconsole.engine.literal import literal
 
 
@@ -372,36 +373,39 @@ def workspace_lease_text(lease) -> Text:
     return text
 
 
-class DetailScreen(Screen):
-    """A full-screen detail view; ``escape``/``q`` goes back.
+class DetailView(NamedTuple):
+    """What a detail view shows: ``header`` Text on top; ``left``/``right`` optional
+    (title, lines) columns side by side (a missed relation's two canonical outputs); an
+    optional scrolling ``body``."""
 
-    ``header`` is Text shown on top; ``left``/``right`` are optional (title, lines)
-    columns shown side by side (for a missed relation's two canonical outputs).
-    """
+    header: Text
+    left: tuple[str, list[Text]] | None = None
+    right: tuple[str, list[Text]] | None = None
+    body: Text | None = None
+
+
+class DetailScreen(Screen):
+    """A full-screen detail view of a ``DetailView``; ``escape``/``q`` goes back."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
 
-    def __init__(self, header: Text, left: tuple[str, list[Text]] | None = None,
-                 right: tuple[str, list[Text]] | None = None, body: Text | None = None):
+    def __init__(self, view: DetailView):
         super().__init__()
-        self.header = header
-        self.left = left
-        self.right = right
-        self.body = body
+        self.view = view
 
     def compose(self) -> ComposeResult:
-        yield Static(self.header, id="detail-header")
-        if self.left and self.right:
+        view = self.view
+        yield Static(view.header, id="detail-header")
+        if view.left and view.right:
             with Horizontal(id="detail-columns"):
-                for column_id, (title, lines) in (("detail-left", self.left), ("detail-right", self.right)):
+                for column_id, (title, lines) in (("detail-left", view.left), ("detail-right", view.right)):
                     scroll = VerticalScroll(Static(Text("\n").join(lines) if lines else Text("(empty)")),
                                             id=column_id)
                     scroll.border_title = title
                     yield scroll
-        if self.body is not None:
-            body = VerticalScroll(Static(self.body), id="detail-body")
-            yield body
-        yield Footer()
+        if view.body is not None:
+            yield VerticalScroll(Static(view.body), id="detail-body")
+        yield KeyBar()
 
 
 def candidate_text(candidate, state=None, head: str | None = None) -> Text:

@@ -2,8 +2,7 @@
 
 Textual's Footer recomposes a widget per key on every focus change (three times per
 change, 0.15–0.7 s with the console's bindings on a loaded review); this bar renders
-the same active bindings as one Text, at most once per refresh and only when they
-changed.
+the same active bindings as one Text, and only when they changed.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ class KeyBar(Static):
 
     def __init__(self, **kwargs):
         super().__init__("", **kwargs)
-        self._pending = False
         self._shown: tuple = ()
 
     def on_mount(self) -> None:
@@ -43,12 +41,11 @@ class KeyBar(Static):
         self.screen.bindings_updated_signal.unsubscribe(self)
 
     def _bindings_changed(self, _screen) -> None:
-        if not self._pending:
-            self._pending = True
-            self.call_after_refresh(self._render_keys)
+        # At once, so the keys change in the same frame as the focus; repeats are cheap
+        # (the line is rebuilt only when the keys differ).
+        self._render_keys()
 
     def _render_keys(self) -> None:
-        self._pending = False
         keys, seen = [], set()
         for active in self.screen.active_bindings.values():
             binding = active.binding

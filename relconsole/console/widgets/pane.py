@@ -14,6 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import NamedTuple
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -53,11 +54,17 @@ class Pane(ScrollView, can_focus=True):
                 tooltip="open the item: a touched path narrows the relations to its owners "
                         "(again: all); a relation, lease or candidate opens its full view"),
     ]
-    COMPONENT_CLASSES = {"pane--cursor", "pane--disabled"}
+    COMPONENT_CLASSES = {"pane--cursor", "pane--disabled", "pane--thumb"}
+    # No Textual scrollbar: the pane draws its own one-column thumb (``_bar_line``). Textual
+    # re-renders all four scrollbars on every frame that crosses the panes and restyles them
+    # on every focus change, which relaid the whole screen out on each ``tab``.
     DEFAULT_CSS = """
     Pane {
         overflow-x: hidden;
         overflow-y: auto;
+        scrollbar-size-vertical: 0;
+        & > .pane--thumb { color: $scrollbar; }
+        &:focus > .pane--thumb { color: $scrollbar-active; }
         &:focus > .pane--cursor {
             color: $block-cursor-foreground;
             background: $block-cursor-background;
@@ -252,11 +259,30 @@ class Pane(ScrollView, can_focus=True):
         if item is not None and not item.disabled:
             self.post_message(self.Selected(self, item.id))
 
+    @property
+    def allow_vertical_scroll(self) -> bool:
+        """The mouse wheel scrolls whenever the items do not fit (there is no scrollbar widget)."""
+        return not self._check_disabled() and self._starts[-1] > self.scrollable_content_region.height
+
     def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None and offset.x == self.scrollable_content_region.width - 1:
+            self._jump_to_fraction(offset.y)
+            return
         n = event.style.meta.get("item") if event.style else None
         if isinstance(n, int) and 0 <= n < len(self._items) and not self._items[n].disabled:
             self._move_to(n)
             self.action_select()
+
+    def _jump_to_fraction(self, row: int) -> None:
+        """A click on the thumb column at ``row``: the cursor goes that far down the list."""
+        height = max(1, self.scrollable_content_region.height)
+        line = min(self._starts[-1] - 1, row * self._starts[-1] // height)
+        target = bisect_right(self._starts, line) - 1
+        if self._items[target].disabled:
+            ahead = self._next_enabled(target, 1)
+            target = ahead if ahead is not None else self._next_enabled(target, -1)
+        self._move_to(target, keep=True)
 
     def on_focus(self) -> None:
         self._refresh_item(self._highlighted)
@@ -276,15 +302,36 @@ class Pane(ScrollView, can_focus=True):
     # --- rendering --------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        """The line ``y`` rows below the top of the view: a slice of one item."""
-        width = self.scrollable_content_region.width
-        line = self.scroll_offset.y + y
+        """The line ``y`` rows below the top of the view: a slice of one item, then one
+        column of the scroll thumb."""
+        width = max(0, self.scrollable_content_region.width - 1)
+        return Strip.join([self._item_line(y, width), self._bar_line(y)])
+
+    def _bar_line(self, y: int) -> Strip:
+        """Row ``y`` of the thumb column: ``▐`` where the visible part of the list is, blank
+        elsewhere and when everything fits."""
+        styles = self._line_styles()
+        height, total = self.scrollable_content_region.height, self._starts[-1]
+        if total <= height or height <= 0:
+            return Strip.blank(1, styles["base"])
+        size = max(1, height * height // total)
+        top = round(self.scroll_offset.y * (height - size) / (total - height))
+        if top <= y < top + size:
+            return Strip([Segment("▐", styles["thumb"])], 1)
+        return Strip.blank(1, styles["base"])
+
+    def _line_styles(self) -> dict[str, Style]:
         styles = self._styles
         if styles is None:
             base = self.rich_style
-            styles = self._styles = {"base": base,
-                                     "cursor": base + self.get_component_rich_style("pane--cursor"),
-                                     "disabled": base + self.get_component_rich_style("pane--disabled")}
+            styles = self._styles = {name: base + self.get_component_rich_style(f"pane--{name}")
+                                     for name in ("cursor", "disabled", "thumb")}
+            styles["base"] = base
+        return styles
+
+    def _item_line(self, y: int, width: int) -> Strip:
+        line = self.scroll_offset.y + y
+        styles = self._line_styles()
         if not (0 <= line < self._starts[-1]):
             return Strip.blank(width, styles["base"])
         n = bisect_right(self._starts, line) - 1
