@@ -59,3 +59,35 @@ async def test_after_a_focus_change_the_old_pane_looks_never_focused_and_the_str
                 assert top_border_styles(old) == blurred_look, "no stale focus paint"
             strip = str(app.query_one("#detail").content)
             assert strip == views.detail_text(app.review, kind, pane.highlighted_id).plain
+
+
+async def test_the_strip_shows_the_item_again_after_a_dialog_or_view_closes(demo_repo):
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for opened in (("question_mark",), ("2", "enter"), ("3", "enter")):
+            await pilot.press(*opened)
+            await settle(pilot)
+            assert app.screen is not app.screen_stack[0]
+            await pilot.press("escape")
+            await settle(pilot)
+            pane = app.focused
+            assert isinstance(pane, Pane)
+            strip = str(app.query_one("#detail").content)
+            assert strip and strip == views.detail_text(app.review, pane.kind, pane.highlighted_id).plain
+
+
+async def test_a_view_opened_from_a_view_replaces_it(demo_repo):
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        depth = len(app.screen_stack)
+        await pilot.press("2", "enter")
+        await settle(pilot)
+        for _ in range(3):
+            await pilot.press("m")
+            await settle(pilot)
+        assert len(app.screen_stack) == depth + 1
+        await pilot.press("escape")
+        await settle(pilot)
+        assert len(app.screen_stack) == depth and isinstance(app.focused, Pane)

@@ -79,7 +79,8 @@ async def test_clicking_the_thumb_column_jumps_in_proportion():
         border = pane.styles.gutter.left  # click offsets count from the widget's outer edge
         await pilot.click(Pane, offset=(column + border, height - 1 + pane.styles.gutter.top))
         await pilot.pause()
-        assert pane.highlighted >= len(items) * (height - 1) // height - 1
+        assert pane.highlighted == len(items) - 1, "the last row is the end of the list"
+        assert thumb_rows(pane)[-1] == height - 1, "the thumb ends under the click"
         assert app.selected == [], "a click on the thumb column moves, it does not open"
         await pilot.click(Pane, offset=(column + border, pane.styles.gutter.top))
         await pilot.pause()
@@ -98,3 +99,16 @@ async def test_a_long_item_is_cut_before_the_thumb_column():
             line = pane.render_line(y).text
             assert len(line) == width
             assert line[-1] in (THUMB, " ") and line[-2] == "…"
+
+
+async def test_without_a_thumb_the_last_column_is_part_of_the_item():
+    app = OnePane()
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane = app.query_one(Pane)
+        pane.focus()
+        pane.fill([("a", Text("one"), False), ("b", Text("two"), False)])
+        await pilot.pause()
+        column = pane.scrollable_content_region.width - 1 + pane.styles.gutter.left
+        await pilot.click(Pane, offset=(column, 1 + pane.styles.gutter.top))
+        await pilot.pause()
+        assert app.selected == ["b"]

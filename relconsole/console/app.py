@@ -340,12 +340,12 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     # --- detail strip and detail screens ------------------------------------------------
 
     @on(Pane.Highlighted)
-    def _highlighted(self, event: Pane.Highlighted) -> None:
-        if event.pane is self.focused:
-            self.show_detail()
+    def _highlighted(self, _event: Pane.Highlighted) -> None:
+        self.show_detail()  # it shows the focused pane's item (or the filtered one's); others change nothing
 
     def on_descendant_focus(self, event) -> None:
-        if event.widget is not self._focus_shown:  # a click, or focus Textual moved itself
+        main = self.screen_stack[0]
+        if event.widget is not self._focus_shown and event.widget.screen is main:  # a click, say
             self.focus_shown(event.widget)
 
     def focus_shown(self, widget) -> None:
@@ -360,7 +360,10 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def show_detail(self) -> None:
         """The bottom strip: everything about the highlighted item, literally."""
-        pane = self.focused_pane()
+        focused = self.screen_stack[0].focused  # a dialog or view on top leaves the strip as it was
+        if isinstance(focused, FilterBar) and focused.target is not None:
+            focused = self.pane(focused.target)  # typing a filter: the item the filter leaves first
+        pane = focused if isinstance(focused, Pane) else None
         detail = self.query_one("#detail", Static)
         if self.review is None or pane is None:
             detail.update("", layout=False)
@@ -385,8 +388,12 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             self.show_view(view)
 
     def show_view(self, view: DetailView) -> None:
-        """Open the detail screen on ``view`` (or show it there, when it is already open)."""
-        self.push_screen(DetailScreen(view))
+        """Open a detail screen on ``view``; one already on top is replaced, so ``m`` pressed
+        on a detail view does not stack views that each need an ``esc``."""
+        if isinstance(self.screen, DetailScreen):
+            self.switch_screen(DetailScreen(view))
+        else:
+            self.push_screen(DetailScreen(view))
 
     def get_system_commands(self, screen):
         """Textual's palette entries minus Quit (it skipped the pending-accepts question and

@@ -266,18 +266,22 @@ class Pane(ScrollView, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
-        if offset is not None and offset.x == self.scrollable_content_region.width - 1:
-            self._jump_to_fraction(offset.y)
+        if offset is None:
             return
-        n = event.style.meta.get("item") if event.style else None
-        if isinstance(n, int) and 0 <= n < len(self._items) and not self._items[n].disabled:
-            self._move_to(n)
-            self.action_select()
+        if offset.x == self.scrollable_content_region.width - 1 and self.allow_vertical_scroll:
+            self._jump_to_fraction(offset.y)  # the thumb column, when there is a thumb
+            return
+        line = round(self.scroll_offset.y) + offset.y
+        if 0 <= line < self._starts[-1]:
+            n = bisect_right(self._starts, line) - 1
+            if not self._items[n].disabled:
+                self._move_to(n)
+                self.action_select()
 
     def _jump_to_fraction(self, row: int) -> None:
         """A click on the thumb column at ``row``: the cursor goes that far down the list."""
-        height = max(1, self.scrollable_content_region.height)
-        line = min(self._starts[-1] - 1, row * self._starts[-1] // height)
+        last_row = max(1, self.scrollable_content_region.height - 1)
+        line = min(self._starts[-1] - 1, max(0, row) * (self._starts[-1] - 1) // last_row)  # last row: last line
         target = bisect_right(self._starts, line) - 1
         if self._items[target].disabled:
             ahead = self._next_enabled(target, 1)
@@ -351,5 +355,4 @@ class Pane(ScrollView, can_focus=True):
         console = self.app.console
         options = console.options.update(width=width, no_wrap=True, overflow="ellipsis", highlight=False)
         lines = console.render_lines(self._items[n].prompt, options, style=style, pad=True, new_lines=False)
-        meta = {"item": n}
-        return [Strip(line, width).apply_meta(meta) for line in lines]
+        return [Strip(line, width) for line in lines]
