@@ -91,3 +91,18 @@ async def test_a_view_opened_from_a_view_replaces_it(demo_repo):
         await pilot.press("escape")
         await settle(pilot)
         assert len(app.screen_stack) == depth and isinstance(app.focused, Pane)
+
+
+async def test_moving_the_focus_before_the_filter_pause_keeps_what_was_typed(demo_repo):
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("1", "slash")
+        app.query_one("#filter").value = "export"  # typed; the 80 ms pause has not passed
+        app.action_next_pane()  # tab, at once
+        assert app.filters["touched"] == "export"
+        assert app.filters["relations"] == ""
+        await pilot.pause()
+        shown = [item.id for item in app.query_one("#touched", Pane).options]
+        assert shown and all("export" in app.query_one("#touched", Pane).options[n].prompt.plain
+                              for n in range(len(shown)))

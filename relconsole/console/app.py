@@ -9,11 +9,10 @@ on a subject, and no worker waits on the UI.
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import time
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -21,6 +20,7 @@ from textual.containers import Horizontal
 from textual.widgets import Header, Input, ProgressBar, Static, Tab, Tabs
 
 from relconsole.console import filters, views
+from relconsole.console.collector import SWEEP_EVERY_SECONDS, Collector
 from relconsole.console.commands import ReviewCommands
 from relconsole.console.listing import PANE_TITLES, PANES, PaneListing
 from relconsole.console.settings import load_settings, save_setting
@@ -136,6 +136,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.init_listing()
         self._catch_up_pending = False
         self._focus_shown = None  # the widget focus_shown last showed
+        self.collector = Collector()
         theme = load_settings().get("theme") if preferences else None
         if isinstance(theme, str) and theme in self.available_themes:
             self.theme = theme
@@ -169,6 +170,8 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.query_one("#touched", Pane).focus()
         self.reload(first=True)
         self.set_interval(LEASE_REFRESH_SECONDS, self.refresh_workspace_leases)
+        self.collector.start()
+        self.set_interval(SWEEP_EVERY_SECONDS, lambda: self.collector.sweep_if_idle(self.busy))
 
     def refresh_workspace_leases(self) -> None:
         """Every few seconds: workspace leases change under us (CI holders, TTLs running out)."""
@@ -285,7 +288,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         return carried
 
     def _loaded(self, review: Review, first: bool, built: dict, carried: dict) -> None:
-        gc.unfreeze()  # the old review's cycles may be collected again
+        self.collector.releasing()
         old = self.review
         late = []
         if old is not None:
@@ -304,7 +307,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             self.query_one("#progress").display = False
         self.refresh_all(built)
         self.update_relations(late)
-        gc.freeze()  # the review's millions of objects leave the collector's full scans (300 ms pauses)
+        self.collector.settled()
         if first and self.autorun and review.catalog is not None and review.touched_relations():
             self.action_run()
 
@@ -349,18 +352,20 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             self.focus_shown(event.widget)
 
     def focus_shown(self, widget) -> None:
-        """Show what follows the focus (tab, filter row, detail strip) for ``widget``; called
-        straight after a key moves the focus, so it shows in the same frame as the focus, not
-        after the focus event has bubbled up to the app."""
+        """Show what follows the focus on ``widget`` (tab, filter row, detail strip). A key
+        calls it just before it moves the focus: these refreshes must reach the screen before
+        the panes' own, or they paint a frame (about 30 ms) later than the focus."""
         self._focus_shown = widget
         if isinstance(widget, Pane):
             self.activate(widget.kind)
             self.show_filter_of(widget.kind)
-        self.show_detail()
+        self.show_detail(widget)
 
-    def show_detail(self) -> None:
-        """The bottom strip: everything about the highlighted item, literally."""
-        focused = self.screen_stack[0].focused  # a dialog or view on top leaves the strip as it was
+    def show_detail(self, focused=None) -> None:
+        """The bottom strip: everything about the highlighted item of the focused pane (or of
+        ``focused``, about to be), literally."""
+        if focused is None:
+            focused = self.screen_stack[0].focused  # a dialog or view on top leaves the strip as it was
         if isinstance(focused, FilterBar) and focused.target is not None:
             focused = self.pane(focused.target)  # typing a filter: the item the filter leaves first
         pane = focused if isinstance(focused, Pane) else None
@@ -491,6 +496,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             pass
 
     def _run_finished(self, review: Review) -> None:
+        self.collector.settled()  # the results stay as long as the review
         unreported = list(self.running)  # a run that failed part-way: these show "running" still
         self.running.clear()
         self.busy_reasons.discard("run")
@@ -833,7 +839,13 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.replay_cancel.cancel()
         self.exit(self.exit_code(), return_code=self.exit_code())
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseEvent)):
+            self.collector.input_seen()  # full collections wait until the reviewer pauses
+        await super().on_event(event)
+
     def on_unmount(self) -> None:
+        self.collector.stop()
         self.replay_cancel.cancel()  # a running replay stops, releases its lease and cleans its worktrees
         if self.review is not None:
             self.review.close()

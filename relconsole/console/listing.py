@@ -116,6 +116,8 @@ class PaneListing:
         """The filter row always shows the focused pane's filter (it never appears or goes:
         a row that comes and goes relays the whole screen out, 50 ms on a big review)."""
         bar = self.query_one("#filter", FilterBar)
+        if bar.target not in (None, kind):
+            self._apply_filter(bar)  # typed for the pane being left, not yet applied: kept for it
         if bar.target != kind or bar.value != self.filters[kind]:
             bar.target = kind
             bar.value = self.filters[kind]
@@ -131,6 +133,8 @@ class PaneListing:
             self._filter_timer = self.set_timer(FILTER_PAUSE_SECONDS, lambda: self._apply_filter(bar))
 
     def _apply_filter(self, bar: FilterBar) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
         self._filter_timer = None
         if bar.target is not None and self.filters[bar.target] != bar.value:
             self.filters[bar.target] = bar.value
@@ -210,10 +214,9 @@ class PaneListing:
     def action_focus_pane(self, kind: str) -> None:
         """Focus pane ``kind`` now, not after a refresh: keys typed right after ``2`` (``2 x``)
         must act on the new pane."""
-        self.activate(kind)
         pane = self.pane(kind)
+        self.focus_shown(pane)  # first: the detail strip and filter row paint with the focus
         self.screen_stack[0].set_focus(pane, scroll_visible=False)  # panes never scroll into view
-        self.focus_shown(pane)  # the detail strip and filter row change in the same frame
 
     def action_next_pane(self) -> None:
         self._cycle(1)
