@@ -288,3 +288,26 @@ def test_a_closed_terminal_ends_the_console_while_relations_run(demo_repo: Path,
         time.sleep(0.1)
     state = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
     assert "State:\tZ" in state or not state, f"the console outlived its terminal by 20 s:\n{state[:300]}"
+
+
+def test_keys_typed_together_with_quit_leave_a_clean_exit(demo_repo: Path, terminal: Terminal, tmp_path: Path):
+    """``q t`` arriving in one read: t opened the theme picker on the closing console, and the
+    exit printed a NoMatches traceback and lost the §8 exit code."""
+    codes = []
+    for n, typed in enumerate(("q", "qt?m")):
+        out = tmp_path / f"run{n}"
+        rc = Path(f"{out}.rc")
+        # the screen stays up for a while after the exit: a traceback is printed there
+        terminal.start(f"{review_command(terminal)}; echo $? > {shlex.quote(str(rc))}; sleep 30", demo_repo)
+        terminal.wait_for(lambda s: any(line.strip() for line in pane_lines(s, 1)), "the panes filled", 60)
+        terminal._run("send-keys", "-t", Terminal.SESSION, typed)  # one send-keys: the keys arrive together
+        deadline = time.monotonic() + 30
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rc.exists(), f"{typed!r} did not end the console"
+        time.sleep(0.5)
+        after = terminal.screen()
+        terminal._run("kill-session", "-t", Terminal.SESSION, check=False)
+        assert "Traceback" not in after and "NoMatches" not in after, after
+        codes.append(int(rc.read_text()))
+    assert codes[1] == codes[0], "the §8 code, whatever was typed after q"

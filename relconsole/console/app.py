@@ -137,6 +137,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self._catch_up_pending = False
         self._focus_shown = None  # the widget focus_shown last showed
         self.collector = Collector()
+        self._quitting = False
         theme = load_settings().get("theme") if preferences else None
         if isinstance(theme, str) and theme in self.available_themes:
             self.theme = theme
@@ -837,10 +838,13 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     def _quit(self) -> None:
         """Exit with the §8 code; a running replay is cancelled (its runs killed, lease released)."""
         self.replay_cancel.cancel()
+        self._quitting = True
         self.exit(self.exit_code(), return_code=self.exit_code())
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseEvent)):
+            if self._quitting:  # "q t" typed together: t opened the theme picker on a closing app
+                return
             self.collector.input_seen()  # full collections wait until the reviewer pauses
         await super().on_event(event)
 
