@@ -119,4 +119,3 @@ async def test_keys_typed_right_after_enter_or_esc_in_the_filter_act_on_panes(de
         await pilot.press("2", "slash", "escape", "4")
         await pilot.pause(0.2)
         assert app.filters["relations"] == "" and app.focused.kind == "quarantine"
-
