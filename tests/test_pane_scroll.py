@@ -21,13 +21,20 @@ def thumb_rows(pane: Pane) -> list[int]:
     return [y for y, cell in enumerate(bar_column(pane)) if cell == THUMB]
 
 
+async def focused_with(pilot, items) -> Pane:
+    """The app's one pane, focused and filled with ``items``, after a refresh."""
+    pane = pilot.app.query_one(Pane)
+    pane.focus()
+    pane.fill(items)
+    await pilot.pause()
+    return pane
+
+
 @pytest.mark.parametrize("count", [1, 5])
 async def test_no_thumb_when_everything_fits(count):
     app = OnePane()
     async with app.run_test(size=(60, 20)) as pilot:
-        pane = app.query_one(Pane)
-        pane.fill(many(count))
-        await pilot.pause()
+        pane = await focused_with(pilot, many(count))
         assert pane.virtual_size.height <= pane.scrollable_content_region.height
         assert thumb_rows(pane) == [] and not pane.allow_vertical_scroll
 
@@ -36,10 +43,7 @@ async def test_no_thumb_when_everything_fits(count):
 async def test_thumb_is_one_run_that_moves_down_with_the_cursor_from_top_to_bottom(count):
     app = OnePane()
     async with app.run_test(size=(60, 20)) as pilot:
-        pane = app.query_one(Pane)
-        pane.focus()
-        pane.fill(many(count))
-        await pilot.pause()
+        pane = await focused_with(pilot, many(count))
         height = pane.scrollable_content_region.height
         assert pane.allow_vertical_scroll  # the mouse wheel still scrolls without a scrollbar widget
         seen = []
@@ -69,11 +73,8 @@ async def test_more_items_never_make_a_bigger_thumb():
 async def test_clicking_the_thumb_column_jumps_in_proportion():
     app = OnePane()
     async with app.run_test(size=(60, 20)) as pilot:
-        pane = app.query_one(Pane)
-        pane.focus()
         items = many(1_000)
-        pane.fill(items)
-        await pilot.pause()
+        pane = await focused_with(pilot, items)
         column = pane.scrollable_content_region.width - 1
         height = pane.scrollable_content_region.height
         border = pane.styles.gutter.left  # click offsets count from the widget's outer edge
@@ -90,10 +91,7 @@ async def test_clicking_the_thumb_column_jumps_in_proportion():
 async def test_a_long_item_is_cut_before_the_thumb_column():
     app = OnePane()
     async with app.run_test(size=(40, 12)) as pilot:
-        pane = app.query_one(Pane)
-        long = "x" * 500
-        pane.fill([(f"t:{i}", Text(long), False) for i in range(100)])
-        await pilot.pause()
+        pane = await focused_with(pilot, [(f"t:{i}", Text("x" * 500), False) for i in range(100)])
         width = pane.scrollable_content_region.width
         for y in range(pane.scrollable_content_region.height):
             line = pane.render_line(y).text
@@ -104,10 +102,7 @@ async def test_a_long_item_is_cut_before_the_thumb_column():
 async def test_without_a_thumb_the_last_column_is_part_of_the_item():
     app = OnePane()
     async with app.run_test(size=(60, 20)) as pilot:
-        pane = app.query_one(Pane)
-        pane.focus()
-        pane.fill([("a", Text("one"), False), ("b", Text("two"), False)])
-        await pilot.pause()
+        pane = await focused_with(pilot, [("a", Text("one"), False), ("b", Text("two"), False)])
         column = pane.scrollable_content_region.width - 1 + pane.styles.gutter.left
         await pilot.click(Pane, offset=(column, 1 + pane.styles.gutter.top))
         await pilot.pause()

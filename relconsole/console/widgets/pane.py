@@ -195,6 +195,18 @@ class Pane(ScrollView, can_focus=True):
             n += step
         return None
 
+    def _item_at(self, line: int) -> int:
+        """Index of the item that virtual line ``line`` belongs to."""
+        return bisect_right(self._starts, line) - 1
+
+    def _enabled_near(self, n: int, direction: int) -> int | None:
+        """Item ``n`` when it can take the cursor, else the nearest one ``direction``-wards,
+        else the nearest one the other way."""
+        if not self._items[n].disabled:
+            return n
+        ahead = self._next_enabled(n, direction)
+        return ahead if ahead is not None else self._next_enabled(n, -direction)
+
     def _move_to(self, index: int | None, announce: bool = False, keep: bool = False) -> None:
         """Put the cursor on item ``index`` (None: no cursor; with ``keep``, None leaves it where it is)."""
         if index is None and keep:
@@ -242,11 +254,7 @@ class Pane(ScrollView, can_focus=True):
             return
         line = self._starts[self._highlighted] + direction * max(1, self.scrollable_content_region.height)
         line = min(max(line, 0), self._starts[-1] - 1)
-        target = bisect_right(self._starts, line) - 1
-        if self._items[target].disabled:
-            ahead = self._next_enabled(target, direction)
-            target = ahead if ahead is not None else self._next_enabled(target, -direction)
-        self._move_to(target, keep=True)
+        self._move_to(self._enabled_near(self._item_at(line), direction), keep=True)
 
     def action_page_down(self) -> None:
         self._page(1)
@@ -273,7 +281,7 @@ class Pane(ScrollView, can_focus=True):
             return
         line = round(self.scroll_offset.y) + offset.y
         if 0 <= line < self._starts[-1]:
-            n = bisect_right(self._starts, line) - 1
+            n = self._item_at(line)
             if not self._items[n].disabled:
                 self._move_to(n)
                 self.action_select()
@@ -282,11 +290,7 @@ class Pane(ScrollView, can_focus=True):
         """A click on the thumb column at ``row``: the cursor goes that far down the list."""
         last_row = max(1, self.scrollable_content_region.height - 1)
         line = min(self._starts[-1] - 1, max(0, row) * (self._starts[-1] - 1) // last_row)  # last row: last line
-        target = bisect_right(self._starts, line) - 1
-        if self._items[target].disabled:
-            ahead = self._next_enabled(target, 1)
-            target = ahead if ahead is not None else self._next_enabled(target, -1)
-        self._move_to(target, keep=True)
+        self._move_to(self._enabled_near(self._item_at(line), 1), keep=True)
 
     def on_focus(self) -> None:
         self._refresh_item(self._highlighted)
@@ -338,7 +342,7 @@ class Pane(ScrollView, can_focus=True):
         styles = self._line_styles()
         if not (0 <= line < self._starts[-1]):
             return Strip.blank(width, styles["base"])
-        n = bisect_right(self._starts, line) - 1
+        n = self._item_at(line)
         item = self._items[n]
         style = styles["disabled" if item.disabled else "cursor" if n == self._highlighted else "base"]
         key = (n, width, style)  # the style, not a flag: a theme or focus change misses the cache
