@@ -391,3 +391,28 @@ def test_git_environment_does_not_redirect_the_commit(repo_path: Path, tmp_path:
     assert name_status(root) == ["M\toracle/catalog.yaml", "D\toracle/quarantine/x.yaml"]
     assert run(root, "status", "--porcelain") == ""
     assert not (elsewhere / ".git" / "index").exists()
+
+
+def _git_trailers(message: str) -> str:
+    return subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
+                          text=True, check=True).stdout
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from relconsole.engine.actions import before_trailers  # noqa: E402
+
+_words = st.text(alphabet="abc xyz.,", min_size=1, max_size=30).filter(lambda t: t.strip() and ":" not in t)
+
+
+@given(st.lists(_words, max_size=3), st.lists(st.tuples(st.sampled_from(["Confirmed-by", "Signed-off-by", "Old"]),
+                                                         _words), max_size=3), _words)
+def test_a_note_keeps_every_trailer_git_reads_and_is_in_the_message(paragraphs, trailers, note):
+    body = "\n\n".join(p.strip() for p in paragraphs)
+    if trailers:
+        body += ("\n\n" if body else "") + "\n".join(f"{k}: {v.strip()}" for k, v in trailers)
+    body += "\n" if body else ""
+    message = "lease: subject line\n\n" + body
+    noted = "lease: subject line\n\n" + before_trailers(body, note.strip() + "\n")
+    assert _git_trailers(noted) == _git_trailers(message)
+    assert note.strip() in noted and all(p.strip() in noted for p in paragraphs)

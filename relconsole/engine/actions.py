@@ -11,6 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Collection
 
@@ -60,10 +61,28 @@ def _tip_view(review: Review) -> TreeView:
 def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], body: str = "") -> CommitResult:
     real = dt.date.today()
     if review.today != real:  # an injected "today" moves every limit: the history must say so
-        body += (f"Judged as of {review.today.isoformat()} (--today / RELCONSOLE_TODAY); "
-                 f"the real date was {real.isoformat()}.\n")
+        body = before_trailers(body, f"Judged as of {review.today.isoformat()} (--today / RELCONSOLE_TODAY); "
+                                     f"the real date was {real.isoformat()}.\n")
     return commit_changes(review.repo, review.layout.target_branch, kind, subject, changes, body,
                           layout=review.layout)
+
+
+_TRAILER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*: \S.*")
+
+
+def before_trailers(body: str, paragraph: str) -> str:
+    """``body`` with ``paragraph`` added as the last paragraph before its trailer block.
+
+    git reads trailers (``Confirmed-by: Name <email>``) only from the message's last
+    paragraph, so a note appended after them would hide them from ``git interpret-trailers``.
+    A body whose last paragraph is not all ``Key: value`` lines gets the note at its end.
+    """
+    paragraph = paragraph.rstrip("\n") + "\n"
+    blocks = body.rstrip("\n").split("\n\n")
+    last = blocks[-1].splitlines() if body.strip() else []
+    if last and all(_TRAILER.fullmatch(line) for line in last):
+        return "\n\n".join(blocks[:-1] + [paragraph.rstrip("\n"), blocks[-1]]) + "\n"
+    return body + ("\n" if body and not body.endswith("\n\n") and body.strip() else "") + paragraph
 
 
 def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = (),
