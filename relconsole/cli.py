@@ -23,8 +23,9 @@ from relconsole.cli_propose import register as register_propose
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.cli_options import workspace_lease_options
-from relconsole.engine import actions, gitio, splitcheck
+from relconsole.engine import actions, gitio, importmap, splitcheck
 from relconsole.engine.bite import bite
+from relconsole.engine.subjectcheck import unresolved_subjects
 from relconsole.engine.confirm import load_candidate_states
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
@@ -81,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
         _review_options(cmd)
         cmd.add_argument("--json", action="store_true", help="print JSON")
     sub.choices["run"].add_argument("--all", action="store_true", help="run every relation, not only touched ones")
+    sub.choices["run"].add_argument("--replay-seed", type=int, default=None, metavar="SEED",
+                                    help="replay a recorded run: every relation's first run uses this seed "
+                                         "(the 'seed' of a run record) instead of a new draw")
     sub.choices["run"].add_argument("--relation", action="append", default=None, help="run only this relation (repeatable)")
     sub.choices["run"].add_argument("--shard", type=_shard, default=None, metavar="K/N",
                                     help="run only the K-th of N slices of the touched relations (a CI matrix)")
@@ -193,14 +197,18 @@ def _errors_payload(review: Review) -> list[dict]:
 def cmd_bind(args) -> int:
     review = _load(args)
     try:
+        if not review.errors:
+            importmap.ensure(review)
         paths = [{"status": b.touched.status, "path": b.path, "old_path": b.touched.old_path,
-                  "state": b.state, "pattern": b.pattern, "relations": list(b.relations)}
+                  "state": b.state, "pattern": b.pattern, "relations": list(b.relations),
+                  "via_import": list(b.via_import)}
                  for b in review.bindings]
         payload = {"base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
                    "paths": paths, "gaps": [b.path for b in review.gaps()],
                    "errors": _errors_payload(review)}
         lines = [f"{b.touched.status}  {one_line(b.path)}  {b.state}"
-                 + (f"  {', '.join(b.relations)}" if b.relations else "") for b in review.bindings]
+                 + (f"  {', '.join(b.relations)}" if b.relations else "")
+                 + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "") for b in review.bindings]
         _emit(args, payload, lines, review.errors)
         if review.errors:
             return EXIT_BAD_INPUT
@@ -216,15 +224,17 @@ def cmd_run(args) -> int:
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
+        if ids is None:
+            importmap.ensure(review)  # ownership follows imports (§3)
         if args.shard is not None:
             ids = args.shard.select(ids if ids is not None else review.touched_relations())
-        results = run_review(review, ids)
+        results = run_review(review, ids, replay_seed=args.replay_seed)
         decision = review.decision() if ids is None else _worst_of(results)
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
         _emit(args, payload, lines)
-        return decision.exit_code
+        return review.exit_code() if ids is None else decision.exit_code  # a coverage gap is exit 2 (§8)
     finally:
         review.close()
 
@@ -236,6 +246,8 @@ def _worst_of(results):
 def cmd_validate(args) -> int:
     review = _load(args)
     try:
+        if not review.errors:
+            review.errors.extend(unresolved_subjects(review))  # every subject resolves on the base (§3)
         states = load_candidate_states(review)
         payload = {"errors": _errors_payload(review),
                    "leases": [{"id": s.id, "source": s.source, "state": s.state, "reason": s.reason}
@@ -391,6 +403,7 @@ def cmd_replay(args) -> int:
         if review.errors:
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
+        importmap.ensure(review)
         options = ReplayOptions(args.runs, args.workspace, args.holder, args.ttl_seconds,
                                 args.artifacts, args.shard, args.fresh_worktrees)
         store = open_store(args.lease_url, review.repo.common_dir)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from relconsole.engine.canon import canonical, differences
 from relconsole.engine.catalog import load_catalog
-from relconsole.engine.relations import evaluate
+from relconsole.engine.worker import evaluate_values
 from relconsole.engine.runner import RunPlan, evaluate_once
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -198,6 +198,15 @@ def module(tmp_path, monkeypatch):
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
         return name
     return write
+
+
+def evaluate(rel: dict, inputs: list, seed: int):
+    """The relation judged here, its subject (a module written by ``module``, found on
+    sys.path) called in a fork server; its adapters are the test's own (all protected)."""
+    import sys
+    name = rel["subject"].split(":", 1)[0]
+    folder = next(p for p in sys.path if (Path(p) / f"{name}.py").exists())
+    return evaluate_values(rel, inputs, seed, folder, [folder], protected=("**",))[0]
 
 
 def relation(kind: str, subject: str, compare: str = "exact", **fields) -> dict:
@@ -499,7 +508,7 @@ def test_a_raising_subject_is_a_miss_naming_the_exception(tmp_path):
 def test_a_dying_worker_is_a_miss(tmp_path):
     record = evaluate_once(worker_plan(tmp_path, "dies"), seed=0)
     assert not record.held
-    assert record.error_type == "worker died"
+    assert record.error_type == "subject died"
     assert "3" in record.error
 
 

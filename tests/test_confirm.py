@@ -35,7 +35,7 @@ from tests.conftest import TODAY, git, reviewed_repo
 from tests import redis_server
 
 PROJECT = Path(__file__).resolve().parents[1]
-FLIP = "RELCONSOLE_TEST_CONFIRM_FLIP"
+FLIP = "ORDERS_FLIP"  # handed to the subject by the repository's pass_env
 DEMO_CANDIDATE = "penguins.mass_permutation"
 redis_url = redis_server.redis_url  # the session's Redis server, as a fixture of this module
 CANDIDATE_PATH = "oracle/quarantine/orders.qty_permutation.yaml"
@@ -101,7 +101,7 @@ def orders_repo(tmp_path: Path) -> Path:
              "owner: t@example.invalid\nallowed_relations: [orders.count]\n")
     base = {"orders.py": SUBJECT, "oracle/catalog.yaml": catalog, "oracle/leases/orders.yaml": lease,
             "oracle/data/orders.csv": CORPUS, "oracle/pins.json": json.dumps({"oracle/data/orders.csv": f"sha256:{digest}"}),
-            CANDIDATE_PATH: CANDIDATE}
+            CANDIDATE_PATH: CANDIDATE, "pyproject.toml": f'[tool.relconsole]\npass_env = ["{FLIP}"]\n'}
     return reviewed_repo(tmp_path / "orders", base, {"orders.py": SUBJECT + "\n# patched\n"})
 
 

@@ -36,7 +36,9 @@ from relconsole.engine.leases import (DRIFTED, EXPIRING, MISSING, OK, check_rene
                                       lease_status, parse_lease, pin_states, reading_refusal)
 from relconsole.engine.leases import EXPIRED as LEASE_EXPIRED
 from relconsole.engine.leases import INVALID as LEASE_INVALID
+from relconsole.engine import runner
 from relconsole.engine.runner import RunPlan, run_relation
+from relconsole.engine.worker import subject_seed
 
 PROJECT = Path(__file__).resolve().parents[1]
 PENGUINS = PROJECT / "sample_repo" / "oracle" / "data" / "penguins.csv"
@@ -486,7 +488,7 @@ def test_check_new_row_enforces_the_policy():
 # --- the counted protocol (§6) in worker processes -------------------------------------------
 
 FLAKY = '''\
-"""Flaky by seed: the worker seeds ``random`` with the run's seed before importing this."""
+"""Flaky by seed: every call of a run seeds ``random`` with the run's subject seed first."""
 import random
 
 FLIP = random.random()  # the first draw after the run's seed decides this run
@@ -495,13 +497,19 @@ FLIP = random.random()  # the first draw after the run's seed decides this run
 def total(values):
     if FLIP < 0.5:
         return sum(sorted(values))
-    return sum(values) + random.random()  # a fresh draw each call: never equal twice
+    return list(values)  # the order the call was given leaks out: shuffles disagree
 '''
 
 
 def passes(seed: int) -> bool:
-    """Whether the flaky subject holds on ``seed``: the model of FLAKY above."""
-    return random.Random(seed).random() < 0.5
+    """Whether the flaky subject holds on run seed ``seed``: the model of FLAKY above."""
+    return random.Random(subject_seed(seed)).random() < 0.5
+
+
+def drawn_from(monkeypatch, first: int) -> None:
+    """Make the runner's seed draws (reruns, replays) ``first``, ``first + 1``, ... in order."""
+    counter = iter(range(first, first + 10_000))
+    monkeypatch.setattr(runner, "draw_seed", lambda: next(counter))
 
 
 @pytest.fixture(autouse=True)
@@ -519,9 +527,10 @@ def flaky_tree(tmp_path: Path) -> Path:
 
 
 def plan_for(tree: Path, base_seed: int) -> RunPlan:
+    """The flaky relation's plan, its first run replaying seed ``base_seed``."""
     relation = catalog(max_days=30, min_reruns=1, base_seed=base_seed).get("flaky.sum")
     return RunPlan(relation, tree, [str(tree)], "seeds", tree / "oracle" / "seeds" / "flaky.jsonl",
-                   "pin", timeout_seconds=60)
+                   "pin", timeout_seconds=60, replay_seed=base_seed)
 
 
 def live_freeze(reruns: int, pass_needed: int, today=dt.date(2031, 5, 17)):
@@ -550,8 +559,9 @@ def _cases():
 
 
 @pytest.mark.parametrize("base,reruns,pass_needed", _cases())
-def test_counted_freeze_passes_iff_enough_reruns_pass(tmp_path, base, reruns, pass_needed):
+def test_counted_freeze_passes_iff_enough_reruns_pass(tmp_path, monkeypatch, base, reruns, pass_needed):
     tree = flaky_tree(tmp_path)
+    drawn_from(monkeypatch, base + 1)
     result = run_relation(plan_for(tree, base), live_freeze(reruns, pass_needed))
     expected_seeds = [base + n for n in range(1, reruns + 1)]
     expected = [passes(s) for s in expected_seeds]

@@ -398,10 +398,15 @@ def test_run_rejects_the_parallel_sum_under_its_counted_freeze(demo, capsys):
 
 def _verdicts(payload: dict) -> dict:
     """What run decided per relation, without timings or identities."""
+    def judged(record: dict) -> dict:  # without what each run draws anew: seed, order, which keys missed
+        kept = {k: v for k, v in record.items() if k in ("held", "error_type", "blocked", "vacuous")}
+        kept["inputs"] = {k: v for k, v in (record.get("inputs") or {}).items() if k != "followup"}
+        return kept
+
     out = {}
     for r in payload["relations"]:
-        first = {k: v for k, v in (r["first_run"] or {}).items() if k != "seconds"}
-        reruns = [{k: v for k, v in x.items() if k != "seconds"} for x in r["reruns"]]
+        first = judged(r["first_run"] or {})
+        reruns = [judged(x) for x in r["reruns"]]
         out[r["relation_id"]] = (r["outcome"], r["decision"], r["reason"], r["summary"],
                                  json.dumps(first, sort_keys=True), json.dumps(reruns, sort_keys=True))
     return out

@@ -287,8 +287,8 @@ def test_set_lease_sha256_refuses_what_is_not_a_digest(digest: str):
 
 
 def test_a_rehash_pins_what_the_next_review_hashes_even_through_eol_conversion(tmp_path):
-    """Relation: re-hash, then review: the lease is no longer drifted. ``git archive``
-    (what the review reads) turns LF into CRLF here, so the blob's own bytes differ."""
+    """Relation: re-hash, then review: the lease is no longer drifted. The tree asks for CRLF
+    on checkout; both read the committed blob's own bytes (SPEC §7), whatever it asks."""
     repo = make_repo(tmp_path / "r", drift=False)
     (repo / ".gitattributes").write_text("*.csv text eol=crlf\n")
     commit_all(repo, "attributes: corpora are checked out with CRLF")
@@ -298,7 +298,7 @@ def test_a_rehash_pins_what_the_next_review_hashes_even_through_eol_conversion(t
     with review_of(repo) as review:
         assert review.lease("orders").state == DRIFTED
         preview = rehash_preview(review, "orders")
-        assert preview.new_sha256 != sha256(blob)  # the export is not the raw blob
+        assert preview.new_sha256 == sha256(blob)  # the committed bytes, not a CRLF rendering
         actions.rehash_lease(review, "orders", preview.new_sha256)
     with review_of(repo) as review:
         assert review.lease("orders").state == OK

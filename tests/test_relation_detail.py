@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import random
 import re
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def test_a_seeds_run_counts_seed_rows_and_shows_the_first_raise(demo_review):
 def test_split_merge_summary_lists_the_split_points_it_ran(demo_review):
     record = demo_review.results["penguins.split_merge"].first
     relation = demo_review.catalog.get("penguins.split_merge")
-    points = split_points(record.inputs["records"], relation.params["splits"])
+    points = split_points(record.inputs["records"], relation.params["splits"], random.Random(record.seed))
     assert points and ", ".join(map(str, points)) in record.inputs["followup"]
     assert relation.raw["merge"] in record.inputs["followup"]
 

@@ -31,7 +31,7 @@ from relconsole.engine.wslease import LeaseHeld, open_store
 PROJECT = Path(__file__).resolve().parents[1]
 
 CORRECT = "def total(values):\n    return sum(values)\n"
-BROKEN = "CALLS = [0]\n\n\ndef total(values):\n    CALLS[0] += 1  # every call answers differently\n    return CALLS[0]\n"
+BROKEN = "def total(values):\n    return list(values)  # the order it was given leaks out: every shuffle differs\n"
 SEED = 0
 
 
@@ -59,6 +59,20 @@ def flaky_repo(tmp_path: Path, base: dict[str, str], patch: dict[str, str], name
     files = {f"{m}.py": text for m, text in base.items()}
     files |= {"oracle/seeds/nums.jsonl": "[1, 2, 3, 4, 5, 6, 7, 8]\n", "oracle/catalog.yaml": catalog}
     return reviewed_repo(tmp_path / name, files, {f"{m}.py": text + "\n# patched\n" for m, text in patch.items()})
+
+
+@pytest.fixture(autouse=True)
+def _seeds_from_seed(monkeypatch):
+    """Run seeds as the model needs them: the first run SEED, each side's replays SEED + n."""
+    from relconsole.engine import replay as replay_module
+    from relconsole.engine import runner
+    draws = [0]
+
+    def drawn() -> int:  # the first run's seed is SEED, then a replay's runs SEED, SEED + 1, ...
+        n, draws[0] = draws[0], draws[0] + 1
+        return SEED if n == 0 else SEED + n - 1
+    monkeypatch.setattr(runner, "draw_seed", drawn)
+    monkeypatch.setattr(replay_module, "draw_seed", drawn)
 
 
 @pytest.fixture(autouse=True)
@@ -321,15 +335,37 @@ def test_bad_shard_specs_are_usage_errors(text):
     assert caught.value.exit_code == 64
 
 
-def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_path):
+def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_path, monkeypatch):
+    """The runs are held back until the heartbeat has renewed the lease twice (more than one
+    TTL later): the sheet must still say fresh, under the same generation."""
+    import threading
+
+    from relconsole.engine import replay as replay_module
+    from relconsole.engine import wslease
+    renewals, renewed = [], threading.Event()
+    real_renew = wslease.SqliteLeaseStore.renew
+
+    def counting_renew(self, *args, **kwargs):
+        lease = real_renew(self, *args, **kwargs)
+        renewals.append(lease)
+        if len(renewals) >= 2:
+            renewed.set()
+        return lease
+    monkeypatch.setattr(wslease.SqliteLeaseStore, "renew", counting_renew)
+    real_run_sides = replay_module.run_sides
+
+    def slow_run_sides(*args, **kwargs):
+        records = real_run_sides(*args, **kwargs)
+        assert renewed.wait(60), "the heartbeat never renewed the lease"
+        return records
+    monkeypatch.setattr(replay_module, "run_sides", slow_run_sides)
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
-    started = time.monotonic()
-    review, outcome = do_replay(repo, runs=6, ttl_seconds=0.6, workspace="short-ttl")
-    elapsed = time.monotonic() - started
+    review, outcome = do_replay(repo, runs=2, ttl_seconds=0.6, workspace="short-ttl")
     review.close()
-    assert elapsed > 0.6, "the replay must outlive one TTL for this test to mean anything"
+    assert len(renewals) >= 2 and renewals[-1].expires_at > renewals[0].expires_at
     sheet = outcome.sheets["det.sum"]
     assert sheet["lease"]["state"] == "fresh" and sheet["lease"]["generation"] == outcome.lease.generation
+    assert outcome.lease.generation == renewals[0].generation  # renewed, never re-acquired
     assert outcome.decisions["det.sum"].row == 3
 
 

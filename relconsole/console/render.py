@@ -43,6 +43,8 @@ def touched_prompt(binding: Binding, flags: list[str] = ()) -> Text:
     second.append(symbol, style)
     if binding.relations:
         second.append(" " + one_line(", ".join(binding.relations)), "dim")
+        if binding.via_import:
+            second.append(" via import", "italic")
     elif binding.state == "exempt":
         second.append(" exempt", "dim")
     if flags:

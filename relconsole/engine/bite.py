@@ -30,7 +30,7 @@ from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.gitio import TreeView
 from relconsole.engine.owners import protected
 from relconsole.engine.review import Review, import_paths, plan_for
-from relconsole.engine.runner import RunPlan, RunRecord, evaluate_once
+from relconsole.engine.runner import RunPlan, RunRecord, draw_seed, evaluate_once
 from relconsole.engine.workspace import build_run_tree, scratch_dir
 
 CACHE_FILE = ("relconsole", "bite.json")
@@ -122,7 +122,8 @@ def _relation(review: Review, relation_id: str) -> Relation:
 
 
 def _base_seed(relation: Relation) -> int:
-    return int(relation.params.get("seed", 0))
+    """One drawn seed for the original run and every mutant, so they see the same inputs."""
+    return draw_seed()
 
 
 # --- locating the subject ----------------------------------------------------------------
@@ -258,7 +259,8 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
         raise RelconsoleError(f"{relation.id}: no source file for subject {relation.subject} "
                               "under the import paths")
     plan = plan_for(review, relation, tree)
-    first = evaluate_once(plan, _base_seed(relation))
+    seed = _base_seed(relation)
+    first = evaluate_once(plan, seed)
     original = (tree / path).read_bytes()
     report = BiteReport(relation.id, relation.subject, path, "held" if first.held else "missed",
                         first.describe(), cache_key(review, relation, original))
@@ -268,7 +270,7 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
     quick = dataclasses.replace(plan, timeout_seconds=min(
         plan.timeout_seconds, max(MIN_MUTANT_TIMEOUT, 20 * first.seconds)))
     for mutant in mutations.mutants(original.decode("utf-8"), attr):
-        result = _run_mutant(quick, tree / path, original, mutant, _base_seed(relation), path)
+        result = _run_mutant(quick, tree / path, original, mutant, seed, path)
         report.results.append(result)
         if progress:
             progress(result)
@@ -284,6 +286,7 @@ def _run_mutant(plan: RunPlan, file: Path, original: bytes, mutant: mutations.Mu
         record: RunRecord = evaluate_once(plan, seed)
     finally:
         file.write_bytes(original)
+    # a vacuous run (empty outputs) is stopped by the gate's empty-output rule, not by this relation
     return MutationResult(mutant.operator, mutant.label, path, mutant.line, mutant.function,
-                          "survived" if record.held else "caught", record.describe(), record.seconds,
+                          "survived" if record.held or record.vacuous else "caught", record.describe(), record.seconds,
                           record.error_type is not None)

@@ -9,10 +9,13 @@ A comparison returns the paths of the disagreeing keys so the console can mark t
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from decimal import ROUND_HALF_EVEN, Decimal, getcontext
 from typing import Any
+
+from relconsole.engine.subject.harness import Record
 
 Path = tuple
 
@@ -21,9 +24,12 @@ def canonical(value: Any, compare: str = "canon", quantum: float | None = None,
               order_free: bool = False) -> Any:
     """A JSON-able canonical form of ``value``.
 
-    Mappings get sorted string keys; sets and tuples become lists; numbers are rounded
+    Mappings get sorted string keys; a tuple, set, bytes, Decimal, date, dataclass, named
+    tuple or Enum becomes a mapping of one key that names its type (so a tuple never equals
+    a list, nor a set a list); numbers are rounded
     to ``quantum`` under ``canon``; with ``order_free`` every sequence is sorted by its
     elements' canonical JSON (a bag). Idempotent: canonical(canonical(x)) == canonical(x).
+    Raises NotComparable for any other type (SPEC §7: compare or refuse, never by text).
     """
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
@@ -34,13 +40,36 @@ def canonical(value: Any, compare: str = "canon", quantum: float | None = None,
     if isinstance(value, dict):
         return {name: canonical(v, compare, quantum, order_free)
                 for name, v in sorted(_named_items(value), key=lambda kv: kv[0])}
-    if isinstance(value, (set, frozenset)):
-        items = [canonical(v, compare, quantum, order_free) for v in value]
-        return sorted(items, key=_sort_key)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         items = [canonical(v, compare, quantum, order_free) for v in value]
         return sorted(items, key=_sort_key) if order_free else items
-    return repr(value)
+    if isinstance(value, (set, frozenset)):
+        items = [canonical(v, compare, quantum, order_free) for v in value]
+        return {f"({type(value).__name__})": sorted(items, key=_sort_key)}
+    if isinstance(value, tuple):
+        items = [canonical(v, compare, quantum, order_free) for v in value]
+        return {"(tuple)": sorted(items, key=_sort_key) if order_free else items}
+    return _tagged(value, compare, quantum, order_free)
+
+
+class NotComparable(TypeError):
+    """A value of a type the canonical form does not know (``args[0]``: its module.Qualname):
+    the relation needs a ``canon:`` adapter that maps it to data (SPEC §7), never its text."""
+
+
+def _tagged(value: Any, compare: str, quantum: float | None, order_free: bool) -> Any:
+    """The canonical form of a wire type other than JSON's: one key naming the type."""
+    if isinstance(value, bytes):
+        return {"(bytes)": value.hex()}
+    if isinstance(value, Decimal):
+        return {"(Decimal)": str(value)}
+    if isinstance(value, (dt.date, dt.datetime)):
+        return {f"({type(value).__name__})": value.isoformat()}
+    if isinstance(value, Record):
+        if value.kind == "enum":
+            return {f"(enum {value.type})": value.value[0]}
+        return {f"({value.kind} {value.type})": canonical(value.value, compare, quantum, order_free)}
+    raise NotComparable(f"{type(value).__module__}.{type(value).__qualname__}")
 
 
 def _named_items(value: dict) -> list[tuple[str, Any]]:

@@ -66,6 +66,10 @@ RELATION_SCHEMA = {
                            "min_reruns": {"type": "integer", "minimum": 1}},
         },
         "merge": _REF, "inverse": _REF, "transform": _REF,
+        # base-side adapter mapping an output of a type the wire format does not carry to data (§7)
+        "canon": _REF,
+        # both outputs empty for a non-empty input proves nothing (vacuous, hold) unless this says so
+        "empty_ok": {"type": "boolean"},
         # "frozen" (at the config's instant), "real" (opt out), or an ISO 8601 instant of its own
         "clock": {"anyOf": [{"enum": ["frozen", "real"]},
                             {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}"}]},
@@ -141,7 +145,7 @@ class Relation:
     def callables(self) -> dict[str, str]:
         """Role -> ``module:attr`` for subject, merge, inverse and transform as set."""
         roles = {"subject": self.subject, "merge": self.merge, "inverse": self.inverse,
-                 "transform": self.transform}
+                 "transform": self.transform, "canon": self.raw.get("canon")}
         return {k: v for k, v in roles.items() if v}
 
     def identity(self, callable_sources: dict[str, bytes] | None = None) -> str:
@@ -154,6 +158,7 @@ class Relation:
         semantic = {k: self.raw.get(k) for k in
                     ("id", "kind", "subject", "input", "compare", "quantum", "params",
                      "merge", "inverse", "transform")}
+        semantic.update({k: self.raw[k] for k in ("canon", "empty_ok") if k in self.raw})
         digest = hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode())
         for role in sorted(callable_sources or {}):
             digest.update(role.encode() + b"\0" + hashlib.sha256(callable_sources[role]).digest())

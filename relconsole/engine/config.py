@@ -36,6 +36,8 @@ class Layout:
     renew_max_days: int = 30
     relation_timeout_seconds: float = 120.0
     frozen_clock: str = "2026-01-01T00:00:00+00:00"
+    require_sandbox: bool = False  # True: no bubblewrap sandbox is an abort, not a run as a plain process (§7)
+    pass_env: tuple[str, ...] = ()  # names of variables handed from relconsole's environment to the subject
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -57,6 +59,10 @@ _SCHEMA = {
         "renew_max_days": {"type": "integer", "minimum": 1},
         "relation_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
         "frozen_clock": _STR,
+        "require_sandbox": {"type": "boolean"},
+        # a subject sees no other variable of ours; none that would change its interpreter or tell it
+        "pass_env": {"type": "array", "items": {
+            "type": "string", "pattern": r"^(?!PYTHON|LD_|FAKETIME|RELCONSOLE|GIT_)[A-Za-z_][A-Za-z0-9_]*$"}},
     },
 }
 

@@ -305,7 +305,8 @@ def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | Non
         if options.first_only:
             return ConfirmOutcome(state, ran, None, notes)
         run.share = (0.5, 1.0) if ran else (0.0, 1.0)
-        run.runs = state.first["runs"]  # the same seeds as the first, run by run
+        run.runs = state.first["runs"]
+        run.seeds = sorted(r["seed"] for r in state.first["sides"]["head"]["per_seed"])  # the first's seeds
         second = run.replay("second", fresh=True, after=state.first["lease"])
     finally:
         if own_store:
@@ -384,6 +385,7 @@ class _Run:
         self.holder = options.holder or default_holder()
         self.share = (0.0, 1.0)  # the part of the whole this replay's runs fill
         self.runs = options.runs
+        self.seeds: list[int] | None = None  # None: drawn (the first replay); else the first's, again
 
     def step(self, text: str, done: float | None = None) -> None:
         if self.progress is not None:
@@ -422,7 +424,7 @@ class _Run:
                 raise ConfirmRefused(f"{relation.id}: fixture pin mismatch for {pin['path']} (expected "
                                      f"{pin['expected']}, HEAD {pin['actual']}, base {pin['actual_base']}); "
                                      "a candidate is confirmed against the pinned fixtures only")
-            options = ReplayOptions(runs=self.runs, workspace=self.workspace, holder=self.holder,
+            options = ReplayOptions(runs=self.runs, seeds=self.seeds, workspace=self.workspace, holder=self.holder,
                                     ttl_seconds=self.options.ttl_seconds, workers=self.options.workers,
                                     cancel=self.cancel)
 

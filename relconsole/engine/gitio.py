@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import subprocess
-import tarfile
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -274,34 +273,153 @@ class TreeView:
                       if mode not in (_TREE_MODE, _SUBMODULE_MODE))
 
     def export(self, dest: Path, paths: list[str] | None = None) -> None:
-        """Write the commit's files (or only those under ``paths``) into ``dest``."""
-        args = ["git", "archive", "--format=tar", self.commit]
-        if paths:
-            args += ["--", *paths]
-        with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on stderr
-            with subprocess.Popen(args, cwd=self.repo.working_tree_dir or self.repo.git_dir, env=clean_env(),
-                                  stdout=subprocess.PIPE, stderr=errors) as proc:
-                unreadable = None
-                try:  # streamed ("r|"): a 1 GiB corpus never sits in memory
-                    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-                        tar.extractall(dest, filter=_inside_only)
-                except tarfile.ReadError as exc:  # git failed before writing a tar, most likely
-                    unreadable = exc
-                # tarfile stops at the end-of-archive marker; the padding after it must still be
-                # read, or git dies of SIGPIPE writing it and the export looks failed
-                while proc.stdout.read(1 << 16):
-                    pass
-            if proc.returncode != 0 or unreadable is not None:
-                errors.seek(0)
-                why = errors.read().decode(errors="replace").strip() or f"unreadable tar ({unreadable})"
-                raise GitError(f"git archive {self.commit[:12]} failed: {why}")
+        """Write the commit's files (or only those under ``paths``) into ``dest`` as committed.
+
+        The committed blob bytes, whatever the tree's ``.gitattributes`` (``export-ignore``,
+        ``export-subst``, ``eol``, filters) or the user's ``core.autocrlf`` say (SPEC §7:
+        "trees as committed"): ``git ls-tree`` then one streamed ``git cat-file --batch``.
+        Executable bits are kept; a symlink is made only when it stays inside ``dest`` (one
+        that leaves the tree is left out, so nothing is ever written outside it);
+        submodules are left out. Raises GitError when git fails.
+        """
+        write_blobs(self.repo, self.commit, Path(dest), paths)
 
 
-def _inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
-    """tarfile's ``data`` filter, except that a member it refuses (a committed symlink to
-    an absolute path or out of the tree) is left out instead of aborting the export: a
-    lease on it then reads as absent, and nothing is ever written outside ``dest``."""
+def tree_listing(repo: git.Repo, commit: str, paths: list[str] | None = None) -> list[tuple[int, str, str]]:
+    """(mode, blob id, path) of every blob ``commit`` holds (under ``paths``), from
+    ``git ls-tree -r -z``. Raises GitError."""
+    args = ["ls-tree", "-r", "-z", "--full-tree", commit]
+    if paths:
+        args += ["--", *paths]
+    proc = subprocess.run(["git", *args], cwd=repo.working_tree_dir or repo.git_dir, env=clean_env(),
+                          capture_output=True)
+    if proc.returncode != 0:
+        raise GitError(f"git ls-tree {commit[:12]} failed: {proc.stderr.decode(errors='replace').strip()}")
+    out = []
+    for record in proc.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, kind, oid = meta.split()
+        if kind == b"blob":
+            out.append((int(mode, 8), oid.decode(), path.decode("utf-8", "surrogateescape")))
+    return out
+
+
+def write_blobs(repo: git.Repo, commit: str, dest: Path, paths: list[str] | None = None,
+                unchanged: dict[str, tuple] | None = None) -> dict[str, tuple]:
+    """Write ``commit``'s blobs (under ``paths``) into ``dest`` byte for byte (see
+    ``TreeView.export``). ``unchanged``: what an earlier call returned for the same ``dest``;
+    a path whose blob id and stat are still as recorded there is not written again.
+    Returns path -> (blob id, size, mtime_ns, ctime_ns, inode) of every file now there.
+    Raises GitError."""
+    entries = tree_listing(repo, commit, paths)
+    written: dict[str, tuple] = {}
+    if unchanged:
+        kept = []
+        for mode, oid, path in entries:
+            state = _stat(Path(dest) / path, oid)
+            if state is not None and list(unchanged.get(path) or ()) == list(state):
+                written[path] = state
+            else:
+                kept.append((mode, oid, path))
+        entries = kept
+    if not entries:
+        return written
+    os.makedirs(dest, exist_ok=True)
+    root = os.path.realpath(dest)
+    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo.working_tree_dir or repo.git_dir,
+                            env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, [oid for _, oid, _ in entries]), daemon=True)
+    feeder.start()
     try:
-        return tarfile.data_filter(member, dest)
-    except tarfile.FilterError:
+        for mode, oid, path in entries:
+            header = proc.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise GitError(f"git cat-file: blob {oid} of {path} is missing from the object database")
+            placed = _place(root, path, mode, proc.stdout, int(header[2]))
+            proc.stdout.read(1)  # the newline after the content
+            if placed:
+                state = _stat(Path(dest) / path, oid)
+                if state is not None:
+                    written[path] = state
+    finally:
+        proc.stdout.close()
+        proc.kill()
+        proc.wait()
+        feeder.join(timeout=5)
+    return written
+
+
+def _stat(path: Path, oid: str) -> tuple | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
         return None
+    return (oid, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _feed(stream, oids: list[str]) -> None:
+    try:
+        for start in range(0, len(oids), 1000):
+            stream.write("".join(o + "\n" for o in oids[start:start + 1000]).encode())
+        stream.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _copy(stream, size: int, out=None) -> bytes:
+    """Read ``size`` bytes of ``stream`` (into ``out`` in chunks, when given; else returned)."""
+    chunks, left = [], size
+    while left:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            raise GitError("git cat-file stopped in the middle of a blob")
+        left -= len(chunk)
+        if out is not None:
+            out.write(chunk)
+        else:
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _place(root: str, path: str, mode: int, stream, size: int) -> bool:
+    """Write the next ``size`` bytes of ``stream`` (one blob) at ``root/path``, never through
+    a symlink, streamed (a 1 GiB corpus never sits in memory); False when it is not written
+    (a path that leaves ``root``, a symlink whose target leaves it): its bytes are read anyway."""
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
+        _copy(stream, size, _Discard())
+        return False
+    parent = root
+    for part in parts[:-1]:
+        parent = os.path.join(parent, part)
+        if os.path.islink(parent):
+            _copy(stream, size, _Discard())
+            return False
+        if not os.path.isdir(parent):
+            if os.path.lexists(parent):
+                os.unlink(parent)
+            os.mkdir(parent)
+    target = os.path.join(parent, parts[-1])
+    if os.path.isdir(target) and not os.path.islink(target):
+        shutil.rmtree(target)
+    elif os.path.lexists(target):
+        os.unlink(target)
+    if mode == 0o120000:
+        link = _copy(stream, size).decode("utf-8", "surrogateescape")
+        resolved = os.path.normpath(os.path.join(parent, link))
+        if os.path.isabs(link) or not (resolved == root or resolved.startswith(root + os.sep)):
+            return False  # a symlink out of the tree is left out (a lease on it reads as absent)
+        os.symlink(link, target)
+        return True
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if mode == 0o100755 else 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        _copy(stream, size, handle)
+    return True
+
+
+class _Discard:
+    def write(self, chunk: bytes) -> None:
+        pass

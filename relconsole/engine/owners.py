@@ -46,13 +46,16 @@ class Binding:
 
     ``state`` is ``owned`` (relations listed), ``exempt`` (winning pattern lists none),
     ``protected`` (an oracle path, flagged) or ``gap`` (no pattern matches: exit 2). For a rename that keeps an owner, the new
-    path decides; a rename to an unowned place is a gap.
+    path decides; a rename to an unowned place is a gap. ``via_import`` lists relations that
+    own the path because their subject imported it when it last ran on the base (SPEC §3);
+    they are in ``relations`` too, and make an exempt or unowned path ``owned``.
     """
 
     touched: Touched
     state: str
     pattern: str | None
     relations: tuple[str, ...]
+    via_import: tuple[str, ...] = ()  # relations bound because their subject imported this file on the base
 
     @property
     def path(self) -> str:

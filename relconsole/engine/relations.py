@@ -1,23 +1,25 @@
 """The relation kinds (SPEC §3): each is a transform of the source input plus a
 comparison of the outputs, never a stored answer.
 
-This module runs inside a worker process (``relconsole.engine.worker``), with the tree
-under test on ``sys.path``; it never runs in the console's process. Each check returns
-an Outcome: whether the relation held, the two canonical outputs that were compared
-last (or that disagreed), and the disagreeing key paths.
+This module is the judge's half of a run (SPEC §7 "The judge and the subject"). It never
+imports the code under review: every subject call goes through a ``Calls`` object (a fork
+server, ``engine.subject``) as one call in a fresh process, and comes back as data decoded
+from the wire format. The judge draws the follow-up inputs (orders, split points) from the
+run's seed, runs the independent calls in an order drawn from it too, and compares. Each
+check returns an Outcome: whether the relation held, the two canonical outputs that were
+compared last (or that disagreed), and the disagreeing key paths.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib
 import json
 import marshal
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from relconsole.engine.canon import canonical, differences, path_text
+from relconsole.engine.subject.harness import raise_field
 
 
 @dataclass
@@ -26,7 +28,8 @@ class Outcome:
 
     ``source`` and ``followup`` are the canonical outputs of the source and follow-up
     runs; ``differing`` lists disagreeing key paths as text; ``note`` says which
-    follow-up input missed (shuffle 3, split at 120, seed row 2...).
+    follow-up input missed (shuffle 3, split at 120, seed row 2...). ``vacuous`` is True
+    when it held only because both outputs were empty for a non-empty input.
     """
 
     held: bool
@@ -34,15 +37,29 @@ class Outcome:
     followup: Any = None
     differing: list[str] = field(default_factory=list)
     note: str = ""
+    vacuous: bool = False
 
 
-def load_callable(ref: str) -> Callable:
-    """Import ``module:attr.path`` (entry-point style). Raises ImportError/AttributeError."""
-    module_name, _, attr_path = ref.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in attr_path.split("."):
-        target = getattr(target, part)
-    return target
+class SubjectFailed(Exception):
+    """A subject call did not return an output: it raised, died, hung, wrote garbage or
+    returned a value the judge cannot compare. ``error`` is the record's error mapping:
+    ``{"type", "message", "where", "files", "classes"}``; ``blocked`` names a type that
+    needs a ``canon:`` adapter (the relation is blocked, not missed)."""
+
+    def __init__(self, error: dict, blocked: str = ""):
+        super().__init__(error.get("message", ""))
+        self.error, self.blocked = error, blocked
+
+
+class Calls(Protocol):
+    """Where the judge sends subject calls: ``run({key: call}) -> {key: output}`` makes each
+    call in a fresh process, in an order it draws; raises SubjectFailed for the first call
+    that gave no output. ``raw(call)`` returns the child's result mapping (``ok`` or
+    ``raised``), for a relation that expects an exception."""
+
+    def run(self, calls: dict[str, dict]) -> dict[str, Any]: ...
+
+    def raw(self, call: dict) -> dict: ...
 
 
 SMALL_BYTES = 1 << 20  # outputs larger than this are not carried back when the relation held
@@ -94,17 +111,8 @@ class Check:
         return Outcome(not diff, a, b, [path_text(p) for p in diff], note)
 
 
-def fresh(x: Any) -> Any:
-    """A container of the source input that a follow-up may reorder or slice.
-
-    A corpus list is copied (its rows are shared, which is O(rows) pointers; the worker
-    checks afterwards that no subject changed a row in place); a mapping seed is copied.
-    """
-    if isinstance(x, list):
-        return list(x)
-    if isinstance(x, dict):
-        return copy.deepcopy(x)
-    return x
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value)
 
 
 def _first_miss(outcomes) -> Outcome:
@@ -116,42 +124,52 @@ def _first_miss(outcomes) -> Outcome:
     return last
 
 
-def permutation(rel: dict, f: Callable, x: Any, rng: random.Random, **_) -> Outcome:
+def _order(length: int, rng: random.Random) -> list[int]:
+    order = list(range(length))
+    rng.shuffle(order)
+    return order
+
+
+def _rows(x: Any, kind: str) -> list:
+    if not isinstance(x, list):
+        raise TypeError(f"a {kind} relation needs a list input, got {type(x).__name__}")
+    return x
+
+
+def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Outcome:
+    """Source and follow-ups are all random orders of ``x``: "the corpus order" is neither."""
     check = Check(rel)
     shuffles = int((rel.get("params") or {}).get("shuffles", 6))
-    base = f(fresh(x))
-
-    def runs():
-        for n in range(1, shuffles + 1):
-            y = fresh(x)
-            rng.shuffle(y)
-            yield check.outcome(base, f(y), f"shuffle {n} of {shuffles}")
-    return _first_miss(runs())
+    rows = _rows(x, "permutation")
+    out = calls.run({f"order {n}": {"ops": [["order", _order(len(rows), rng)]]} for n in range(shuffles + 1)})
+    base = out["order 0"]
+    return _first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}")
+                       for n in range(1, shuffles + 1))
 
 
-def idempotence(rel: dict, f: Callable, x: Any, **_) -> Outcome:
-    once = f(fresh(x))
-    return Check(rel).outcome(once, f(copy.deepcopy(once)), "f(f(x)) vs f(x)")
+def idempotence(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) -> Outcome:
+    once = calls.run({"f(x)": {"ops": []}})["f(x)"]
+    twice = calls.run({"f(f(x))": {"ops": [["value", wire(once)]]}})["f(f(x))"]
+    return Check(rel).outcome(once, twice, "f(f(x)) vs f(x)")
 
 
-def replay_ingest(rel: dict, f: Callable, x: Any, **_) -> Outcome:
-    store = f()
-    store.reset()
-    store.ingest(fresh(x))
-    once = copy.deepcopy(store.projection())
-    store.reset()
-    store.ingest(fresh(x))
-    store.ingest(fresh(x))
-    return Check(rel).outcome(once, store.projection(), "ingest twice vs ingest once")
+def replay_ingest(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
+    out = calls.run({"once": {"ops": [], "mode": "store", "times": 1},
+                     "twice": {"ops": [], "mode": "store", "times": 2}})
+    return Check(rel).outcome(out["once"], out["twice"], "ingest twice vs ingest once")
 
 
-def split_points(length: int, splits: Any) -> list[int]:
-    """Split indexes for ``splits`` (an int count, evenly spaced, or fractions in (0, 1))."""
+def split_points(length: int, splits: Any, rng: random.Random | None = None) -> list[int]:
+    """Split indexes for ``splits``: fractions in (0, 1) give fixed points; a count gives that
+    many points drawn from ``rng`` (evenly spaced without one)."""
     if isinstance(splits, list):
         points = [int(length * float(s)) for s in splits]
     else:
         count = int(splits)
-        points = [length * k // (count + 1) for k in range(1, count + 1)]
+        if rng is not None and length > 1:
+            points = [rng.randint(1, length - 1) for _ in range(count)]
+        else:
+            points = [length * k // (count + 1) for k in range(1, count + 1)]
     return sorted({p for p in points if 0 <= p <= length})
 
 
@@ -159,38 +177,23 @@ def _concat(a: Any, b: Any) -> Any:
     return list(a) + list(b)
 
 
-def split_merge(rel: dict, f: Callable, x: Any, merge: Callable | None = None, **_) -> Outcome:
+def split_merge(rel: dict, x: Any, rng: random.Random, calls: Calls, merge: Callable | None = None,
+                **_) -> Outcome:
     merge = merge or _concat
     check = Check(rel)
-    whole = f(fresh(x))
-    rows = list(x)
-
-    def runs():
-        for point in split_points(len(rows), (rel.get("params") or {}).get("splits", 3)):
-            merged = merge(f(rows[:point]), f(rows[point:]))
-            yield check.outcome(whole, merged, f"split at row {point} of {len(rows)}", bag=True)
-    return _first_miss(runs())
+    rows = _rows(x, "split_merge")
+    points = split_points(len(rows), (rel.get("params") or {}).get("splits", 3), rng)
+    wanted = {"whole": {"ops": []}}
+    for point in points:
+        wanted[f"{point} left"] = {"ops": [["slice", 0, point]]}
+        wanted[f"{point} right"] = {"ops": [["slice", point, len(rows)]]}
+    out = calls.run(wanted)
+    return _first_miss(check.outcome(out["whole"], merge(out[f"{p} left"], out[f"{p} right"]),
+                                     f"split at row {p} of {len(rows)}", bag=True) for p in points)
 
 
 def _raise(value: Any, field_name: str, step: float, cap: float | None) -> Any:
-    """``value`` with ``field_name`` raised by ``step`` (capped at ``cap``) in every row.
-
-    A row is a mapping; a list of rows is raised row by row. Numbers stay numbers; text
-    (a CSV cell) is read as a number and written back as text.
-    """
-    if isinstance(value, list):
-        return [_raise(v, field_name, step, cap) for v in value]
-    if not isinstance(value, dict) or field_name not in value:
-        return value
-    old = value[field_name]
-    number = float(old) if isinstance(old, str) else old
-    new = number + step if cap is None else min(number + step, cap)
-    raised = dict(value)
-    if isinstance(old, bool) or not isinstance(old, (int, float)):
-        raised[field_name] = str(new)
-    else:
-        raised[field_name] = type(old)(new)
-    return raised
+    return raise_field(value, field_name, step, cap)
 
 
 def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
@@ -203,7 +206,7 @@ def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
             else:
                 out.extend(never_below(before[key], after[key], path + (key,)))
         return out
-    if isinstance(before, (list, set, tuple)) and isinstance(after, (list, set, tuple)):
+    if isinstance(before, (list, set, tuple, frozenset)) and isinstance(after, (list, set, tuple, frozenset)):
         kept = {canonical_key(v) for v in after}
         lost = [v for v in before if canonical_key(v) not in kept]
         return [f"{path_text(path)} lost {len(lost)} member(s), e.g. {lost[0]!r}"] if lost else []
@@ -213,48 +216,40 @@ def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
 
 
 def canonical_key(value: Any) -> str:
-    import json
     return json.dumps(canonical(value), sort_keys=True, default=repr)
 
 
-def monotonic(rel: dict, f: Callable, x: Any, **_) -> Outcome:
+def monotonic(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     params = rel.get("params") or {}
-    field_name = params.get("field")
-    raised = _raise(x, field_name, params.get("step", 1), params.get("max"))
-    before, after = f(fresh(x)), f(raised)
+    field_name, step, cap = params.get("field"), params.get("step", 1), params.get("max")
+    _raise(x, field_name, step, cap)  # a field that is not a number fails here, in the judge
+    out = calls.run({"before": {"ops": []}, "after": {"ops": [["raise", field_name, step, cap]]}})
+    before, after = out["before"], out["after"]
     lost = never_below(before, after)
-    return Outcome(not lost, canonical(before), canonical(after), lost,
-                   f"{field_name} raised by {params.get('step', 1)}")
+    return Outcome(not lost, canonical(before), canonical(after), lost, f"{field_name} raised by {step}")
 
 
-def roundtrip(rel: dict, f: Callable, x: Any, inverse: Callable | None = None, **_) -> Outcome:
-    return Check(rel).outcome(x, inverse(f(fresh(x))), "inverse(f(x)) vs x")
+def roundtrip(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
+    back = calls.run({"inverse(f(x))": {"ops": [], "inverse": rel.get("inverse")}})["inverse(f(x))"]
+    return Check(rel).outcome(x, back, "inverse(f(x)) vs x")
 
 
-def invariance(rel: dict, f: Callable, x: Any, transform: Callable | None = None, **_) -> Outcome:
-    return Check(rel).outcome(f(fresh(x)), f(transform(fresh(x))), "f(T(x)) vs f(x)")
+def invariance(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
+    out = calls.run({"f(x)": {"ops": []}, "f(T(x))": {"ops": [["transform", rel.get("transform")]]}})
+    return Check(rel).outcome(out["f(x)"], out["f(T(x))"], "f(T(x)) vs f(x)")
 
 
-def bound(rel: dict, f: Callable, x: Any, **_) -> Outcome:
+def bound(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     params = rel.get("params") or {}
     if "raises" in params:
-        try:
-            got = f(x)
-        except Exception as exc:  # the named class (or a subclass of it) is the documented edge
-            name = type(exc).__name__
-            held = _is_a(exc, params["raises"])
-            return Outcome(held, params["raises"], name, [] if held else ["(exception class)"], "edge")
-        return Outcome(False, params["raises"], canonical(got), ["(no exception)"], "edge")
-    return Check(rel).outcome(params.get("equals"), f(x), "edge")
-
-
-def _is_a(exc: BaseException, wanted: str) -> bool:
-    """True when ``exc`` is an instance of the class named ``wanted`` (``Name`` or
-    ``module.Name``), subclasses included: ``JSONDecodeError`` is a ``ValueError``."""
-    for cls in type(exc).__mro__:
-        if wanted in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
-            return True
-    return False
+        result = calls.raw({"ops": []})
+        if "raised" in result:
+            raised = result["raised"]
+            held = params["raises"] in (raised.get("classes") or [])
+            return Outcome(held, params["raises"], raised.get("type"), [] if held else ["(exception class)"], "edge")
+        return Outcome(False, params["raises"], canonical(result["ok"]), ["(no exception)"], "edge")
+    got = calls.run({"edge": {"ops": []}})["edge"]
+    return Check(rel).outcome(params.get("equals"), got, "edge")
 
 
 KINDS: dict[str, Callable[..., Outcome]] = {
@@ -264,25 +259,34 @@ KINDS: dict[str, Callable[..., Outcome]] = {
 }
 
 
-def evaluate(rel: dict, inputs: list[Any], seed: int) -> Outcome:
+def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int], Calls],
+             merge: Callable | None = None, wire: Callable[[Any], str] | None = None) -> Outcome:
     """Run relation ``rel`` (a catalog mapping) over each source input; first miss wins.
 
-    ``inputs`` is ``[corpus_rows]`` for a lease or one entry per seed for seeds.
-    ``seed`` seeds the shuffles (a rerun passes a new seed). Raises whatever the
-    subject raises: the worker reports it as a miss with the exception class.
+    ``inputs`` is ``[corpus_rows]`` for a lease or one entry per seed for seeds;
+    ``calls_for(index)`` gives the Calls that reach the subject with input ``index``.
+    ``seed`` (drawn per run, SPEC §7) draws every order and split point; ``merge`` is the
+    split_merge adapter, loaded by the judge from the base oracle. Raises SubjectFailed
+    (a call gave no output) and whatever the judge's own steps raise (a field that is not a
+    number, a merge adapter that raised): the worker reports either as a miss.
     """
     kind = KINDS[rel["kind"]]
-    subject = load_callable(rel["subject"])
-    helpers = {name: load_callable(rel[name]) for name in ("merge", "inverse", "transform") if rel.get(name)}
     rng = random.Random(seed)
     last = Outcome(True, note="no input")
+    vacuous = bool(inputs)
     for index, x in enumerate(inputs):
-        outcome = kind(rel, subject, x, rng=rng, **helpers)
+        outcome = kind(rel, x, rng=rng, calls=calls_for(index), merge=merge, wire=wire)
         if len(inputs) > 1:
             outcome.note = f"seed row {index + 1}: {outcome.note}"
         if not outcome.held:
             return outcome
+        empty_in = isinstance(x, (list, dict, str, tuple)) and not x
+        vacuous = vacuous and not empty_in and _empty(outcome.source) and _empty(outcome.followup) \
+            and rel["kind"] not in ("bound", "roundtrip")
         last = outcome
+    if vacuous and not rel.get("empty_ok"):
+        last.vacuous = True
+        last.note = "both outputs empty for a non-empty input: the relation proved nothing (empty_ok: true allows it)"
     return last
 
 
@@ -327,7 +331,7 @@ def followup_words(rel: dict, rows: list[Any], seed: int, corpus: bool = True) -
     if kind == "permutation":
         shuffles = int(params.get("shuffles", 6))
         order = "; output order ignored (order_free)" if params.get("order_free") else ""
-        return f"{what} shuffled {shuffles} times with seed {seed}{order}"
+        return f"{what} shuffled {shuffles} times with seed {seed}, the source a shuffle too{order}"
     if kind == "idempotence":
         return "the output fed back in: f(f(x)) compared with f(x)"
     if kind == "replay_ingest":
@@ -336,7 +340,7 @@ def followup_words(rel: dict, rows: list[Any], seed: int, corpus: bool = True) -
         merge = rel.get("merge") or "bag concatenation"
         splits = params.get("splits", 3)
         if corpus:
-            points = split_points(len(rows), splits)
+            points = split_points(len(rows), splits, random.Random(seed)) if not isinstance(splits, list) else split_points(len(rows), splits)
             where = f"split at row{'s' * (len(points) > 1)} {', '.join(map(str, points))} of {len(rows)}" if points else "not split (no rows)"
         else:
             where = f"each seed split at {len(splits) if isinstance(splits, list) else int(splits)} point(s)"

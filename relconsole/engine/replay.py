@@ -28,7 +28,7 @@ from relconsole.engine.catalog import Relation
 from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.review import Replayed, Review, plan_for, run_review
-from relconsole.engine.runner import RunPlan, RunRecord, Worker
+from relconsole.engine.runner import RunPlan, RunRecord, Worker, draw_seed
 from relconsole.engine.sheets import manifest_name, write_json
 from relconsole.engine.signatures import failure_class, signature
 from relconsole.engine.workspace import overlay_oracle
@@ -121,7 +121,9 @@ class ReplayOptions:
     """How to replay: runs per side, the workspace lease, where sheets go.
 
     ``ttl_seconds`` is the workspace lease's TTL (renewed every third of it);
-    ``artifacts`` defaults to ``<git dir>/relconsole/replay/<head sha 12>``.
+    ``artifacts`` defaults to ``<git dir>/relconsole/replay/<head sha 12>``; ``seeds``: the run
+    seeds to replay, one per run (a second replay repeats the first's); None draws ``runs``
+    seeds, the same on HEAD and on the merge base (SPEC §7).
     """
 
     runs: int = 5
@@ -133,6 +135,7 @@ class ReplayOptions:
     fresh_worktrees: bool = False
     workers: int | None = None
     cancel: Cancel = field(default_factory=Cancel)
+    seeds: list[int] | None = None
 
 
 @dataclass
@@ -367,11 +370,12 @@ def run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[ReplaySide], opt
     runs must be independent, so no module state (an import-time draw, a cache) carries
     from one run into the next as it would in a long-lived worker."""
     jobs = []
+    seeds = list(options.seeds) if options.seeds else [draw_seed() for _ in range(options.runs)]
     for rid, by_side in plans.items():
         for side in sides:
             plan = by_side[side.name]
-            seed = int(plan.relation.params.get("seed", 0))
-            jobs += [(rid, side, plan, seed + n) for n in range(options.runs)]
+            run_seeds = seeds if plan.replay_seed is None else [plan.replay_seed] * len(seeds)
+            jobs += [(rid, side, plan, seed) for seed in run_seeds]
     records: dict[str, dict[str, list[RunRecord]]] = {rid: {s.name: [] for s in sides} for rid in plans}
     lock, done = threading.Lock(), [0]
 
@@ -453,8 +457,18 @@ def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], record
         "base_signature": miss_signature(relation, pin, base_misses) if base_misses else "none",
         "runs": {"head": side_counts(review.head_sha, head), "base": side_counts(review.merge_base, base)},
         "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses)},
+        "sandbox": _sandbox(head + base),
     })
+    faults = [r.error for r in head + base if r.error_type == "environment"]
+    if faults:  # not evidence about the patch (§7): no signature, so the table aborts (row 1)
+        sheet.update(signature=None, environment=faults[0])
     return sheet
+
+
+def _sandbox(records: list[RunRecord]) -> str:
+    """The weakest isolation any of ``records`` ran under (``bwrap`` only if all did), §7."""
+    kinds = {(r.run or {}).get("sandbox") for r in records}
+    return "bwrap" if kinds == {"bwrap"} else "process" if "process" in kinds else "none"
 
 
 def _blocked_sheet(review: Review, rid: str, options: ReplayOptions) -> dict:

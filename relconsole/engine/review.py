@@ -10,6 +10,7 @@ The console, the CLI and the pytest plugin all go through this module.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -25,6 +26,7 @@ from relconsole.engine import gitio
 from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, SeedRow, Verdict,
                                           validate_candidate, validate_seed_rows)
 from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
+from relconsole.engine import importmap
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, GitError,
@@ -249,6 +251,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
         export_oracle(repo, oracle_sha, layout.protected, oracle_dir)
         _load_oracle(review, oracle_view, hash_progress)
         _bind(review)
+        importmap.apply(review)  # the base's import record, when one was made (§3 "via import")
         _load_quarantine(review, oracle_view)
         _flag(review)
         _patch_catalog(review)
@@ -616,10 +619,11 @@ def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> Relation
 
 def run_review(review: Review, relation_ids: list[str] | None = None,
                progress: Callable[[RelationResult], None] | None = None,
-               workers: int | None = None) -> list[RelationResult]:
+               workers: int | None = None, replay_seed: int | None = None) -> list[RelationResult]:
     """Evaluate relations (default: the touched ones) on HEAD's tree with the oracle overlaid.
 
-    ``workers`` worker processes run them (default: one per core). Results are stored
+    ``workers`` worker processes run them (default: one per core); ``replay_seed``: the
+    recorded run seed every first run replays (None: each draws its own, §7). Results are stored
     in ``review.results`` and returned in the order asked. Blocked
     relations (a lease or seeds file that fails closed) are reported without running.
     Raises RelconsoleError when the catalog did not load.
@@ -627,7 +631,8 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
     if review.catalog is None:
         raise RelconsoleError("the catalog did not load; fix it before running relations")
     ids = relation_ids if relation_ids is not None else review.touched_relations()
-    tree = scratch_dir("relconsole-run-")
+    scratch = scratch_dir("tmp")
+    tree = scratch / checkout_name(review)  # the subject's working folder reads as a plain checkout
     try:
         build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree)
         plans, results = [], {}
@@ -643,14 +648,16 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
                 if progress:
                     progress(results[rid])
                 continue
-            plans.append((plan_for(review, relation, tree, digest), freeze))
+            plan = plan_for(review, relation, tree, digest)
+            plans.append((dataclasses.replace(plan, replay_seed=replay_seed) if replay_seed is not None else plan,
+                          freeze))
         digest.flush()
         history = _durations(review)
         for result in run_all(plans, progress, workers, history):
             results[result.relation_id] = result
         _save_durations(review, history, results.values())
     finally:
-        shutil.rmtree(tree, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     review.results.update(results)
     return [results[rid] for rid in ids]
 
@@ -696,4 +703,13 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None) -> Run
     clock = {"real": None, "frozen": review.layout.frozen_clock}.get(relation.clock, relation.clock)
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
                    _fixture_pin(review, relative, path, digest), review.layout.relation_timeout_seconds, clock,
-                   review.layout.protected)
+                   review.layout.protected, sandbox="bwrap" if review.layout.require_sandbox else "auto",
+                   checkout=checkout_name(review),
+                   env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ})
+
+
+def checkout_name(review: Review) -> str:
+    """The folder name the subject sees its tree under: the repository's own (SPEC §7: nothing
+    in its working folder says it is being judged)."""
+    name = Path(review.repo.working_tree_dir or review.repo.git_dir).resolve().name
+    return name if name and not name.startswith(".") else "project"

@@ -8,6 +8,7 @@ with ``pass_needed`` passes; every rerun is recorded. Subjects run in child proc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -49,9 +50,16 @@ class RunRecord:
     seconds: float = 0.0
     error_files: list[str] = field(default_factory=list)  # tree paths of the traceback, innermost last
     inputs: dict = field(default_factory=dict)  # what the run read and how the follow-up was made (input_summary)
+    blocked: str = ""  # why the outputs could not be compared (a type with no canon: adapter), else ""
+    vacuous: bool = False  # held only on empty outputs for a non-empty input (SPEC §7)
+    run: dict = field(default_factory=dict)  # sandbox, hashseed, clock, call order, tree files imported
 
     def describe(self) -> str:
         """One line: what missed and where."""
+        if self.blocked:
+            return f"blocked: {self.blocked}"
+        if self.vacuous:
+            return f"vacuous: {self.note}"
         if self.held:
             return "held"
         if self.error_type:
@@ -105,6 +113,12 @@ class RunPlan:
     timeout_seconds: float = 120.0
     clock: str | None = None  # ISO instant the worker's clock is frozen at; None: real time
     protected: tuple[str, ...] = ()  # patterns of the oracle's files (a fault there is not the patch's)
+    sandbox: str = "auto"  # "auto" (bubblewrap where it works), "bwrap" (required: abort without) or "process"
+    replay_seed: int | None = None  # the recorded run seed to replay (``run --replay-seed``); None: draw one
+    checkout: str = ""  # the repository's folder name: the tree is /src/<it> in a sandbox ("": the tree's own)
+    env: dict[str, str] = field(default_factory=dict)  # [tool.relconsole] pass_env: variables the subject gets
+    fresh_server: bool = False  # a new fork server (a new hash seed, §7) for this run alone: reruns
+    imports_only: bool = False  # one source call, only for the tree files it imports (importmap)
 
 
 
@@ -112,15 +126,29 @@ class RunPlan:
 def _worker_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONHASHSEED"] = "0"  # str hashes, set order: the same every run
-    env["TZ"] = "UTC"
     return env
+
+
+def draw_seed() -> int:
+    """A run seed from os.urandom (SPEC §7): every order, split point and the subject's own
+    ``random`` seed of one run derive from it, so the subject cannot predict its inputs."""
+    return int.from_bytes(os.urandom(6), "big")
+
+
+def run_seed(plan: RunPlan) -> int:
+    """The plan's recorded seed to replay, else a new draw."""
+    return plan.replay_seed if plan.replay_seed is not None else draw_seed()
 
 
 def _request(plan: RunPlan, seed: int) -> dict:
     return {"root": str(plan.root), "import_paths": plan.import_paths, "relation": plan.relation.raw,
-            "seed": seed, "clock": plan.clock,
+            "seed": seed, "clock": plan.clock, "protected": list(plan.protected) or ["oracle/**"],
+            "sandbox": plan.sandbox, "timeout": plan.timeout_seconds, "checkout": plan.checkout, "env": plan.env,
+            "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
             "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
+
+
+SCRATCH = tempfile.gettempdir()
 
 
 class Worker:
@@ -140,9 +168,10 @@ class Worker:
     def _start(self) -> None:
         self.stderr = tempfile.TemporaryFile()
         self.buffer = b""
-        self.proc = subprocess.Popen([sys.executable, "-m", "relconsole.engine.worker"],
+        # -P and a neutral working folder: the tree is never on the judge's sys.path
+        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "relconsole.engine.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     env=_worker_env(), cwd=self.cwd)
+                                     env=_worker_env(), cwd=SCRATCH, start_new_session=True)
 
     def ask(self, plan: RunPlan, seed: int) -> RunRecord:
         """Evaluate ``plan`` once with ``seed``; a crash or timeout is a miss record."""
@@ -154,7 +183,7 @@ class Worker:
         try:
             self.proc.stdin.write((json.dumps(_request(plan, seed), default=str) + "\n").encode())
             self.proc.stdin.flush()
-            line = self._read_line(started + plan.timeout_seconds)
+            line = self._read_line(started + plan.timeout_seconds + 60)  # the judge times its calls itself
         except (BrokenPipeError, OSError):
             line = b""
         seconds = time.monotonic() - started
@@ -200,6 +229,10 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the fork servers below it, if any remain
+            except OSError:
+                pass
             for stream in (self.proc.stdout,):
                 stream.close()
         if self.stderr is not None:
@@ -209,13 +242,17 @@ class Worker:
 
 def _record(reply: dict, seed: int, seconds: float) -> RunRecord:
     read = reply.get("inputs") if isinstance(reply.get("inputs"), dict) else {}
+    run = reply.get("run") if isinstance(reply.get("run"), dict) else {}
     if "error" in reply:
         err = reply["error"]
-        return RunRecord(False, seed, error_type=err["type"],
-                         error=f"{err['message']} ({err.get('where', '')})", seconds=seconds,
-                         error_files=list(err.get("files") or []), inputs=read)
+        where = f" ({err['where']})" if err.get("where") else ""
+        return RunRecord(False, seed, error_type=err["type"], error=f"{err['message']}{where}", seconds=seconds,
+                         error_files=list(err.get("files") or []), inputs=read, run=run)
+    if "blocked" in reply:
+        return RunRecord(False, seed, blocked=str(reply["blocked"]), seconds=seconds, inputs=read, run=run)
     return RunRecord(reply["held"], seed, reply["source"], reply["followup"],
-                     reply["differing"], reply["note"], seconds=seconds, inputs=read)
+                     reply["differing"], reply["note"], seconds=seconds, inputs=read,
+                     vacuous=bool(reply.get("vacuous")), run=run)
 
 
 def input_summary(plan: RunPlan, read: dict | None = None) -> dict:
@@ -267,30 +304,43 @@ def evaluate_once(plan: RunPlan, seed: int) -> RunRecord:
         worker.close()
 
 
-def _base_seed(relation: Relation) -> int:
-    return int(relation.params.get("seed", 0))
-
-
 def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | None = None) -> RelationResult:
     """The counted freeze protocol of §6 for one relation (reruns in parallel on ``pool``)."""
     relation = plan.relation
     evaluate = pool.evaluate if pool is not None else evaluate_once
-    first = evaluate(plan, _base_seed(relation))
+    first = evaluate(plan, run_seed(plan))
+    if first.blocked or first.vacuous or first.error_type == "environment":
+        return _not_judged(plan, first, freeze)
     sig = None if first.held else signature(relation.id, relation.kind, plan.fixture_pin,
                                             failure_class(first.error_type, first.differing, first.error))
     reruns: list[RunRecord] = []
     if not first.held and freeze is not None and freeze.state == LIVE:
-        # each rerun in a new process, as replay runs them: independent runs, no module state
-        # (an import-time draw) carried from the first run, so run and replay agree (§6, §7)
-        seeds = [_base_seed(relation) + n for n in range(1, freeze.reruns + 1)]
+        # each rerun a run of its own: new seeds and a new fork server (a new hash seed), every
+        # call a new process as always, so no module state carries from the first run (§6, §7)
+        seeds = [draw_seed() for _ in range(freeze.reruns)]
+        again = dataclasses.replace(plan, fresh_server=True)
         with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as threads:
-            reruns = list(threads.map(lambda seed: evaluate_once(plan, seed), seeds))
+            reruns = list(threads.map(lambda seed: evaluate(again, seed), seeds))
     outcome, decision, summary = counted_verdict(relation.id, first.held, first.describe(),
                                                  [r.held for r in reruns], freeze)
     fault = oracle_fault(first, plan.protected)
     if fault and outcome == "missed":
         decision = Decision("abort", "oracle_fault", None, relation.id, fault)
     return RelationResult(relation.id, outcome, decision, summary, first, reruns, freeze, sig)
+
+
+def _not_judged(plan: RunPlan, first: RunRecord, freeze: FreezeRow | None) -> RelationResult:
+    """A first run that judged nothing: outputs of a type with no canon: adapter (blocked,
+    reject), both outputs empty (vacuous, hold) or an environment fault (abort, §7)."""
+    rid = plan.relation.id
+    if first.blocked:
+        return RelationResult(rid, "blocked", Decision("reject", "not_comparable", None, rid, first.blocked),
+                              f"blocked: {first.blocked}", first, [], freeze)
+    if first.vacuous:
+        return RelationResult(rid, "vacuous", Decision("hold", "vacuous_output", None, rid, first.note),
+                              f"vacuous: {first.note}", first, [], freeze)
+    return RelationResult(rid, "missed", Decision("abort", "environment", None, rid, first.error),
+                          f"abort: {first.error}", first, [], freeze)
 
 
 def oracle_fault(record: RunRecord, protected_patterns: tuple[str, ...]) -> str | None:

@@ -1,129 +1,302 @@
-"""Worker process that evaluates relations on one materialised tree.
+"""The judge: a worker process that evaluates relations on one materialised tree (SPEC §7).
 
-Run as ``python -m relconsole.engine.worker``. It reads one JSON request per line on
-stdin: ``{"root", "import_paths", "relation", "input": {"kind": "lease"|"seeds",
-"path"}, "seed", "clock"}``, and answers each with one JSON line:
-``{"held", "source", "followup", "differing", "note", "inputs"}`` or ``{"error": {"type",
-"message", "where"}, "inputs"}`` (``inputs``: the small summary of
-``relations.describe_inputs``, absent when the input could not be read). A worker serves one tree for its whole life and keeps each
-corpus it has read (a 336k-row corpus is read once, not once per relation).
+Run as ``python -P -m relconsole.engine.worker`` from a scratch folder. It reads one JSON
+request per line on stdin: ``{"root", "import_paths", "relation", "input": {"kind":
+"lease"|"seeds", "path"}, "seed", "clock", "protected", "sandbox", "timeout"}``, and answers
+each with one JSON line: ``{"held", "source", "followup", "differing", "note", "vacuous",
+...}`` or ``{"error": {"type", "message", "where", "files"}, ...}`` or ``{"blocked": why,
+...}``, every reply also carrying ``run``: ``{"sandbox", "hashseed", "clock", "order",
+"imported"}`` and, when the input could be read, ``inputs`` (``relations.describe_inputs``).
 
-Subject code runs here, never in the console's process, so a crash or a hang costs
-this process only; the parent (``runner.WorkerPool``) kills and replaces it.
+No code from the reviewed tree runs here. Subject calls go to a fork server
+(``engine.subject``) as data and come back as data; only the base oracle's data adapters
+(``merge``) are imported here, from the tree's protected files and nothing else of it. A
+worker keeps each corpus it has read and one fork server per input file.
 """
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
-import gc
-import gzip
-import importlib.abc
+import importlib
 import importlib.machinery
 import io
 import json
-import marshal
 import os
 import random
 import sys
-import time
 import traceback
 
-_REAL_DATETIME, _REAL_DATE = dt.datetime, dt.date
-_REAL = {name: getattr(time, name) for name in ("time", "time_ns", "gmtime", "localtime", "ctime",
-                                                 "strftime", "asctime")}
-_FROZEN: list[float | None] = [None]  # the epoch seconds the clock is frozen at, or None
+from relconsole.engine.subject.harness import encode, read_corpus, read_seeds  # noqa: F401 (read_corpus: API)
+
+_prctl_done = False
 
 
-def read_corpus(path: str) -> list:
-    """Rows of a CSV (header row; values as strings) or JSON-lines corpus, gzip or not.
-
-    The file is decoded as a stream; rows are dicts as ``csv.DictReader`` gives them.
-    """
-    opener = gzip.open if path.endswith(".gz") else open
-    stem = path[:-3] if path.endswith(".gz") else path
-    with opener(path, "rt", encoding="utf-8", newline="") as handle:
-        if stem.endswith((".jsonl", ".ndjson")):
-            return [json.loads(line) for line in handle if line.strip()]
-        reader = csv.reader(handle)
-        header = next(reader, [])
-        width = len(header)
-        # zip is several times faster than DictReader; ragged rows keep DictReader's rules
-        return [dict(zip(header, row)) if len(row) == width else _ragged(header, row)
-                for row in reader if row]
+def _die_with_parent() -> None:
+    """SIGKILL this worker when the process that started it dies (Linux ``PR_SET_PDEATHSIG``)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
-def _ragged(header: list[str], row: list[str]) -> dict:
-    """A short row padded with None, a long one with its extra cells under None (as DictReader)."""
-    out = dict(zip(header, row + [None] * (len(header) - len(row))))
-    if len(row) > len(header):
-        out[None] = row[len(header):]
-    return out
+def subject_seed(run_seed: int) -> int:
+    """The seed of the subject's own ``random`` module in every call of a run: derived from
+    the run seed (so a recorded run replays), never equal to the judge's draws from it."""
+    return random.Random(f"subject {run_seed}").getrandbits(32)
 
 
-def read_seeds(path: str) -> list:
-    """One JSON value per non-blank line of a seeds file."""
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+class OracleFinder:
+    """Imports the oracle's own top-level packages from the tree root, and only those whose
+    files are protected (the base's overlay): the judge never imports the patch's code."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.names: set[str] = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in self.names:
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, [self.root])
 
 
-class _FrozenDatetime(_REAL_DATETIME):
-    @classmethod
-    def now(cls, tz=None):
-        if _FROZEN[0] is None:
-            return _REAL_DATETIME.now(tz) if tz else _REAL_DATETIME.now()
-        moment = _REAL_DATETIME.fromtimestamp(_FROZEN[0], tz or dt.timezone.utc)
-        value = moment if tz else moment.replace(tzinfo=None)
-        return cls.combine(value.date(), value.timetz() if tz else value.time())
-
-    @classmethod
-    def utcnow(cls):
-        return cls.now(dt.timezone.utc).replace(tzinfo=None)
-
-    @classmethod
-    def today(cls):
-        return cls.now()
+def _top_entry(root: str, name: str) -> str | None:
+    """The tree-relative file or folder a top-level module name resolves to, or None."""
+    for candidate in (name, f"{name}.py"):
+        if os.path.lexists(os.path.join(root, candidate)):
+            return candidate
+    return None
 
 
-class _FrozenDate(_REAL_DATE):
-    @classmethod
-    def today(cls):
-        if _FROZEN[0] is None:
-            return _REAL_DATE.today()
-        return cls.fromordinal(_REAL_DATETIME.fromtimestamp(_FROZEN[0], dt.timezone.utc).toordinal())
+class AdapterRefused(Exception):
+    """An adapter the relation names is not among the oracle's protected files."""
 
 
-def _now() -> float:
-    return _REAL["time"]() if _FROZEN[0] is None else _FROZEN[0]
+def oracle_roots(relation: dict, root: str, patterns: list[str]) -> list[str]:
+    """Top-level names of the adapters ``relation`` names (merge, transform, canon), each
+    checked to resolve to a protected path of the tree. Raises AdapterRefused."""
+    from relconsole.engine.owners import protected
+
+    names = []
+    for role in ("merge", "transform", "canon"):
+        ref = relation.get(role)
+        if not ref:
+            continue
+        top = str(ref).split(":", 1)[0].split(".", 1)[0]
+        entry = _top_entry(root, top)
+        probe = f"{entry}/__init__.py" if entry and not entry.endswith(".py") else entry
+        if entry is None or os.path.islink(os.path.join(root, entry)) or not protected(patterns, probe):
+            raise AdapterRefused(f"the {role} adapter {ref} is not in the oracle's protected files: "
+                                 "adapters come from the base branch's oracle, never from the patch")
+        names.append(top)
+    return sorted(set(names))
 
 
-def install_clock() -> None:
-    """Route the wall clock through ``_FROZEN`` (real time while it is None).
+class ServerCalls:
+    """The relations' ``Calls`` over one fork server: each call a fresh child, in an order
+    drawn from ``rng``, the run's common fields (subject, seed, adapters) added."""
 
-    Installed before any subject is imported, so ``from datetime import datetime`` in a
-    subject gets the switchable class; monotonic clocks keep running (timeouts need
-    them). Naive "local" times are UTC: the worker runs with TZ=UTC.
-    """
-    dt.datetime, dt.date = _FrozenDatetime, _FrozenDate
-    time.time = _now
-    time.time_ns = lambda: int(_now() * 1_000_000_000)
-    for name in ("gmtime", "localtime", "ctime"):
-        real = _REAL[name]
-        setattr(time, name, lambda secs=None, real=real: real(_now() if secs is None else secs))
-    localtime, strftime, asctime = time.localtime, _REAL["strftime"], _REAL["asctime"]
-    time.strftime = lambda fmt, t=None: strftime(fmt, localtime() if t is None else t)
-    time.asctime = lambda t=None: asctime(localtime() if t is None else t)
+    def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
+                 seed_row: int | None = None, prefix: list | None = None):
+        self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
+        self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
+
+    def _spec(self, call: dict) -> dict:
+        rel = self.relation
+        spec = {"subject": rel["subject"], "seed": self.log["subject_seed"],
+                "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon")}
+        spec.update(call)
+        spec["ops"] = self.prefix + list(call.get("ops", []))
+        if self.seed_row is not None:
+            spec["seed_row"] = self.seed_row
+        return spec
+
+    def raw(self, call: dict, key: str = "call") -> dict:
+        import time
+
+        from relconsole.engine.relations import SubjectFailed
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
+        result = self.server.call(self._spec(call), left)
+        self.log["order"].append(key)
+        if result.status != "ok":
+            kind = {"timeout": "timeout", "died": "subject died", "over_cap": "output over the cap",
+                    "garbage": "undecodable output"}[result.status]
+            raise SubjectFailed({"type": kind, "message": result.detail, "where": ""})
+        body = result.body
+        self.log["imported"].update(str(p) for p in body.get("imported") or [] if isinstance(p, str))
+        if "unencodable" in body:
+            name = str(body["unencodable"])[:200]
+            raise SubjectFailed({"type": "not comparable", "message": f"declare how to compare {name}",
+                                 "where": ""}, blocked=f"declare how to compare {name} (a canon: adapter "
+                                                       "in the catalog maps it to data)")
+        if "raised" in body and not isinstance(body["raised"], dict):
+            raise SubjectFailed({"type": "undecodable output", "message": "an exception that is not one", "where": ""})
+        return body
+
+    def run(self, calls: dict[str, dict]) -> dict:
+        from relconsole.engine.relations import SubjectFailed
+        keys = list(calls)
+        self.rng.shuffle(keys)
+        out = {}
+        for key in keys:
+            body = self.raw(calls[key], key)
+            if "raised" in body:
+                raised = body["raised"]
+                raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
+            out[key] = body["ok"]
+        return out
 
 
-def set_clock(instant: str | None) -> None:
-    """Freeze the clock at ``instant`` (ISO 8601; naive means UTC), or let it run (None)."""
-    if instant is None:
-        _FROZEN[0] = None
-        return
-    moment = _REAL_DATETIME.fromisoformat(instant)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    _FROZEN[0] = moment.timestamp()
+class Server:
+    """Answers requests for one tree; keeps the corpora it has read and a fork server per input."""
+
+    def __init__(self):
+        self.root: str | None = None
+        self.corpora: dict[str, list] = {}
+        self.servers: dict[tuple, object] = {}
+        self.finder: OracleFinder | None = None
+
+    def enter(self, request: dict) -> None:
+        if self.root is None:
+            self.root = request["root"]
+            self.finder = OracleFinder(self.root)
+            sys.meta_path.insert(0, self.finder)
+        elif request["root"] != self.root:
+            raise RuntimeError(f"this worker serves {self.root}, not {request['root']}")
+
+    def inputs(self, source: dict) -> list:
+        if source["path"] not in self.corpora:
+            rows = read_corpus(source["path"]) if source["kind"] == "lease" else read_seeds(source["path"])
+            self.corpora[source["path"]] = rows
+        rows = self.corpora[source["path"]]
+        return [rows] if source["kind"] == "lease" else rows
+
+    def fork_server(self, request: dict):
+        from relconsole.engine.subject.server import ForkServer
+        source = request["input"]
+        checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
+        key = (source["kind"], source["path"], request.get("clock"), request.get("sandbox", "auto"),
+               tuple(request.get("oracle_roots", [])), request.get("hashseed"), checkout,
+               tuple(sorted((request.get("env") or {}).items())))
+        if request.get("fresh_server"):  # a run of its own (a rerun): its own server and hash seed
+            return ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
+                              clock=request.get("clock"), oracle_roots=request.get("oracle_roots", []),
+                              sandbox=request.get("sandbox", "auto"), checkout=checkout,
+                              extra_env=request.get("env") or {})
+        server = self.servers.get(key)
+        if server is None or server.proc.poll() is not None:
+            server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
+                                clock=request.get("clock"), oracle_roots=request.get("oracle_roots", []),
+                                sandbox=request.get("sandbox", "auto"), hashseed=request.get("hashseed"),
+                                checkout=checkout, extra_env=request.get("env") or {})
+            self.servers[key] = server
+        return server
+
+    def merge_adapter(self, relation: dict):
+        ref = relation.get("merge")
+        if not ref:
+            return None
+        module_name, _, attr = str(ref).partition(":")
+        self.finder.names.add(module_name.split(".", 1)[0])
+        target = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+        return target
+
+    def classify(self, error: dict, request: dict) -> dict:
+        """The error as the record keeps it; a module neither in the tree nor installed is an
+        environment fault (abort, §7), not the patch's miss."""
+        error = dict(error, files=list(error.get("files") or []))
+        module = error.get("module")
+        if error.get("type") == "ModuleNotFoundError" and isinstance(module, str) and module:
+            top = module.split(".", 1)[0]
+            if not any(_top_entry(str(root), top) for root in request.get("import_paths") or [self.root]):
+                error.update(type="environment", message=(
+                    f"the subject imports {module!r}, which is neither in the tree nor installed here: "
+                    f"install the package that provides it (pip install {top}, or its distribution's name); "
+                    "an environment fault, not the patch's"))
+        return error
+
+    def tree_files(self, frames) -> list[str]:
+        """Tree-relative paths of the traceback's frames inside the tree, innermost last."""
+        root = os.path.realpath(self.root or ".")
+        out = []
+        for frame in frames:
+            path = os.path.realpath(frame.filename)
+            if path.startswith(root + os.sep):
+                out.append(os.path.relpath(path, root).replace(os.sep, "/"))
+        return out
+
+    def answer(self, request: dict) -> dict:
+        """One reply line's mapping for one request (see the module docstring)."""
+        import time
+
+        from relconsole.engine.canon import NotComparable
+        from relconsole.engine.relations import SubjectFailed, describe_inputs, evaluate
+        from relconsole.engine.subject.server import ServerFault
+
+        seed = int(request.get("seed", 0))
+        log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed)}
+        run = {"sandbox": None, "hashseed": None, "clock": None}
+        summary = None
+        relation = request["relation"]
+        try:
+            self.enter(request)
+            request["oracle_roots"] = oracle_roots(relation, self.root, list(request.get("protected") or ["oracle/**"]))
+            inputs = self.inputs(request["input"])
+            corpus = request["input"]["kind"] == "lease"
+            summary = describe_inputs(relation, inputs, seed, corpus)
+            server = self.fork_server(request)
+            run.update(sandbox=server.sandbox, hashseed=server.hashseed, clock=server.clock)
+            merge = self.merge_adapter(relation)
+            order_rng = random.Random(f"order {seed}")
+            deadline = time.monotonic() + float(request.get("timeout") or 120)
+
+            def calls_for(index: int) -> ServerCalls:
+                return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index)
+
+            if request.get("imports_only"):  # one source call, for the files it imports (§3)
+                try:
+                    calls_for(0).raw({"ops": [], "mode": "store" if relation["kind"] == "replay_ingest" else "call"},
+                                     "source")
+                except SubjectFailed:
+                    pass  # what it imported before it failed is kept all the same
+                run.update(order=log["order"], imported=sorted(log["imported"]))
+                return {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only",
+                        "run": run}
+            try:
+                outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
+                                   wire=lambda value: encode(value).decode("utf-8"))
+            finally:
+                if request.get("fresh_server"):
+                    server.close()
+            reply = {"held": outcome.held and not outcome.vacuous, "source": trimmed(outcome.source, outcome.differing),
+                     "followup": trimmed(outcome.followup, outcome.differing),
+                     "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous}
+        except SubjectFailed as exc:
+            reply = {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
+        except (AdapterRefused, NotComparable) as exc:
+            text = f"declare how to compare {exc.args[0]} (a canon: adapter in the catalog maps it to data)" \
+                if isinstance(exc, NotComparable) else str(exc)
+            reply = {"blocked": text}
+        except ServerFault as exc:
+            reply = {"error": {"type": "environment", "message": str(exc), "where": "", "files": []}}
+        except Exception as exc:  # the judge's own step on the oracle's data (a merge adapter that raised)
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
+                               "files": self.tree_files(frames)}}
+        run.update(order=log["order"], imported=sorted(log["imported"]))
+        reply["run"] = run
+        if summary is not None:
+            reply["inputs"] = summary
+        return reply
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.close()
 
 
 REPLY_LIMIT = 1 << 20  # bytes of one canonical output sent back in full
@@ -152,130 +325,69 @@ def trimmed(value, differing: list[str]):
     return kept
 
 
-def _deep_copy(rows: list) -> list:
-    """A full copy of corpus rows (JSON values): marshal round trip, many times faster than deepcopy."""
-    return marshal.loads(marshal.dumps(rows))
-
-
-class TreeFirst(importlib.abc.MetaPathFinder):
-    """Finds the top-level modules a relation names in the tree's import paths first.
-
-    Putting the tree first on ``sys.path`` is not enough: a regular package of the same
-    name anywhere else on the path (an ``oracle/__init__.py`` of another project on
-    PYTHONPATH) wins over the tree's ``oracle/`` directory without ``__init__.py`` (a
-    namespace package). Only the names the relations' callables start with are looked up
-    here, so the tree's other directories cannot shadow the standard library.
-    """
-
-    def __init__(self, paths: list[str]):
-        self.paths = paths
-        self.names: set[str] = set()
-
-    def find_spec(self, name, path=None, target=None):
-        if path is not None or name not in self.names:
-            return None
-        return importlib.machinery.PathFinder.find_spec(name, self.paths)
-
-
-class Server:
-    """Answers requests for one tree; keeps the corpora it has read."""
-
-    def __init__(self):
-        self.root: str | None = None
-        self.corpora: dict[str, list] = {}
-        self.finder: TreeFirst | None = None
-
-    def enter(self, request: dict) -> None:
-        if self.root is None:
-            self.root = request["root"]
-            os.chdir(self.root)
-            for entry in reversed(request["import_paths"]):
-                sys.path.insert(0, entry)
-            self.finder = TreeFirst(list(request["import_paths"]))
-            sys.meta_path.insert(0, self.finder)
-        elif request["root"] != self.root:
-            raise RuntimeError(f"this worker serves {self.root}, not {request['root']}")
-        relation = request.get("relation") or {}
-        self.finder.names |= {str(relation[role]).split(":", 1)[0].split(".", 1)[0]
-                              for role in ("subject", "merge", "inverse", "transform") if relation.get(role)}
-
-    def inputs(self, source: dict) -> list:
-        if source["kind"] != "lease":
-            return read_seeds(source["path"])
-        if source["path"] not in self.corpora:
-            rows = read_corpus(source["path"])
-            self.corpora[source["path"]] = (rows, _deep_copy(rows))
-            gc.freeze()  # millions of long-lived row objects: keep the collector from rescanning them
-        return [self.corpora[source["path"]][0]]
-
-    def check_untouched(self, source: dict) -> str | None:
-        """Why the shared corpus rows changed during the run (restoring them), or None.
-
-        Relations share the rows between source and follow-up runs and across
-        relations, so a subject that edits a row in place would corrupt the evidence.
-        """
-        if source["kind"] != "lease":
-            return None
-        rows, pristine = self.corpora[source["path"]]
-        if rows == pristine:  # element by element, nested values too, in C
-            return None
-        self.corpora[source["path"]] = (_deep_copy(pristine), pristine)
-        return "the subject changed its input rows in place; a relation needs a subject that leaves its input alone"
-
-    def tree_files(self, frames) -> list[str]:
-        """Tree-relative paths of the traceback's frames inside the tree, innermost last."""
-        root = os.path.realpath(self.root or ".")
-        out = []
-        for frame in frames:
-            path = os.path.realpath(frame.filename)
-            if path.startswith(root + os.sep):
-                out.append(os.path.relpath(path, root).replace(os.sep, "/"))
-        return out
-
-    def answer(self, request: dict) -> dict:
-        """One reply line's mapping for one request (see the module docstring); ``inputs``
-        (``relations.describe_inputs``) is there whenever the input could be read."""
-        from relconsole.engine.relations import describe_inputs, evaluate
-
-        summary = None
-        try:
-            self.enter(request)
-            set_clock(request.get("clock"))
-            seed = request.get("seed", 0)
-            random.seed(seed)
-            inputs = self.inputs(request["input"])
-            summary = describe_inputs(request["relation"], inputs, seed, request["input"]["kind"] == "lease")
-            outcome = evaluate(request["relation"], inputs, seed)
-            reply = {"held": outcome.held, "source": trimmed(outcome.source, outcome.differing),
-                     "followup": trimmed(outcome.followup, outcome.differing),
-                     "differing": outcome.differing, "note": outcome.note}
-        except Exception as exc:  # the subject's failure is the result, not a worker crash
-            frames = traceback.extract_tb(exc.__traceback__)
-            where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
-            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
-                               "files": self.tree_files(frames)}}
-        mutated = self.check_untouched(request["input"]) if request["input"]["path"] in self.corpora else None
-        if mutated:
-            reply = {"error": {"type": "InputMutated", "message": mutated, "where": ""}}
-        if summary is not None:
-            reply["inputs"] = summary
-        return reply
-
-
 def main() -> int:
-    install_clock()
+    _die_with_parent()
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # whatever a subject prints, even to fd 1, cannot corrupt the replies
+    os.dup2(2, 1)
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
     server = Server()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        reply = server.answer(json.loads(line))
-        replies.write(json.dumps(reply, default=repr) + "\n")
-        replies.flush()
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            reply = server.answer(json.loads(line))
+            replies.write(json.dumps(reply, default=repr) + "\n")
+            replies.flush()
+    finally:
+        server.close()
     return 0
 
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths: list[str],
+                    protected: tuple[str, ...] = ("oracle/**",), sandbox: str = "auto", timeout: float = 120.0,
+                    clock: str | None = None):
+    """``relations.evaluate`` of ``relation`` on ``inputs`` given as values (not read from a
+    file), in this process as the judge, with the subject in a fork server on ``root``.
+
+    ``inputs`` as ``evaluate`` takes them (``[rows]`` or one value per seed), sent to each
+    call on the wire. Returns ``(Outcome, run)`` with ``run`` the sandbox, hash seed, call
+    order and imported files. Raises SubjectFailed, AdapterRefused, ServerFault and what
+    the judge's own steps raise.
+    """
+    import time
+
+    from relconsole.engine.relations import evaluate
+    from relconsole.engine.subject.server import ForkServer
+
+    root = str(root)
+    roots = oracle_roots(relation, root, list(protected))
+    server = ForkServer(root, import_paths, None, None, clock=clock, oracle_roots=roots, sandbox=sandbox)
+    log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed)}
+    finder = OracleFinder(root)
+    sys.meta_path.insert(0, finder)
+    try:
+        merge = None
+        if relation.get("merge"):
+            finder.names.add(str(relation["merge"]).split(":", 1)[0].split(".", 1)[0])
+            module_name, _, attr = str(relation["merge"]).partition(":")
+            merge = importlib.import_module(module_name)
+            for part in attr.split("."):
+                merge = getattr(merge, part)
+        order_rng = random.Random(f"order {seed}")
+        deadline = time.monotonic() + timeout
+
+        def calls_for(index: int) -> ServerCalls:
+            return ServerCalls(server, relation, order_rng, deadline, log,
+                               prefix=[["value", encode(inputs[index]).decode("utf-8")]])
+
+        outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
+                           wire=lambda value: encode(value).decode("utf-8"))
+        return outcome, {"sandbox": server.sandbox, "hashseed": server.hashseed, "order": log["order"],
+                         "imported": sorted(log["imported"])}
+    finally:
+        sys.meta_path.remove(finder)
+        server.close()

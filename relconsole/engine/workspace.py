@@ -8,6 +8,7 @@ adapters are the base ref's whatever the patch did to them.
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import shutil
 import tempfile
@@ -67,10 +68,43 @@ def overlay_oracle(repo: git.Repo, code_commit: str, oracle_dir: Path,
                    patterns: tuple[str, ...], dest: Path) -> Path:
     """Replace the protected files of ``code_commit`` checked out in ``dest`` by the
     oracle's (§2): the commit's own protected files are removed first. Returns ``dest``."""
+    dest = Path(dest)
     for path in protected_files(TreeView(repo, code_commit), patterns):
-        (dest / path).unlink(missing_ok=True)
-    shutil.copytree(oracle_dir, dest, dirs_exist_ok=True)
+        target = real_parents(dest, path)
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+    for source in sorted(Path(oracle_dir).rglob("*")):
+        relative = source.relative_to(oracle_dir).as_posix()
+        if source.is_dir() and not source.is_symlink():
+            real_parents(dest, relative + "/.")
+            continue
+        target = real_parents(dest, relative)
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.is_symlink() or target.exists():
+            target.unlink()
+        if source.is_symlink():
+            os.symlink(os.readlink(source), target)
+        else:
+            shutil.copyfile(source, target, follow_symlinks=False)
     return dest
+
+
+def real_parents(root: Path, relative: str) -> Path:
+    """``root/relative`` with every folder on the way a real folder under ``root``: a symlink
+    there (a patch's ``oracle -> /elsewhere``) is removed and replaced by a new folder, so an
+    overlay never writes or deletes through a link (SPEC §7). Returns the leaf's path."""
+    parts = [p for p in relative.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise ValueError(f"{relative}: a path that leaves the tree")
+    here = Path(root)
+    for part in parts[:-1] if not relative.endswith("/.") else parts:
+        here = here / part
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            here.unlink()
+        if not here.exists():
+            here.mkdir()
+    return here / parts[-1] if parts and not relative.endswith("/.") else here
 
 
 _SCRATCH: set[Path] = set()  # removed at exit if their owner could not (a quit mid-load)

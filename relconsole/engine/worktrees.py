@@ -1,10 +1,14 @@
 """Clean git worktrees for replay (SPEC §7): pooled and reused, or fresh and removed.
 
 A pooled worktree lives under ``<git common dir>/relconsole/worktrees/<workspace>/<side>``
-and is moved between commits with ``git checkout --force --detach`` (which rewrites only
-the files that differ) followed by ``git clean -ffdx`` (so no file of an earlier run
-survives, ignored ones included). Writing a 100,000-file tree for every run would cost
-seconds; moving a pooled one costs what the two commits differ by.
+and is moved between commits by setting its HEAD and index (``read-tree --reset``, which
+writes no file and runs no filter), ``git clean -ffdx`` (so no file of an earlier run
+survives, ignored ones included) and writing the commit's blobs byte for byte
+(``gitio.write_blobs``), skipping every file whose blob id and on-disk stat (size, mtime,
+ctime, inode) are what relconsole wrote last time. Writing a 100,000-file tree for every
+run would cost seconds; moving a pooled one costs what changed. Every git call here runs
+with relconsole's own settings (``OWN_CONFIG``): no hooks, no fsmonitor, no sparse
+checkout, whatever the user's configuration says.
 
 A worktree left registered by a killed run is reused after cleaning; a registration
 whose directory is gone is pruned (``git worktree prune``); a directory that is no
@@ -14,6 +18,8 @@ longer a working worktree is removed and added again.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -21,7 +27,10 @@ from pathlib import Path
 import git
 
 from relconsole.engine.errors import GitError
-from relconsole.engine.gitio import run_git
+from relconsole.engine.gitio import run_git, write_blobs
+
+OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sparseCheckout=false",
+              "-c", "core.autocrlf=false", "-c", "core.eol=lf")
 
 
 def slug(text: str) -> str:
@@ -44,29 +53,53 @@ class WorktreePool:
     """
 
     def __init__(self, repo: git.Repo, workspace: str, fresh: bool = False):
+        self._repo = repo
         self.repo_dir = Path(repo.working_tree_dir or repo.git_dir)
         self.root = Path(repo.common_dir).resolve() / "relconsole" / "worktrees" / pool_name(workspace)
         self.fresh = fresh
         self.used: dict[str, Path] = {}
 
     def checkout(self, side: str, commit: str) -> Path:
-        """A clean worktree of ``commit`` for ``side``: every tracked file as committed,
-        no untracked or ignored file. Returns its path."""
+        """A clean worktree of ``commit`` for ``side``: every tracked file as committed (the
+        blob bytes, never through the tree's ``.gitattributes``, filters, the user's
+        ``core.autocrlf``, hooks or fsmonitor: SPEC §7), no untracked or ignored file. A
+        pooled worktree rewrites only the files whose blob or on-disk state changed since
+        relconsole last wrote them. Returns its path."""
         path = self.root / side
         run_git(self.repo_dir, "worktree", "prune")
         if self.fresh and path.exists():
             self._remove(path)
-        if self._usable(path):
-            run_git(path, "checkout", "--quiet", "--force", "--detach", commit)
-            run_git(path, "clean", "-ffdxq")
-        else:
+        if not self._usable(path):
             if path.exists():
                 shutil.rmtree(path)
                 run_git(self.repo_dir, "worktree", "prune")
             path.parent.mkdir(parents=True, exist_ok=True)
-            run_git(self.repo_dir, "worktree", "add", "--quiet", "--force", "--detach", str(path), commit)
+            self._stat_file(side).unlink(missing_ok=True)
+            run_git(self.repo_dir, *OWN_CONFIG, "worktree", "add", "--quiet", "--force", "--detach",
+                    "--no-checkout", str(path), commit)
+        run_git(path, *OWN_CONFIG, "update-ref", "--no-deref", "HEAD", commit)
+        run_git(path, *OWN_CONFIG, "read-tree", "--reset", commit)  # the index only: nothing runs
+        run_git(path, *OWN_CONFIG, "clean", "-ffdxq")
+        known = self._read_stats(side)
+        self._write_stats(side, write_blobs(self._repo, commit, path, unchanged=known))
         self.used[side] = path
         return path
+
+    def _stat_file(self, side: str) -> Path:
+        return self.root / f"{side}.written.json"
+
+    def _read_stats(self, side: str) -> dict:
+        try:
+            data = json.loads(self._stat_file(side).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {k: tuple(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def _write_stats(self, side: str, stats: dict) -> None:
+        target = self._stat_file(side)
+        scratch = target.with_suffix(".tmp")
+        scratch.write_text(json.dumps(stats))
+        os.replace(scratch, target)
 
     def _usable(self, path: Path) -> bool:
         """A registered worktree whose git link still works."""
@@ -91,8 +124,7 @@ class WorktreePool:
                 if self.fresh:
                     self._remove(path)
                 else:
-                    run_git(path, "reset", "--quiet", "--hard")
-                    run_git(path, "clean", "-ffdxq")
+                    run_git(path, *OWN_CONFIG, "clean", "-ffdxq")
             except (GitError, OSError):
                 pass
         self.used.clear()

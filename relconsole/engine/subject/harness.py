@@ -1,0 +1,702 @@
+"""A subject process: imports the code under review, makes one call, writes the output as data.
+
+Standard library only, and nothing in it names the tool that starts it: this file is copied
+to a scratch folder and run as a plain script (``python -s -S -P main.py``), so the code under
+review finds no judge in ``sys.modules``, on ``sys.path`` or in its environment.
+
+The script is a fork server (SPEC §7 "The judge and the subject"). It reads one init frame
+(tree root, import roots, site folders, the input file), reads the input once, then answers
+call frames one at a time: for each it forks a child that builds its input from the recipe,
+imports the subject *after* the fork, makes one call and writes one result; the server waits
+for it (with the call's timeout), kills every process the call left behind and sends the
+result's bytes back unread. A child never sees another child's state: each gets a fresh copy
+of the server, a private HOME and TMPDIR, and is gone before the next starts.
+
+Frames, both ways: one JSON header line, then ``size`` raw bytes when the header says so.
+
+The wire format of a value (``encode`` / ``decode``) is strict JSON: null, booleans, numbers
+(an int never has a point, a float always has one or an exponent, or is NaN/Infinity), strings,
+arrays (lists) and objects (dicts with str keys). Every other type is an object with one key
+that starts with NUL: ``\\0t`` tuple, ``\\0s`` set, ``\\0f`` frozenset, ``\\0b`` bytes (base64),
+``\\0m`` a dict with other keys ([[k, v], ...]), ``\\0dc``/``\\0nt`` a dataclass or named tuple
+([type, {field: value}]), ``\\0e`` an Enum ([type, name, value]), ``\\0dec`` Decimal (text),
+``\\0d`` date, ``\\0dt`` datetime (ISO text). A real key that starts with NUL gets one more NUL.
+Anything else is not encoded: the result says which type (the judge refuses to compare it).
+"""
+
+import base64
+import csv
+import dataclasses
+import datetime
+import decimal
+import enum
+import gzip
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+MAX_DEPTH = 200  # nesting of one output
+MAX_BYTES = 256 << 20  # bytes of one encoded result
+TAG = "\0"
+
+
+class Unencodable(Exception):
+    """An output value of a type the wire format does not carry (``args[0]``: module.Qualname)."""
+
+
+def type_name(value):
+    cls = type(value)
+    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls.__name__)}"
+
+
+def _plain_key(key):
+    return key if not key.startswith(TAG) else TAG + key
+
+
+def _wire(value, depth):
+    """``value`` as JSON-able data in the wire format (see the module docstring)."""
+    if depth > MAX_DEPTH:
+        raise OverflowError(f"the output nests deeper than {MAX_DEPTH} levels")
+    cls = type(value)
+    if value is None or cls is bool or cls is str or cls is float:
+        return value
+    if cls is int:
+        return value
+    deeper = depth + 1
+    if cls is list:
+        return [_wire(v, deeper) for v in value]
+    if cls is dict:
+        if all(type(k) is str for k in value):
+            return {_plain_key(k): _wire(v, deeper) for k, v in dict.items(value)}
+        return {TAG + "m": [[_wire(k, deeper), _wire(v, deeper)] for k, v in dict.items(value)]}
+    if isinstance(value, enum.Enum):
+        return {TAG + "e": [type_name(value), value.name, _wire(value.value, deeper)]}
+    if cls is tuple:
+        return {TAG + "t": [_wire(v, deeper) for v in value]}
+    if cls is set or cls is frozenset:
+        return {TAG + ("s" if cls is set else "f"): [_wire(v, deeper) for v in value]}
+    if cls is bytes or cls is bytearray:
+        return {TAG + "b": base64.b64encode(bytes(value)).decode("ascii")}
+    if cls is decimal.Decimal:
+        return {TAG + "dec": str(value)}
+    if cls is datetime.date:
+        return {TAG + "d": value.isoformat()}
+    if cls is datetime.datetime:
+        return {TAG + "dt": value.isoformat()}
+    if isinstance(value, tuple) and isinstance(getattr(cls, "_fields", None), tuple):
+        fields = {str(name): _wire(item, deeper) for name, item in zip(cls._fields, tuple.__iter__(value))}
+        return {TAG + "nt": [type_name(value), fields]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _wire(object.__getattribute__(value, f.name), deeper) for f in dataclasses.fields(value)}
+        return {TAG + "dc": [type_name(value), fields]}
+    base = _base_value(value)
+    if base is not None:
+        return _wire(base, depth)
+    raise Unencodable(type_name(value))
+
+
+def _base_value(value):
+    """A subclass of str, int, float, list or dict as its built-in value, read through the
+    built-in type's own methods (an overridden ``__eq__``, ``__iter__`` or ``__str__`` is
+    never asked), or None for any other type."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):
+        return bool(int.__int__(value))
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, list):
+        return list(list.__iter__(value))
+    if isinstance(value, dict):
+        return dict(dict.items(value))
+    return None
+
+
+def encode(value):
+    """The wire bytes of ``value``. Raises Unencodable, OverflowError (too deep), ValueError."""
+    return json.dumps(_wire(value, 0), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class Record:
+    """A decoded dataclass, named tuple or Enum: ``kind`` (dataclass|namedtuple|enum), ``type``
+    (module.Qualname as the subject named it) and ``value`` (a dict of fields, or (name, value))."""
+
+    __slots__ = ("kind", "type", "value")
+
+    def __init__(self, kind, type_, value):
+        self.kind, self.type, self.value = kind, type_, value
+
+    def _key(self):
+        return (self.kind, self.type, self.value if self.kind == "enum" else tuple(sorted(self.value.items(), key=str)))
+
+    def __eq__(self, other):
+        return isinstance(other, Record) and (self.kind, self.type, self.value) == (other.kind, other.type, other.value)
+
+    def __hash__(self):
+        try:
+            return hash(self._key())
+        except TypeError:
+            return hash((self.kind, self.type))
+
+    def __repr__(self):
+        return f"{self.type}({self.value!r})"
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError("a set member or mapping key that cannot be one") from None
+    return value
+
+
+def _unwire(node):
+    if isinstance(node, list):
+        return [_unwire(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if len(node) == 1:
+        (key, body), = node.items()
+        if key.startswith(TAG) and not key.startswith(TAG + TAG):
+            return _tagged(key[1:], body)
+    return {(k[1:] if k.startswith(TAG) else k): _unwire(v) for k, v in node.items()}
+
+
+def _tagged(tag, body):
+    if tag == "t":
+        return tuple(_unwire(v) for v in body)
+    if tag in ("s", "f"):
+        items = [_hashable(_unwire(v)) for v in body]
+        return set(items) if tag == "s" else frozenset(items)
+    if tag == "b":
+        return base64.b64decode(body.encode("ascii"), validate=True)
+    if tag == "m":
+        return {_hashable(_unwire(k)): _unwire(v) for k, v in body}
+    if tag == "dec":
+        return decimal.Decimal(body)
+    if tag == "d":
+        return datetime.date.fromisoformat(body)
+    if tag == "dt":
+        return datetime.datetime.fromisoformat(body)
+    if tag in ("dc", "nt"):
+        name, fields = body
+        return Record("dataclass" if tag == "dc" else "namedtuple", str(name),
+                      {str(k): _unwire(v) for k, v in dict(fields).items()})
+    if tag == "e":
+        name, member, value = body
+        return Record("enum", str(name), (str(member), _unwire(value)))
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def decode(data):
+    """The value wire ``data`` (bytes) stands for. Raises ValueError (not the wire format)."""
+    try:
+        return _unwire(json.loads(data))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
+        raise ValueError(f"not a value in the wire format: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+# -- inputs -----------------------------------------------------------------------------------
+
+def read_corpus(path):
+    """Rows of a CSV (header row; values as strings) or JSON-lines corpus, gzip or not.
+
+    Rows are dicts as ``csv.DictReader`` gives them (a short row padded with None, a long
+    one with its extra cells under the key None).
+    """
+    opener = gzip.open if path.endswith(".gz") else open
+    stem = path[:-3] if path.endswith(".gz") else path
+    with opener(path, "rt", encoding="utf-8", newline="") as handle:
+        if stem.endswith((".jsonl", ".ndjson")):
+            return [json.loads(line) for line in handle if line.strip()]
+        reader = csv.reader(handle)
+        header = next(reader, [])
+        width = len(header)
+        return [dict(zip(header, row)) if len(row) == width else _ragged(header, row)
+                for row in reader if row]
+
+
+def _ragged(header, row):
+    out = dict(zip(header, row + [None] * (len(header) - len(row))))
+    if len(row) > len(header):
+        out[None] = row[len(header):]
+    return out
+
+
+def read_seeds(path):
+    """One JSON value per non-blank line of a seeds file."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def raise_field(value, name, step, cap):
+    """``value`` with field ``name`` raised by ``step`` (capped at ``cap``) in every row.
+
+    A row is a mapping; a list of rows is raised row by row. Numbers stay numbers; text (a
+    CSV cell) is read as a number and written back as text. Raises ValueError for text that
+    is not a number.
+    """
+    if isinstance(value, list):
+        return [raise_field(v, name, step, cap) for v in value]
+    if not isinstance(value, dict) or name not in value:
+        return value
+    old = value[name]
+    number = float(old) if isinstance(old, str) else old
+    new = number + step if cap is None else min(number + step, cap)
+    raised = dict(value)
+    raised[name] = str(new) if isinstance(old, bool) or not isinstance(old, (int, float)) else type(old)(new)
+    return raised
+
+
+def build_input(base, ops, adapters):
+    """The call's input: ``base`` (the corpus rows or one seed value) through ``ops`` in order.
+
+    ``["order", [i, ...]]`` reorders, ``["slice", a, b]`` cuts, ``["raise", field, step, max]``
+    raises a field, ``["transform", ref]`` applies an adapter, ``["value", wire]`` replaces
+    the input with a value the judge sent (the source output, for idempotence).
+    """
+    value = base
+    for op in ops:
+        if op[0] == "order":
+            value = [value[i] for i in op[1]]
+        elif op[0] == "slice":
+            value = list(value[op[1]:op[2]])
+        elif op[0] == "raise":
+            value = raise_field(value, op[1], op[2], op[3])
+        elif op[0] == "transform":
+            value = adapters[op[1]](value)
+        elif op[0] == "value":
+            value = _live(decode(op[1].encode("utf-8")))
+        else:
+            raise ValueError(f"unknown input op {op[0]!r}")
+    if value is base:  # the shared corpus: a subject that edits it in place edits only its copy
+        value = list(value) if isinstance(value, list) else value
+    return value
+
+
+def _live(value):
+    """A decoded value as the subject would have it (a Record cannot be rebuilt: refused)."""
+    if isinstance(value, Record):
+        raise TypeError(f"a {value.type} output cannot be fed back to the subject")
+    if isinstance(value, list):
+        return [_live(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _live(v) for k, v in value.items()}
+    return value
+
+
+# -- one call, in the forked child -----------------------------------------------------------
+
+def resolve(ref):
+    """The callable ``module:attr.path`` names (entry-point style). Raises ImportError, AttributeError."""
+    import importlib
+    module_name, _, attr_path = ref.partition(":")
+    target = importlib.import_module(module_name)
+    for part in attr_path.split("."):
+        target = getattr(target, part)
+    return target
+
+
+class _OracleOnly:
+    """A meta-path finder for the oracle's own top-level packages, looked up in the tree root
+    alone, while the rest of the tree is not yet on ``sys.path``."""
+
+    def __init__(self, names, root):
+        self.names, self.root = set(names), root
+
+    def find_spec(self, name, path=None, target=None):
+        from importlib.machinery import PathFinder
+        if path is None and name in self.names:
+            return PathFinder.find_spec(name, [self.root])
+        return None
+
+
+def _tree_files(root, frames_or_files):
+    given, root = root, os.path.realpath(root)
+    out = []
+    for filename in frames_or_files:
+        if not isinstance(filename, str) or not filename.startswith((given, root)):
+            continue  # only a file named under the tree's own path can be one of its files
+        try:
+            path = os.path.realpath(filename)
+        except (TypeError, ValueError):
+            continue
+        if path.startswith(root + os.sep):
+            out.append(os.path.relpath(path, root).replace(os.sep, "/"))
+    return out
+
+
+def _raised(exc, root):
+    frames = traceback.extract_tb(exc.__traceback__)
+    try:
+        message = str(exc)
+    except BaseException:  # a hostile __str__
+        message = "(the exception could not be shown)"
+    names = []
+    for cls in type(exc).__mro__:
+        names += [cls.__name__, f"{cls.__module__}.{cls.__qualname__}"]
+    where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    return {"type": type(exc).__name__, "classes": names, "message": message[:2000], "where": where,
+            "files": _tree_files(root, [f.filename for f in frames]),
+            "module": missing if isinstance(missing, str) else None}
+
+
+def _imported(root):
+    files = []
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__file__", None)
+        if isinstance(name, str):
+            files.append(name)
+    return sorted(set(_tree_files(root, files)))
+
+
+def _apply(call, init, base, adapters):
+    """The output of one call: the subject on the call's input (and its inverse, for a roundtrip)."""
+    value = build_input(base, call.get("ops", []), adapters)
+    for index, entry in enumerate(init["import_paths"]):
+        sys.path.insert(init["stdlib_count"] + index, entry)
+    if call.get("mode") == "resolve":  # only check that every name resolves (validate): [[ref, why], ...]
+        problems = []
+        for ref in call.get("refs", []):
+            try:
+                resolve(ref)
+            except Exception as exc:
+                problems.append([ref, _raised(exc, init["root"])])
+        return problems
+    subject = resolve(call["subject"])
+    if call.get("mode") == "store":
+        store = subject()
+        store.reset()
+        for _ in range(int(call.get("times", 1))):
+            store.ingest(list(value) if isinstance(value, list) else value)
+        out = store.projection()
+    else:
+        out = subject(value)
+    if call.get("inverse"):
+        out = resolve(call["inverse"])(out)
+    if call.get("canon"):
+        out = adapters[call["canon"]](out)
+    return out
+
+
+def child(call, init, base, result_fd):
+    """Run one call and write its result to ``result_fd``; never returns."""
+    code = 0
+    try:
+        adapters = {}
+        finder = _OracleOnly(init.get("oracle_roots", []), init["root"])
+        sys.meta_path.insert(0, finder)
+        for ref in call.get("adapters", []):
+            adapters[ref] = resolve(ref)  # before any tree module is importable
+        sys.meta_path.remove(finder)
+        for name in list(sys.modules):  # the subject re-imports a copy; it cannot patch ours
+            if name.split(".", 1)[0] in finder.names:
+                del sys.modules[name]
+        try:
+            out = _apply(call, init, base, adapters)
+        except BaseException as exc:
+            body = {"raised": _raised(exc, init["root"])}
+            if isinstance(exc, SystemExit):
+                body["raised"]["type"] = "SystemExit"
+        else:
+            try:
+                body = {"ok": _wire(out, 0)}
+            except Unencodable as exc:
+                body = {"unencodable": exc.args[0]}
+            except (OverflowError, RecursionError, ValueError) as exc:
+                body = {"unencodable": f"(output: {exc})"}
+        body["imported"] = _imported(init["root"])
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(result_fd, view[: 1 << 20]):]
+    except BaseException:
+        code = 70
+    os._exit(code)
+
+
+# -- the server ------------------------------------------------------------------------------
+
+def _prctl(option, value):
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+COMMON_MODULES = ("collections", "concurrent.futures", "contextlib", "copy", "dataclasses", "fractions",
+                  "functools", "hashlib", "heapq", "itertools", "math", "operator", "re", "statistics",
+                  "string", "textwrap", "typing")
+
+
+def _descendants(root_pid):
+    """Pids of every living process below ``root_pid`` (from /proc), deepest not first."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [root_pid]
+    while todo:
+        for pid in parents.get(todo.pop(), []):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
+def _no_children():
+    """True when this process has no child, living or dead: as their subreaper, it then has no
+    descendant at all, and /proc need not be read."""
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False if pid == 0 else _no_children()
+
+
+def kill_descendants():
+    """SIGKILL every process below this one until none is left (this server is their subreaper)."""
+    for _ in range(50):
+        if _no_children():
+            return
+        pids = _descendants(os.getpid())
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for _ in pids:  # reap what died, so the next scan sees only the living
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                break
+        time.sleep(0.005)
+
+
+def uptime():
+    """Seconds since boot from /proc/uptime: a clock no LD_PRELOAD'ed time library stands still
+    (the subject's frozen clock freezes monotonic time too, and the server's deadlines need one)."""
+    try:
+        with open("/proc/uptime", "rb") as handle:
+            return float(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return time.monotonic()
+
+
+def _read_frame(stream):
+    line = stream.readline()
+    if not line:
+        return None
+    return json.loads(line)
+
+
+def _send(out, header, payload=b""):
+    header = dict(header, size=len(payload))
+    out.write(json.dumps(header).encode("utf-8") + b"\n")
+    if payload:
+        out.write(payload)
+    out.flush()
+
+
+def _stderr_tail(path):
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:500] if lines else ""
+
+
+def serve_call(call, init, base, timeout):
+    """Fork one child for ``call``, wait for its result; returns (header, payload bytes)."""
+    private = tempfile.mkdtemp(prefix="home-", dir=init["scratch"])
+    err_path = os.path.join(private, ".stderr")
+    read_fd, write_fd = os.pipe()
+    started = uptime()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_fd)
+            os.setpgid(0, 0)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            null = os.open(os.devnull, os.O_RDWR)
+            err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.dup2(err, 2)
+            os.closerange(3, write_fd)
+            os.closerange(write_fd + 1, 1 << 16)
+            work = os.path.join(private, "work")
+            os.mkdir(work)
+            os.environ["HOME"] = work
+            os.environ["TMPDIR"] = work
+            tempfile.tempdir = None
+            random.seed(call.get("seed", 0))
+            for name in ("stdin", "stdout", "stderr"):
+                setattr(sys, name, open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
+                                        closefd=False, encoding="utf-8", errors="replace"))
+        except BaseException:
+            os._exit(71)
+        child(call, init, base, write_fd)
+    os.close(write_fd)
+    chunks, size, status = [], 0, "ok"
+    deadline = started + timeout
+    wait_status = None
+    while True:
+        left = deadline - uptime()
+        if left <= 0:
+            status = "timeout"
+            break
+        if not select.select([read_fd], [], [], min(left, 0.05))[0]:
+            if wait_status is None:
+                done, code = os.waitpid(pid, os.WNOHANG)
+                if done:  # the call is over; what it left running may still hold the pipe open
+                    wait_status = code
+                    kill_descendants()
+            continue
+        chunk = os.read(read_fd, 1 << 20)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > MAX_BYTES:
+            status = "over_cap"
+            break
+        chunks.append(chunk)
+    os.close(read_fd)
+    if status != "ok" and wait_status is None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if wait_status is None:
+        _, wait_status = os.waitpid(pid, 0)
+    kill_descendants()
+    header = {"status": status, "seconds": max(0.0, uptime() - started)}
+    if os.WIFSIGNALED(wait_status):
+        header["signal"] = os.WTERMSIG(wait_status)
+    else:
+        header["exit"] = os.WEXITSTATUS(wait_status)
+    if status == "ok" and (header.get("exit") != 0 or "signal" in header):
+        header["status"] = "died"
+    if header["status"] != "ok":
+        header["stderr"] = _stderr_tail(err_path)
+    shutil.rmtree(private, ignore_errors=True)
+    return header, b"".join(chunks) if status == "ok" else b""
+
+
+def _add_site_dirs(dirs, skip):
+    import site
+    known = set()
+    for entry in dirs:
+        if not os.path.isdir(entry):
+            continue
+        sys.path.append(entry)
+        known.add(entry)
+        for name in sorted(os.listdir(entry)):
+            if name.endswith(".pth") and name not in skip:
+                site.addpackage(entry, name, known)
+
+
+def wipe_shared(keep):
+    """Empty the sandbox's own /tmp and /dev/shm but ``keep`` (the server's scratch folder), so
+    no file one call wrote is there for the next; only inside a sandbox, where both are private."""
+    for folder in ("/tmp", "/dev/shm"):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            if path == keep or keep.startswith(path + os.sep):
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+
+def _on_parent_death(signum, frame):
+    kill_descendants()
+    os._exit(1)
+
+
+def main():
+    for name in [n for n in os.environ if n in ("PYTHONHASHSEED", "LD_PRELOAD") or n.startswith("FAKETIME")]:
+        os.environ.pop(name, None)  # read at start; a subject must not see them
+    control = sys.stdin.buffer
+    out = os.fdopen(os.dup(1), "wb")
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGTERM, _on_parent_death)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    init = _read_frame(control)
+    if init is None or (init.get("parent") and os.getppid() != init["parent"]):
+        return 1
+    init["stdlib_count"] = len(sys.path)
+    _add_site_dirs(init.get("site_dirs", []), set(init.get("skip_pth", [])))
+    os.chdir(init["root"])
+    try:
+        if init.get("input_kind") == "lease":
+            base = read_corpus(init["input"])
+        elif init.get("input_kind") == "seeds":
+            base = read_seeds(init["input"])
+        else:
+            base = None
+        _send(out, {"status": "ready", "records": len(base) if isinstance(base, list) else 0,
+                    "python": sys.version.split()[0]})
+    except Exception as exc:
+        _send(out, {"status": "input_error", "error": f"{type(exc).__name__}: {exc}"[:500]})
+        return 1
+    for name in COMMON_MODULES:  # what an ordinary test run has loaded anyway: not paid per call
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    import gc
+    gc.freeze()  # the corpus stays shared with the children: the collector must not touch it
+    while True:
+        frame = _read_frame(control)
+        if frame is None:
+            return 0
+        if frame.get("op") == "close":
+            return 0
+        call = frame["call"]
+        if init.get("input_kind") == "seeds" and "seed_row" in call:
+            item = base[call["seed_row"]]
+        else:
+            item = base
+        header, payload = serve_call(call, init, item, float(frame.get("timeout", 120)))
+        if init.get("sandboxed"):
+            wipe_shared(init["scratch"])
+        header["id"] = frame.get("id")
+        _send(out, header, payload)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

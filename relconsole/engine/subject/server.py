@@ -1,0 +1,435 @@
+"""Start and speak to the subject fork server (``harness.py``) from the judge (SPEC §7).
+
+The judge never imports code from the reviewed tree. It starts the harness, copied to a
+scratch folder under a plain name, as ``python -s -S -P main.py`` with an environment built
+from nothing (no variable of relconsole's or of the caller's shell but PATH and the locale),
+a PYTHONHASHSEED drawn for the server's life (recorded in every run made on it), the tree as
+its working directory and, where the machine has bubblewrap, inside a sandbox: the tree and
+the interpreter read-only, a private /tmp, no network, its own pid namespace, dying with its
+parent. Without bubblewrap the isolation is a process (``sandbox: process``).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import select
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relconsole.engine.subject import harness
+
+HARNESS = Path(harness.__file__)
+FAKETIME_GLOBS = ("/usr/lib/*/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1",
+                  "/usr/local/lib/faketime/libfaketime.so.1")
+
+
+class ServerFault(Exception):
+    """The fork server died, hung or said something that is not a frame (the judge's fault
+    or the subject's attack on it; either way no call result)."""
+
+
+@dataclass
+class CallResult:
+    """One call's result as the server reported it.
+
+    ``status``: ``ok`` (``body`` is the child's result mapping: ``ok`` value on the wire,
+    ``raised`` exception data or ``unencodable`` type name, plus ``imported`` tree files),
+    ``timeout``, ``died`` (exit status or signal in ``detail``), ``over_cap`` (the result
+    exceeded harness.MAX_BYTES) or ``garbage`` (bytes that are not a result). ``seconds``
+    is the call's wall time, fork to reap.
+    """
+
+    status: str
+    body: dict = field(default_factory=dict)
+    detail: str = ""
+    seconds: float = 0.0
+
+
+def bwrap_path() -> str | None:
+    """The bubblewrap binary, when it is installed and can make a sandbox here (checked once)."""
+    global _BWRAP_CHECKED
+    if _BWRAP_CHECKED is None:
+        found = shutil.which("bwrap")
+        ok = False
+        if found:
+            try:
+                ok = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent",
+                                     "--new-session", "true"], capture_output=True, timeout=20).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+        _BWRAP_CHECKED = (found if ok else "")
+    return _BWRAP_CHECKED or None
+
+
+_BWRAP_CHECKED: str | None = None
+
+
+def _faketime_candidates() -> list[str]:
+    """libfaketime builds on this machine: the ``libfaketime`` package's (a dependency on
+    Linux), then the system's (Debian ``faketime``)."""
+    found = []
+    spec = importlib.util.find_spec("libfaketime")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        found += sorted(glob.glob(os.path.join(folder, "vendor", "libfaketime", "src", "libfaketime.so.1")))
+    for pattern in FAKETIME_GLOBS:
+        found += sorted(glob.glob(pattern))
+    return found
+
+
+_PROBE = ("import datetime, threading, time\n"
+          "time.sleep(0.01); threading.Event().wait(0.01)\n"
+          "print(datetime.datetime.now().isoformat())\n")
+_FAKETIME: list = []  # [(library, extra environment) or None], once per process
+
+
+def faketime_setup() -> tuple[str, dict[str, str]] | None:
+    """(library, extra variables) of a libfaketime that freezes the wall clock here and
+    still lets ``time.sleep`` and timed waits return, or None. Builds differ (one needs
+    ``FAKETIME_DONT_FAKE_MONOTONIC``, another breaks with it), so each is tried once in a
+    throwaway interpreter; the answer is cached for the process and in the user's cache
+    folder, keyed by the library's path, size and modification time."""
+    if _FAKETIME:
+        return _FAKETIME[0]
+    cache_file = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "relconsole" / "faketime.json"
+    try:
+        cached = json.loads(cache_file.read_text())
+    except (OSError, ValueError):
+        cached = {}
+    answer = None
+    for library in _faketime_candidates():
+        stat = os.stat(library)
+        key = f"{library}:{stat.st_size}:{stat.st_mtime_ns}"
+        if key in cached:
+            if cached[key] is not None:
+                answer = (library, dict(cached[key]))
+                break
+            continue
+        cached[key] = None
+        for extra in ({"FAKETIME_DONT_FAKE_MONOTONIC": "1"}, {}):  # the quick failure first
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TZ": "UTC", "LD_PRELOAD": library,
+                   "FAKETIME": "2001-02-03 04:05:06", **extra}
+            try:
+                proc = subprocess.run([sys.executable, "-S", "-c", _PROBE], env=env, capture_output=True,
+                                      text=True, timeout=3)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if proc.returncode == 0 and proc.stdout.strip() == "2001-02-03T04:05:06":
+                cached[key] = extra
+                break
+        if cached[key] is not None:
+            answer = (library, dict(cached[key]))
+            break
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        scratch = cache_file.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(json.dumps(cached))
+        os.replace(scratch, cache_file)
+    except OSError:
+        pass
+    _FAKETIME.append(answer)
+    return answer
+
+
+def site_dirs() -> list[str]:
+    """The judge interpreter's site-packages folders (venv first), for the subject's imports."""
+    dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    try:
+        dirs += site.getsitepackages()
+    except AttributeError:
+        pass
+    out = []
+    for entry in dirs:
+        if entry and entry not in out and os.path.isdir(entry):
+            out.append(entry)
+    return out
+
+
+def _own_location() -> Path:
+    return Path(__file__).resolve().parents[2]  # the folder holding the relconsole package
+
+
+def own_pth_files(dirs: list[str]) -> list[str]:
+    """.pth files in ``dirs`` that put relconsole on the path (an editable install): the
+    subject's interpreter skips them, so relconsole is not importable there."""
+    mine, out = str(_own_location()), []
+    for entry in dirs:
+        for path in glob.glob(os.path.join(entry, "*.pth")):
+            name = os.path.basename(path)
+            try:
+                text = Path(path).read_text(errors="replace")
+            except OSError:
+                continue
+            if "relconsole" in name or mine in text:
+                out.append(name)
+    return out
+
+
+def _hidden_dirs(dirs: list[str]) -> list[str]:
+    """relconsole's own files inside the site folders (a normal install), masked in the sandbox."""
+    out = []
+    for entry in dirs:
+        out += glob.glob(os.path.join(entry, "relconsole")) + glob.glob(os.path.join(entry, "relconsole-*"))
+        out += glob.glob(os.path.join(entry, "__editable__*relconsole*"))
+    return out
+
+
+def subject_env(home: str, hashseed: int, clock: str | None, faketime: tuple[str, dict] | None,
+                extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The subject's whole environment: nothing inherited but PATH, the locale and ``extra``
+    (the repository's ``pass_env``)."""
+    env = dict(extra or {})
+    env |= {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "TZ": "UTC", "PYTHONHASHSEED": str(hashseed),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    if clock and faketime:
+        env["LD_PRELOAD"] = faketime[0]
+        env["FAKETIME"] = _faketime_spec(clock)
+        env.update(faketime[1])
+    return env
+
+
+def _faketime_spec(clock: str) -> str:
+    """libfaketime's absolute, standing time for an ISO instant (naive means UTC): the wall
+    clock reads that instant in every call, so a call and its follow-up agree on "now"."""
+    import datetime as dt
+    moment = dt.datetime.fromisoformat(clock)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def draw_hashseed() -> int:
+    """A PYTHONHASHSEED for one server's life, from os.urandom (0 is never drawn: 0 turns
+    randomisation off, which a subject could notice)."""
+    return 1 + int.from_bytes(os.urandom(4), "big") % 4294967294
+
+
+class ForkServer:
+    """One harness process serving one tree and one input file.
+
+    ``root``: the materialised tree; ``import_paths``: its import roots (absolute);
+    ``input_kind``/``input_path``: ``lease`` (a corpus) or ``seeds`` or None; ``clock``: an
+    ISO instant the subject's wall clock starts at (libfaketime), or None for real time;
+    ``oracle_roots``: the top-level package names of the oracle's adapters, importable
+    before the tree is; ``sandbox``: ``auto`` (bwrap when it works), ``bwrap`` or
+    ``process``; ``checkout``: where the tree appears inside the sandbox (default
+    ``/src/<tree folder's name>``, a plain checkout path, so the subject's working folder
+    says nothing of relconsole's scratch). Raises ServerFault when the server cannot start or
+    read the input. ``extra_env``: variables the subject gets besides its own few.
+    """
+
+    def __init__(self, root: Path, import_paths: list[str], input_kind: str | None, input_path: Path | None,
+                 clock: str | None = None, oracle_roots: list[str] = (), sandbox: str = "auto",
+                 hashseed: int | None = None, checkout: str | None = None,
+                 extra_env: dict[str, str] | None = None):
+        self.root = Path(root)
+        self.checkout = Path(checkout) if checkout else self.root
+        self.hashseed = hashseed or draw_hashseed()
+        self.scratch = Path(tempfile.mkdtemp(prefix="py-"))
+        shutil.copyfile(HARNESS, self.scratch / "main.py")
+        (self.scratch / "run").mkdir()
+        bwrap = bwrap_path() if sandbox in ("auto", "bwrap") else None
+        if sandbox == "bwrap" and not bwrap:
+            raise ServerFault("bubblewrap is required (require_sandbox) but cannot make a sandbox here")
+        self.sandbox = "bwrap" if bwrap else "process"
+        if not bwrap:
+            self.checkout = self.root
+        elif not checkout:
+            self.checkout = Path("/src") / (self.root.name or "project")
+        faketime = faketime_setup() if clock else None
+        self.clock = ("frozen" if faketime else "real (libfaketime is not installed)") if clock else "real"
+        dirs = site_dirs()
+        env = subject_env(str(self.scratch / "run"), self.hashseed, clock, faketime, extra_env)
+        python = [sys.executable, "-s", "-S", "-P", str(self.scratch / "main.py")]
+        inside = self._inside
+        argv = self._bwrap_argv(bwrap, dirs, env) + python if bwrap else python
+        self.stderr = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                         env=env, cwd=str(self.root) if not bwrap else "/",
+                                         start_new_session=True)
+        except OSError as exc:
+            self._cleanup()
+            raise ServerFault(f"could not start the subject's interpreter: {exc}") from None
+        self.buffer = b""
+        init = {"root": inside(self.root), "import_paths": [inside(p) for p in import_paths], "site_dirs": dirs,
+                "skip_pth": own_pth_files(dirs), "scratch": str(self.scratch / "run"),
+                "input_kind": input_kind, "input": inside(input_path) if input_path else None,
+                "oracle_roots": list(oracle_roots), "parent": None if bwrap else os.getpid(),
+                "sandboxed": bool(bwrap)}
+        self._write(init)
+        ready = self._header(time.monotonic() + 600)
+        if ready is None or ready.get("status") != "ready":
+            why = (ready or {}).get("error") or self._tail() or "no answer"
+            self.close()
+            raise ServerFault(f"the subject's interpreter did not start: {why}")
+        self.records = int(ready.get("records", 0))
+
+    def _inside(self, path) -> str:
+        """``path`` as the subject sees it (under the checkout path in a sandbox)."""
+        text = str(path)
+        root = str(self.root)
+        if text == root or text.startswith(root + os.sep):
+            return str(self.checkout) + text[len(root):]
+        return text
+
+    def _bwrap_argv(self, bwrap: str, dirs: list[str], env: dict[str, str]) -> list[str]:
+        argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--clearenv"]
+        for name, value in env.items():
+            argv += ["--setenv", name, value]
+        for system in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"):
+            if os.path.exists(system):
+                argv += ["--ro-bind", system, system]
+        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+        for path in sorted(prefixes) + dirs:
+            argv += ["--ro-bind", path, path]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
+        for hidden in _hidden_dirs(dirs):
+            argv += ["--tmpfs", hidden] if os.path.isdir(hidden) else ["--ro-bind", "/dev/null", hidden]
+        inside = str(self.checkout)
+        argv += ["--ro-bind", str(self.root), inside]
+        git = self.root / ".git"
+        if git.exists():
+            argv += ["--tmpfs", f"{inside}/.git"] if git.is_dir() else ["--ro-bind", "/dev/null", f"{inside}/.git"]
+        argv += ["--ro-bind", str(self.scratch / "main.py"), str(self.scratch / "main.py"),
+                 "--bind", str(self.scratch / "run"), str(self.scratch / "run"), "--chdir", inside]
+        return argv
+
+    def _write(self, frame: dict) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(frame).encode("utf-8") + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise ServerFault(f"the subject's server is gone: {self._tail()}") from None
+
+    def _fill(self, deadline: float) -> bool:
+        fd = self.proc.stdout.fileno()
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return False
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise ServerFault(f"the subject's server died: {self._tail()}")
+        self.buffer += chunk
+        return True
+
+    def _header(self, deadline: float) -> dict | None:
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > 1 << 16:
+                raise ServerFault("the subject's server wrote a header that is not one")
+            if not self._fill(deadline):
+                return None
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        try:
+            header = json.loads(line)
+        except ValueError:
+            raise ServerFault("the subject's server wrote a header that is not JSON") from None
+        if not isinstance(header, dict):
+            raise ServerFault("the subject's server wrote a header that is not a mapping")
+        return header
+
+    def _payload(self, size: int, deadline: float) -> bytes:
+        while len(self.buffer) < size:
+            if not self._fill(deadline):
+                raise ServerFault("the subject's server stopped in the middle of a result")
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+    def call(self, call: dict, timeout: float) -> CallResult:
+        """Make one call (see ``harness.serve_call``); a child's failure is a CallResult,
+        the server's own a ServerFault."""
+        self._write({"op": "call", "call": call, "timeout": timeout})
+        deadline = time.monotonic() + timeout + 30
+        header = self._header(deadline)
+        if header is None:
+            raise ServerFault(f"the subject's server did not answer within {timeout:g} s")
+        size = header.get("size", 0)
+        if not isinstance(size, int) or size < 0 or size > harness.MAX_BYTES:
+            raise ServerFault("the subject's server sent a result size that is not one")
+        payload = self._payload(size, deadline)
+        seconds = float(header.get("seconds") or 0.0)
+        status = header.get("status")
+        if status == "ok":
+            return _parse(payload, seconds)
+        if status == "timeout":
+            return CallResult("timeout", detail=f"no result within {timeout:g} s", seconds=seconds)
+        if status == "over_cap":
+            return CallResult("over_cap", detail=f"the result is over {harness.MAX_BYTES >> 20} MiB", seconds=seconds)
+        how = (f"killed by {_signal_name(header['signal'])}" if "signal" in header
+               else f"exit {header.get('exit')}")
+        tail = str(header.get("stderr") or "")
+        return CallResult("died", detail=f"{how}: {tail}" if tail else how, seconds=seconds)
+
+    def _tail(self) -> str:
+        try:
+            self.stderr.seek(0)
+            lines = self.stderr.read()[-4000:].decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1][:300] if lines else ""
+
+    def close(self) -> None:
+        """End the server and everything under it (its process group; bwrap's namespace)."""
+        proc = getattr(self, "proc", None)
+        if proc is not None:  # it holds nothing to save: no graceful exit to wait for
+            kill_group(proc)
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        stderr = getattr(self, "stderr", None)
+        if stderr is not None:
+            stderr.close()
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc``'s process group (it was started in a session of its own) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _signal_name(number) -> str:
+    try:
+        return signal.Signals(int(number)).name
+    except (ValueError, TypeError):
+        return f"signal {number}"
+
+
+def _parse(payload: bytes, seconds: float) -> CallResult:
+    """A child's result bytes as a CallResult; anything but a result mapping is ``garbage``."""
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        return CallResult("garbage", detail="the subject's result is not JSON", seconds=seconds)
+    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable"} & set(body)):
+        return CallResult("garbage", detail="the subject's result is not a result mapping", seconds=seconds)
+    if "ok" in body:
+        try:
+            body["ok"] = harness._unwire(body["ok"])
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
+            return CallResult("garbage", detail=f"the subject's output is not in the wire format: "
+                                                f"{type(exc).__name__}", seconds=seconds)
+    return CallResult("ok", body, seconds=seconds)

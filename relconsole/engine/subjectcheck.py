@@ -1,0 +1,66 @@
+"""Every callable the catalog names resolves on the base (SPEC §3 subjects, §8 exit 5).
+
+A subject that does not resolve on the base either (``semver:Versoin.parse``) would make every
+PR a "miss": it is a catalog error, found by ``validate`` at the relation's catalog line. The
+names are imported in a subject process on the base tip's tree with the oracle overlaid (the
+judge imports nothing of the tree), one call per relation.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from relconsole.engine.errors import BadInputError
+from relconsole.engine.review import Review, checkout_name, import_paths
+from relconsole.engine.subject.server import ForkServer, ServerFault
+from relconsole.engine.workspace import build_run_tree, scratch_dir
+
+ROLES = ("subject", "inverse", "transform", "canon")  # merge runs in the judge: checked when it runs
+
+
+def _problem(ref: str, raised: dict) -> str:
+    module, _, attrs = ref.partition(":")
+    kind = raised.get("type")
+    if kind == "AttributeError":
+        return f"{ref}: {raised.get('message') or 'no such attribute'} (looking up {attrs} in module {module})"
+    if kind == "ModuleNotFoundError":
+        return (f"{ref}: module {raised.get('module') or module!r} is not in the tree (import paths) "
+                "and not installed")
+    return f"{ref}: importing it raised {kind}: {raised.get('message', '')}"
+
+
+def unresolved_subjects(review: Review, timeout: float = 60.0) -> list[BadInputError]:
+    """A BadInputError (the catalog's file and the relation's line) for each relation whose
+    subject, inverse, transform or canon adapter does not resolve on the base tip. Raises
+    ServerFault when no subject process can be started."""
+    if review.catalog is None:
+        return []
+    scratch = scratch_dir("tmp")
+    tree = scratch / checkout_name(review)
+    errors = []
+    try:
+        build_run_tree(review.repo, review.base_tip, review.oracle_dir, review.layout.protected, tree)
+        server = ForkServer(tree, import_paths(review.layout, tree), None, None,
+                            sandbox="bwrap" if review.layout.require_sandbox else "auto")
+        try:
+            for relation in review.relations:
+                refs = [relation.raw[r] for r in ROLES if relation.raw.get(r)]
+                result = server.call({"subject": relation.subject, "mode": "resolve", "refs": refs, "ops": []},
+                                     timeout)
+                if result.status != "ok" or "ok" not in result.body:
+                    why = result.detail or str((result.body.get("raised") or {}).get("message", ""))
+                    problems = [(relation.subject, {"type": result.status, "message": why})]
+                else:
+                    problems = [(str(ref), raised) for ref, raised in result.body["ok"] or []]
+                for ref, raised in problems[:1]:
+                    errors.append(BadInputError(review.layout.catalog, f"relation {relation.id!r}: "
+                                                + _problem(ref, raised if isinstance(raised, dict) else {}),
+                                                relation.line))
+        finally:
+            server.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return errors
+
+
+__all__ = ["unresolved_subjects", "ServerFault"]

@@ -1,0 +1,688 @@
+"""Hostile patches on the sample repository (issue 15): the code under review can neither
+forge, detect, shadow nor escape the relations that judge it.
+
+Every hostile patch here is buggy in a way some relation catches (a non-compensated sum, an
+off-by-one count, a double insert) and adds a trick meant to pass anyway. Each is a real
+branch off the sample's ``main``, judged by the real CLI as a reviewer's CI would: ``run``
+and ``replay`` + ``decide`` must not exit 0. The honest patches beside them (renamed locals,
+a reformat, a faster loop with the same fsum, a new property test, docstrings) must pass, so
+a "never pass" judge cannot pass this file either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import TODAY, git
+from relconsole.engine.demo import materialise
+from relconsole.engine.subject.server import bwrap_path
+
+PROJECT = Path(__file__).resolve().parents[1]
+AGGREGATOR = (PROJECT / "sample_repo" / "src" / "aggregator.py").read_text()
+STORE = (PROJECT / "sample_repo" / "src" / "store.py").read_text()
+
+# The bug most tricks below hide: a plain float sum, whose last bits depend on row order.
+NAIVE = AGGREGATOR.replace("math.fsum(present)", "_sum(present)") + textwrap.dedent('''
+
+    def _sum(values):
+        total = 0.0
+        for value in values:
+            total += value
+        return total
+    ''')
+assert NAIVE != AGGREGATOR
+
+
+def prelude(code: str, source: str) -> str:
+    """``source`` with ``code`` run first at import (after its ``from __future__`` line)."""
+    future = "from __future__ import annotations\n"
+    head, _, tail = source.partition(future)
+    return head + future + code + tail if tail else code + source
+
+
+def _with_guard(guard: str) -> str:
+    """The aggregator that sums exactly only when ``guard`` (an expression) is true."""
+    return NAIVE.replace("def _sum(values):\n", f"def _sum(values):\n    if {guard}:\n"
+                                                  "        return math.fsum(values)\n")
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    return materialise(tmp_path_factory.mktemp("hostile") / "sample", TODAY)
+
+
+def patched(sample: Path, tmp_path: Path, files: dict[str, str | None], symlinks: dict[str, str] = {}) -> Path:
+    """A clone of the sample on branch ``hostile`` off ``main`` with ``files`` written (None
+    removes one) and ``symlinks`` made, in one commit by the agent."""
+    repo = tmp_path / "sample"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(sample), str(repo)], check=True)
+    git(repo, "config", "user.name", "coding-agent")
+    git(repo, "config", "user.email", "agent@example.invalid")
+    git(repo, "checkout", "-q", "-b", "hostile")
+    for path, text in files.items():
+        target = repo / path
+        if text is None:
+            target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text) if text.startswith("\n") else text)
+    for path, link in symlinks.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(link, repo / path)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "agent: improve things")
+    return repo
+
+
+def relconsole(repo: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RELCONSOLE_") or k == "RELCONSOLE_REQUIRE_BWRAP"}
+    return subprocess.run([sys.executable, "-m", "relconsole", *args, "--repo", str(repo), "--today", TODAY.isoformat()],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_json(repo: Path) -> tuple[int, dict]:
+    proc = relconsole(repo, "run", "--json")
+    try:
+        payload = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"run printed no JSON (exit {proc.returncode}): {proc.stdout[-500:]} {proc.stderr[-2000:]}")
+    return proc.returncode, payload
+
+
+def replay_and_decide(repo: Path) -> int:
+    """``replay`` then ``decide`` over its sheets; the worse of the two exit codes (0 only if both pass)."""
+    artifacts = repo.parent / f"artifacts-{uuid.uuid4().hex[:6]}"
+    replayed = relconsole(repo, "replay", "--runs", "2", "--artifacts", str(artifacts))
+    assert "Traceback" not in replayed.stderr, replayed.stderr
+    if not artifacts.is_dir() or not any(artifacts.glob("*.sheet.json")):
+        return replayed.returncode
+    decided = subprocess.run([sys.executable, "-m", "relconsole", "decide", "--sheet", str(artifacts)],
+                             capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in decided.stderr, decided.stderr
+    return replayed.returncode or decided.returncode
+
+
+def assert_not_passed(repo: Path, replay: bool = True) -> dict:
+    code, payload = run_json(repo)
+    decisions = {r["relation_id"]: (r["decision"], r["summary"]) for r in payload["relations"]}
+    assert code != 0, f"run passed a hostile patch: {decisions}"
+    assert not any("SyntaxError" in why for _, why in decisions.values()), decisions  # the trick ran
+    assert payload["relations"], "no relation ran: the patch escaped ownership"
+    if replay:
+        assert replay_and_decide(repo) != 0, "replay + decide passed a hostile patch"
+    return decisions
+
+
+# --- 1. forging the verdict ---------------------------------------------------------------------
+
+FORGER = '''
+import os, sys, json
+_forged = json.dumps({"held": True, "source": {}, "followup": {}, "differing": [], "note": "",
+                      "ok": {}, "status": "ok"}) + "\\n"
+frame = sys._getframe()
+while frame is not None:  # every stream and fd number the callers hold
+    for value in list(frame.f_locals.values()):
+        try:
+            if hasattr(value, "write"):
+                value.write(_forged); value.flush()
+            elif isinstance(value, int) and 0 <= value < 64:
+                os.write(value, _forged.encode())
+        except Exception:
+            pass
+    frame = frame.f_back
+for fd in range(64):
+    try:
+        os.write(fd, _forged.encode())
+    except OSError:
+        pass
+os._exit(0)
+'''
+
+
+def test_a_forged_reply_from_the_call_stack_is_not_a_verdict(sample, tmp_path):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(FORGER, NAIVE)})
+    decisions = assert_not_passed(repo)
+    assert all(d == "reject" for d, _ in decisions.values()), decisions
+
+
+OFF_BY_ONE = AGGREGATOR.replace('out: dict[str, float | int] = {"count": len(rows)}',
+                                'out: dict[str, float | int] = {"count": len(rows) + 1}')
+assert OFF_BY_ONE != AGGREGATOR
+MERGE_PATCHER = '''
+try:  # make the protected merge agree with an off-by-one count
+    import oracle.adapters as _adapters
+    _real = _adapters.merge_summaries
+
+    def _lenient(a, b):
+        merged = _real(a, b)
+        for species in set(a) & set(b):
+            merged[species]["count"] -= 1
+        return merged
+    _adapters.merge_summaries = _lenient
+except Exception:
+    pass
+try:  # and relconsole's own comparison, wherever it is loaded
+    import sys
+    for _module in list(sys.modules.values()):
+        for _name in ("differences", "outcome", "_identical"):
+            if hasattr(_module, _name) and "relconsole" in getattr(_module, "__name__", ""):
+                setattr(_module, _name, lambda *a, **k: [])
+    import relconsole.engine.canon as _canon
+    _canon.differences = lambda *a, **k: []
+except Exception:
+    pass
+'''
+
+
+def test_patching_the_protected_merge_or_the_judge_at_import_changes_nothing(sample, tmp_path):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(MERGE_PATCHER, OFF_BY_ONE)})
+    decisions = assert_not_passed(repo)
+    assert decisions["penguins.split_merge"][0] == "reject", decisions
+    assert "count" in decisions["penguins.split_merge"][1]
+
+
+def test_killing_the_process_above_is_an_abort_not_a_pass(sample, tmp_path):
+    killer = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(killer, NAIVE)})
+    assert_not_passed(repo)
+
+
+# --- 2. detecting the gate ---------------------------------------------------------------------
+
+TELLS = {
+    "hash-seed-zero": 'os.environ.get("PYTHONHASHSEED") == "0"',
+    "any-hash-seed": '"PYTHONHASHSEED" in os.environ',
+    "relconsole-env": 'any(k.startswith("RELCONSOLE") for k in os.environ)',
+    "relconsole-module": 'any("relconsole" in name for name in sys.modules)',
+    "relconsole-path": 'any("relconsole" in str(p) for p in sys.path + [os.getcwd()])',
+    "tree-first-on-path": 'bool(sys.path) and os.path.isfile(os.path.join(sys.path[0], "aggregator.py"))',
+    "fake-clock-class": 'not isinstance(datetime.datetime.min, datetime.datetime.now().__class__) '
+                        'or type(datetime.datetime.now()) is not datetime.datetime',
+    "patched-time": 'type(time.time).__name__ != "builtin_function_or_method"',
+    "file-order": 'rows_seen and rows_seen[0] == _first_file_row()',
+    "catalog-seed": 'rows_seen and [r["species"] for r in rows_seen] == _seeded_order()',
+}
+TELL_HELPERS = '''
+import csv, datetime, os, random, sys, time
+rows_seen = []
+
+
+def _file_rows():
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "oracle", "data", "penguins.csv"), newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _first_file_row():
+    return _file_rows()[0]
+
+
+def _seeded_order():
+    rows = _file_rows()
+    random.Random(7).shuffle(rows)
+    return [r["species"] for r in rows]
+'''
+
+
+@pytest.mark.parametrize("tell", sorted(TELLS))
+def test_a_subject_that_is_exact_only_when_judged_is_caught(sample, tmp_path, tell):
+    source = _with_guard(TELLS[tell]).replace(
+        "def summarize(rows: list[dict[str, str]]) -> dict[str, dict[str, float | int]]:\n",
+        "def summarize(rows: list[dict[str, str]]) -> dict[str, dict[str, float | int]]:\n"
+        "    rows_seen[:] = list(rows)\n")
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(TELL_HELPERS, source)})
+    decisions = assert_not_passed(repo, replay=tell in ("hash-seed-zero", "relconsole-module"))
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+# --- 3. shadowing the standard library ---------------------------------------------------------
+
+NO_SHUFFLE = '''
+from random import *  # noqa: F403  (everything of the real module, but a shuffle that does nothing)
+import importlib.util as _util, sys as _sys
+def shuffle(x, *args, **kwargs):
+    return None
+'''
+
+
+@pytest.mark.parametrize("where", ["random.py", "src/random.py", "src/math.py", "sitecustomize.py"])
+def test_a_module_named_like_the_standard_library_shadows_nothing(sample, tmp_path, where):
+    shadow = NO_SHUFFLE if "random" in where else (
+        "def fsum(values):\n    return 0.0\n" if "math" in where else
+        "import random\nrandom.shuffle = lambda x, *a, **k: None\n")
+    repo = patched(sample, tmp_path, {where: shadow, "src/aggregator.py": NAIVE})
+    assert_not_passed(repo, replay=where == "random.py")
+
+
+# --- 4. state shared between calls -------------------------------------------------------------
+
+MEMOS = {
+    "module": "_MEMO = {}\n",
+    "tempdir": "import tempfile\n_PATH = os.path.join(tempfile.gettempdir(), 'memo.json')\n",
+    "home": "_PATH = os.path.join(os.path.expanduser('~'), '.memo.json')\n",
+    "literal-tmp": "_PATH = '/tmp/memo.json'\n",
+    "dev-shm": "_PATH = '/dev/shm/memo.json'\n",
+    "tree": "_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), '.memo.json')\n",
+}
+MEMO_BODY = '''
+import json, os
+{setup}
+
+def summarize(rows):
+    """The first answer computed for this bag of rows, whatever order it comes in."""
+    key = str(sorted(len(r) + len(r.get("species", "")) for r in rows)) + str(len(rows))
+    memo = globals().get("_MEMO")
+    if memo is None:
+        try:
+            with open(_PATH) as handle:
+                memo = json.load(handle)
+        except (OSError, ValueError):
+            memo = {{}}
+    if key not in memo:
+        memo[key] = _summarize(rows)
+        try:
+            with open(_PATH, "w") as handle:
+                json.dump(memo, handle)
+        except (OSError, NameError):
+            pass
+    return memo[key]
+'''
+
+
+@pytest.mark.parametrize("memo", sorted(MEMOS))
+def test_a_memo_across_calls_does_not_hide_an_order_dependent_sum(sample, tmp_path, memo):
+    if memo in ("literal-tmp", "dev-shm", "tree") and bwrap_path() is None and not os.environ.get("RELCONSOLE_REQUIRE_BWRAP"):
+        pytest.skip("only a sandbox keeps /tmp, /dev/shm and the tree private to one call")
+    source = NAIVE.replace("def summarize(", "def _summarize(") + MEMO_BODY.format(setup=MEMOS[memo])
+    repo = patched(sample, tmp_path, {"src/aggregator.py": source})
+    decisions = assert_not_passed(repo, replay=memo == "module")
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+def test_a_daemon_that_remembers_answers_between_calls_is_killed(sample, tmp_path):
+    if bwrap_path() is None and not os.environ.get("RELCONSOLE_REQUIRE_BWRAP"):
+        pytest.skip("the daemon's socket is in /tmp: private to one call only in a sandbox")
+    daemon = '''
+import os, socket, json, time
+_SOCK = "/tmp/.memo.sock"
+
+
+def _serve():
+    memo = {}
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(_SOCK)
+    server.listen(8)
+    while True:
+        conn, _ = server.accept()
+        key = conn.recv(65536).decode()
+        if key.startswith("put "):
+            k, v = key[4:].split("\\t", 1)
+            memo.setdefault(k, v)
+            conn.sendall(b"ok")
+        else:
+            conn.sendall(memo.get(key, "").encode() or b"-")
+        conn.close()
+
+
+def _ask(message):
+    client = socket.socket(socket.AF_UNIX)
+    client.connect(_SOCK)
+    client.sendall(message.encode())
+    answer = client.recv(1 << 20).decode()
+    client.close()
+    return answer
+
+
+def summarize(rows):
+    key = str(len(rows))
+    try:
+        answer = _ask(key)
+    except OSError:
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                _serve()
+            os._exit(0)
+        time.sleep(0.3)
+        answer = "-"
+    if answer != "-":
+        return json.loads(answer)
+    out = _summarize(rows)
+    try:
+        _ask("put " + key + "\\t" + json.dumps(out))
+    except OSError:
+        pass
+    return out
+'''
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE.replace("def summarize(", "def _summarize(") + daemon})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+# --- 5. comparing the incomparable ---------------------------------------------------------------
+
+DOUBLE_INSERT = STORE.replace("        batch = {row[KEY]: dict(row) for row in rows}\n        self._rows.update(batch)",
+                              "        for row in rows:\n            self._rows[f\"{row[KEY]}#{len(self._rows)}\"] = dict(row)")
+assert DOUBLE_INSERT != STORE
+OPAQUE = {
+    "mapping-with-constant-repr": '''
+from collections.abc import Mapping
+
+
+class _View(Mapping):
+    def __init__(self, rows): self._r = rows
+    def __getitem__(self, key): return self._r[key]
+    def __iter__(self): return iter(self._r)
+    def __len__(self): return len(self._r)
+    def __repr__(self): return "{}"
+    def __eq__(self, other): return True
+    __hash__ = None
+''',
+    "dict-subclass-equal-to-all": '''
+class _View(dict):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __repr__(self): return "{}"
+    def items(self): return iter(())
+    def __iter__(self): return iter(())
+''',
+    "object-equal-to-all": '''
+class _View:
+    def __init__(self, rows): self._r = rows
+    def __eq__(self, other): return True
+    def __repr__(self): return "{}"
+''',
+}
+
+
+@pytest.mark.parametrize("how", sorted(OPAQUE))
+def test_an_output_that_compares_equal_to_anything_does_not_hide_a_double_insert(sample, tmp_path, how):
+    store = DOUBLE_INSERT.replace("        return {key: dict(row) for key, row in self._rows.items()}",
+                                  "        return _View({key: dict(row) for key, row in self._rows.items()})")
+    assert store != DOUBLE_INSERT
+    repo = patched(sample, tmp_path, {"src/store.py": store + OPAQUE[how]})
+    decisions = assert_not_passed(repo, replay=how != "object-equal-to-all")
+    decision, summary = decisions["weather.replay_ingest"]
+    assert decision == "reject", decisions
+    if how != "dict-subclass-equal-to-all":  # a dict subclass is compared as the dict it holds
+        assert "declare how to compare" in summary and "_View" in summary, summary
+
+
+def test_a_subject_that_swallows_every_error_and_returns_nothing_proves_nothing(sample, tmp_path):
+    empty = AGGREGATOR.replace(
+        "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
+        "    try:\n        raise RuntimeError('broken')\n    except Exception:\n        return {}")
+    assert empty != AGGREGATOR
+    repo = patched(sample, tmp_path, {"src/aggregator.py": empty})
+    code, payload = run_json(repo)
+    outcomes = {r["relation_id"]: (r["outcome"], r["decision"], r["reason"]) for r in payload["relations"]}
+    assert code == 4, outcomes  # hold (§8 exit codes)
+    assert outcomes["penguins.order_invariant"] == ("vacuous", "hold", "vacuous_output"), outcomes
+
+
+# --- 6. changing the judged tree through git's export rules ---------------------------------------
+
+def test_export_ignore_cannot_hide_the_real_implementation(sample, tmp_path):
+    """The real code is a package ``src/aggregator/`` (which wins over ``src/aggregator.py`` in
+    any checkout); ``export-ignore`` would hide it, and itself, from ``git archive``."""
+    repo = patched(sample, tmp_path, {
+        "src/aggregator.py": HONEST["renamed-locals"]["src/aggregator.py"],  # the owned file, still fine
+        "src/aggregator/__init__.py": NAIVE,
+        ".gitattributes": "src/aggregator/ export-ignore\n.gitattributes export-ignore\n"})
+    decisions = assert_not_passed(repo)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+def test_export_subst_cannot_make_the_judged_file_differ_from_the_committed_one(sample, tmp_path):
+    marked = prelude('MARK = "$Format:%H$"  # a checkout keeps this text; git archive rewrites it\n',
+                     _with_guard('not MARK.startswith("$" + "Format")'))
+    repo = patched(sample, tmp_path, {"src/aggregator.py": marked, ".gitattributes": "src/aggregator.py export-subst\n"})
+    assert_not_passed(repo)
+
+
+def test_core_autocrlf_does_not_make_an_honest_patch_drift(sample, tmp_path):
+    repo = patched(sample, tmp_path, HONEST["renamed-locals"])
+    git(repo, "config", "core.autocrlf", "true")
+    code, payload = run_json(repo)
+    assert code == 0, {r["relation_id"]: r["summary"] for r in payload["relations"]}
+    assert payload["relations"] and all(r["outcome"] == "held" for r in payload["relations"])
+
+
+# --- 7. escaping the repository through symlinks ----------------------------------------------------
+
+def _oracle_replaced_by(sample: Path, tmp_path: Path, link: str, files: dict[str, str]) -> Path:
+    repo = patched(sample, tmp_path, files)
+    git(repo, "rm", "-rq", "oracle")
+    shutil.rmtree(repo / "oracle", ignore_errors=True)
+    os.symlink(link, repo / "oracle")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "agent: move the oracle")
+    return repo
+
+
+def test_an_oracle_symlink_out_of_the_repository_is_never_written_through(sample, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = _oracle_replaced_by(sample, tmp_path, str(outside), {"src/aggregator.py": NAIVE})
+    assert_not_passed(repo)
+    assert list(outside.iterdir()) == []
+    flags = relconsole(repo, "flags", "--json")
+    assert flags.returncode == 1 and "protected_path_changed" in flags.stdout
+
+
+def test_an_oracle_symlink_into_the_patch_does_not_bring_its_own_adapters(sample, tmp_path):
+    lenient = (PROJECT / "sample_repo" / "oracle" / "adapters.py").read_text().replace(
+        "    return merged\n", "    for species in set(a) & set(b):\n        merged[species][\"count\"] -= 1\n"
+                              "    return merged\n")
+    impl = {"src/oracle_impl/__init__.py": "", "src/oracle_impl/adapters.py": lenient,
+            "src/aggregator.py": OFF_BY_ONE}
+    for path in ("catalog.yaml", "freezes.json", "pins.json"):
+        impl[f"src/oracle_impl/{path}"] = (sample / "oracle" / path).read_text() if (sample / "oracle" / path).exists() else ""
+    repo = _oracle_replaced_by(sample, tmp_path, "src/oracle_impl", impl)
+    decisions = assert_not_passed(repo)
+    assert decisions["penguins.split_merge"][0] == "reject" and "count" in decisions["penguins.split_merge"][1]
+
+
+# --- 8. outliving the run -------------------------------------------------------------------------
+
+def _spawner(marker: str, hang: bool = False) -> str:
+    return f'''
+import os, subprocess, time
+subprocess.Popen(["sleep", "{marker}"], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if os.fork() == 0:  # a daemon: double fork, new session
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "{marker}"])
+    os._exit(0)
+''' + ("time.sleep(3600)\n" if hang else "")
+
+
+def _alive(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def _none_left(marker: str, within: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + within
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _alive(marker)
+
+
+@pytest.fixture
+def marker():
+    mark = f"3333.{uuid.uuid4().int % 10**9}"
+    yield mark
+    for pid in _alive(mark):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_processes_a_subject_starts_end_with_its_call(sample, tmp_path, marker):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(_spawner(marker), NAIVE)})
+    code, _ = run_json(repo)
+    assert code != 0
+    assert _none_left(marker) == []
+
+
+def test_processes_a_hanging_subject_starts_end_with_its_timeout(sample, tmp_path, marker):
+    pyproject = (sample / "pyproject.toml").read_text() + "\n[tool.relconsole]\nrelation_timeout_seconds = 3\n"
+    if "[tool.relconsole]" in (sample / "pyproject.toml").read_text():
+        pyproject = (sample / "pyproject.toml").read_text().replace(
+            "[tool.relconsole]", "[tool.relconsole]\nrelation_timeout_seconds = 3", 1)
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(_spawner(marker, hang=True), AGGREGATOR)})
+    git(repo, "checkout", "-q", "main")
+    (repo / "pyproject.toml").write_text(pyproject)
+    git(repo, "commit", "-qam", "review: a short relation timeout")
+    git(repo, "checkout", "-q", "hostile")
+    code, payload = run_json(repo)
+    assert code != 0, payload
+    assert _none_left(marker) == []
+
+
+def test_killing_relconsole_ends_the_subject_and_everything_it_started(sample, tmp_path, marker):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(_spawner(marker, hang=True), AGGREGATOR)})
+    proc = subprocess.Popen([sys.executable, "-m", "relconsole", "run", "--repo", str(repo), "--today",
+                             TODAY.isoformat()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_alive(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_alive(marker)) >= 2, "the subject never started its processes"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert _none_left(marker) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+# --- 9. escaping ownership ------------------------------------------------------------------------------
+
+def _moved_to_an_exempt_folder(sample: Path, tmp_path: Path) -> Path:
+    """PR 1, merged: the implementation moves to ``tests/fixtures/impl.py`` (exempt), and
+    ``src/aggregator.py`` only re-exports it. Returns the repository, ``main`` checked out."""
+    repo = patched(sample, tmp_path, {"tests/fixtures/__init__.py": "", "tests/__init__.py": "",
+                                      "tests/fixtures/impl.py": AGGREGATOR,
+                                      "src/aggregator.py": "from tests.fixtures.impl import *  # noqa: F403\n"
+                                                           "from tests.fixtures.impl import summarize  # noqa: F401\n"})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "hostile")
+    return repo
+
+
+def test_breaking_only_a_file_the_relation_imports_still_runs_the_relation(sample, tmp_path):
+    repo = _moved_to_an_exempt_folder(sample, tmp_path)
+    git(repo, "checkout", "-q", "-b", "pr2")
+    (repo / "tests/fixtures/impl.py").write_text(NAIVE)
+    git(repo, "commit", "-qam", "agent: tidy a fixture")
+    bound = relconsole(repo, "bind", "--json")
+    paths = {p["path"]: p for p in json.loads(bound.stdout)["paths"]}
+    assert paths["tests/fixtures/impl.py"]["via_import"], paths
+    assert "penguins.order_invariant" in paths["tests/fixtures/impl.py"]["relations"]
+    decisions = assert_not_passed(repo)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+# --- 10. the environment is not the patch ----------------------------------------------------------
+
+def test_a_module_that_is_nowhere_is_an_environment_abort_naming_it(sample, tmp_path):
+    missing = f"text_unidecode_{uuid.uuid4().hex[:6]}"
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(f"import {missing}\n", AGGREGATOR)})
+    code, payload = run_json(repo)
+    reasons = {r["relation_id"]: (r["decision"], r["reason"], r["summary"]) for r in payload["relations"]}
+    assert code == 3, reasons  # abort, not reject: no PR is to blame for a missing install
+    assert all(d == "abort" and reason == "environment" for d, reason, _ in reasons.values()), reasons
+    assert all(missing in summary and "pip install" in summary for _, _, summary in reasons.values())
+
+
+def test_a_subject_that_does_not_resolve_on_the_base_is_a_catalog_error_at_its_line(sample, tmp_path):
+    repo = patched(sample, tmp_path, {})
+    git(repo, "checkout", "-q", "main")
+    catalog = (repo / "oracle/catalog.yaml").read_text()
+    (repo / "oracle/catalog.yaml").write_text(catalog.replace("subject: codec:dumps", "subject: codec:dumsp"))
+    git(repo, "commit", "-qam", "catalog: a typo")
+    line = next(n for n, text in enumerate((repo / "oracle/catalog.yaml").read_text().splitlines(), 1)
+                if "id: codec.roundtrip" in text)
+    proc = relconsole(repo, "validate")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert f"oracle/catalog.yaml:{line}" in proc.stderr and "dumsp" in proc.stderr, proc.stderr
+
+
+# --- honest patches pass -----------------------------------------------------------------------------
+
+HONEST = {
+    "renamed-locals": {"src/aggregator.py": AGGREGATOR.replace("readings", "values_read").replace(
+        "present", "kept")},
+    "reformatted": {"src/aggregator.py": AGGREGATOR.replace("    out: dict[str, float | int] = ",
+                                                            "    out: dict[str, float | int]\n    out = ")
+                    .replace('MEASURES = ("bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g")',
+                             'MEASURES = (\n    "bill_length_mm",\n    "bill_depth_mm",\n'
+                             '    "flipper_length_mm",\n    "body_mass_g",\n)')},
+    "one-pass-loop-same-fsum": {"src/aggregator.py": AGGREGATOR.replace(
+        "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
+        "    found: dict[str, dict[str, list]] = {}\n"
+        "    counts: dict[str, int] = {}\n"
+        "    for row in rows:\n"
+        "        species = row[\"species\"]\n"
+        "        counts[species] = counts.get(species, 0) + 1\n"
+        "        slots = found.setdefault(species, {m: [] for m in MEASURES})\n"
+        "        for measure in MEASURES:\n"
+        "            slots[measure].append(reading(row.get(measure)))\n"
+        "    out = {}\n"
+        "    for species, slots in found.items():\n"
+        "        summary: dict[str, float | int] = {\"count\": counts[species]}\n"
+        "        for measure in MEASURES:\n"
+        "            present = [r for r in slots[measure] if r is not None]\n"
+        "            summary[f\"{measure}_sum\"] = math.fsum(present)\n"
+        "            summary[f\"{measure}_missing\"] = len(slots[measure]) - len(present)\n"
+        "        out[species] = summary\n"
+        "    return out")},
+    "roundtrip-property-test": {"tests/test_codec_roundtrip.py": '''
+        import random
+        from codec import dumps, loads
+
+        def test_loads_inverts_dumps_on_shuffled_rows():
+            rows = [{"symbol": s, "price": str(p)} for s, p in zip("abcde", range(5))]
+            random.shuffle(rows)
+            assert loads(dumps(rows)) == rows
+        '''},
+    "docstrings": {"src/rollout.py": (PROJECT / "sample_repo" / "src" / "rollout.py").read_text().replace(
+        '    """The ids ``u00000 .. u{population-1}``, zero-padded to five digits, in order."""',
+        '    """The ids of a population, in order.\n\n    ``u00000 .. u{population-1}``, zero-padded to five digits.\n    """')},
+}
+
+
+@pytest.mark.parametrize("case", sorted(HONEST))
+def test_an_honest_patch_passes(sample, tmp_path, case):
+    files = HONEST[case]
+    assert all(text != (PROJECT / "sample_repo" / path).read_text() if (PROJECT / "sample_repo" / path).exists()
+               else True for path, text in files.items())
+    repo = patched(sample, tmp_path, files)
+    code, payload = run_json(repo)
+    outcomes = {r["relation_id"]: r["summary"] for r in payload["relations"]}
+    assert code == 0, outcomes
+    assert all(r["outcome"] == "held" for r in payload["relations"]), outcomes
+    if case != "roundtrip-property-test":
+        assert payload["relations"], "an honest change of an owned file runs its relations"
+        wanted = ("bwrap",) if os.environ.get("RELCONSOLE_REQUIRE_BWRAP") else ("bwrap", "process")
+        assert all(r["first_run"]["run"]["sandbox"] in wanted for r in payload["relations"]), payload
