@@ -62,6 +62,8 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
         return "·", Text("not run" if touched else "untouched", "dim")
     if result.outcome == "blocked":
         return "⊘", Text("BLOCKED", "bold red")
+    if result.outcome == "vacuous":  # held only on empty outputs: proved nothing (§7)
+        return "∅", Text("VACUOUS", "bold yellow")
     text = Text("MISSED", "bold red") if result.outcome == "missed" else Text("held", "green")
     if result.reruns:
         text.append(f" {result.rerun_passes}/{len(result.reruns)} reruns (need {result.freeze.pass_needed})",
