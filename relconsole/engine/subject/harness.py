@@ -416,7 +416,11 @@ def child(call, init, base, result_fd):
             except (OverflowError, RecursionError, ValueError) as exc:
                 body = {"unencodable": f"(output: {exc})"}
         body["imported"] = _imported(init["root"])
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except (ValueError, RecursionError, OverflowError, UnicodeError) as exc:  # a 5,000-digit int, a lone surrogate
+            data = json.dumps({"unencodable": f"(output: {type(exc).__name__}: {str(exc)[:200]})",
+                               "imported": body["imported"]}).encode("utf-8")
         view = memoryview(data)
         while view:
             view = view[os.write(result_fd, view[: 1 << 20]):]
@@ -582,7 +586,7 @@ def serve_call(call, init, base, timeout):
         if not chunk:
             break
         size += len(chunk)
-        if size > MAX_BYTES:
+        if size > init.get("max_bytes", MAX_BYTES):
             status = "over_cap"
             break
         chunks.append(chunk)

@@ -226,14 +226,16 @@ class ForkServer:
     ``process``; ``checkout``: where the tree appears inside the sandbox (default
     ``/src/<tree folder's name>``, a plain checkout path, so the subject's working folder
     says nothing of relconsole's scratch). Raises ServerFault when the server cannot start or
-    read the input. ``extra_env``: variables the subject gets besides its own few.
+    read the input. ``extra_env``: variables the subject gets besides its own few;
+    ``max_bytes``: the cap on one call's result (bytes).
     """
 
     def __init__(self, root: Path, import_paths: list[str], input_kind: str | None, input_path: Path | None,
                  clock: str | None = None, oracle_roots: list[str] = (), sandbox: str = "auto",
                  hashseed: int | None = None, checkout: str | None = None,
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None, max_bytes: int = harness.MAX_BYTES):
         self.root = Path(root)
+        self.max_bytes = max_bytes
         self.checkout = Path(checkout) if checkout else self.root
         self.hashseed = hashseed or draw_hashseed()
         self.scratch = Path(tempfile.mkdtemp(prefix="py-"))
@@ -267,7 +269,7 @@ class ForkServer:
                 "skip_pth": own_pth_files(dirs), "scratch": str(self.scratch / "run"),
                 "input_kind": input_kind, "input": inside(input_path) if input_path else None,
                 "oracle_roots": list(oracle_roots), "parent": None if bwrap else os.getpid(),
-                "sandboxed": bool(bwrap)}
+                "sandboxed": bool(bwrap), "max_bytes": self.max_bytes}
         self._write(init)
         ready = self._header(time.monotonic() + 600)
         if ready is None or ready.get("status") != "ready":
@@ -356,7 +358,7 @@ class ForkServer:
         if header is None:
             raise ServerFault(f"the subject's server did not answer within {timeout:g} s")
         size = header.get("size", 0)
-        if not isinstance(size, int) or size < 0 or size > harness.MAX_BYTES:
+        if not isinstance(size, int) or size < 0 or size > self.max_bytes:
             raise ServerFault("the subject's server sent a result size that is not one")
         payload = self._payload(size, deadline)
         seconds = float(header.get("seconds") or 0.0)
@@ -366,7 +368,8 @@ class ForkServer:
         if status == "timeout":
             return CallResult("timeout", detail=f"no result within {timeout:g} s", seconds=seconds)
         if status == "over_cap":
-            return CallResult("over_cap", detail=f"the result is over {harness.MAX_BYTES >> 20} MiB", seconds=seconds)
+            return CallResult("over_cap", detail=f"the result is over the cap of {self.max_bytes:,} bytes",
+                              seconds=seconds)
         how = (f"killed by {_signal_name(header['signal'])}" if "signal" in header
                else f"exit {header.get('exit')}")
         tail = str(header.get("stderr") or "")

@@ -1,0 +1,202 @@
+"""The subject's fork server and its wire format (SPEC §7), without a repository.
+
+The wire format is a relation of its own: decode(encode(v)) is v for every value of the
+types it carries, and two values of different types never decode alike. The server's
+answers to a subject that misbehaves (garbage on the pipe, output over the cap, closed
+descriptors, an early exit, a generator, a nest too deep) are each a result status with a
+reason, never an output the judge would compare.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import math
+import textwrap
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relconsole.engine.subject import harness
+from relconsole.engine.subject.server import ForkServer
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.text(max_size=8),
+                    st.floats(allow_nan=False), st.binary(max_size=8),
+                    st.decimals(allow_nan=False, allow_infinity=False, places=3),
+                    st.dates(), st.datetimes())
+hashables = st.one_of(st.none(), st.booleans(), st.integers(-100, 100), st.text(max_size=4),
+                      st.tuples(st.integers(0, 3), st.text(max_size=2)))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.tuples(inner, inner), st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    st.dictionaries(hashables, inner, max_size=3), st.frozensets(hashables, max_size=3),
+    st.sets(hashables, max_size=3)), max_leaves=12)
+
+
+def typed(value):
+    """``value`` with every node's exact type beside it: equal only when types agree too."""
+    if isinstance(value, dict):
+        return ("dict", sorted(((repr(typed(k)), typed(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [typed(v) for v in value])
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__, sorted((repr(typed(v)) for v in value)))
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=300)
+@given(values)
+def test_decoding_what_was_encoded_gives_the_value_back_with_its_types(value):
+    assert typed(harness.decode(harness.encode(value))) == typed(value)
+
+
+@given(st.integers(-1000, 1000))
+def test_an_int_a_float_a_string_and_a_bool_never_decode_alike(n):
+    forms = [n, float(n), str(n), [n], (n,), {n}, frozenset({n})] + ([bool(n)] if n in (0, 1) else [])
+    decoded = [typed(harness.decode(harness.encode(v))) for v in forms]
+    assert len({repr(d) for d in decoded}) == len(forms)
+
+
+@given(st.text(max_size=6), st.integers())
+def test_a_key_that_looks_like_a_tag_stays_a_key(suffix, n):
+    value = {harness.TAG + suffix: n, "plain": [n]}
+    assert harness.decode(harness.encode(value)) == value
+
+
+class Colour(enum.Enum):
+    RED = 1
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: float
+
+
+Pair = namedtuple("Pair", "a b")
+
+
+def test_records_keep_their_type_and_fields():
+    for value in (Colour.RED, Point(1, 2.5), Pair(1, "b")):
+        decoded = harness.decode(harness.encode(value))
+        assert isinstance(decoded, harness.Record) and decoded.type.endswith(type(value).__qualname__)
+        assert decoded == harness.decode(harness.encode(value))
+    assert harness.decode(harness.encode(Point(1, 2.5))) != harness.decode(harness.encode(Point(1, 2.0)))
+
+
+@pytest.mark.parametrize("value", [iter([1]), object(), (x for x in [1]), type("M", (), {})()])
+def test_a_value_of_another_type_is_refused_by_its_type_name(value):
+    with pytest.raises(harness.Unencodable) as caught:
+        harness.encode(value)
+    assert type(value).__name__ in caught.value.args[0]
+
+
+def test_garbage_is_not_a_value():
+    for data in (b"", b"{", b"[1,", b'{"\\u0000t": 5}', b'{"\\u0000zz": []}', b'{"\\u0000b": "not base64!"}'):
+        with pytest.raises(ValueError):
+            harness.decode(data)
+
+
+MISBEHAVING = """
+import os, sys, json
+
+def fine(x):
+    return {"n": len(x), "nan": float("nan"), "big": 10 ** 40}
+
+def chatty(x):
+    print("noise")
+    sys.stdout.write('{"ok": 1}\\n')
+    os.write(1, b'{"ok": 2}')
+    os.write(2, b"on stderr")
+    return len(x)
+
+def huge(x):
+    return "x" * 100_000
+
+def deep(x):
+    value = []
+    for _ in range(500):
+        value = [value]
+    return value
+
+def giant_int(x):
+    return 10 ** 5000
+
+def generator(x):
+    return (v for v in x)
+
+def closes_everything(x):
+    os.closerange(0, 4096)
+    return 1
+
+def exits_early(x):
+    os._exit(0)
+
+def exits_with_status(x):
+    sys.exit(3)
+
+def garbage(x):
+    fd = next(int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2 and os.path.exists(f"/proc/self/fd/{n}")
+              and os.readlink(f"/proc/self/fd/{n}").startswith("pipe:"))
+    os.write(fd, b'{"held": true}')
+    os._exit(0)
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tree = tmp_path_factory.mktemp("harness")
+    (tree / "bad.py").write_text(textwrap.dedent(MISBEHAVING))
+    forked = ForkServer(tree, [str(tree)], None, None, max_bytes=50_000)
+    yield forked
+    forked.close()
+
+
+def call(server, name):
+    return server.call({"subject": f"bad:{name}", "ops": [["value", "[1,2,3]"]], "seed": 1}, 30)
+
+
+def test_a_plain_output_comes_back_as_data(server):
+    result = call(server, "fine")
+    assert result.status == "ok"
+    out = result.body["ok"]
+    assert out["n"] == 3 and math.isnan(out["nan"]) and out["big"] == 10 ** 40
+
+
+def test_printing_anywhere_does_not_reach_the_result(server):
+    result = call(server, "chatty")
+    assert (result.status, result.body.get("ok")) == ("ok", 3)
+
+
+@pytest.mark.parametrize("name,status,says", [
+    ("huge", "over_cap", "cap"), ("closes_everything", "died", "exit"), ("exits_early", "garbage", "not JSON"),
+    ("garbage", "garbage", "not a result"),
+])
+def test_a_misbehaving_call_is_a_status_with_a_reason(server, name, status, says):
+    result = call(server, name)
+    assert result.status == status and says in result.detail, result
+    assert "ok" not in result.body
+
+
+@pytest.mark.parametrize("name,says", [("deep", "deeper"), ("giant_int", "ValueError"), ("generator", "generator")])
+def test_an_output_it_cannot_carry_is_refused_with_a_reason(server, name, says):
+    result = call(server, name)
+    assert result.status == "ok" and says in result.body["unencodable"], result
+
+
+def test_sys_exit_is_an_exception_of_the_call(server):
+    result = call(server, "exits_with_status")
+    assert result.status == "ok" and result.body["raised"]["type"] == "SystemExit"
+
+
+def test_the_server_still_answers_after_every_misbehaviour(server):
+    assert call(server, "fine").status == "ok"
+
+
+def test_a_decoded_date_is_a_real_date():
+    assert type(harness.decode(harness.encode(dt.date(2026, 1, 1)))) is dt.date
+    assert type(harness.decode(harness.encode(decimal.Decimal("1.10")))) is decimal.Decimal
