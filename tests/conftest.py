@@ -7,8 +7,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from relconsole.engine.demo import materialise
+
+# No property test may fail for being slow: the machine's load is not the product's behaviour.
+settings.register_profile("relconsole", deadline=None)
+settings.load_profile("relconsole")
 
 TODAY = dt.date(2026, 11, 30)
 

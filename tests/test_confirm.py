@@ -302,7 +302,7 @@ def test_the_cli_aborts_when_another_holder_has_the_workspace(tmp_path, capsys):
     with open_store(url, ".") as store:
         store.acquire("busy", "other@ci", 60)
     code = cli.main(["confirm", "orders.qty_permutation", "--repo", str(repo), "--base", "main",
-                     "--lease-url", url, "--workspace", "busy", "--json"])
+                     "--lease-url", url, "--workspace", "busy", "--json", "--today", TODAY.isoformat()])
     assert code == EXIT_ABORT
     assert json.loads(capsys.readouterr().out)["error"]["holder"] == "other@ci"
 
