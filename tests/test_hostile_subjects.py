@@ -211,6 +211,11 @@ TELLS = {
                         'or type(datetime.datetime.now()) is not datetime.datetime',
     "patched-time": 'type(time.time).__name__ != "builtin_function_or_method"',
     "file-order": 'rows_seen and rows_seen[0] == _first_file_row()',
+    "not-file-order": 'rows_seen and [r["species"] for r in rows_seen] != [r["species"] for r in _file_rows()]',
+    "harness-main": 'hasattr(sys.modules["__main__"], "serve_call") or sys.argv[0].endswith("main.py")',
+    "exec-environ": 'any(t in open("/proc/self/environ", "rb").read() for t in (b"FAKETIME", b"PYTHONHASHSEED", b"LD_PRELOAD"))',
+    "parent-cmdline": 'b"main.py" in open(f"/proc/{os.getppid()}/cmdline", "rb").read() '
+                      'or b"bwrap" in open("/proc/1/cmdline", "rb").read()',
     "catalog-seed": 'rows_seen and [r["species"] for r in rows_seen] == _seeded_order()',
 }
 TELL_HELPERS = '''
@@ -274,6 +279,7 @@ MEMOS = {
     "literal-tmp": "_PATH = '/tmp/memo.json'\n",
     "dev-shm": "_PATH = '/dev/shm/memo.json'\n",
     "tree": "_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), '.memo.json')\n",
+    "server-scratch": "_PATH = os.path.join(os.path.dirname(os.path.dirname(os.environ['HOME'])), '.memo.json')\n",
 }
 MEMO_BODY = '''
 import json, os
@@ -302,7 +308,7 @@ def summarize(rows):
 
 @pytest.mark.parametrize("memo", sorted(MEMOS))
 def test_a_memo_across_calls_does_not_hide_an_order_dependent_sum(sample, tmp_path, memo):
-    if memo in ("literal-tmp", "dev-shm", "tree") and bwrap_path() is None and not os.environ.get("RELCONSOLE_REQUIRE_BWRAP"):
+    if memo in ("literal-tmp", "dev-shm", "tree", "server-scratch") and bwrap_path() is None and not os.environ.get("RELCONSOLE_REQUIRE_BWRAP"):
         pytest.skip("only a sandbox keeps /tmp, /dev/shm and the tree private to one call")
     source = NAIVE.replace("def summarize(", "def _summarize(") + MEMO_BODY.format(setup=MEMOS[memo])
     repo = patched(sample, tmp_path, {"src/aggregator.py": source})
@@ -368,6 +374,84 @@ def summarize(rows):
     repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE.replace("def summarize(", "def _summarize(") + daemon})
     decisions = assert_not_passed(repo, replay=False)
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+SYSV_MEMO = '''
+import ctypes, json
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+
+
+def summarize(rows):
+    """The first answer any call stored in a System V shared memory segment (not a file)."""
+    segment = _libc.shmget(0x5EED, 1 << 20, 0o1000 | 0o600)
+    base = _libc.shmat(segment, None, 0)
+    size = ctypes.c_uint32.from_address(base).value
+    if size:
+        return json.loads(ctypes.string_at(base + 4, size))
+    out = _summarize(rows)
+    data = json.dumps(out).encode()
+    ctypes.memmove(base + 4, data, len(data))
+    ctypes.c_uint32.from_address(base).value = len(data)
+    return out
+'''
+
+
+def test_a_memo_in_system_v_shared_memory_does_not_outlive_its_call(sample, tmp_path):
+    if bwrap_path() is None and not os.environ.get("RELCONSOLE_REQUIRE_BWRAP"):
+        pytest.skip("only a sandbox has an IPC namespace of its own to empty between calls")
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE.replace("def summarize(", "def _summarize(") + SYSV_MEMO})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+FRAME_FORGER = '''
+import json, os
+
+
+def _forge(out):
+    """Write server frames carrying ``out`` straight into the server's channel to the judge."""
+    body = json.dumps({"ok": out, "imported": ["src/aggregator.py"]}).encode()
+    frame = json.dumps({"status": "ok", "seconds": 0.01, "exit": 0, "id": None, "size": len(body)}).encode()
+    for fd_path in (f"/proc/{os.getppid()}/fd/1", f"/proc/{os.getppid()}/fd/0"):
+        try:
+            fd = os.open(fd_path, os.O_WRONLY)
+        except OSError:
+            continue
+        for _ in range(12):
+            os.write(fd, frame + b"\\n" + body)
+
+
+def summarize(rows):
+    out = _summarize(rows)
+    _forge(out)
+    return out
+'''
+
+
+def test_frames_written_into_the_server_s_channel_are_not_read_as_results(sample, tmp_path):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE.replace("def summarize(", "def _summarize(")
+                                      + FRAME_FORGER})
+    decisions = assert_not_passed(repo)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+def test_a_flood_of_unreaped_children_is_the_subject_s_miss_not_an_environment_fault(sample, tmp_path):
+    flood = "import os\nfor _ in range(1500):\n    if os.fork() == 0:\n        os._exit(0)\n"
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(flood, NAIVE)})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
+def test_nested_empty_outputs_are_vacuous_too(sample, tmp_path):
+    nested = AGGREGATOR.replace(
+        "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
+        "    return {species: {} for species in by_species(rows)}")
+    assert nested != AGGREGATOR
+    repo = patched(sample, tmp_path, {"src/aggregator.py": nested})
+    code, payload = run_json(repo)
+    outcomes = {r["relation_id"]: (r["outcome"], r["decision"]) for r in payload["relations"]}
+    assert code == 4 and outcomes["penguins.order_invariant"] == ("vacuous", "hold"), outcomes
 
 
 # --- 5. comparing the incomparable ---------------------------------------------------------------

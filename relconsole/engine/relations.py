@@ -111,8 +111,20 @@ class Check:
         return Outcome(not diff, a, b, [path_text(p) for p in diff], note)
 
 
-def _empty(value: Any) -> bool:
-    return value is None or (isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value)
+def _empty(value: Any, depth: int = 0) -> bool:
+    """True when ``value`` carries nothing: None, NaN, an empty string or container, or a
+    container of nothing but such values at every level (``{"Adelie": {}}``)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    if isinstance(value, (str, bytes)):
+        return not value
+    if depth > 50:
+        return False
+    if isinstance(value, dict):
+        return all(_empty(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(_empty(v, depth + 1) for v in value)
+    return False
 
 
 def _first_miss(outcomes) -> Outcome:
@@ -137,11 +149,15 @@ def _rows(x: Any, kind: str) -> list:
 
 
 def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Outcome:
-    """Source and follow-ups are all random orders of ``x``: "the corpus order" is neither."""
+    """The input's own order and ``shuffles`` random ones, in an order drawn from ``rng``; the
+    first of them is the source. So neither "the corpus order" nor "a shuffle" tells a call
+    whether it is the source, and a subject exact only off the corpus order is compared with it."""
     check = Check(rel)
     shuffles = int((rel.get("params") or {}).get("shuffles", 6))
     rows = _rows(x, "permutation")
-    out = calls.run({f"order {n}": {"ops": [["order", _order(len(rows), rng)]]} for n in range(shuffles + 1)})
+    orders = [list(range(len(rows)))] + [_order(len(rows), rng) for _ in range(shuffles)]
+    rng.shuffle(orders)
+    out = calls.run({f"order {n}": {"ops": [["order", order]]} for n, order in enumerate(orders)})
     base = out["order 0"]
     return _first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}")
                        for n in range(1, shuffles + 1))

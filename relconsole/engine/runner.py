@@ -13,7 +13,9 @@ import json
 import os
 import queue
 import select
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -148,7 +150,6 @@ def _request(plan: RunPlan, seed: int) -> dict:
             "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
 
 
-SCRATCH = tempfile.gettempdir()
 
 
 class Worker:
@@ -164,14 +165,23 @@ class Worker:
         self.stderr = None
         self.buffer = b""
         self.mark = 0
+        self.scratch: str | None = None
+        self.channel: socket.socket | None = None
 
     def _start(self) -> None:
         self.stderr = tempfile.TemporaryFile()
         self.buffer = b""
-        # -P and a neutral working folder: the tree is never on the judge's sys.path
-        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "relconsole.engine.worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     env=_worker_env(), cwd=SCRATCH, start_new_session=True)
+        # its own scratch folder (the fork servers' scratch goes there; removed by close() even
+        # when the judge was killed), and -P: the tree is never on the judge's sys.path
+        self.scratch = tempfile.mkdtemp(prefix="judge-")
+        # one socket, not pipes: a subject cannot reopen it through /proc/<pid>/fd to forge replies
+        self.channel, theirs = socket.socketpair()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-P", "-m", "relconsole.engine.worker"],
+                                         stdin=theirs, stdout=theirs, stderr=self.stderr,
+                                         env=_worker_env(), cwd=self.scratch, start_new_session=True)
+        finally:
+            theirs.close()
 
     def ask(self, plan: RunPlan, seed: int) -> RunRecord:
         """Evaluate ``plan`` once with ``seed``; a crash or timeout is a miss record."""
@@ -181,8 +191,7 @@ class Worker:
         self.stderr.seek(0, os.SEEK_END)
         self.mark = self.stderr.tell()  # what this request makes the worker say starts here
         try:
-            self.proc.stdin.write((json.dumps(_request(plan, seed), default=str) + "\n").encode())
-            self.proc.stdin.flush()
+            self.channel.sendall((json.dumps(_request(plan, seed), default=str) + "\n").encode())
             line = self._read_line(started + plan.timeout_seconds + 60)  # the judge times its calls itself
         except (BrokenPipeError, OSError):
             line = b""
@@ -200,7 +209,7 @@ class Worker:
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The next reply line; b"" when the worker died; None when the deadline passed."""
-        fd = self.proc.stdout.fileno()
+        fd = self.channel.fileno()
         while b"\n" not in self.buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
@@ -224,7 +233,7 @@ class Worker:
         """Stop the process (EOF first, then a kill) and forget it."""
         if self.proc is not None:
             try:
-                self.proc.stdin.close()
+                self.channel.shutdown(socket.SHUT_WR)  # EOF: the judge ends its fork servers and exits
                 self.proc.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
@@ -233,11 +242,12 @@ class Worker:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # the fork servers below it, if any remain
             except OSError:
                 pass
-            for stream in (self.proc.stdout,):
-                stream.close()
+            self.channel.close()
         if self.stderr is not None:
             self.stderr.close()
-        self.proc, self.stderr = None, None
+        if getattr(self, "scratch", None):
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self.proc, self.stderr, self.scratch = None, None, None
 
 
 def _record(reply: dict, seed: int, seconds: float) -> RunRecord:

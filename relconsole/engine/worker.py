@@ -31,11 +31,15 @@ _prctl_done = False
 
 
 def _die_with_parent() -> None:
-    """SIGKILL this worker when the process that started it dies (Linux ``PR_SET_PDEATHSIG``)."""
+    """SIGKILL this worker when the process that started it dies (Linux ``PR_SET_PDEATHSIG``),
+    and make it undumpable (``PR_SET_DUMPABLE`` 0): a subject without CAP_SYS_PTRACE cannot
+    read its memory or open its descriptors through /proc."""
     try:
         import ctypes
         import signal
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(4, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 

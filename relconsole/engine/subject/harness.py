@@ -389,6 +389,14 @@ def _apply(call, init, base, adapters):
     return out
 
 
+def _plain_main():
+    """An empty ``__main__`` and the argv of ``python -c``: the harness's own globals are not
+    where a subject looks for its script."""
+    import types
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    sys.argv = ["-c"]
+
+
 def child(call, init, base, result_fd):
     """Run one call and write its result to ``result_fd``; never returns."""
     code = 0
@@ -440,7 +448,8 @@ def _prctl(option, value):
         pass
 
 
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+_SANDBOXED = [False]  # whether this server runs in a pid namespace of its own (kill(-1) is safe)
 COMMON_MODULES = ("collections", "concurrent.futures", "contextlib", "copy", "dataclasses", "fractions",
                   "functools", "hashlib", "heapq", "itertools", "math", "operator", "re", "statistics",
                   "string", "textwrap", "typing")
@@ -468,20 +477,33 @@ def _descendants(root_pid):
 
 
 def _no_children():
-    """True when this process has no child, living or dead: as their subreaper, it then has no
-    descendant at all, and /proc need not be read."""
-    try:
-        pid, _ = os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False if pid == 0 else _no_children()
+    """True when this process has no child, living or dead (the dead are reaped on the way): as
+    their subreaper, it then has no descendant at all, and /proc need not be read."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
 
 
-def kill_descendants():
-    """SIGKILL every process below this one until none is left (this server is their subreaper)."""
-    for _ in range(50):
+def kill_descendants(sandboxed=False):
+    """SIGKILL every process below this one until none is left (this server is their subreaper).
+
+    In the sandbox's own pid namespace one ``kill(-1)`` reaches every process but this one and
+    the namespace's init at once, so a process that keeps forking new pids cannot outrun it;
+    outside one, the descendants found in /proc are killed round by round."""
+    for _ in range(200):
         if _no_children():
             return
+        if sandboxed:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+            time.sleep(0.001)
+            continue
         pids = _descendants(os.getpid())
         if not pids:
             return
@@ -560,6 +582,7 @@ def serve_call(call, init, base, timeout):
             os.environ["TMPDIR"] = work
             tempfile.tempdir = None
             random.seed(call.get("seed", 0))
+            _plain_main()
             for name in ("stdin", "stdout", "stderr"):
                 setattr(sys, name, open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
                                         closefd=False, encoding="utf-8", errors="replace"))
@@ -580,7 +603,7 @@ def serve_call(call, init, base, timeout):
                 done, code = os.waitpid(pid, os.WNOHANG)
                 if done:  # the call is over; what it left running may still hold the pipe open
                     wait_status = code
-                    kill_descendants()
+                    kill_descendants(init.get("sandboxed"))
             continue
         chunk = os.read(read_fd, 1 << 20)
         if not chunk:
@@ -598,7 +621,7 @@ def serve_call(call, init, base, timeout):
             pass
     if wait_status is None:
         _, wait_status = os.waitpid(pid, 0)
-    kill_descendants()
+    kill_descendants(init.get("sandboxed"))
     header = {"status": status, "seconds": max(0.0, uptime() - started)}
     if os.WIFSIGNALED(wait_status):
         header["signal"] = os.WTERMSIG(wait_status)
@@ -646,22 +669,86 @@ def wipe_shared(keep):
                     pass
 
 
+def wipe_scratch(scratch):
+    """Empty the server's scratch folder (each call's home lives there): nothing a call wrote
+    is there for the next."""
+    for name in os.listdir(scratch):
+        path = os.path.join(scratch, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def remove_sysv_ipc():
+    """Remove every System V shared memory segment, semaphore set and message queue (a memo a
+    call could leave for the next is not a file): only in the sandbox, whose IPC namespace is
+    its own."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    ipc_rmid = 0
+    for table, remove in (("shm", lambda i: libc.shmctl(i, ipc_rmid, None)),
+                          ("sem", lambda i: libc.semctl(i, 0, ipc_rmid)),
+                          ("msg", lambda i: libc.msgctl(i, ipc_rmid, None))):
+        try:
+            with open(f"/proc/sysvipc/{table}") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1 and fields[1].lstrip("-").isdigit():
+                remove(int(fields[1]))
+
+
+def _rewrite_exec_block(start_field, end_field, data):
+    """Overwrite this process's exec-time argv or environment block (what /proc/<pid>/cmdline
+    and /proc/<pid>/environ read) with ``data``, NUL-padded; nothing when it does not fit."""
+    try:
+        import ctypes
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[start_field - 3]), int(fields[end_field - 3])
+    except (OSError, ValueError, IndexError):
+        return
+    if end <= start or len(data) > end - start:
+        return
+    ctypes.memmove(start, data + b"\0" * (end - start - len(data)), end - start)
+
+
+def _disguise(argv0):
+    """/proc/self/environ without the variables read at start (PYTHONHASHSEED, LD_PRELOAD,
+    FAKETIME...), /proc/self/cmdline a bare interpreter: the children inherit both."""
+    env = b"".join(f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0" for k, v in os.environ.items())
+    _rewrite_exec_block(50, 51, env)
+    _rewrite_exec_block(48, 49, argv0.encode() + b"\0")
+
+
 def _on_parent_death(signum, frame):
-    kill_descendants()
+    kill_descendants(_SANDBOXED[0])
     os._exit(1)
 
 
 def main():
     for name in [n for n in os.environ if n in ("PYTHONHASHSEED", "LD_PRELOAD") or n.startswith("FAKETIME")]:
         os.environ.pop(name, None)  # read at start; a subject must not see them
-    control = sys.stdin.buffer
+    _disguise(os.path.basename(sys.executable))
+    control = sys.stdin.buffer  # fd 0 and 1 are one socket: /proc/<pid>/fd cannot reopen a socket
     out = os.fdopen(os.dup(1), "wb")
+    _prctl(PR_SET_DUMPABLE, 0)  # nothing without CAP_SYS_PTRACE reads this process's memory or fds
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGTERM, _on_parent_death)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     init = _read_frame(control)
     if init is None or (init.get("parent") and os.getppid() != init["parent"]):
         return 1
+    _SANDBOXED[0] = bool(init.get("sandboxed"))
     init["stdlib_count"] = len(sys.path)
     _add_site_dirs(init.get("site_dirs", []), set(init.get("skip_pth", [])))
     os.chdir(init["root"])
@@ -696,8 +783,10 @@ def main():
         else:
             item = base
         header, payload = serve_call(call, init, item, float(frame.get("timeout", 120)))
+        wipe_scratch(init["scratch"])
         if init.get("sandboxed"):
             wipe_shared(init["scratch"])
+            remove_sysv_ipc()
         header["id"] = frame.get("id")
         _send(out, header, payload)
 

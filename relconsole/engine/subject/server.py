@@ -19,6 +19,7 @@ import select
 import shutil
 import signal
 import site
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -209,6 +210,14 @@ def _faketime_spec(clock: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def scratch_root() -> str | None:
+    """Where fork servers keep their scratch folders: the judge's own working folder, which
+    the process that started the judge removes whatever happens to the judge (None: the
+    temp dir)."""
+    here = os.getcwd()
+    return here if os.path.basename(here).startswith("judge-") else None
+
+
 def draw_hashseed() -> int:
     """A PYTHONHASHSEED for one server's life, from os.urandom (0 is never drawn: 0 turns
     randomisation off, which a subject could notice)."""
@@ -238,7 +247,7 @@ class ForkServer:
         self.max_bytes = max_bytes
         self.checkout = Path(checkout) if checkout else self.root
         self.hashseed = hashseed or draw_hashseed()
-        self.scratch = Path(tempfile.mkdtemp(prefix="py-"))
+        self.scratch = Path(tempfile.mkdtemp(prefix="py-", dir=scratch_root()))
         shutil.copyfile(HARNESS, self.scratch / "main.py")
         (self.scratch / "run").mkdir()
         bwrap = bwrap_path() if sandbox in ("auto", "bwrap") else None
@@ -257,13 +266,18 @@ class ForkServer:
         inside = self._inside
         argv = self._bwrap_argv(bwrap, dirs, env) + python if bwrap else python
         self.stderr = tempfile.TemporaryFile()
+        # one socket for both directions: unlike a pipe, /proc/<pid>/fd/N of a socket cannot be
+        # opened, so a call cannot write frames into the server's channel to the judge
+        self.channel, theirs = socket.socketpair()
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+            self.proc = subprocess.Popen(argv, stdin=theirs, stdout=theirs, stderr=self.stderr,
                                          env=env, cwd=str(self.root) if not bwrap else "/",
                                          start_new_session=True)
         except OSError as exc:
             self._cleanup()
             raise ServerFault(f"could not start the subject's interpreter: {exc}") from None
+        finally:
+            theirs.close()
         self.buffer = b""
         init = {"root": inside(self.root), "import_paths": [inside(p) for p in import_paths], "site_dirs": dirs,
                 "skip_pth": own_pth_files(dirs), "scratch": str(self.scratch / "run"),
@@ -287,17 +301,21 @@ class ForkServer:
         return text
 
     def _bwrap_argv(self, bwrap: str, dirs: list[str], env: dict[str, str]) -> list[str]:
+        # --as-pid-1: the server is the namespace's init (no bwrap process there to be seen, and
+        # its kill(-1) reaches every other process in it)
         argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--clearenv"]
+                "--as-pid-1", "--clearenv"]
         for name, value in env.items():
             argv += ["--setenv", name, value]
+        # the fresh /tmp, /proc and /dev first: a bind made before them under /tmp (a venv there)
+        # would be hidden by them
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"):
             if os.path.exists(system):
                 argv += ["--ro-bind", system, system]
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
         for path in sorted(prefixes) + dirs:
             argv += ["--ro-bind", path, path]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
         for hidden in _hidden_dirs(dirs):
             argv += ["--tmpfs", hidden] if os.path.isdir(hidden) else ["--ro-bind", "/dev/null", hidden]
         inside = str(self.checkout)
@@ -311,13 +329,12 @@ class ForkServer:
 
     def _write(self, frame: dict) -> None:
         try:
-            self.proc.stdin.write(json.dumps(frame).encode("utf-8") + b"\n")
-            self.proc.stdin.flush()
+            self.channel.sendall(json.dumps(frame).encode("utf-8") + b"\n")
         except (BrokenPipeError, OSError, ValueError):
             raise ServerFault(f"the subject's server is gone: {self._tail()}") from None
 
     def _fill(self, deadline: float) -> bool:
-        fd = self.proc.stdout.fileno()
+        fd = self.channel.fileno()
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             return False
@@ -388,11 +405,7 @@ class ForkServer:
         proc = getattr(self, "proc", None)
         if proc is not None:  # it holds nothing to save: no graceful exit to wait for
             kill_group(proc)
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+            self.channel.close()
         self._cleanup()
 
     def _cleanup(self) -> None:
