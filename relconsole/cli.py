@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         _review_options(cmd)
         cmd.add_argument("--json", action="store_true", help="print JSON")
     sub.choices["run"].add_argument("--all", action="store_true", help="run every relation, not only touched ones")
-    sub.choices["run"].add_argument("--replay-seed", type=int, default=None, metavar="SEED",
+    sub.choices["run"].add_argument("--replay-seed", type=_seed, default=None, metavar="SEED",
                                     help="replay a recorded run: every relation's first run uses this seed "
                                          "(the 'seed' of a run record) instead of a new draw")
     sub.choices["run"].add_argument("--relation", action="append", default=None, help="run only this relation (repeatable)")
@@ -173,6 +173,17 @@ def _shard(text: str) -> Shard:
         return Shard.parse(text)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(exc.one_line()) from None
+
+
+def _seed(text: str) -> int:
+    """A recorded run seed: a whole number from 0 (what ``run --json`` shows as ``seed``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run seed (a whole number)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a run seed: seeds are 0 or more")
+    return value
 
 
 def _load(args) -> Review:

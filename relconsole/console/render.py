@@ -62,6 +62,8 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
         return "·", Text("not run" if touched else "untouched", "dim")
     if result.outcome == "blocked":
         return "⊘", Text("BLOCKED", "bold red")
+    if result.verdict.decision == "abort":  # nothing was judged: an environment or oracle fault
+        return "⊘", Text("ABORT", "bold red")
     if result.outcome == "vacuous":  # held only on empty outputs: proved nothing (§7)
         return "∅", Text("VACUOUS", "bold yellow")
     text = Text("MISSED", "bold red") if result.outcome == "missed" else Text("held", "green")

@@ -12,7 +12,6 @@ import dataclasses
 import json
 import os
 import queue
-import select
 import shutil
 import signal
 import socket
@@ -30,6 +29,7 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.freezes import LIVE, FreezeRow, counted_verdict
 from relconsole.engine.owners import protected
 from relconsole.engine.signatures import failure_class, signature
+from relconsole.engine.subject.server import readable
 
 
 @dataclass
@@ -212,7 +212,7 @@ class Worker:
         fd = self.channel.fileno()
         while b"\n" not in self.buffer:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            if remaining <= 0 or not readable(fd, remaining):
                 return None
             chunk = os.read(fd, 1 << 20)
             if not chunk:

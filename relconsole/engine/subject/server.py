@@ -210,6 +210,14 @@ def _faketime_spec(clock: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def readable(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has data (or EOF) within ``seconds``: poll, not select, which fails for a
+    descriptor above 1024 in a long run."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(max(0, int(seconds * 1000) + 1)))
+
+
 def scratch_root() -> str | None:
     """Where fork servers keep their scratch folders: the judge's own working folder, which
     the process that started the judge removes whatever happens to the judge (None: the
@@ -336,7 +344,7 @@ class ForkServer:
     def _fill(self, deadline: float) -> bool:
         fd = self.channel.fileno()
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not readable(fd, left):
             return False
         chunk = os.read(fd, 1 << 20)
         if not chunk:
