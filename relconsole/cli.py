@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.choices["run"].add_argument("--replay-seed", type=_seed, default=None, metavar="SEED",
                                     help="replay a recorded run: every relation's first run uses this seed "
                                          "(the 'seed' of a run record) instead of a new draw")
+    sub.choices["run"].add_argument("--replay-hashseed", type=_seed, default=None, metavar="N",
+                                    help="with --replay-seed: the subject's PYTHONHASHSEED too (run.hashseed "
+                                         "of the record), for a subject whose output follows hash order")
     sub.choices["run"].add_argument("--relation", action="append", default=None, help="run only this relation (repeatable)")
     sub.choices["run"].add_argument("--shard", type=_shard, default=None, metavar="K/N",
                                     help="run only the K-th of N slices of the touched relations (a CI matrix)")
@@ -239,7 +242,9 @@ def cmd_run(args) -> int:
             importmap.ensure(review)  # ownership follows imports (§3)
         if args.shard is not None:
             ids = args.shard.select(ids if ids is not None else review.touched_relations())
-        results = run_review(review, ids, replay_seed=args.replay_seed)
+        if args.replay_hashseed is not None and args.replay_seed is None:
+            raise UsageError("--replay-hashseed replays a recorded run: give its --replay-seed too")
+        results = run_review(review, ids, replay_seed=args.replay_seed, replay_hashseed=args.replay_hashseed)
         decision = review.decision() if ids is None else _worst_of(results)
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]

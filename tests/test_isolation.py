@@ -271,3 +271,24 @@ def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path, mon
         review.close()
     assert result.outcome == "missed" and result.verdict.decision == "abort"
     assert result.verdict.reason == "oracle_fault" and "oracle/adapters.py" in result.verdict.detail
+
+
+def test_a_recorded_hash_seed_replays_a_hash_ordered_output(tmp_path):
+    """The hash seed is drawn per server and recorded; replaying it with the run seed gives
+    the same set iteration order, so a hash-order-shaped miss can be replayed exactly."""
+    tree = tmp_path / "tree"
+    (tree / "oracle" / "seeds").mkdir(parents=True)
+    (tree / "order.py").write_text("def names(x):\n    return list({f'name-{i}' for i in range(40)})\n")
+    (tree / "oracle" / "seeds" / "x.jsonl").write_text('"a"\n')
+    relation = load_catalog(textwrap.dedent("""\
+        relations:
+          - {id: hash.order, kind: idempotence, subject: order:names, input: {seeds: oracle/seeds/x.jsonl},
+             compare: exact, statement: s, clock: real}
+        """), "c.yaml").get("hash.order")
+    seeds = tree / "oracle" / "seeds" / "x.jsonl"
+    first = evaluate_once(RunPlan(relation, tree, [str(tree)], "seeds", seeds, "p"), 5)
+    hashseed = first.run["hashseed"]
+    again = evaluate_once(RunPlan(relation, tree, [str(tree)], "seeds", seeds, "p", replay_seed=5,
+                                  replay_hashseed=hashseed), 5)
+    assert again.run["hashseed"] == hashseed
+    assert again.source == first.source and isinstance(first.source, list) and len(first.source) == 40

@@ -619,11 +619,13 @@ def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> Relation
 
 def run_review(review: Review, relation_ids: list[str] | None = None,
                progress: Callable[[RelationResult], None] | None = None,
-               workers: int | None = None, replay_seed: int | None = None) -> list[RelationResult]:
+               workers: int | None = None, replay_seed: int | None = None,
+               replay_hashseed: int | None = None) -> list[RelationResult]:
     """Evaluate relations (default: the touched ones) on HEAD's tree with the oracle overlaid.
 
     ``workers`` worker processes run them (default: one per core); ``replay_seed``: the
-    recorded run seed every first run replays (None: each draws its own, §7). Results are stored
+    recorded run seed every first run replays (None: each draws its own, §7), with
+    ``replay_hashseed`` its recorded PYTHONHASHSEED (None: a new one). Results are stored
     in ``review.results`` and returned in the order asked. Blocked
     relations (a lease or seeds file that fails closed) are reported without running.
     Raises RelconsoleError when the catalog did not load.
@@ -649,8 +651,9 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
                     progress(results[rid])
                 continue
             plan = plan_for(review, relation, tree, digest)
-            plans.append((dataclasses.replace(plan, replay_seed=replay_seed) if replay_seed is not None else plan,
-                          freeze))
+            if replay_seed is not None:
+                plan = dataclasses.replace(plan, replay_seed=replay_seed, replay_hashseed=replay_hashseed)
+            plans.append((plan, freeze))
         digest.flush()
         history = _durations(review)
         for result in run_all(plans, progress, workers, history):

@@ -117,6 +117,7 @@ class RunPlan:
     protected: tuple[str, ...] = ()  # patterns of the oracle's files (a fault there is not the patch's)
     sandbox: str = "auto"  # "auto" (bubblewrap where it works), "bwrap" (required: abort without) or "process"
     replay_seed: int | None = None  # the recorded run seed to replay (``run --replay-seed``); None: draw one
+    replay_hashseed: int | None = None  # the recorded PYTHONHASHSEED to replay with it; None: the server's own
     checkout: str = ""  # the repository's folder name: the tree is /src/<it> in a sandbox ("": the tree's own)
     env: dict[str, str] = field(default_factory=dict)  # [tool.relconsole] pass_env: variables the subject gets
     fresh_server: bool = False  # a new fork server (a new hash seed, §7) for this run alone: reruns
@@ -147,6 +148,7 @@ def _request(plan: RunPlan, seed: int) -> dict:
             "seed": seed, "clock": plan.clock, "protected": list(plan.protected) or ["oracle/**"],
             "sandbox": plan.sandbox, "timeout": plan.timeout_seconds, "checkout": plan.checkout, "env": plan.env,
             "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
+            "hashseed": plan.replay_hashseed,
             "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
 
 
