@@ -648,32 +648,17 @@ def _add_site_dirs(dirs, skip):
                 site.addpackage(entry, name, known)
 
 
-def wipe_shared(keep):
-    """Empty the sandbox's own /tmp and /dev/shm but ``keep`` (the server's scratch folder), so
-    no file one call wrote is there for the next; only inside a sandbox, where both are private."""
-    for folder in ("/tmp", "/dev/shm"):
-        try:
-            names = os.listdir(folder)
-        except OSError:
+def empty_folder(folder, keep=""):
+    """Remove everything in ``folder`` but ``keep`` and the folders on the way to it (links
+    are removed, never followed)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if keep and (path == keep or keep.startswith(path + os.sep)):
             continue
-        for name in names:
-            path = os.path.join(folder, name)
-            if path == keep or keep.startswith(path + os.sep):
-                continue
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-
-
-def wipe_scratch(scratch):
-    """Empty the server's scratch folder (each call's home lives there): nothing a call wrote
-    is there for the next."""
-    for name in os.listdir(scratch):
-        path = os.path.join(scratch, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
@@ -681,6 +666,19 @@ def wipe_scratch(scratch):
                 os.unlink(path)
             except OSError:
                 pass
+
+
+def wipe_shared(keep):
+    """Empty the sandbox's own /tmp and /dev/shm but ``keep`` (the server's scratch folder), so
+    no file one call wrote is there for the next; only inside a sandbox, where both are private."""
+    for folder in ("/tmp", "/dev/shm"):
+        empty_folder(folder, keep)
+
+
+def wipe_scratch(scratch):
+    """Empty the server's scratch folder (each call's home lives there): nothing a call wrote
+    is there for the next."""
+    empty_folder(scratch)
 
 
 def remove_sysv_ipc():
