@@ -443,17 +443,6 @@ def test_a_flood_of_unreaped_children_is_the_subject_s_miss_not_an_environment_f
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
-def test_nested_empty_outputs_are_vacuous_too(sample, tmp_path):
-    nested = AGGREGATOR.replace(
-        "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
-        "    return {species: {} for species in by_species(rows)}")
-    assert nested != AGGREGATOR
-    repo = patched(sample, tmp_path, {"src/aggregator.py": nested})
-    code, payload = run_json(repo)
-    outcomes = {r["relation_id"]: (r["outcome"], r["decision"]) for r in payload["relations"]}
-    assert code == 4 and outcomes["penguins.order_invariant"] == ("vacuous", "hold"), outcomes
-
-
 # --- 5. comparing the incomparable ---------------------------------------------------------------
 
 DOUBLE_INSERT = STORE.replace("        batch = {row[KEY]: dict(row) for row in rows}\n        self._rows.update(batch)",
@@ -503,10 +492,17 @@ def test_an_output_that_compares_equal_to_anything_does_not_hide_a_double_insert
         assert "declare how to compare" in summary and "_View" in summary, summary
 
 
-def test_a_subject_that_swallows_every_error_and_returns_nothing_proves_nothing(sample, tmp_path):
+EMPTY_BODIES = {
+    "swallows-every-error": "    try:\n        raise RuntimeError('broken')\n    except Exception:\n        return {}",
+    "nested-empty": "    return {species: {} for species in by_species(rows)}",
+}
+
+
+@pytest.mark.parametrize("how", sorted(EMPTY_BODIES))
+def test_a_subject_that_returns_nothing_proves_nothing(sample, tmp_path, how):
     empty = AGGREGATOR.replace(
         "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
-        "    try:\n        raise RuntimeError('broken')\n    except Exception:\n        return {}")
+        EMPTY_BODIES[how])
     assert empty != AGGREGATOR
     repo = patched(sample, tmp_path, {"src/aggregator.py": empty})
     code, payload = run_json(repo)
