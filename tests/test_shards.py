@@ -19,8 +19,12 @@ from test_replay import BROKEN, CORRECT, FLAKY, PROJECT, flaky_repo
 ENV = os.environ | {"PYTHONPATH": str(PROJECT), "RELCONSOLE_TODAY": TODAY.isoformat()}
 
 
+SEEDED = Path(__file__).with_name("seeded_relconsole.py")
+
+
 def relconsole(*args: str, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "relconsole", *args], cwd=cwd, env=ENV,
+    """relconsole in its own process, its run seeds pinned to the model's (``test_replay.SEED``)."""
+    return subprocess.Popen([sys.executable, str(SEEDED), str(test_replay.SEED), *args], cwd=cwd, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
