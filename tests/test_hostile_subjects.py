@@ -270,6 +270,76 @@ def test_a_module_named_like_the_standard_library_shadows_nothing(sample, tmp_pa
     assert_not_passed(repo, replay=where == "random.py")
 
 
+# --- 2b. reading the judge's memory: the corpus in its file order, the call's recipe --------
+
+FILE_ORDER = {
+    # the unshuffled corpus from a frame above the call (the server's locals, a job list)
+    "stack": """
+        frame = sys._getframe(1)
+        while frame is not None:
+            for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
+                for item in [value] + (list(value) if isinstance(value, (list, tuple)) else []):
+                    if _another_corpus(item, rows):
+                        return item
+            frame = frame.f_back
+        return rows""",
+    # the same from every object the collector tracks
+    "gc-objects": """
+        for item in gc.get_objects():
+            if _another_corpus(item, rows):
+                return item
+        return rows""",
+    # the shuffle undone with the permutation the judge sent (any int list that is one)
+    "recipe": """
+        n = len(rows)
+        for item in gc.get_objects() + [f.f_locals for f in _frames()]:
+            for order in ([item] if isinstance(item, list) else []) + [
+                    op[1] for op in (item.get("ops") or []) if isinstance(op, list) and len(op) > 1
+                    ] if isinstance(item, dict) else [item]:
+                if isinstance(order, list) and len(order) == n and sorted(order) == list(range(n)):
+                    out = [None] * n
+                    for k, i in enumerate(order):
+                        out[i] = rows[k]
+                    return out
+        return rows""",
+    # rows in the order the server made them in memory
+    "row-addresses": """
+        return sorted(rows, key=id)""",
+}
+FILE_ORDER_HELPERS = '''
+import gc, sys
+
+
+def _another_corpus(item, rows):
+    return (isinstance(item, list) and item is not rows and len(item) == len(rows) and bool(item)
+            and all(isinstance(r, dict) for r in item[:3]))
+
+
+def _frames():
+    frame = sys._getframe(1)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _file_order(rows):
+'''
+
+
+@pytest.mark.parametrize("how", sorted(FILE_ORDER))
+def test_a_subject_cannot_find_the_file_order_in_the_judge_s_memory(sample, tmp_path, how):
+    """Each trick puts the rows back in the corpus's file order before a plain float sum, so
+    every shuffle would sum alike: nothing the call can reach may hold that order."""
+    body = textwrap.indent(textwrap.dedent(FILE_ORDER[how]).strip("\n"), "    ")
+    source = NAIVE.replace(
+        "def summarize(rows: list[dict[str, str]]) -> dict[str, dict[str, float | int]]:\n",
+        "def summarize(rows: list[dict[str, str]]) -> dict[str, dict[str, float | int]]:\n"
+        "    rows = _file_order(rows)\n")
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(FILE_ORDER_HELPERS + body + "\n\n\n", source)})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
 # --- 4. state shared between calls -------------------------------------------------------------
 
 MEMOS = {

@@ -15,6 +15,7 @@ import decimal
 import enum
 import math
 import textwrap
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -52,6 +53,26 @@ def typed(value):
 @given(values)
 def test_decoding_what_was_encoded_gives_the_value_back_with_its_types(value):
     assert typed(harness.decode(harness.encode(value))) == typed(value)
+
+
+tag_like = st.text(alphabet=st.sampled_from([harness.TAG, "t", "s", "a"]), max_size=3)  # keys that look like tags
+rows = st.lists(st.dictionaries(st.one_of(tag_like, st.text(max_size=3)), st.one_of(scalars, st.lists(scalars, max_size=2)), max_size=4),
+                max_size=4)
+
+
+@settings(max_examples=200)
+@given(st.one_of(values, rows))
+def test_the_flat_fast_path_writes_what_the_walk_writes(value):
+    """A relation between two encoders: skipping the walk for flat lists and dicts (rows of a
+    corpus) changes no byte of the wire."""
+    fast = harness.encode(value)
+    original = harness._flat
+    harness._flat = lambda value, cls: False
+    try:
+        walked = harness.encode(value)
+    finally:
+        harness._flat = original
+    assert fast == walked
 
 
 @given(st.integers(-1000, 1000))
@@ -200,3 +221,53 @@ def test_the_server_still_answers_after_every_misbehaviour(server):
 def test_a_decoded_date_is_a_real_date():
     assert type(harness.decode(harness.encode(dt.date(2026, 1, 1)))) is dt.date
     assert type(harness.decode(harness.encode(decimal.Decimal("1.10")))) is decimal.Decimal
+
+
+CLOCKED = '''
+import ctypes, datetime, os
+
+def now(x):
+    return datetime.datetime.now().isoformat()
+
+def environment(x):
+    libc = ctypes.CDLL(None)
+    libc.getenv.restype = ctypes.c_char_p
+    proc = open("/proc/self/environ", "rb").read().split(b"\\\\0")
+    return {"python": sorted(n for n in os.environ if "FAKETIME" in n or n == "LD_PRELOAD"),
+            "proc": sorted(e.split(b"=")[0].decode() for e in proc if b"FAKETIME" in e or b"LD_PRELOAD" in e),
+            "c": (libc.getenv(b"FAKETIME_FORCE_MONOTONIC_FIX") or b"").decode()}
+'''
+
+
+@pytest.fixture(scope="module")
+def clocked(tmp_path_factory):
+    tree = tmp_path_factory.mktemp("clocked")
+    (tree / "clocked.py").write_text(CLOCKED)
+    forked = ForkServer(tree, [str(tree)], None, None, clock="2026-03-04T05:06:07")
+    if forked.clock != "frozen":
+        forked.close()
+        pytest.skip("libfaketime cannot freeze the clock here")
+    yield forked
+    forked.close()
+
+
+def _call(server, name):
+    result = server.call({"subject": f"clocked:{name}", "ops": [["value", "0"]], "seed": 1}, 30)
+    assert result.status == "ok" and "ok" in result.body, (result.status, result.detail, result.body)
+    return result.body["ok"]
+
+
+def test_the_frozen_clock_stays_frozen_in_a_server_older_than_libfaketime_s_cache(clocked):
+    """libfaketime reads FAKETIME again after 10 s by default; the harness has taken it out of
+    the environment by then, so a long run's later calls would see the real clock."""
+    first = _call(clocked, "now")
+    time.sleep(11)  # past libfaketime's default cache duration, in real seconds
+    assert _call(clocked, "now") == first == "2026-03-04T05:06:07"
+
+
+def test_the_subject_sees_no_faketime_variable_where_python_looks(clocked):
+    seen = _call(clocked, "environment")
+    assert seen["python"] == [] and seen["proc"] == []
+    # the one switch libfaketime re-reads at every timed wait stays in the C environment:
+    # without it, every thread's timed wait times out at once (threaded code 10x slower)
+    assert seen["c"] == "0"

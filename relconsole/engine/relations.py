@@ -12,6 +12,7 @@ compared last (or that disagreed), and the disagreeing key paths.
 
 from __future__ import annotations
 
+import itertools
 import json
 import marshal
 import random
@@ -65,11 +66,32 @@ class Calls(Protocol):
 SMALL_BYTES = 1 << 20  # outputs larger than this are not carried back when the relation held
 
 
+_TEXT = frozenset({str, type(None)})
+_DICTS = frozenset({dict})
+
+
+def _text_cells(value: Any) -> int | None:
+    """The number of cells of a list of rows (dicts) or a dict whose keys and values are all
+    str or None (exact types), else None. ``==`` between two such values already compares
+    them to the letter, at C speed: no number, bool or set can be equal across types."""
+    chain = itertools.chain.from_iterable
+    if type(value) is dict:
+        keys, values = value, value.values()
+    elif type(value) is list and _DICTS.issuperset(map(type, value)):
+        keys, values = chain(value), chain(map(dict.values, value))
+    else:
+        return None
+    if _TEXT.issuperset(map(type, keys)) and _TEXT.issuperset(map(type, values)):
+        return len(value) * (len(value[0]) if type(value) is list and value else 1)
+    return None
+
+
 def _identical(left: Any, right: Any) -> int | None:
     """A size estimate of ``left`` when both values are the same to the letter, else None.
 
     ``==`` runs in C and rules out most misses at once; equal encodings then rule out
-    ``True == 1`` and ``1 == 1.0``, which the canonical comparison keeps apart. marshal
+    ``True == 1`` and ``1 == 1.0``, which the canonical comparison keeps apart (two tables
+    of text cannot hold those, see ``_text_cells``, and need no encoding). marshal
     format 0 (no back-references, so equal values encode alike) is twice as fast as
     JSON; JSON text covers what marshal cannot encode, and values equal but not written
     alike fall through to the canonical comparison.
@@ -79,6 +101,9 @@ def _identical(left: Any, right: Any) -> int | None:
             return None
     except (TypeError, ValueError, RecursionError):
         return None
+    cells = _text_cells(left)
+    if cells is not None and _text_cells(right) is not None:
+        return cells * 16  # a size estimate: only whether it is under SMALL_BYTES matters
     for encode in (lambda v: marshal.dumps(v, 0), lambda v: json.dumps(v, default=repr).encode()):
         try:
             a = encode(left)
@@ -151,15 +176,22 @@ def _rows(x: Any, kind: str) -> list:
 def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Outcome:
     """The input's own order and ``shuffles`` random ones, in an order drawn from ``rng``; the
     first of them is the source. So neither "the corpus order" nor "a shuffle" tells a call
-    whether it is the source, and a subject exact only off the corpus order is compared with it."""
+    whether it is the source, and a subject exact only off the corpus order is compared with it.
+    One follow-up, drawn, gets its rows as new objects (``fresh``): a subject that puts rows
+    back in one fixed order by their addresses sees another order there."""
     check = Check(rel)
     shuffles = int((rel.get("params") or {}).get("shuffles", 6))
     rows = _rows(x, "permutation")
     orders = [list(range(len(rows)))] + [_order(len(rows), rng) for _ in range(shuffles)]
     rng.shuffle(orders)
-    out = calls.run({f"order {n}": {"ops": [["order", order]]} for n, order in enumerate(orders)})
+    ops = {n: [["order", order]] for n, order in enumerate(orders)}
+    renewed = rng.randrange(1, shuffles + 1) if shuffles else None
+    if renewed is not None:  # one follow-up gets new row objects: ordering by id() finds no fixed order
+        ops[renewed].append(["fresh"])
+    out = calls.run({f"order {n}": {"ops": ops[n]} for n in ops})
     base = out["order 0"]
-    return _first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}")
+    return _first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}"
+                                     + (" (new row objects)" if n == renewed else ""))
                        for n in range(1, shuffles + 1))
 
 

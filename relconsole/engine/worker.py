@@ -98,17 +98,20 @@ def oracle_roots(relation: dict, root: str, patterns: list[str]) -> list[str]:
 
 class ServerCalls:
     """The relations' ``Calls`` over one fork server: each call a fresh child, in an order
-    drawn from ``rng``, the run's common fields (subject, seed, adapters) added."""
+    drawn from ``rng``, the run's common fields (subject, seed, adapters and the top-level
+    names they may be imported from, ``oracle_roots``) added."""
 
     def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
-                 seed_row: int | None = None, prefix: list | None = None):
+                 seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = ()):
         self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
         self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
+        self.oracle_roots = list(oracle_roots)
 
     def _spec(self, call: dict) -> dict:
         rel = self.relation
         spec = {"subject": rel["subject"], "seed": self.log["subject_seed"],
-                "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon")}
+                "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon"),
+                "oracle_roots": self.oracle_roots}
         spec.update(call)
         spec["ops"] = self.prefix + list(call.get("ops", []))
         if self.seed_row is not None:
@@ -182,18 +185,17 @@ class Server:
         source = request["input"]
         checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
         key = (source["kind"], source["path"], request.get("clock"), request.get("sandbox", "auto"),
-               tuple(request.get("oracle_roots", [])), request.get("hashseed"), checkout,
+               request.get("hashseed"), checkout,
                tuple(sorted((request.get("env") or {}).items())))
         if request.get("fresh_server"):  # a run of its own (a rerun): its own server and hash seed
             return ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
-                              clock=request.get("clock"), oracle_roots=request.get("oracle_roots", []),
-                              sandbox=request.get("sandbox", "auto"), checkout=checkout,
+                              clock=request.get("clock"), sandbox=request.get("sandbox", "auto"), checkout=checkout,
                               extra_env=request.get("env") or {})
         server = self.servers.get(key)
         if server is None or server.proc.poll() is not None:
             server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
-                                clock=request.get("clock"), oracle_roots=request.get("oracle_roots", []),
-                                sandbox=request.get("sandbox", "auto"), hashseed=request.get("hashseed"),
+                                clock=request.get("clock"), sandbox=request.get("sandbox", "auto"),
+                                hashseed=request.get("hashseed"),
                                 checkout=checkout, extra_env=request.get("env") or {})
             self.servers[key] = server
         return server
@@ -246,20 +248,24 @@ class Server:
         run = {"sandbox": None, "hashseed": None, "clock": None}
         summary = None
         relation = request["relation"]
+        fresh: list = []  # a rerun's own server, closed with its request
         try:
             self.enter(request)
             request["oracle_roots"] = oracle_roots(relation, self.root, list(request.get("protected") or ["oracle/**"]))
+            server = self.fork_server(request)  # it reads the input while this process reads its own copy
+            if request.get("fresh_server"):
+                fresh.append(server)
             inputs = self.inputs(request["input"])
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
-            server = self.fork_server(request)
             run.update(sandbox=server.sandbox, hashseed=server.hashseed, clock=server.clock)
             merge = self.merge_adapter(relation)
             order_rng = random.Random(f"order {seed}")
             deadline = time.monotonic() + float(request.get("timeout") or 120)
 
             def calls_for(index: int) -> ServerCalls:
-                return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index)
+                return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index,
+                                   oracle_roots=request["oracle_roots"])
 
             if request.get("imports_only"):  # one source call, for the files it imports (§3)
                 try:
@@ -267,18 +273,14 @@ class Server:
                                      "source")
                 except SubjectFailed:
                     pass  # what it imported before it failed is kept all the same
-                run.update(order=log["order"], imported=sorted(log["imported"]))
-                return {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only",
-                        "run": run}
-            try:
+                reply = {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only"}
+            else:
                 outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
                                    wire=lambda value: encode(value).decode("utf-8"))
-            finally:
-                if request.get("fresh_server"):
-                    server.close()
-            reply = {"held": outcome.held and not outcome.vacuous, "source": trimmed(outcome.source, outcome.differing),
-                     "followup": trimmed(outcome.followup, outcome.differing),
-                     "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous}
+                reply = {"held": outcome.held and not outcome.vacuous,
+                         "source": trimmed(outcome.source, outcome.differing),
+                         "followup": trimmed(outcome.followup, outcome.differing),
+                         "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous}
         except SubjectFailed as exc:
             reply = {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
         except (AdapterRefused, NotComparable) as exc:
@@ -292,6 +294,8 @@ class Server:
             where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
             reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
                                "files": self.tree_files(frames)}}
+        for server in fresh:
+            server.close()
         run.update(order=log["order"], imported=sorted(log["imported"]))
         reply["run"] = run
         if summary is not None:
@@ -369,7 +373,7 @@ def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths:
 
     root = str(root)
     roots = oracle_roots(relation, root, list(protected))
-    server = ForkServer(root, import_paths, None, None, clock=clock, oracle_roots=roots, sandbox=sandbox)
+    server = ForkServer(root, import_paths, None, None, clock=clock, sandbox=sandbox)
     log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed)}
     finder = OracleFinder(root)
     sys.meta_path.insert(0, finder)
@@ -385,7 +389,7 @@ def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths:
         deadline = time.monotonic() + timeout
 
         def calls_for(index: int) -> ServerCalls:
-            return ServerCalls(server, relation, order_rng, deadline, log,
+            return ServerCalls(server, relation, order_rng, deadline, log, oracle_roots=roots,
                                prefix=[["value", encode(inputs[index]).decode("utf-8")]])
 
         outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,

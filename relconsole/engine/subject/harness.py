@@ -30,7 +30,9 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import gc
 import gzip
+import itertools
 import json
 import os
 import random
@@ -60,6 +62,29 @@ def _plain_key(key):
     return key if not key.startswith(TAG) else TAG + key
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_STR = frozenset({str})
+
+
+_DICT = frozenset({dict})
+
+
+def _plain_keys(keys):
+    return _STR.issuperset(map(type, keys)) and TAG not in "".join(keys)
+
+
+def _flat(value, cls):
+    """Whether JSON carries ``value`` as it is (C-speed tests): a list of scalars, a dict of
+    str keys (none with a NUL) and scalar values, or a list of such dicts (the rows of a
+    table). Exact types only: a subclass is walked."""
+    if cls is dict:
+        return _plain_keys(value) and _SCALARS.issuperset(map(type, value.values()))
+    if _SCALARS.issuperset(map(type, value)):
+        return True
+    return (_DICT.issuperset(map(type, value)) and _plain_keys(set(itertools.chain.from_iterable(value)))
+            and _SCALARS.issuperset(map(type, itertools.chain.from_iterable(map(dict.values, value)))))
+
+
 def _wire(value, depth):
     """``value`` as JSON-able data in the wire format (see the module docstring)."""
     if depth > MAX_DEPTH:
@@ -70,6 +95,8 @@ def _wire(value, depth):
     if cls is int:
         return value
     deeper = depth + 1
+    if (cls is list or cls is dict) and _flat(value, cls):
+        return value
     if cls is list:
         return [_wire(v, deeper) for v in value]
     if cls is dict:
@@ -159,49 +186,64 @@ def _hashable(value):
     return value
 
 
-def _unwire(node):
-    if isinstance(node, list):
-        return [_unwire(v) for v in node]
-    if not isinstance(node, dict):
-        return node
+def _text(body):
+    if type(body) is not str:
+        raise ValueError("a tagged value whose body is not text")
+    return body
+
+
+def _hook(node):
+    """json's ``object_hook``: one decoded JSON object (its members already decoded, innermost
+    first) as the value it stands for: a tagged value, or a mapping with its keys unescaped."""
     if len(node) == 1:
         (key, body), = node.items()
-        if key.startswith(TAG) and not key.startswith(TAG + TAG):
+        if key[:1] == TAG and key[1:2] != TAG:
             return _tagged(key[1:], body)
-    return {(k[1:] if k.startswith(TAG) else k): _unwire(v) for k, v in node.items()}
+    if TAG in "".join(node):  # C-speed test; only a key that starts with TAG is escaped
+        return {(k[1:] if k.startswith(TAG) else k): v for k, v in node.items()}
+    return node
 
 
 def _tagged(tag, body):
     if tag == "t":
-        return tuple(_unwire(v) for v in body)
+        return tuple(body)
     if tag in ("s", "f"):
-        items = [_hashable(_unwire(v)) for v in body]
+        items = [_hashable(v) for v in body]
         return set(items) if tag == "s" else frozenset(items)
     if tag == "b":
-        return base64.b64decode(body.encode("ascii"), validate=True)
+        return base64.b64decode(_text(body).encode("ascii"), validate=True)
     if tag == "m":
-        return {_hashable(_unwire(k)): _unwire(v) for k, v in body}
+        return {_hashable(k): v for k, v in body}
     if tag == "dec":
-        return decimal.Decimal(body)
+        return decimal.Decimal(_text(body))
     if tag == "d":
-        return datetime.date.fromisoformat(body)
+        return datetime.date.fromisoformat(_text(body))
     if tag == "dt":
-        return datetime.datetime.fromisoformat(body)
+        return datetime.datetime.fromisoformat(_text(body))
     if tag in ("dc", "nt"):
         name, fields = body
         return Record("dataclass" if tag == "dc" else "namedtuple", str(name),
-                      {str(k): _unwire(v) for k, v in dict(fields).items()})
+                      {str(k): v for k, v in dict(fields).items()})
     if tag == "e":
         name, member, value = body
-        return Record("enum", str(name), (str(member), _unwire(value)))
+        return Record("enum", str(name), (str(member), value))
     raise ValueError(f"unknown tag {tag!r}")
+
+
+DECODE_ERRORS = (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError)
+
+
+def loads(data):
+    """JSON ``data`` (bytes or text) with every wire-format object in it decoded. Raises the
+    ``DECODE_ERRORS`` json and the tags raise on data that is not the wire format."""
+    return json.loads(data, object_hook=_hook)
 
 
 def decode(data):
     """The value wire ``data`` (bytes) stands for. Raises ValueError (not the wire format)."""
     try:
-        return _unwire(json.loads(data))
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
+        return loads(data)
+    except DECODE_ERRORS as exc:
         raise ValueError(f"not a value in the wire format: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
@@ -211,7 +253,9 @@ def read_corpus(path):
     """Rows of a CSV (header row; values as strings) or JSON-lines corpus, gzip or not.
 
     Rows are dicts as ``csv.DictReader`` gives them (a short row padded with None, a long
-    one with its extra cells under the key None).
+    one with its extra cells under the key None). Equal cells share one str object: a corpus
+    of repeated values takes a third of the memory, and a forked child that reads every row
+    copies a few pages of strings instead of every page of them.
     """
     opener = gzip.open if path.endswith(".gz") else open
     stem = path[:-3] if path.endswith(".gz") else path
@@ -221,7 +265,8 @@ def read_corpus(path):
         reader = csv.reader(handle)
         header = next(reader, [])
         width = len(header)
-        return [dict(zip(header, row)) if len(row) == width else _ragged(header, row)
+        shared = {}.setdefault  # shared(cell, cell): the first equal cell seen
+        return [dict(zip(header, map(shared, row, row))) if len(row) == width else _ragged(header, row)
                 for row in reader if row]
 
 
@@ -260,7 +305,8 @@ def raise_field(value, name, step, cap):
 def build_input(base, ops, adapters):
     """The call's input: ``base`` (the corpus rows or one seed value) through ``ops`` in order.
 
-    ``["order", [i, ...]]`` reorders, ``["slice", a, b]`` cuts, ``["raise", field, step, max]``
+    ``["order", [i, ...]]`` reorders, ``["fresh"]`` copies rows and cells anew,
+    ``["slice", a, b]`` cuts, ``["raise", field, step, max]``
     raises a field, ``["transform", ref]`` applies an adapter, ``["value", wire]`` replaces
     the input with a value the judge sent (the source output, for idempotence).
     """
@@ -268,6 +314,8 @@ def build_input(base, ops, adapters):
     for op in ops:
         if op[0] == "order":
             value = [value[i] for i in op[1]]
+        elif op[0] == "fresh":
+            value = _fresh(value)
         elif op[0] == "slice":
             value = list(value[op[1]:op[2]])
         elif op[0] == "raise":
@@ -281,6 +329,14 @@ def build_input(base, ops, adapters):
     if value is base:  # the shared corpus: a subject that edits it in place edits only its copy
         value = list(value) if isinstance(value, list) else value
     return value
+
+
+def _fresh(value):
+    """A deep copy of ``value`` made in its current order: new row and cell objects, so where
+    they sit in memory (their ``id``) says nothing of the corpus's file order or of the
+    objects other calls were given. Equal cells stay one shared object, as in the corpus."""
+    import marshal
+    return marshal.loads(marshal.dumps(value))
 
 
 def _live(value):
@@ -360,9 +416,8 @@ def _imported(root):
     return sorted(set(_tree_files(root, files)))
 
 
-def _apply(call, init, base, adapters):
-    """The output of one call: the subject on the call's input (and its inverse, for a roundtrip)."""
-    value = build_input(base, call.get("ops", []), adapters)
+def _apply(call, init, value, adapters):
+    """The output of one call: the subject on ``value`` (and its inverse, for a roundtrip)."""
     for index, entry in enumerate(init["import_paths"]):
         sys.path.insert(init["stdlib_count"] + index, entry)
     if call.get("mode") == "resolve":  # only check that every name resolves (validate): [[ref, why], ...]
@@ -397,12 +452,29 @@ def _plain_main():
     sys.argv = ["-c"]
 
 
-def child(call, init, base, result_fd):
-    """Run one call and write its result to ``result_fd``; never returns."""
+class Forked(BaseException):
+    """Raised in a forked child to leave every server frame before the subject is imported:
+    the subject's stack then starts at the script's top level, and no frame above it holds
+    the corpus in its file order, the call's recipe or the server's state. ``job`` is
+    ``[call, init, base, result_fd]``; ``child`` empties it."""
+
+    def __init__(self, job):
+        super().__init__()
+        self.job = job
+
+
+CALL_FIELDS = ("subject", "mode", "times", "inverse", "canon", "refs")
+INIT_FIELDS = ("import_paths", "stdlib_count", "root")
+
+
+def child(job):
+    """Run one call and write its result to the job's fd; never returns."""
     code = 0
     try:
+        call, init, base, result_fd = job
+        job.clear()
         adapters = {}
-        finder = _OracleOnly(init.get("oracle_roots", []), init["root"])
+        finder = _OracleOnly(call.get("oracle_roots", init.get("oracle_roots", [])), init["root"])
         sys.meta_path.insert(0, finder)
         for ref in call.get("adapters", []):
             adapters[ref] = resolve(ref)  # before any tree module is importable
@@ -410,10 +482,23 @@ def child(call, init, base, result_fd):
         for name in list(sys.modules):  # the subject re-imports a copy; it cannot patch ours
             if name.split(".", 1)[0] in finder.names:
                 del sys.modules[name]
+        root = init["root"]
         try:
-            out = _apply(call, init, base, adapters)
+            value = build_input(base, call.get("ops", []), adapters)
         except BaseException as exc:
-            body = {"raised": _raised(exc, init["root"])}
+            value, failed = None, exc
+        else:
+            failed = None
+        del base  # only the call's own input stays in reach of the subject
+        call = {k: call[k] for k in CALL_FIELDS if k in call}
+        init = {k: init[k] for k in INIT_FIELDS}
+        gc.collect()
+        try:
+            if failed is not None:
+                raise failed
+            out = _apply(call, init, value, adapters)
+        except BaseException as exc:
+            body = {"raised": _raised(exc, root)}
             if isinstance(exc, SystemExit):
                 body["raised"]["type"] = "SystemExit"
         else:
@@ -423,9 +508,9 @@ def child(call, init, base, result_fd):
                 body = {"unencodable": exc.args[0]}
             except (OverflowError, RecursionError, ValueError) as exc:
                 body = {"unencodable": f"(output: {exc})"}
-        body["imported"] = _imported(init["root"])
+        body["imported"] = _imported(root)
         try:
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), check_circular=False).encode("utf-8")
         except (ValueError, RecursionError, OverflowError, UnicodeError) as exc:  # a 5,000-digit int, a lone surrogate
             data = json.dumps({"unencodable": f"(output: {type(exc).__name__}: {str(exc)[:200]})",
                                "imported": body["imported"]}).encode("utf-8")
@@ -588,7 +673,7 @@ def serve_call(call, init, base, timeout):
                                         closefd=False, encoding="utf-8", errors="replace"))
         except BaseException:
             os._exit(71)
-        child(call, init, base, write_fd)
+        raise Forked([call, init, base, write_fd])
     os.close(write_fd)
     chunks, size, status = [], 0, "ok"
     deadline = started + timeout
@@ -733,9 +818,25 @@ def _on_parent_death(signum, frame):
     os._exit(1)
 
 
+# libfaketime reads this one at every timed wait: it stays in the C environment (a subject's
+# os.environ and /proc/self/environ do not show it), or threaded code runs 10x slower
+C_ONLY = ("FAKETIME_FORCE_MONOTONIC_FIX",)
+
+
+def _setenv_c(name, value):
+    try:
+        import ctypes
+        ctypes.CDLL(None).setenv(name.encode(), value.encode(), 1)
+    except (OSError, AttributeError):
+        pass
+
+
 def main():
+    kept = {n: os.environ[n] for n in C_ONLY if n in os.environ}
     for name in [n for n in os.environ if n in ("PYTHONHASHSEED", "LD_PRELOAD") or n.startswith("FAKETIME")]:
         os.environ.pop(name, None)  # read at start; a subject must not see them
+    for name, value in kept.items():
+        _setenv_c(name, value)
     _disguise(os.path.basename(sys.executable))
     control = sys.stdin.buffer  # fd 0 and 1 are one socket: /proc/<pid>/fd cannot reopen a socket
     out = os.fdopen(os.dup(1), "wb")
@@ -767,7 +868,6 @@ def main():
             __import__(name)
         except ImportError:
             pass
-    import gc
     gc.freeze()  # the corpus stays shared with the children: the collector must not touch it
     while True:
         frame = _read_frame(control)
@@ -789,5 +889,16 @@ def main():
         _send(out, header, payload)
 
 
+def _entry():
+    """``main``'s exit code, or the job of a forked child (after every server frame is gone)."""
+    try:
+        return main(), None
+    except Forked as forked:
+        return 0, forked.job
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _code, _job = _entry()
+    if _job is not None:
+        child(_job)
+    sys.exit(_code)

@@ -119,7 +119,7 @@ def faketime_setup() -> tuple[str, dict[str, str]] | None:
         cached[key] = None
         for extra in ({"FAKETIME_DONT_FAKE_MONOTONIC": "1"}, {}):  # the quick failure first
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TZ": "UTC", "LD_PRELOAD": library,
-                   "FAKETIME": "2001-02-03 04:05:06", **extra}
+                   "FAKETIME": "2001-02-03 04:05:06", **FAKETIME_FIXED, **extra}
             try:
                 proc = subprocess.run([sys.executable, "-S", "-c", _PROBE], env=env, capture_output=True,
                                       text=True, timeout=3)
@@ -196,8 +196,17 @@ def subject_env(home: str, hashseed: int, clock: str | None, faketime: tuple[str
     if clock and faketime:
         env["LD_PRELOAD"] = faketime[0]
         env["FAKETIME"] = _faketime_spec(clock)
+        env.update(FAKETIME_FIXED)
         env.update(faketime[1])
     return env
+
+
+# libfaketime reads FAKETIME again every 10 s by default: once the harness has taken it out of
+# the environment (a subject must not see it) the clock would thaw, so it reads it once. And it
+# re-reads FAKETIME_FORCE_MONOTONIC_FIX at every timed wait: on glibc >= 2.30 its default
+# turns every timed wait of a thread into an immediate timeout (threaded code ran 10x slower);
+# the harness keeps that one variable in the C environment only.
+FAKETIME_FIXED = {"FAKETIME_CACHE_DURATION": "2000000000", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
 
 
 def _faketime_spec(clock: str) -> str:
@@ -239,11 +248,12 @@ class ForkServer:
     ``input_kind``/``input_path``: ``lease`` (a corpus) or ``seeds`` or None; ``clock``: an
     ISO instant the subject's wall clock starts at (libfaketime), or None for real time;
     ``oracle_roots``: the top-level package names of the oracle's adapters, importable
-    before the tree is; ``sandbox``: ``auto`` (bwrap when it works), ``bwrap`` or
+    before the tree is (for calls that name none of their own); ``sandbox``: ``auto`` (bwrap when it works), ``bwrap`` or
     ``process``; ``checkout``: where the tree appears inside the sandbox (default
     ``/src/<tree folder's name>``, a plain checkout path, so the subject's working folder
-    says nothing of relconsole's scratch). Raises ServerFault when the server cannot start or
-    read the input. ``extra_env``: variables the subject gets besides its own few;
+    says nothing of relconsole's scratch). Construction returns once the server is started;
+    it reads the input meanwhile, and the first call (or ``ready``) waits for it, raising
+    ServerFault when it could not start or read the input. ``extra_env``: variables the subject gets besides its own few;
     ``max_bytes``: the cap on one call's result (bytes).
     """
 
@@ -286,19 +296,26 @@ class ForkServer:
             raise ServerFault(f"could not start the subject's interpreter: {exc}") from None
         finally:
             theirs.close()
-        self.buffer = b""
+        self.buffer = bytearray()  # appended in place: a 100 MB result is read in linear time
         init = {"root": inside(self.root), "import_paths": [inside(p) for p in import_paths], "site_dirs": dirs,
                 "skip_pth": own_pth_files(dirs), "scratch": str(self.scratch / "run"),
                 "input_kind": input_kind, "input": inside(input_path) if input_path else None,
                 "oracle_roots": list(oracle_roots), "parent": None if bwrap else os.getpid(),
                 "sandboxed": bool(bwrap), "max_bytes": self.max_bytes}
         self._write(init)
-        ready = self._header(time.monotonic() + 600)
-        if ready is None or ready.get("status") != "ready":
-            why = (ready or {}).get("error") or self._tail() or "no answer"
-            self.close()
-            raise ServerFault(f"the subject's interpreter did not start: {why}")
-        self.records = int(ready.get("records", 0))
+        self.records: int | None = None  # set by ``ready``
+
+    def ready(self) -> int:
+        """Wait until the server has read its input (it does so while the caller goes on);
+        returns the number of records read. Raises ServerFault when it could not start."""
+        if self.records is None:
+            ready = self._header(time.monotonic() + 600)
+            if ready is None or ready.get("status") != "ready":
+                why = (ready or {}).get("error") or self._tail() or "no answer"
+                self.close()
+                raise ServerFault(f"the subject's interpreter did not start: {why}")
+            self.records = int(ready.get("records", 0))
+        return self.records
 
     def _inside(self, path) -> str:
         """``path`` as the subject sees it (under the checkout path in a sandbox)."""
@@ -358,7 +375,9 @@ class ForkServer:
                 raise ServerFault("the subject's server wrote a header that is not one")
             if not self._fill(deadline):
                 return None
-        line, _, self.buffer = self.buffer.partition(b"\n")
+        end = self.buffer.index(b"\n")
+        line = bytes(self.buffer[:end])
+        del self.buffer[:end + 1]
         try:
             header = json.loads(line)
         except ValueError:
@@ -367,16 +386,27 @@ class ForkServer:
             raise ServerFault("the subject's server wrote a header that is not a mapping")
         return header
 
-    def _payload(self, size: int, deadline: float) -> bytes:
-        while len(self.buffer) < size:
-            if not self._fill(deadline):
+    def _payload(self, size: int, deadline: float) -> bytearray:
+        """The next ``size`` bytes: what is buffered, then read straight into place."""
+        data = bytearray(size)
+        have = min(size, len(self.buffer))
+        data[:have] = self.buffer[:have]
+        del self.buffer[:have]
+        view, fd = memoryview(data), self.channel.fileno()
+        while have < size:
+            left = deadline - time.monotonic()
+            if left <= 0 or not readable(fd, left):
                 raise ServerFault("the subject's server stopped in the middle of a result")
-        data, self.buffer = self.buffer[:size], self.buffer[size:]
+            got = self.channel.recv_into(view[have:], min(size - have, 1 << 22))
+            if not got:
+                raise ServerFault(f"the subject's server died: {self._tail()}")
+            have += got
         return data
 
     def call(self, call: dict, timeout: float) -> CallResult:
         """Make one call (see ``harness.serve_call``); a child's failure is a CallResult,
         the server's own a ServerFault."""
+        self.ready()
         self._write({"op": "call", "call": call, "timeout": timeout})
         deadline = time.monotonic() + timeout + 30
         header = self._header(deadline)
@@ -442,18 +472,15 @@ def _signal_name(number) -> str:
         return f"signal {number}"
 
 
-def _parse(payload: bytes, seconds: float) -> CallResult:
+def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
     """A child's result bytes as a CallResult; anything but a result mapping is ``garbage``."""
     try:
-        body = json.loads(payload)
-    except ValueError:
+        body = harness.loads(payload)
+    except json.JSONDecodeError:
         return CallResult("garbage", detail="the subject's result is not JSON", seconds=seconds)
+    except harness.DECODE_ERRORS as exc:
+        return CallResult("garbage", detail=f"the subject's output is not in the wire format: "
+                                            f"{type(exc).__name__}", seconds=seconds)
     if not isinstance(body, dict) or not ({"ok", "raised", "unencodable"} & set(body)):
         return CallResult("garbage", detail="the subject's result is not a result mapping", seconds=seconds)
-    if "ok" in body:
-        try:
-            body["ok"] = harness._unwire(body["ok"])
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
-            return CallResult("garbage", detail=f"the subject's output is not in the wire format: "
-                                                f"{type(exc).__name__}", seconds=seconds)
     return CallResult("ok", body, seconds=seconds)
