@@ -311,3 +311,31 @@ def test_keys_typed_together_with_quit_leave_a_clean_exit(demo_repo: Path, termi
         assert "Traceback" not in after and "NoMatches" not in after, after
         codes.append(int(rc.read_text()))
     assert codes[1] == codes[0], "the §8 code, whatever was typed after q"
+
+
+def test_q_while_relations_run_ends_the_subject_and_everything_it_started(demo_repo: Path, terminal: Terminal,
+                                                                        tmp_path: Path):
+    """Issue 15 §"The whole process tree dies": the touched relations run at start; the patch's
+    subject starts a ``sleep`` and a double-forked daemon, then hangs. ``q`` exits the console
+    at once, and no process the subject started is left."""
+    from test_hostile_subjects import _alive, _none_left, _spawner, prelude, AGGREGATOR
+    import uuid
+    marker = f"3333.{uuid.uuid4().int % 10**9}"
+    try:
+        git(demo_repo, "checkout", "-q", "-b", "hanging")
+        (demo_repo / "src" / "aggregator.py").write_text(prelude(_spawner(marker, hang=True), AGGREGATOR))
+        git(demo_repo, "commit", "-qam", "agent: a subject that hangs")
+        terminal.start(review_command(terminal), demo_repo)
+        deadline = time.monotonic() + 90
+        while len(_alive(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(_alive(marker)) >= 2, f"the subject never started its processes:\n{terminal.screen()}"
+        terminal.keys("q")
+        deadline = time.monotonic() + 20
+        while terminal.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not terminal.alive(), f"q did not end the console while relations ran:\n{terminal.screen()}"
+        assert _none_left(marker) == []
+    finally:
+        for pid in _alive(marker):
+            os.kill(pid, 9)

@@ -437,20 +437,34 @@ def test_a_lease_left_by_a_dead_local_process_says_how_to_free_it(tmp_path):
     assert "no longer runs" in str(caught.value) and f"--holder '{holder}'" in str(caught.value)
 
 
-HANGS = "import time\n\n\ndef total(values):\n    time.sleep(120)\n    return sum(values)\n"
+def hangs(marker: str) -> str:
+    """A subject that starts a ``sleep <marker>`` and a double-forked daemon, then hangs."""
+    from test_hostile_subjects import _spawner
+    return _spawner(marker, hang=True) + "\n\ndef total(values):\n    return sum(values)\n"
 
 
-def test_cancel_kills_the_runs_in_flight_and_releases_everything(tmp_path):
+def test_cancel_kills_the_runs_in_flight_and_everything_the_subject_started(tmp_path):
     import threading
+    import uuid
     from relconsole.engine.replay import Cancel, ReplayCancelled
+    from test_hostile_subjects import _alive, _none_left
+    marker = f"3333.{uuid.uuid4().int % 10**9}"
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
     review = run_again(repo, "det.sum")  # the miss to replay; now make every replay run hang
-    (repo / "det.py").write_text(HANGS)
+    (repo / "det.py").write_text(hangs(marker))
     git(repo, "commit", "-q", "-am", "hang")
     review.head_sha = git(repo, "rev-parse", "HEAD").strip()
     store = open_store(None, review.repo.common_dir)
     cancel = Cancel()
-    threading.Timer(2.0, cancel.cancel).start()
+    seen = []
+
+    def cancel_once_started():
+        deadline = time.monotonic() + 90
+        while len(_alive(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen.append(len(_alive(marker)))
+        cancel.cancel()
+    threading.Thread(target=cancel_once_started, daemon=True).start()
     started = time.monotonic()
     try:
         with pytest.raises(ReplayCancelled):
@@ -461,7 +475,12 @@ def test_cancel_kills_the_runs_in_flight_and_releases_everything(tmp_path):
     finally:
         store.close()
         review.close()
-    assert elapsed < 30, f"cancelling took {elapsed:.1f} s"
+        left = _none_left(marker)
+        for pid in _alive(marker):
+            os.kill(pid, 9)
+    assert seen and seen[0] >= 2, "the hanging subject never started its processes"
+    assert left == [], "processes the subject started outlived the cancel"
+    assert elapsed < 60, f"cancelling took {elapsed:.1f} s"
     assert not list((tmp_path / "out").glob("*.json"))
     for tree in _worktrees(repo):
         assert git(Path(tree), "status", "--porcelain", "--ignored") == ""

@@ -41,7 +41,7 @@ from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
 from relconsole.engine.replay import Cancel, ReplayOptions, Shard, load_workspace_leases, replay, to_replay
 from relconsole.engine.report import record_decisions
-from relconsole.engine.review import Review, load_review, run_review
+from relconsole.engine.review import Review, RunCancelled, load_review, run_review
 from relconsole.engine.wslease import open_store
 
 STATUS_EVERY_SECONDS = 0.2  # while relations finish, the status line and filtered panes catch up this often
@@ -133,6 +133,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.running: set[str] = set()
         self.busy_reasons: set[str] = set()
         self.replay_cancel = Cancel()
+        self.run_cancel = Cancel()  # the touched relations' run; q cancels it with the replay
         self.init_listing()
         self._catch_up_pending = False
         self._focus_shown = None  # the widget focus_shown last showed
@@ -456,13 +457,17 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.busy_reasons.add("run")
         self.update_relations(ids)
         self.refresh_status()
+        self.run_cancel = Cancel()
         self.run_relations(self.review, ids)
 
     @work(thread=True, exclusive=True, group="run", description="run")
     def run_relations(self, review: Review, ids: list[str]) -> None:
         """Evaluate the touched relations in worker processes, reporting each as it ends."""
         try:
-            run_review(review, ids, lambda result: self._from_thread(self._relation_done, review, result))
+            run_review(review, ids, lambda result: self._from_thread(self._relation_done, review, result),
+                       cancel=self.run_cancel)
+        except RunCancelled:
+            return  # the console is quitting
         except Exception as exc:
             self._from_thread(self.notify, f"run failed: {exc}", severity="error", markup=False)
         self._from_thread(self._run_finished, review)
@@ -836,7 +841,9 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                          lambda yes: yes and self._quit())
 
     def _quit(self) -> None:
-        """Exit with the §8 code; a running replay is cancelled (its runs killed, lease released)."""
+        """Exit with the §8 code; a running run or replay is cancelled (its runs killed, with
+        every process the subject started; a replay's lease released)."""
+        self.run_cancel.cancel()
         self.replay_cancel.cancel()
         self._quitting = True
         self.exit(self.exit_code(), return_code=self.exit_code())
@@ -850,6 +857,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def on_unmount(self) -> None:
         self.collector.stop()
+        self.run_cancel.cancel()
         self.replay_cancel.cancel()  # a running replay stops, releases its lease and cleans its worktrees
         if self.review is not None:
             self.review.close()

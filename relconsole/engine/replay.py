@@ -28,7 +28,7 @@ from relconsole.engine.catalog import Relation
 from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.review import Replayed, Review, plan_for, run_review
-from relconsole.engine.runner import RunPlan, RunRecord, Worker, draw_seed
+from relconsole.engine.runner import Cancel, RunPlan, RunRecord, Worker, draw_seed  # noqa: F401 (Cancel: API)
 from relconsole.engine.sheets import manifest_name, write_json
 from relconsole.engine.signatures import failure_class, signature
 from relconsole.engine.workspace import overlay_oracle
@@ -46,43 +46,6 @@ class LeaseLost(RelconsoleError):
 
 class ReplayCancelled(RelconsoleError):
     """The replay was cancelled (the console quit, Ctrl-C): no sheet written, lease released."""
-
-
-class Cancel:
-    """Cancels a running replay from another thread: no run starts after ``cancel()``, and
-    the worker processes of the runs in flight are killed so their threads return at once."""
-
-    def __init__(self):
-        self.event = threading.Event()
-        self.lock = threading.Lock()
-        self.workers: set[Worker] = set()
-
-    def cancel(self) -> None:
-        self.event.set()
-        with self.lock:
-            for worker in self.workers:
-                if worker.proc is not None and worker.proc.poll() is None:
-                    worker.proc.kill()
-
-    def is_set(self) -> bool:
-        return self.event.is_set()
-
-    def run(self, plan: RunPlan, seed: int) -> RunRecord | None:
-        """One run in a new worker process, or None when cancelled before or during it."""
-        if self.is_set():
-            return None
-        worker = Worker(plan.root)
-        with self.lock:
-            self.workers.add(worker)
-        try:
-            if self.is_set():
-                return None
-            record = worker.ask(plan, seed)
-        finally:
-            with self.lock:
-                self.workers.discard(worker)
-            worker.close()
-        return None if self.is_set() else record
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.patchflags import Flag, patch_flags
 from relconsole.engine.splitcheck import layout_at
-from relconsole.engine.runner import RelationResult, RunPlan, run_all
+from relconsole.engine.runner import Cancel, RelationResult, RunPlan, run_all
 from relconsole.engine.textedit import jsonl_lines
 from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
 
@@ -617,10 +617,14 @@ def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> Relation
                           f"blocked: {why}", freeze=freeze)
 
 
+class RunCancelled(RelconsoleError):
+    """``run_review`` was cancelled (the console quit): its runs were killed, nothing stored."""
+
+
 def run_review(review: Review, relation_ids: list[str] | None = None,
                progress: Callable[[RelationResult], None] | None = None,
                workers: int | None = None, replay_seed: int | None = None,
-               replay_hashseed: int | None = None) -> list[RelationResult]:
+               replay_hashseed: int | None = None, cancel: Cancel | None = None) -> list[RelationResult]:
     """Evaluate relations (default: the touched ones) on HEAD's tree with the oracle overlaid.
 
     ``workers`` worker processes run them (default: one per core); ``replay_seed``: the
@@ -628,7 +632,9 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
     ``replay_hashseed`` its recorded PYTHONHASHSEED (None: a new one). Results are stored
     in ``review.results`` and returned in the order asked. Blocked
     relations (a lease or seeds file that fails closed) are reported without running.
-    Raises RelconsoleError when the catalog did not load.
+    ``cancel`` (another thread's ``Cancel``) kills the runs in flight and starts no more.
+    Raises RelconsoleError when the catalog did not load, RunCancelled when cancelled
+    (nothing stored).
     """
     if review.catalog is None:
         raise RelconsoleError("the catalog did not load; fix it before running relations")
@@ -656,8 +662,10 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
             plans.append((plan, freeze))
         digest.flush()
         history = _durations(review)
-        for result in run_all(plans, progress, workers, history):
+        for result in run_all(plans, progress, workers, history, cancel):
             results[result.relation_id] = result
+        if cancel is not None and cancel.is_set():
+            raise RunCancelled("the run was cancelled")
         _save_durations(review, history, results.values())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -231,6 +232,13 @@ class Worker:
         self.close()
         return RunRecord(False, seed, error_type="worker died", error=f"{how}: {tail}", seconds=seconds)
 
+    def kill(self) -> None:
+        """SIGKILL the process if it runs (from any thread): its fork servers and everything
+        the subject started die with it; the ``ask`` in flight returns a died record."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
     def close(self) -> None:
         """Stop the process (EOF first, then a kill) and forget it."""
         if self.proc is not None:
@@ -286,24 +294,83 @@ def input_summary(plan: RunPlan, read: dict | None = None) -> dict:
             "sha256": plan.fixture_pin, **(read or {})}
 
 
-class WorkerPool:
-    """``size`` workers for one tree; ``evaluate`` borrows an idle one per request."""
+class Cancel:
+    """Cancels a running run, replay or confirm from another thread (the console quitting):
+    no run starts after ``cancel()``, and the worker processes of the runs in flight are
+    killed, which ends their fork servers and every process the subject started (§7), so
+    their threads return at once."""
 
-    def __init__(self, size: int, cwd: Path):
+    def __init__(self):
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.workers: set[Worker] = set()
+
+    def cancel(self) -> None:
+        self.event.set()
+        with self.lock:
+            for worker in self.workers:
+                worker.kill()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def adopt(self, worker: "Worker") -> None:
+        """Kill ``worker`` on ``cancel()`` (at once when already cancelled)."""
+        with self.lock:
+            self.workers.add(worker)
+        if self.is_set():
+            worker.kill()
+
+    def release(self, worker: "Worker") -> None:
+        with self.lock:
+            self.workers.discard(worker)
+
+    def run(self, plan: RunPlan, seed: int) -> RunRecord | None:
+        """One run in a new worker process, or None when cancelled before or during it."""
+        if self.is_set():
+            return None
+        worker = Worker(plan.root)
+        self.adopt(worker)
+        try:
+            if self.is_set():
+                return None
+            record = worker.ask(plan, seed)
+        finally:
+            self.release(worker)
+            worker.close()
+        return None if self.is_set() else record
+
+
+class WorkerPool:
+    """``size`` workers for one tree; ``evaluate`` borrows an idle one per request. With
+    ``cancel``, a cancelled pool kills its workers and answers every request with a
+    ``cancelled`` miss without running it."""
+
+    def __init__(self, size: int, cwd: Path, cancel: Cancel | None = None):
         self.idle: queue.Queue[Worker] = queue.Queue()
+        self.cancel = cancel
         self.all = [Worker(cwd) for _ in range(max(1, size))]
         for worker in self.all:
             self.idle.put(worker)
+            if cancel is not None:
+                cancel.adopt(worker)
 
     def evaluate(self, plan: RunPlan, seed: int) -> RunRecord:
+        if self.cancel is not None and self.cancel.is_set():
+            return RunRecord(False, seed, error_type="cancelled", error="the run was cancelled")
         worker = self.idle.get()
         try:
-            return worker.ask(plan, seed)
+            record = worker.ask(plan, seed)
         finally:
             self.idle.put(worker)
+        if self.cancel is not None and self.cancel.is_set():
+            return RunRecord(False, seed, error_type="cancelled", error="the run was cancelled")
+        return record
 
     def close(self) -> None:
         for worker in self.all:
+            if self.cancel is not None:
+                self.cancel.release(worker)
             worker.close()
 
 
@@ -390,7 +457,8 @@ def expected_cost(relation: Relation, history: dict[str, float]) -> float:
 
 def run_all(plans: list[tuple[RunPlan, FreezeRow | None]],
             progress: Callable[[RelationResult], None] | None = None,
-            workers: int | None = None, history: dict[str, float] | None = None) -> list[RelationResult]:
+            workers: int | None = None, history: dict[str, float] | None = None,
+            cancel: Cancel | None = None) -> list[RelationResult]:
     """Run every plan on ``workers`` worker processes (default: one per core).
 
     Plans share a tree; each worker reads a corpus once and serves every relation that
@@ -401,7 +469,7 @@ def run_all(plans: list[tuple[RunPlan, FreezeRow | None]],
     if not plans:
         return []
     size = workers or max(1, os.cpu_count() or 1)
-    pool = WorkerPool(min(size, len(plans)) if size > 1 else 1, plans[0][0].root)
+    pool = WorkerPool(min(size, len(plans)) if size > 1 else 1, plans[0][0].root, cancel)
     by_future = {}
     try:
         with ThreadPoolExecutor(max_workers=size) as threads:
