@@ -73,13 +73,14 @@ def ensure(review, workers: int | None = None) -> None:
     known = load(review)
     missing = [r for r in review.relations if r.id not in known and not review.blocked_reason(r)]
     if missing:
-        from relconsole.engine.review import checkout_name, plan_for
+        from relconsole.engine.review import checkout_name, plan_for, sandboxed
         from relconsole.engine.runner import run_all
         from relconsole.engine.workspace import build_run_tree, scratch_dir
         scratch = scratch_dir("tmp")
         tree = scratch / checkout_name(review)
         try:
-            build_run_tree(review.repo, review.merge_base, review.oracle_dir, review.layout.protected, tree)
+            build_run_tree(review.repo, review.merge_base, review.oracle_dir, review.layout.protected, tree,
+                           link=sandboxed())
             plans = [(dataclasses.replace(plan_for(review, r, tree), imports_only=True), None) for r in missing]
             results = run_all(plans, workers=workers)
         finally:

@@ -617,6 +617,13 @@ def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> Relation
                           f"blocked: {why}", freeze=freeze)
 
 
+def sandboxed() -> bool:
+    """Whether subjects will see their tree through bubblewrap's read-only mount here, so a
+    run tree may hard-link the per-commit store's files (``treestore``) instead of copying."""
+    from relconsole.engine.subject.server import bwrap_path
+    return bwrap_path() is not None
+
+
 class RunCancelled(RelconsoleError):
     """``run_review`` was cancelled (the console quit): its runs were killed, nothing stored."""
 
@@ -642,7 +649,8 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
     scratch = scratch_dir("tmp")
     tree = scratch / checkout_name(review)  # the subject's working folder reads as a plain checkout
     try:
-        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree)
+        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree,
+                       link=sandboxed())
         plans, results = [], {}
         digest = _oracle_digest(review)  # one listing of the oracle's directories for every plan
         for rid in ids:

@@ -12,7 +12,7 @@ import shutil
 
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.review import Review, checkout_name, import_paths
-from relconsole.engine.subject.server import ForkServer, ServerFault
+from relconsole.engine.subject.server import ForkServer, ServerFault, bwrap_path
 from relconsole.engine.workspace import build_run_tree, scratch_dir
 
 ROLES = ("subject", "inverse", "transform", "canon")  # merge runs in the judge: checked when it runs
@@ -39,7 +39,8 @@ def unresolved_subjects(review: Review, timeout: float = 60.0) -> list[BadInputE
     tree = scratch / checkout_name(review)
     errors = []
     try:
-        build_run_tree(review.repo, review.base_tip, review.oracle_dir, review.layout.protected, tree)
+        build_run_tree(review.repo, review.base_tip, review.oracle_dir, review.layout.protected, tree,
+                       link=bwrap_path() is not None)
         server = ForkServer(tree, import_paths(review.layout, tree), None, None,
                             sandbox="bwrap" if review.layout.require_sandbox else "auto")
         try:

@@ -18,6 +18,7 @@ import git
 
 from relconsole.engine.gitio import TreeView
 from relconsole.engine.owners import protected
+from relconsole.engine.treestore import place_tree, stored_tree
 
 
 def protected_files(view: TreeView, patterns: tuple[str, ...]) -> list[str]:
@@ -54,13 +55,15 @@ def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...],
 
 
 def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
-                   patterns: tuple[str, ...], dest: Path) -> Path:
-    """Export ``code_commit`` into ``dest``, then overlay the oracle's protected files.
+                   patterns: tuple[str, ...], dest: Path, link: bool = False) -> Path:
+    """``code_commit``'s committed files in ``dest`` (from the per-commit store,
+    ``treestore``: hard links when ``link``, for a tree the subject sees through a read-only
+    sandbox, else copies), then the oracle's protected files overlaid.
 
     Protected files the code commit has but the oracle lacks are removed, so a patch
-    cannot add its own seeds or adapters. Returns ``dest``.
+    cannot add its own seeds or adapters. Returns ``dest``. Raises GitError, OSError.
     """
-    TreeView(repo, code_commit).export(dest)
+    place_tree(stored_tree(repo, code_commit), Path(dest), link)
     return overlay_oracle(repo, code_commit, oracle_dir, patterns, dest)
 
 
