@@ -305,6 +305,9 @@ FILE_ORDER = {
     # rows in the order the server made them in memory
     "row-addresses": """
         return sorted(rows, key=id)""",
+    # rows ordered by where their cells sit (equal cells are one shared object)
+    "cell-addresses": """
+        return sorted(rows, key=lambda row: [id(v) for v in row.values()])""",
 }
 FILE_ORDER_HELPERS = '''
 import gc, sys
