@@ -565,6 +565,50 @@ def test_an_output_that_compares_equal_to_anything_does_not_hide_a_double_insert
         assert "declare how to compare" in summary and "_View" in summary, summary
 
 
+TWIN_KEYS = '''
+
+_EXACT = [False]
+
+
+class _Primary(str):
+    """Equal to the plain species name: what production's out["Adelie"] finds."""
+
+
+class _Shadow(str):
+    """Never equal to another key: a second entry under the same text."""
+
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return id(self)
+
+
+def summarize(rows):
+    plain = _summarize(rows)
+    _EXACT[0] = True
+    try:
+        exact = _summarize(rows)
+    finally:
+        _EXACT[0] = False
+    out = {_Primary(k): v for k, v in plain.items()}
+    out.update({_Shadow(k): v for k, v in exact.items()})  # written last: a decoder that keeps the last sees these
+    return out
+'''
+
+
+def test_twin_keys_that_collapse_into_one_on_the_wire_do_not_hide_a_plain_sum(sample, tmp_path):
+    """Production reads the plain, order-dependent sums under the species name; a second key
+    with the same text carries exact sums after it. A decoder that kept the last of two
+    equal keys would have judged only the exact ones."""
+    source = NAIVE.replace("def _sum(values):\n", "def _sum(values):\n    if _EXACT[0]:\n"
+                                                   "        return math.fsum(values)\n")
+    source = source.replace("def summarize(", "def _summarize(") + TWIN_KEYS
+    repo = patched(sample, tmp_path, {"src/aggregator.py": source})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
 EMPTY_BODIES = {
     "swallows-every-error": "    try:\n        raise RuntimeError('broken')\n    except Exception:\n        return {}",
     "nested-empty": "    return {species: {} for species in by_species(rows)}",

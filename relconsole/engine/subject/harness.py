@@ -204,16 +204,25 @@ def _hook(node):
     return node
 
 
+def _distinct(made, body):
+    """``made`` (a set or dict built from ``body``'s members) when no two members collapsed
+    into one: members the subject kept apart (str subclasses with their own ``__eq__``) but
+    that are one value as data would show the judge one of them and production another."""
+    if len(made) != len(body):
+        raise ValueError("members that are distinct in the output but one value as data")
+    return made
+
+
 def _tagged(tag, body):
     if tag == "t":
         return tuple(body)
     if tag in ("s", "f"):
         items = [_hashable(v) for v in body]
-        return set(items) if tag == "s" else frozenset(items)
+        return _distinct(set(items) if tag == "s" else frozenset(items), body)
     if tag == "b":
         return base64.b64decode(_text(body).encode("ascii"), validate=True)
     if tag == "m":
-        return {_hashable(k): v for k, v in body}
+        return _distinct({_hashable(k): v for k, v in body}, body)
     if tag == "dec":
         return decimal.Decimal(_text(body))
     if tag == "d":
