@@ -389,6 +389,66 @@ def test_a_memo_across_calls_does_not_hide_an_order_dependent_sum(sample, tmp_pa
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
+KERNEL_MEMO = '''
+import ctypes, hashlib, json, os
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def _key(rows):
+    return hashlib.sha256(repr(sorted(sorted(r.items()) for r in rows)).encode()).hexdigest()[:16]
+
+
+def _recall_mqueue(key, answer=None):
+    q = _libc.mq_open(("/memo-" + key).encode(), os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o600, None)
+    if q < 0:
+        return None
+    buf = ctypes.create_string_buffer(8192)
+    n = _libc.mq_receive(q, buf, 8192, None)
+    text = buf.raw[:n] if n > 0 else (json.dumps(answer).encode() if answer is not None else None)
+    if text is not None:
+        _libc.mq_send(q, text, len(text), 0)
+    return json.loads(text) if n > 0 else None
+
+
+def _recall_keyring(key, answer=None, ring=RING):
+    name = ("memo-" + key).encode()
+    found = _libc.syscall(250, 10, ring, b"user", name, 0)  # KEYCTL_SEARCH
+    if found > 0:
+        buf = ctypes.create_string_buffer(16384)
+        n = _libc.syscall(250, 11, found, buf, 16384)  # KEYCTL_READ
+        return json.loads(buf.raw[:n])
+    if answer is not None:
+        text = json.dumps(answer).encode()
+        _libc.syscall(248, b"user", name, text, len(text), ring)  # add_key
+    return None
+
+
+def summarize(rows):
+    key = _key(rows)
+    remembered = RECALL(key)
+    if remembered is not None:
+        return remembered
+    answer = _summarize(rows)
+    RECALL(key, answer)
+    return answer
+'''
+KERNEL_STORES = {"mqueue": ("_recall_mqueue", "0"), "user-keyring": ("_recall_keyring", "-4"),
+                 "session-keyring": ("_recall_keyring", "-3")}
+
+
+@pytest.mark.parametrize("store", sorted(KERNEL_STORES))
+def test_a_memo_in_the_kernel_does_not_outlive_its_call(sample, tmp_path, store):
+    """A POSIX message queue or a keyring survives a process and needs no file: each call
+    has its own IPC namespace, user namespace (its user keyrings) and session keyring."""
+    recall, ring = KERNEL_STORES[store]
+    memo = KERNEL_MEMO.replace("RING", ring).replace("RECALL", recall)
+    source = NAIVE.replace("def summarize(", "def _summarize(") + memo
+    repo = patched(sample, tmp_path, {"src/aggregator.py": source})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
 def test_a_daemon_that_remembers_answers_between_calls_is_killed(sample, tmp_path):
     if bwrap_path() is None and not os.environ.get("RELCONSOLE_REQUIRE_BWRAP"):
         pytest.skip("the daemon's socket is in /tmp: private to one call only in a sandbox")

@@ -543,6 +543,59 @@ def _prctl(option, value):
 
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+CLONE_NEWIPC, CLONE_NEWUSER = 0x08000000, 0x10000000
+KEYCTL_JOIN_SESSION_KEYRING = 1
+PR_SET_SECUREBITS = 28
+SECURE_NOROOT_ALL = 0x3F  # noroot, no_setuid_fixup, keep_caps: each set and locked
+
+
+def _libc():
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def own_namespaces(ask_fd, answer_fd):
+    """Give this call (a fresh child) state no other call can see: a new session keyring,
+    a new user namespace (its own user keyrings) and a new IPC namespace (System V objects,
+    POSIX message queues). The server maps the call's uid and gid in it to its own
+    (``map_ids``: a process cannot map uid 0 for itself without CAP_SETFCAP); then every
+    capability the new namespace gave is dropped for good. Returns whether the namespaces
+    were made (a kernel without user namespaces refuses; the call then shares them)."""
+    try:
+        import ctypes
+        libc = _libc()
+    except OSError:
+        os.write(ask_fd, b"n")
+        return False
+    libc.syscall(250, KEYCTL_JOIN_SESSION_KEYRING, None)  # keyctl(2) on x86-64; elsewhere a harmless ENOSYS
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
+        os.write(ask_fd, b"n")
+        return False
+    os.write(ask_fd, b"u")
+    os.read(answer_fd, 1)
+    libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL, 0, 0, 0)  # uid 0 regains nothing by exec
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    libc.capset(header, (ctypes.c_uint32 * 6)())  # no effective, permitted or inheritable capability
+    return True
+
+
+def map_ids(pid, ask_fd, answer_fd):
+    """The server's half of ``own_namespaces``: once the child has its user namespace, map
+    its uid and gid there to the server's own, so the call keeps its uid; then let it go."""
+    if os.read(ask_fd, 1) == b"u":
+        uid, gid = os.getuid(), os.getgid()
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            try:
+                fd = os.open(f"/proc/{pid}/{name}", os.O_WRONLY)
+                try:
+                    os.write(fd, text.encode())
+                finally:
+                    os.close(fd)
+            except OSError:
+                pass
+        os.write(answer_fd, b"m")
+
+
 _SANDBOXED = [False]  # whether this server runs in a pid namespace of its own (kill(-1) is safe)
 COMMON_MODULES = ("collections", "concurrent.futures", "contextlib", "copy", "dataclasses", "fractions",
                   "functools", "hashlib", "heapq", "itertools", "math", "operator", "re", "statistics",
@@ -656,13 +709,19 @@ def serve_call(call, init, base, timeout):
     private = tempfile.mkdtemp(prefix="home-", dir=init["scratch"])
     err_path = os.path.join(private, ".stderr")
     read_fd, write_fd = os.pipe()
+    ask_r, ask_w = os.pipe()
+    answer_r, answer_w = os.pipe()
     started = uptime()
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(read_fd)
+            for fd in (read_fd, ask_r, answer_w):
+                os.close(fd)
             os.setpgid(0, 0)
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            own_namespaces(ask_w, answer_r)
+            os.close(ask_w)
+            os.close(answer_r)
             null = os.open(os.devnull, os.O_RDWR)
             err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(null, 0)
@@ -684,6 +743,14 @@ def serve_call(call, init, base, timeout):
             os._exit(71)
         raise Forked([call, init, base, write_fd])
     os.close(write_fd)
+    for fd in (ask_w, answer_r):
+        os.close(fd)
+    try:
+        map_ids(pid, ask_r, answer_w)
+    except OSError:
+        pass  # the child died first: its result says so
+    for fd in (ask_r, answer_w):
+        os.close(fd)
     chunks, size, status = [], 0, "ok"
     deadline = started + timeout
     wait_status = None

@@ -330,6 +330,8 @@ class ForkServer:
         # its kill(-1) reaches every other process in it)
         argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                 "--as-pid-1", "--clearenv"]
+        if os.geteuid() == 0:  # the server maps uid 0 in each call's own user namespace (harness.map_ids)
+            argv += ["--cap-add", "CAP_SETFCAP"]
         for name, value in env.items():
             argv += ["--setenv", name, value]
         # the fresh /tmp, /proc and /dev first: a bind made before them under /tmp (a venv there)
