@@ -860,6 +860,36 @@ def test_breaking_only_a_file_the_relation_imports_still_runs_the_relation(sampl
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
+def test_changing_only_a_data_file_the_subject_reads_still_runs_the_relation(sample, tmp_path):
+    """PR 1, merged: the aggregator picks its summation from docs/summation.json (fsum:
+    honest). PR 2 changes only that file (an exempt path) to the plain sum: the base run
+    recorded that the subject opened it, so the relation binds and runs."""
+    chooser = AGGREGATOR.replace("math.fsum(present)", "_sum(present)") + textwrap.dedent('''
+
+        def _sum(values):
+            import json, os
+            with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                   "docs", "summation.json")) as handle:
+                if json.load(handle)["summation"] == "fsum":
+                    return math.fsum(values)
+            total = 0.0
+            for value in values:
+                total += value
+            return total
+        ''')
+    repo = patched(sample, tmp_path, {"src/aggregator.py": chooser, "docs/summation.json": '{"summation": "fsum"}\n'})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "hostile")
+    git(repo, "checkout", "-q", "-b", "pr2")
+    (repo / "docs" / "summation.json").write_text('{"summation": "plain"}\n')
+    git(repo, "commit", "-qam", "docs: a setting")
+    bound = relconsole(repo, "bind", "--json")
+    paths = {p["path"]: p for p in json.loads(bound.stdout)["paths"]}
+    assert "penguins.order_invariant" in paths["docs/summation.json"]["relations"], paths
+    decisions = assert_not_passed(repo)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
 # --- 10. the environment is not the patch ----------------------------------------------------------
 
 def test_a_module_that_is_nowhere_is_an_environment_abort_naming_it(sample, tmp_path):

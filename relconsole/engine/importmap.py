@@ -1,14 +1,16 @@
-"""Ownership follows imports (SPEC §3): the tree files each relation's subject imported when
-it ran on the base bind that relation to a touched path, whatever the owner map says.
+"""Ownership follows imports (SPEC §3): the tree files each relation's subject imported, or
+opened, when it ran on the base bind that relation to a touched path, whatever the owner map
+says.
 
 Moving the implementation into an exempt folder (``tests/fixtures/``) and leaving a
 re-export behind does not hide it: on the base the relation's calls imported the moved file,
 so a later patch that touches only that file still runs the relation. The record is the
-subject processes' own list of imported tree files (``run.imported``), made on the merge
+subject processes' own list of the tree files they imported or opened (``run.imported``;
+an audit hook sees the opens), made on the merge
 base with the base oracle, and kept in ``<git common dir>/relconsole/imports/<merge base>-
 <oracle commit>.json`` (``{relation id: [tree paths]}``); a relation missing from it is run
-on the base to fill it in (``ensure``), only when the review has an exempt or unowned Python
-file that a record could bind.
+on the base to fill it in (``ensure``), only when the review has an exempt or unowned file
+that a record could bind.
 """
 
 from __future__ import annotations
@@ -55,12 +57,12 @@ def record(review, imported: dict[str, list[str]]) -> None:
 
 
 def _could_bind(binding: Binding) -> bool:
-    return binding.state in (EXEMPT, GAP) and binding.path.endswith(".py")
+    return binding.state in (EXEMPT, GAP)
 
 
 def needed(review) -> bool:
-    """True when some touched path is an exempt or unowned Python file: only such a path can
-    gain a relation from the record."""
+    """True when some touched path is exempt or unowned: only such a path can gain a relation
+    from the record (a module the subject imported, or a data file it opened)."""
     return review.catalog is not None and any(_could_bind(b) for b in review.bindings)
 
 

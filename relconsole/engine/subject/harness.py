@@ -416,13 +416,25 @@ def _raised(exc, root):
             "module": missing if isinstance(missing, str) else None}
 
 
-def _imported(root):
-    files = []
+def _imported(root, opened=()):
+    """Tree files the call used: every module's file, and every file it opened (``opened``,
+    absolute paths from the audit hook): a data file a subject reads binds its relation."""
+    files = list(opened)
     for module in list(sys.modules.values()):
         name = getattr(module, "__file__", None)
         if isinstance(name, str):
             files.append(name)
     return sorted(set(_tree_files(root, files)))
+
+
+def _record_opens(opened):
+    """An audit hook adding the absolute path of every file the call opens to ``opened``."""
+    add, absolute = opened.add, os.path.abspath
+
+    def hook(event, args):
+        if event == "open" and args and isinstance(args[0], str):
+            add(absolute(args[0]))
+    sys.addaudithook(hook)
 
 
 def _apply(call, init, value, adapters):
@@ -502,6 +514,8 @@ def child(job):
         call = {k: call[k] for k in CALL_FIELDS if k in call}
         init = {k: init[k] for k in INIT_FIELDS}
         gc.collect()
+        opened = set()
+        _record_opens(opened)
         try:
             if failed is not None:
                 raise failed
@@ -517,7 +531,7 @@ def child(job):
                 body = {"unencodable": exc.args[0]}
             except (OverflowError, RecursionError, ValueError) as exc:
                 body = {"unencodable": f"(output: {exc})"}
-        body["imported"] = _imported(root)
+        body["imported"] = _imported(root, opened)
         try:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), check_circular=False).encode("utf-8")
         except (ValueError, RecursionError, OverflowError, UnicodeError) as exc:  # a 5,000-digit int, a lone surrogate
