@@ -818,8 +818,11 @@ def test_processes_a_hanging_subject_starts_end_with_its_timeout(sample, tmp_pat
 
 def test_killing_relconsole_ends_the_subject_and_everything_it_started(sample, tmp_path, marker):
     repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(_spawner(marker, hang=True), AGGREGATOR)})
+    scratch = tmp_path / "tmp"  # a SIGKILLed relconsole cannot remove its scratch: keep it in tmp_path
+    scratch.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "relconsole", "run", "--repo", str(repo), "--today",
-                             TODAY.isoformat()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             TODAY.isoformat()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, TMPDIR=str(scratch)))
     try:
         deadline = time.monotonic() + 60
         while len(_alive(marker)) < 2 and time.monotonic() < deadline:
