@@ -559,6 +559,7 @@ def _prctl(option, value):
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 CLONE_NEWIPC, CLONE_NEWUSER = 0x08000000, 0x10000000
 KEYCTL_JOIN_SESSION_KEYRING = 1
+KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}  # keyctl(2) has no libc wrapper
 PR_SET_SECUREBITS = 28
 SECURE_NOROOT_ALL = 0x3F  # noroot, no_setuid_fixup, keep_caps: each set and locked
 
@@ -581,7 +582,9 @@ def own_namespaces(ask_fd, answer_fd):
     except OSError:
         os.write(ask_fd, b"n")
         return False
-    libc.syscall(250, KEYCTL_JOIN_SESSION_KEYRING, None)  # keyctl(2) on x86-64; elsewhere a harmless ENOSYS
+    keyctl = KEYCTL_SYSCALL.get(os.uname().machine)
+    if keyctl is not None:
+        libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None)
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
         os.write(ask_fd, b"n")
         return False
