@@ -547,11 +547,20 @@ def child(job):
 
 # -- the server ------------------------------------------------------------------------------
 
+_LIBC = []
+
+
+def _libc():
+    """The C library (loaded once; ``ctypes`` is imported only when it is needed). Raises OSError."""
+    if not _LIBC:
+        import ctypes
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
+
+
 def _prctl(option, value):
     try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(option, value, 0, 0, 0)
+        _libc().prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
@@ -562,11 +571,6 @@ KEYCTL_JOIN_SESSION_KEYRING = 1
 KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}  # keyctl(2) has no libc wrapper
 PR_SET_SECUREBITS = 28
 SECURE_NOROOT_ALL = 0x3F  # noroot, no_setuid_fixup, keep_caps: each set and locked
-
-
-def _libc():
-    import ctypes
-    return ctypes.CDLL(None, use_errno=True)
 
 
 def own_namespaces(ask_fd, answer_fd):
@@ -864,8 +868,7 @@ def remove_sysv_ipc():
     call could leave for the next is not a file): only in the sandbox, whose IPC namespace is
     its own."""
     try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
+        libc = _libc()
     except OSError:
         return
     ipc_rmid = 0
@@ -918,8 +921,7 @@ C_ONLY = ("FAKETIME_FORCE_MONOTONIC_FIX",)
 
 def _setenv_c(name, value):
     try:
-        import ctypes
-        ctypes.CDLL(None).setenv(name.encode(), value.encode(), 1)
+        _libc().setenv(name.encode(), value.encode(), 1)
     except (OSError, AttributeError):
         pass
 
