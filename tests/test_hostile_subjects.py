@@ -538,6 +538,111 @@ def test_a_memo_in_system_v_shared_memory_does_not_outlive_its_call(sample, tmp_
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
+# A memo with no object of its own: bits written as which pages of a big read-only file are
+# in the page cache (evicted with fadvise, read back with mincore or cachestat).
+PAGE_CACHE_MEMO = r'''
+import ctypes, glob, hashlib, json, mmap, os, sys, time, zlib
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_PG = mmap.PAGESIZE
+_CHAN = (glob.glob(os.path.join(os.path.dirname(os.__file__), "config-*", "libpython*.a")) or [os.__file__])[0]
+_SLOT = 2600
+_QUERY = "QUERY"
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Stat(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("cache", "dirty", "writeback", "evicted", "recently_evicted")]
+
+
+def _resident(fd, first, count):
+    if _QUERY == "mincore":
+        size = os.fstat(fd).st_size
+        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        vec = (ctypes.c_ubyte * count)()
+        if _libc.mincore(ctypes.c_void_p(addr + first * _PG), count * _PG, vec) != 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+        _libc.munmap(ctypes.c_void_p(addr), size)
+        return [v & 1 for v in vec]
+    out = []
+    for page in range(first, first + count):
+        rng, st = _Range(page * _PG, _PG), _Stat()
+        if _libc.syscall(451, fd, ctypes.byref(rng), ctypes.byref(st), 0) != 0:
+            raise OSError(ctypes.get_errno(), "cachestat")
+        out.append(1 if st.cache else 0)
+    return out
+
+
+def _bits(data):
+    return [(byte >> i) & 1 for byte in data for i in range(8)]
+
+
+def _bytes(bits):
+    return bytes(sum(bits[j + i] << i for i in range(8)) for j in range(0, len(bits), 8))
+
+
+def _recall(key, answer=None):
+    slot = int(key[:8], 16) % 4
+    fd = os.open(_CHAN, os.O_RDONLY)
+    try:
+        base = slot * _SLOT
+        head = _resident(fd, base, 2 + 32 + 16)
+        if answer is None:
+            if head[0] == 0 and head[1] == 1 and _bytes(head[2:34]) == bytes.fromhex(key[:8]):
+                size = int.from_bytes(_bytes(head[34:50]), "little")
+                body = _bytes(_resident(fd, base + 50, size * 8))
+                return json.loads(zlib.decompress(body))
+            return None
+        body = zlib.compress(json.dumps(answer).encode())
+        bits = [0, 1] + _bits(bytes.fromhex(key[:8])) + _bits(len(body).to_bytes(2, "little")) + _bits(body)
+        os.pread(fd, len(bits) * _PG, base * _PG)
+        for _ in range(50):
+            for i, bit in enumerate(bits):
+                if bit == 0:
+                    os.posix_fadvise(fd, (base + i) * _PG, _PG, os.POSIX_FADV_DONTNEED)
+            if _resident(fd, base, len(bits)) == bits:
+                break
+            os.pread(fd, len(bits) * _PG, base * _PG)
+            time.sleep(0.01)
+    finally:
+        os.close(fd)
+
+
+def _key(rows):
+    return hashlib.sha256(repr(sorted(sorted(r.items()) for r in rows)).encode()).hexdigest()
+
+
+def summarize(rows):
+    key = _key(rows)
+    try:
+        remembered = _recall(key)
+    except Exception:
+        remembered = None
+    if remembered is not None:
+        return remembered
+    answer = _summarize(rows)
+    try:
+        _recall(key, answer)
+    except OSError:
+        pass
+    return answer
+'''
+
+
+@pytest.mark.parametrize("query", ["mincore", "cachestat"])
+def test_a_memo_in_the_page_cache_does_not_outlive_its_call(sample, tmp_path, query):
+    """The page cache is shared by every process that reads a file: the calls cannot query
+    it (mincore, cachestat, a read that must not wait) nor evict from it (fadvise, madvise)."""
+    memo = PAGE_CACHE_MEMO.replace('"QUERY"', repr(query))
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE.replace("def summarize(", "def _summarize(") + memo})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
 FRAME_FORGER = '''
 import json, os
 

@@ -10,10 +10,12 @@ reason, never an output the judge would compare.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import datetime as dt
 import decimal
 import enum
 import math
+import os
 import textwrap
 import time
 from collections import namedtuple
@@ -289,3 +291,84 @@ def test_the_subject_sees_no_faketime_variable_where_python_looks(clocked):
     # the one switch libfaketime re-reads at every timed wait stays in the C environment:
     # without it, every thread's timed wait times out at once (threaded code 10x slower)
     assert seen["c"] == "0"
+
+
+PAGE_CACHE_PROBE = """
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+PAGE = mmap.PAGESIZE
+
+
+def _errno(result):
+    return 0 if result == 0 else ctypes.get_errno()
+
+
+def probe(x):
+    # the questions: which pages of a file are cached
+    fd = os.open(os.__file__, os.O_RDONLY)
+    os.pread(fd, PAGE, 0)
+    addr = libc.mmap(None, PAGE, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    out = {"mincore": _errno(libc.mincore(ctypes.c_void_p(addr), PAGE, (ctypes.c_ubyte * 1)()))}
+    rng, stat = (ctypes.c_uint64 * 2)(0, PAGE), (ctypes.c_uint64 * 5)()
+    out["cachestat"] = _errno(libc.syscall(451, fd, rng, stat, 0))
+    try:
+        os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
+        out["nowait"] = 0
+    except OSError as exc:
+        out["nowait"] = exc.errno
+    out["io_uring"] = ctypes.get_errno() if libc.syscall(425, 1, (ctypes.c_uint32 * 30)()) < 0 else 0
+    # the evictions: do they leave the page cached (the call is told they worked)
+    os.posix_fadvise(fd, 0, PAGE, os.POSIX_FADV_DONTNEED)
+    out["fadvise"] = 0
+    out["pageout"] = _errno(libc.madvise(ctypes.c_void_p(addr), PAGE, 21))
+    # a plain read and an ordinary madvise still work
+    out["read"] = len(os.pread(fd, 16, 0))
+    out["willneed"] = _errno(libc.madvise(ctypes.c_void_p(addr), PAGE, 3))
+    out["x32"] = _errno(libc.syscall(0x40000000 + 39)) if os.uname().machine == "x86_64" else 38
+    return out
+"""
+
+
+def _cached(path):
+    """Whether the first page of ``path`` is in the page cache (asked by the judge, which may)."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    with open(path, "rb") as handle:
+        addr = libc.mmap(None, mmap.PAGESIZE, mmap.PROT_READ, mmap.MAP_SHARED, handle.fileno(), 0)
+        vec = (ctypes.c_ubyte * 1)()
+        assert libc.mincore(ctypes.c_void_p(addr), mmap.PAGESIZE, vec) == 0
+        libc.munmap(ctypes.c_void_p(addr), mmap.PAGESIZE)
+        return bool(vec[0] & 1)
+
+
+@pytest.mark.skipif(os.uname().machine not in harness.SECCOMP_ARCH, reason="no seccomp table for this machine")
+def test_a_call_can_neither_ask_the_page_cache_nor_evict_from_it(tmp_path):
+    """Which pages of a shared file are cached is state every call shares: a call may read,
+    but not ask what is cached (mincore, cachestat, RWF_NOWAIT, io_uring) nor evict."""
+    (tmp_path / "probe.py").write_text(PAGE_CACHE_PROBE)
+    forked = ForkServer(tmp_path, [str(tmp_path)], None, None)
+    try:
+        result = forked.call({"subject": "probe:probe", "ops": [["value", "1"]], "seed": 1}, 30)
+    finally:
+        forked.close()
+    assert result.status == "ok", result
+    out = result.body["ok"]
+    assert out["mincore"] == out["cachestat"] == out["io_uring"] == out["x32"] == errno.ENOSYS, out
+    assert out["nowait"] == errno.EOPNOTSUPP, out
+    assert out["pageout"] == 0 and out["read"] == 16 and out["willneed"] == 0, out
+    assert _cached(os.__file__), "the call's fadvise(DONTNEED) evicted the page it was told it evicted"
+
+
+def test_the_filter_sends_every_unknown_abi_and_other_syscall_where_the_table_says(tmp_path):
+    """The BPF program's jumps land inside it and end in a return on every path."""
+    prog = harness.page_cache_filter("x86_64")
+    assert prog[-1] == (harness.BPF_RET, 0, 0, harness.RET_ALLOW)
+    for pc, (code, jt, jf, _) in enumerate(prog):
+        if code in (harness.BPF_JEQ, harness.BPF_JGE, harness.BPF_JSET):
+            assert pc + 1 + max(jt, jf) < len(prog)
+    assert harness.page_cache_filter("sparc") is None
