@@ -18,6 +18,7 @@ reason ``review_flag:<name>`` (see ``Review.decision``).
 | bag_output_sorted | adds an output sort in the subject of a relation that compares bags |
 | ingest_replay_to_concat | turns a replayed ingest into concatenated rows (a test, or a catalog relation's kind) |
 | oracle_layout_changed | changes ``[tool.relconsole]`` in pyproject.toml (the layout is always the base's here) |
+| environment_probe | adds, to code that is not a test, a look at the process around it (``probescan``), or a compiled module |
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from relconsole.engine import pyscan
+from relconsole.engine import probescan, pyscan
 from relconsole.engine.catalog import Catalog
 from relconsole.engine.config import Layout
 from relconsole.engine.errors import BadInputError
@@ -43,7 +44,7 @@ from relconsole.engine.yamlload import load_yaml_text
 
 FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
               "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
-              "oracle_layout_changed", "relation_changed", "patch_catalog_invalid")
+              "oracle_layout_changed", "relation_changed", "patch_catalog_invalid", "environment_probe")
 TEST_DIRS = frozenset({"tests", "test"})
 MAX_TEXT_BYTES = 8 << 20  # larger blobs are compared by id only: no line is given
 
@@ -225,7 +226,7 @@ class _Rules:
         """Whether any rule reads this path's content."""
         return (self.guarded_path(path) or self._lease_manifest(path) or path in self.corpora
                 or path in (self.layout.freezes, self.layout.catalog, "pyproject.toml")
-                or path in self.bag_subjects or self._python_test(path))
+                or path in self.bag_subjects or self._python_test(path) or self._probed(path))
 
     def _lease_manifest(self, path: str) -> bool:
         return path.startswith(self.layout.leases_dir.rstrip("/") + "/") and path.endswith((".yaml", ".yml"))
@@ -238,6 +239,35 @@ class _Rules:
         *dirs, name = path.split("/")
         return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
                 or not TEST_DIRS.isdisjoint(dirs) or self.guarded_path(path))
+
+    def _probed(self, path: str) -> bool:
+        """Code a subject may run that is not a test and not the oracle: every ``.py`` file
+        but tests by name (fixtures under ``tests/`` included), and every compiled module."""
+        if self.guarded_path(path):
+            return False
+        name = path.rsplit("/", 1)[-1]
+        if probescan.is_compiled(path):
+            return True
+        return name.endswith(".py") and not (name.startswith("test_") or name.endswith("_test.py")
+                                              or name == "conftest.py")
+
+    def _probes(self, change: _Change, flag) -> None:
+        if probescan.is_compiled(change.new):
+            if change.after != change.before:
+                flag("environment_probe", None, "adds or changes a compiled module: code no reviewer or "
+                     "rule can read, which may look at the process it runs in")
+            return
+        if change.after == b"" and change.before != b"":
+            flag("environment_probe", None, f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read for probes")
+            return
+        try:
+            found = probescan.environment_probes(change.text("before"), change.text("after"))
+        except pyscan.Unjudged as exc:
+            flag("environment_probe", None, f"not read for probes: {exc}")
+            return
+        for item in found:
+            flag("environment_probe", item.line, f"{item.detail}: a sandbox can always be told from production, "
+                 "so code that looks at its surroundings is for a reviewer to clear")
 
     def check(self, change: _Change) -> list[Flag]:
         sha, flags = change.commit.sha, []
@@ -277,6 +307,8 @@ class _Rules:
                 pass  # reported once, by the golden rule
         if change.new == "pyproject.toml":
             self._layout(change, flag)
+        if change.new and self._probed(change.new):
+            self._probes(change, flag)
         return flags
 
     def golden(self, commit: Commit, changes: list[_Change], unjudged: list[str]) -> list[Flag]:

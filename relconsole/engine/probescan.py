@@ -1,0 +1,208 @@
+"""Code a patch adds that looks at the process around it (the ``environment_probe`` rule of
+the review flags, SPEC §9 as extended by issue 15).
+
+A subject runs in a sandbox, and a sandbox can always be told from a production process by
+something: its parent's pid, a read-only tree, a network with only ``lo``, a clock that does not
+move, the mounts, the user namespace's uid map. A subject that behaves only when it sees one
+passes every relation. So the judge also reads the patch: a commit that adds, to code that
+is not a test, a read of the process's surroundings, a clock read, a write to a file, a way to
+run code the reviewer cannot read (``exec``, ``ctypes``, a computed attribute of a module) or
+a compiled module, gets a flag a reviewer must see and acknowledge.
+
+How one would cheat it, and why that is flagged too: an alias (``import os as o``,
+``from os import getppid as g``) resolves to the same dotted name; ``getattr(os, "getppid")``
+with a literal resolves too, and with a computed name it is itself a probe; ``__import__``,
+``importlib``, ``exec``/``eval``/``compile``, ``pickle``/``marshal`` loads and ``ctypes``
+are probes; a compiled module (``.so``) cannot be read, so adding one is a probe; moving,
+renaming or reformatting code adds nothing (probes are counted by shape over the whole
+module). Not found: a path built at run time and read (``open("/" + "proc/...")``) and a
+counting thread used as a clock; both are noted on issue 15.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+
+from relconsole.engine.pyscan import Finding, _before, _judged, _own_nodes, _scopes, parse
+
+# modules whose import alone is the probe (what they are for is the process, the kernel or code)
+PROBE_MODULES = {
+    "ctypes": "calls C directly", "_ctypes": "calls C directly", "cffi": "calls C directly",
+    "resource": "reads the process's resources", "platform": "reads the machine",
+    "socket": "reads or opens the network", "subprocess": "runs other programs",
+    "signal": "handles or sends signals", "mmap": "maps memory", "fcntl": "drives file descriptors",
+    "pwd": "reads the user database", "grp": "reads the group database", "psutil": "reads processes",
+    "multiprocessing.shared_memory": "shares memory between processes", "sysv_ipc": "uses System V IPC",
+    "posix_ipc": "uses POSIX IPC", "marshal": "loads code objects", "importlib": "imports by computed name",
+    "builtins": "reaches the builtins", "inspect": "reads frames and code", "gc": "reaches every object",
+}
+# functions and attributes, by dotted name, and what reading them says
+PROBE_NAMES = {
+    **{f"os.{n}": "reads the process's identity" for n in (
+        "getppid", "getpid", "getpgid", "getpgrp", "getsid", "getuid", "geteuid", "getgid", "getegid",
+        "getgroups", "getlogin", "getresuid", "getresgid", "uname", "getloadavg", "sched_getaffinity", "times")},
+    **{f"os.{n}": "reads the environment" for n in ("environ", "environb", "getenv", "getenvb")},
+    **{f"os.{n}": "runs or signals processes" for n in (
+        "fork", "forkpty", "system", "popen", "kill", "killpg", "execv", "execve", "execl", "execle",
+        "execlp", "execvp", "execvpe", "spawnv", "spawnve", "spawnl", "posix_spawn", "posix_spawnp")},
+    "os.access": "asks whether a file is writable", "os.statvfs": "reads the file system",
+    "os.path.expanduser": "reads the home folder", "os.path.expandvars": "reads the environment",
+    "pathlib.Path.home": "reads the home folder", "tempfile.gettempdir": "reads the scratch folder",
+    "getpass.getuser": "reads the user", "shutil.disk_usage": "reads the file system",
+    **{f"sys.{n}": "reads the interpreter's state" for n in (
+        "_getframe", "_current_frames", "orig_argv", "argv", "flags", "modules", "executable", "path",
+        "prefix", "base_prefix", "exec_prefix", "settrace", "setprofile", "gettrace", "getprofile",
+        "addaudithook", "audit", "meta_path", "path_hooks")},
+    **{f"time.{n}": "reads the clock" for n in (
+        "time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
+        "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns",
+        "get_clock_info", "clock_getres")},
+    **{f"inspect.{n}": "walks the call stack" for n in (
+        "stack", "currentframe", "getouterframes", "getframeinfo", "trace", "getinnerframes")},
+    **{f"traceback.{n}": "walks the call stack" for n in ("extract_stack", "walk_stack", "format_stack")},
+    **{f"gc.{n}": "walks every object" for n in ("get_objects", "get_referrers", "get_referents")},
+    "pickle.loads": "loads code-carrying data", "pickle.load": "loads code-carrying data",
+    "types.CodeType": "builds code", "types.FunctionType": "builds code",
+}
+BUILTINS = {"exec": "runs code it builds", "eval": "runs code it builds", "compile": "builds code",
+            "__import__": "imports by computed name", "globals": "reaches names by computed key",
+            "vars": "reaches names by computed key", "breakpoint": "stops for a debugger"}
+SYSTEM_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/etc", "/.dockerenv", "/tmp", "/var")
+WRITE_MODE = frozenset("wax+")
+COMPILED_SUFFIXES = (".so", ".pyd", ".dll", ".dylib", ".pyc")
+
+
+def import_targets(module: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted name it is bound to by the module's imports: ``import os as o``
+    gives o -> os, ``from os import getppid as g`` gives g -> os.getppid, ``import a.b``
+    gives a -> a. Relative imports are left out."""
+    names: dict[str, str] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+    return names
+
+
+def _dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """The dotted name an expression resolves to through the module's imports
+    (``o.getppid`` with ``import os as o`` gives ``os.getppid``; ``getattr(os, "getppid")``
+    too), or None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        inner = _dotted(node.args[0], imports)
+        return ".".join([inner, node.args[1].value, *parts]) if inner else None
+    if not isinstance(node, ast.Name) or node.id not in imports:
+        return None
+    return ".".join([imports[node.id], *parts])
+
+
+def _import_probe(node: ast.AST) -> str | None:
+    names = []
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    for name in names:
+        for candidate in (name, name.split(".")[0]):
+            if candidate in PROBE_MODULES:
+                return f"imports {candidate} ({PROBE_MODULES[candidate]})"
+            if candidate in PROBE_NAMES:
+                return f"imports {candidate} ({PROBE_NAMES[candidate]})"
+    return None
+
+
+def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
+    func = node.func
+    dotted = _dotted(node, imports)  # getattr(module, "literal")
+    if dotted in PROBE_NAMES:
+        return f"uses {dotted} ({PROBE_NAMES[dotted]})"
+    if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2:
+        if not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            target = node.args[0]
+            if isinstance(target, ast.Name) and (target.id in imports or target.id in ("__builtins__", "builtins")):
+                return f"reaches an attribute of module {target.id} by a computed name"
+    if isinstance(func, ast.Name) and func.id == "open" and "open" not in imports:
+        mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and WRITE_MODE & set(mode.value):
+            return f"opens a file to write (mode {mode.value!r})"
+        if mode is not None and not isinstance(mode, ast.Constant):
+            return "opens a file with a computed mode"
+    return None
+
+
+def _name_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Name) and node.id not in imports:
+        if node.id in BUILTINS:
+            return f"uses {node.id} ({BUILTINS[node.id]})"
+        return "reaches the builtins module" if node.id == "__builtins__" else None
+    dotted = _dotted(node, imports)
+    return f"uses {dotted} ({PROBE_NAMES[dotted]})" if dotted in PROBE_NAMES else None
+
+
+def _constant_probe(text: str) -> str | None:
+    if text.startswith(SYSTEM_PREFIXES) or "relconsole" in text.lower():
+        return f"names {text[:40]!r} (a path of the machine, not of the package)"
+    return None
+
+
+def _probes(_name: str, scope: ast.AST, module: ast.Module):
+    """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
+    imports = import_targets(module)
+    nodes = list(_own_nodes(scope))
+    docs = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for node in nodes:
+        why = None
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            why = _import_probe(node)
+        elif isinstance(node, ast.Call):
+            why = _call_probe(node, imports)
+        elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
+            why = _name_probe(node, imports)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            why = _constant_probe(node.value)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
+            why = "reaches names through __dict__"
+        if why:
+            yield node, why
+
+
+def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    return [found for name, scope in _scopes(tree) for found in _probes(name, scope, tree)]
+
+
+def environment_probes(before: str | None, after: str | None) -> list[Finding]:
+    """Probes of the process's surroundings that ``after`` adds to ``before`` (module source
+    text, None when absent), one Finding per probe, in source order. Counted over the whole
+    module by shape, so moving, renaming or reformatting code adds nothing. Raises Unjudged
+    when ``after`` cannot be judged (the caller flags that too: unread code is not cleared)."""
+    tree = parse(after)
+    if tree is None:
+        return []
+
+    def scan():
+        old = _before(before)
+        left = Counter(ast.dump(node) for node, _ in _all_probes(old)) if old is not None else Counter()
+        found = []
+        for node, detail in sorted(_all_probes(tree), key=lambda item: (item[0].lineno, item[0].col_offset)):
+            key = ast.dump(node)
+            if left[key]:
+                left[key] -= 1
+            else:
+                found.append(Finding(node.lineno, detail))
+        return found
+    return _judged(scan)
+
+
+def is_compiled(path: str) -> bool:
+    """Whether ``path`` is a compiled module or library Python could load (code nobody can read)."""
+    return path.lower().endswith(COMPILED_SUFFIXES) or ".so." in path.rsplit("/", 1)[-1]
