@@ -546,3 +546,23 @@ def test_a_hanging_subject_times_out(tmp_path):
     assert not record.held
     assert record.error_type == "timeout"
     assert timeout <= elapsed < timeout + 20
+
+
+@given(st.text(min_size=1, max_size=8), st.integers(), st.integers())
+def test_two_members_of_one_enum_type_agree_only_when_their_values_do(name, a, b):
+    """A member made per call can carry any value under one name: the value is compared too."""
+    from relconsole.engine.subject.harness import Record
+    left, right = Record("enum", "m.E", (name, a)), Record("enum", "m.E", (name, b))
+    assert (differences(canonical(left), canonical(right)) == []) == (a == b)
+
+
+@given(st.integers(min_value=-10 ** 6, max_value=10 ** 6))
+def test_exact_tells_an_int_from_the_float_of_the_same_number(n):
+    assert differences(n, float(n), "exact") != []
+    assert differences(n, float(n), "canon", 1e-6) == []
+    assert differences(float(n), float(n), "exact") == []
+
+
+def test_exact_tells_minus_zero_from_zero_and_tolerance_does_not():
+    assert differences(-0.0, 0.0, "exact") != [] and differences(0.0, 0.0, "exact") == []
+    assert differences(-0.0, 0.0, "tolerance", 1e-9) == []

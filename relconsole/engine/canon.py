@@ -66,8 +66,8 @@ def _tagged(value: Any, compare: str, quantum: float | None, order_free: bool) -
     if isinstance(value, (dt.date, dt.datetime)):
         return {f"({type(value).__name__})": value.isoformat()}
     if isinstance(value, Record):
-        if value.kind == "enum":
-            return {f"(enum {value.type})": value.value[0]}
+        if value.kind == "enum":  # its name and its value: a member made per call may carry any value
+            return {f"(enum {value.type})": [value.value[0], canonical(value.value[1], compare, quantum, order_free)]}
         return {f"({value.kind} {value.type})": canonical(value.value, compare, quantum, order_free)}
     raise NotComparable(f"{type(value).__module__}.{type(value).__qualname__}")
 
@@ -118,6 +118,8 @@ def differences(left: Any, right: Any, compare: str = "canon", quantum: float | 
             out.extend(differences(a, b, compare, quantum, path + (index,)))
         return out
     if _numbers(left, right):
+        if compare == "exact" and (type(left) is not type(right) or _signed_zero(left) != _signed_zero(right)):
+            return [path]  # exact: 1 is not 1.0 and -0.0 is not 0.0 (bit-identical, as the catalog says)
         if left == right or (_isnan(left) and _isnan(right)):
             return []
         if compare == "tolerance" and quantum is not None:
@@ -127,6 +129,10 @@ def differences(left: Any, right: Any, compare: str = "canon", quantum: float | 
                 return [path]
         return [path]
     return [] if left == right and type(left) is type(right) else [path]
+
+
+def _signed_zero(value: Any) -> bool:
+    return isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0
 
 
 def _isnan(value: Any) -> bool:

@@ -70,6 +70,7 @@ RELATION_SCHEMA = {
         "canon": _REF,
         # both outputs empty for a non-empty input proves nothing (vacuous, hold) unless this says so
         "empty_ok": {"type": "boolean"},
+        "nan_ok": {"type": "boolean"},
         # "frozen" (at the config's instant), "real" (opt out), or an ISO 8601 instant of its own
         "clock": {"anyOf": [{"enum": ["frozen", "real"]},
                             {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}"}]},
@@ -158,7 +159,7 @@ class Relation:
         semantic = {k: self.raw.get(k) for k in
                     ("id", "kind", "subject", "input", "compare", "quantum", "params",
                      "merge", "inverse", "transform")}
-        semantic.update({k: self.raw[k] for k in ("canon", "empty_ok") if k in self.raw})
+        semantic.update({k: self.raw[k] for k in ("canon", "empty_ok", "nan_ok") if k in self.raw})
         digest = hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode())
         for role in sorted(callable_sources or {}):
             digest.update(role.encode() + b"\0" + hashlib.sha256(callable_sources[role]).digest())

@@ -322,12 +322,18 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
     rng = random.Random(seed)
     last = Outcome(True, note="no input")
     vacuous = bool(inputs)
+    # a roundtrip gives its input back: a NaN there was in the input, and keeping it is the point
+    nan_counts = not rel.get("nan_ok") and rel["kind"] not in ("bound", "roundtrip")
+    nan = None
     for index, x in enumerate(inputs):
         outcome = kind(rel, x, rng=rng, calls=calls_for(index), merge=merge, wire=wire)
         if len(inputs) > 1:
             outcome.note = f"seed row {index + 1}: {outcome.note}"
         if not outcome.held:
             return outcome
+        if nan_counts and nan is None:
+            found = _nan_path(outcome.source)
+            nan = None if found is None else (f"seed row {index + 1}: " if len(inputs) > 1 else "") + path_text(found)
         empty_in = isinstance(x, (list, dict, str, tuple)) and not x
         vacuous = vacuous and not empty_in and _empty(outcome.source) and _empty(outcome.followup) \
             and rel["kind"] not in ("bound", "roundtrip")
@@ -335,7 +341,26 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
     if vacuous and not rel.get("empty_ok"):
         last.vacuous = True
         last.note = "both outputs empty for a non-empty input: the relation proved nothing (empty_ok: true allows it)"
+    if nan is not None and not last.vacuous:
+        last.vacuous = True
+        last.note = (f"NaN at {nan} in both outputs: a NaN equals nothing, so the relation proved "
+                     "nothing there (nan_ok: true allows it)")
     return last
+
+
+def _nan_path(value: Any, path: tuple = (), depth: int = 0) -> tuple | None:
+    """The first path (keys and indexes) where ``value`` holds a float NaN, or None."""
+    if isinstance(value, float):
+        return path if value != value else None
+    if depth > 50:
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _nan_path(item, path + (key,), depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 FIELDS_SHOWN = 20  # field names of the first row carried in an inputs summary

@@ -121,6 +121,8 @@ def _wire(value, depth):
         fields = {str(name): _wire(item, deeper) for name, item in zip(cls._fields, tuple.__iter__(value))}
         return {TAG + "nt": [type_name(value), fields]}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if isinstance(value, (dict, list, tuple, set, frozenset, str, bytes, int, float)):
+            raise Unencodable(type_name(value))  # a dataclass that is also a container: which is the value?
         fields = {f.name: _wire(object.__getattribute__(value, f.name), deeper) for f in dataclasses.fields(value)}
         return {TAG + "dc": [type_name(value), fields]}
     base = _base_value(value)
@@ -386,14 +388,16 @@ class _OracleOnly:
 
 
 def _tree_files(root, frames_or_files):
-    given, root = root, os.path.realpath(root)
+    """The tree-relative paths of the files named that are in the tree, however they were
+    named (``/proc/self/root/...``, a link, ``..``): each is resolved before it is judged."""
+    root = os.path.realpath(root)
     out = []
     for filename in frames_or_files:
-        if not isinstance(filename, str) or not filename.startswith((given, root)):
-            continue  # only a file named under the tree's own path can be one of its files
+        if not isinstance(filename, str):
+            continue
         try:
             path = os.path.realpath(filename)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OSError):
             continue
         if path.startswith(root + os.sep):
             out.append(os.path.relpath(path, root).replace(os.sep, "/"))
@@ -566,7 +570,10 @@ def _prctl(option, value):
 
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
-CLONE_NEWIPC, CLONE_NEWUSER = 0x08000000, 0x10000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+CALL_TMPFS = ("/tmp", "/dev/shm", "/var/tmp")  # a fresh, empty one in each call's own mount namespace
 KEYCTL_JOIN_SESSION_KEYRING = 1
 KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}  # keyctl(2) has no libc wrapper
 PR_SET_SECUREBITS = 28
@@ -575,29 +582,63 @@ SECURE_NOROOT_ALL = 0x3F  # noroot, no_setuid_fixup, keep_caps: each set and loc
 
 def own_namespaces(ask_fd, answer_fd):
     """Give this call (a fresh child) state no other call can see: a new session keyring,
-    a new user namespace (its own user keyrings) and a new IPC namespace (System V objects,
-    POSIX message queues). The server maps the call's uid and gid in it to its own
+    a new user namespace (its own user keyrings), a new IPC namespace (System V objects,
+    POSIX message queues), a new network namespace (sockets, TIME_WAIT ports, abstract
+    unix names; ``lo`` up) and a new mount namespace with an empty tmpfs on every writable
+    scratch folder (``CALL_TMPFS``). The server maps the call's uid and gid in it to its own
     (``map_ids``: a process cannot map uid 0 for itself without CAP_SETFCAP); then every
-    capability the new namespace gave is dropped for good. Returns whether the namespaces
-    were made (a kernel without user namespaces refuses; the call then shares them)."""
+    capability the new namespace gave is dropped for good. Returns "all" (every namespace),
+    "some" (user and IPC only: mounts or the network were refused) or "" (none: the kernel
+    has no user namespaces; the call then shares them)."""
     try:
         import ctypes
         libc = _libc()
     except OSError:
         os.write(ask_fd, b"n")
-        return False
+        return ""
     keyctl = KEYCTL_SYSCALL.get(os.uname().machine)
     if keyctl is not None:
         libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None)
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
-        os.write(ask_fd, b"n")
-        return False
+    made = "all"
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWNET) != 0:
+        made = "some"
+        if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
+            os.write(ask_fd, b"n")
+            return ""
     os.write(ask_fd, b"u")
     os.read(answer_fd, 1)
+    if made == "all" and not (_private_mounts(libc) and _loopback_up()):
+        made = "some"
     libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL, 0, 0, 0)  # uid 0 regains nothing by exec
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     libc.capset(header, (ctypes.c_uint32 * 6)())  # no effective, permitted or inheritable capability
+    return made
+
+
+def _private_mounts(libc):
+    """In the call's own mount namespace: an empty tmpfs on each of ``CALL_TMPFS`` that exists."""
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    for folder in CALL_TMPFS:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") != 0:
+                return False
     return True
+
+
+def _loopback_up():
+    """Bring ``lo`` up in the call's own network namespace (a new one has it down)."""
+    import fcntl
+    import socket
+    import struct
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            request = struct.pack("16sH22x", b"lo", 0)
+            flags = struct.unpack("16sH22x", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+        return True
+    except OSError:
+        return False
 
 
 def map_ids(pid, ask_fd, answer_fd):
@@ -817,19 +858,19 @@ def serve_call(call, init, base, timeout):
                 os.close(fd)
             os.setpgid(0, 0)
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            own_namespaces(ask_w, answer_r)
+            null = os.open(os.devnull, os.O_RDWR)
+            err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # before /tmp is its own
+            made = own_namespaces(ask_w, answer_r)
             close_page_cache(init.get("page_cache_filter"))
             os.close(ask_w)
             os.close(answer_r)
-            null = os.open(os.devnull, os.O_RDWR)
-            err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(null, 0)
             os.dup2(null, 1)
             os.dup2(err, 2)
             os.closerange(3, write_fd)
             os.closerange(write_fd + 1, 1 << 16)
-            work = os.path.join(private, "work")
-            os.mkdir(work)
+            work = os.path.join("/tmp" if made == "all" else private, os.path.basename(private), "work")
+            os.makedirs(work)
             os.environ["HOME"] = work
             os.environ["TMPDIR"] = work
             tempfile.tempdir = None

@@ -352,6 +352,9 @@ class ForkServer:
             argv += ["--tmpfs", f"{inside}/.git"] if git.is_dir() else ["--ro-bind", "/dev/null", f"{inside}/.git"]
         argv += ["--ro-bind", str(self.scratch / "main.py"), str(self.scratch / "main.py"),
                  "--bind", str(self.scratch / "run"), str(self.scratch / "run"), "--chdir", inside]
+        # the root bwrap builds (and /dev) stay writable otherwise: a file left in / or /dev
+        # would outlive its call (each call's /tmp and /dev/shm are its own, harness.own_namespaces)
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         return argv
 
     def _write(self, frame: dict) -> None:
