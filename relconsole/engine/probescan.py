@@ -50,6 +50,13 @@ PROBE_NAMES = {
     "os.path.expanduser": "reads the home folder", "os.path.expandvars": "reads the environment",
     "pathlib.Path.home": "reads the home folder", "tempfile.gettempdir": "reads the scratch folder",
     "getpass.getuser": "reads the user", "shutil.disk_usage": "reads the file system",
+    **{f"os.{n}": "writes to the file system" for n in (
+        "open", "mkdir", "makedirs", "remove", "unlink", "rename", "renames", "replace", "symlink", "link",
+        "utime", "chmod", "chown", "truncate", "mkfifo", "mknod", "rmdir", "removedirs")},
+    **{f"shutil.{n}": "writes to the file system" for n in (
+        "copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move", "rmtree")},
+    **{f"tempfile.{n}": "writes to the file system" for n in (
+        "mkstemp", "mkdtemp", "NamedTemporaryFile", "TemporaryFile", "TemporaryDirectory", "SpooledTemporaryFile")},
     **{f"sys.{n}": "reads the interpreter's state" for n in (
         "_getframe", "_current_frames", "orig_argv", "argv", "flags", "modules", "executable", "path",
         "prefix", "base_prefix", "exec_prefix", "settrace", "setprofile", "gettrace", "getprofile",
@@ -70,6 +77,11 @@ BUILTINS = {"exec": "runs code it builds", "eval": "runs code it builds", "compi
             "vars": "reaches names by computed key", "breakpoint": "stops for a debugger"}
 SYSTEM_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/etc", "/.dockerenv", "/tmp", "/var")
 WRITE_MODE = frozenset("wax+")
+MODE_LETTERS = frozenset("rwxabt+U")
+# methods that write whatever their receiver is (pathlib's, mostly): a pure subject has no use for them
+WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "mkdir", "symlink_to", "hardlink_to",
+                           "link_to", "rmdir", "unlink", "chmod", "lchmod"})
+ROOT_SEPARATORS = frozenset({"os.sep", "os.path.sep", "os.altsep", "posixpath.sep"})
 COMPILED_SUFFIXES = (".so", ".pyd", ".dll", ".dylib", ".pyc")
 
 
@@ -131,9 +143,17 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
             target = node.args[0]
             if isinstance(target, ast.Name) and (target.id in imports or target.id in ("__builtins__", "builtins")):
                 return f"reaches an attribute of module {target.id} by a computed name"
-    if isinstance(func, ast.Name) and func.id == "open" and "open" not in imports:
-        mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
-        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and WRITE_MODE & set(mode.value):
+    if isinstance(func, ast.Attribute) and func.attr in WRITE_METHODS:
+        return f"writes to the file system (.{func.attr})"
+    if any(isinstance(a, ast.Constant) and a.value == "/" for a in node.args):
+        return "builds a path from the root folder (/)"
+    is_open = (isinstance(func, ast.Name) and func.id == "open" and "open" not in imports) or (
+        isinstance(func, ast.Attribute) and func.attr == "open" and not node.args[1:])
+    if is_open:
+        args = node.args if isinstance(func, ast.Name) else [None] + node.args
+        mode = args[1] if len(args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) <= MODE_LETTERS \
+                and WRITE_MODE & set(mode.value):
             return f"opens a file to write (mode {mode.value!r})"
         if mode is not None and not isinstance(mode, ast.Constant):
             return "opens a file with a computed mode"
@@ -147,6 +167,43 @@ def _name_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
         return "reaches the builtins module" if node.id == "__builtins__" else None
     dotted = _dotted(node, imports)
     return f"uses {dotted} ({PROBE_NAMES[dotted]})" if dotted in PROBE_NAMES else None
+
+
+def _leftmost(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node = node.left
+    return node
+
+
+def _folded(node: ast.BinOp) -> str:
+    """The leading text of a ``+`` chain of string constants (``"/pr" + "oc" + x`` gives ``/proc``)."""
+    parts = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.BinOp) and isinstance(item.op, ast.Add):
+            stack += [item.right, item.left]
+        elif isinstance(item, ast.Constant) and isinstance(item.value, str):
+            parts.append(item.value)
+        else:
+            break
+    return "".join(parts)
+
+
+def _path_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """A path built at run time that starts at the root: ``"/" + x``, ``os.sep + x``,
+    ``"/pr" + "oc"``, ``f"/{x}"``."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        first = _leftmost(node)
+        if _dotted(first, imports) in ROOT_SEPARATORS:
+            return "builds a path from the root folder (os.sep + ...)"
+        text = _folded(node)
+        if text.startswith("/"):
+            return _constant_probe(text) or "builds a path from the root folder (/ + ...)"
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant) \
+            and str(node.values[0].value).startswith("/"):
+        return "builds a path from the root folder (an f-string)"
+    return None
 
 
 def _constant_probe(text: str) -> str | None:
@@ -170,6 +227,8 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module):
             why = _name_probe(node, imports)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             why = _constant_probe(node.value)
+        elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
+            why = _path_probe(node, imports)
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
             why = "reaches names through __dict__"
         if why:
@@ -197,7 +256,7 @@ def environment_probes(before: str | None, after: str | None) -> list[Finding]:
             key = ast.dump(node)
             if left[key]:
                 left[key] -= 1
-            else:
+            elif Finding(node.lineno, detail) not in found:  # "/" + a + b is one path, not two
                 found.append(Finding(node.lineno, detail))
         return found
     return _judged(scan)
