@@ -47,6 +47,8 @@ PROBE_NAMES = {
         "fork", "forkpty", "system", "popen", "kill", "killpg", "execv", "execve", "execl", "execle",
         "execlp", "execvp", "execvpe", "spawnv", "spawnve", "spawnl", "posix_spawn", "posix_spawnp")},
     "os.access": "asks whether a file is writable", "os.statvfs": "reads the file system",
+    "os.getcwd": "reads the working folder", "os.getcwdb": "reads the working folder",
+    "pathlib.Path.cwd": "reads the working folder",
     "os.path.expanduser": "reads the home folder", "os.path.expandvars": "reads the environment",
     "pathlib.Path.home": "reads the home folder", "tempfile.gettempdir": "reads the scratch folder",
     "getpass.getuser": "reads the user", "shutil.disk_usage": "reads the file system",
@@ -212,6 +214,20 @@ def _constant_probe(text: str) -> str | None:
     return None
 
 
+def _names_own_file(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
+
+
+def _where_probe(node: ast.AST) -> str | None:
+    """A comparison of where the module's own file is (``__file__.startswith("/src/")``)."""
+    if isinstance(node, ast.Compare) and _names_own_file(node):
+        return "compares where its own file is"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("startswith", "endswith", "find", "index", "count") and _names_own_file(node):
+        return "inspects where its own file is"
+    return None
+
+
 def _probes(_name: str, scope: ast.AST, module: ast.Module):
     """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
     imports = import_targets(module)
@@ -222,7 +238,9 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             why = _import_probe(node)
         elif isinstance(node, ast.Call):
-            why = _call_probe(node, imports)
+            why = _call_probe(node, imports) or _where_probe(node)
+        elif isinstance(node, ast.Compare):
+            why = _where_probe(node)
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             why = _name_probe(node, imports)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
