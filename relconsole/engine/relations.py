@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from relconsole.engine.canon import canonical, differences, path_text
-from relconsole.engine.subject.harness import raise_field
+from relconsole.engine.subject.harness import check_raisable, pack_order, raise_field
 
 
 @dataclass
@@ -58,12 +58,15 @@ class Calls(Protocol):
     that gave no output. ``raw(call)`` returns the child's result mapping (``ok`` or
     ``raised``), for a relation that expects an exception."""
 
-    def run(self, calls: dict[str, dict]) -> dict[str, Any]: ...
+    def run(self, calls: dict[str, dict]) -> dict[str, Any]: ...  # a call's "expect": see WRITTEN_ALIKE
 
     def raw(self, call: dict) -> dict: ...
 
 
 SMALL_BYTES = 1 << 20  # outputs larger than this are not carried back when the relation held
+WRITTEN_ALIKE = type("WrittenAlike", (), {"__repr__": lambda self: "WRITTEN_ALIKE"})()
+"""What ``Calls.run`` gives for a call whose ``expect`` value (judge-side, never sent) the
+output is, to the byte on the wire: decoding and comparing it would find nothing."""
 
 
 _TEXT = frozenset({str, type(None)})
@@ -162,9 +165,10 @@ def _first_miss(outcomes) -> Outcome:
 
 
 def _order(length: int, rng: random.Random) -> list[int]:
-    order = list(range(length))
-    rng.shuffle(order)
-    return order
+    """A uniform random order of ``length`` indexes drawn from ``rng``: the indexes sorted by
+    one random 64-bit key each (in C; ``rng.shuffle`` takes 0.5 s for 336,776 rows)."""
+    keys = memoryview(rng.randbytes(8 * length)).cast("Q")
+    return sorted(range(length), key=keys.__getitem__)
 
 
 def _rows(x: Any, kind: str) -> list:
@@ -184,7 +188,7 @@ def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Out
     rows = _rows(x, "permutation")
     orders = [list(range(len(rows)))] + [_order(len(rows), rng) for _ in range(shuffles)]
     rng.shuffle(orders)
-    ops = {n: [["order", order]] for n, order in enumerate(orders)}
+    ops = {n: [["order", pack_order(order)]] for n, order in enumerate(orders)}
     renewed = rng.randrange(1, shuffles + 1) if shuffles else None
     if renewed is not None:  # one follow-up gets new row objects: ordering by id() finds no fixed order
         ops[renewed].append(["fresh"])
@@ -270,7 +274,7 @@ def canonical_key(value: Any) -> str:
 def monotonic(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     params = rel.get("params") or {}
     field_name, step, cap = params.get("field"), params.get("step", 1), params.get("max")
-    _raise(x, field_name, step, cap)  # a field that is not a number fails here, in the judge
+    check_raisable(x, field_name)  # a field that is not a number fails here, in the judge
     out = calls.run({"before": {"ops": []}, "after": {"ops": [["raise", field_name, step, cap]]}})
     before, after = out["before"], out["after"]
     lost = never_below(before, after)
@@ -278,7 +282,9 @@ def monotonic(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
 
 
 def roundtrip(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
-    back = calls.run({"inverse(f(x))": {"ops": [], "inverse": rel.get("inverse")}})["inverse(f(x))"]
+    back = calls.run({"inverse(f(x))": {"ops": [], "inverse": rel.get("inverse"), "expect": x}})["inverse(f(x))"]
+    if back is WRITTEN_ALIKE:  # x itself, to the byte on the wire: equal under every compare
+        return Outcome(True, None, None, [], "inverse(f(x)) vs x")
     return Check(rel).outcome(x, back, "inverse(f(x)) vs x")
 
 

@@ -25,7 +25,7 @@ import random
 import sys
 import traceback
 
-from relconsole.engine.subject.harness import encode, read_corpus, read_seeds  # noqa: F401 (read_corpus: API)
+from relconsole.engine.subject.harness import Unencodable, encode, read_corpus, read_seeds  # noqa: F401 (read_corpus: API)
 
 _prctl_done = False
 
@@ -118,14 +118,16 @@ class ServerCalls:
             spec["seed_row"] = self.seed_row
         return spec
 
-    def raw(self, call: dict, key: str = "call") -> dict:
+    def raw(self, call: dict, key: str = "call", expect=None) -> dict:
+        """The child's result mapping for ``call``; ``expect`` (a callable giving the wire
+        bytes the output should be) lets a result written exactly so skip decoding."""
         import time
 
         from relconsole.engine.relations import SubjectFailed
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
-        result = self.server.call(self._spec(call), left)
+        result = self.server.call(self._spec(call), left, expect)
         self.log["order"].append(key)
         if result.status != "ok":
             kind = {"timeout": "timeout", "died": "subject died", "over_cap": "output over the cap",
@@ -143,17 +145,42 @@ class ServerCalls:
         return body
 
     def run(self, calls: dict[str, dict]) -> dict:
-        from relconsole.engine.relations import SubjectFailed
+        """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
+        ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte."""
+        from relconsole.engine.relations import WRITTEN_ALIKE, SubjectFailed
         keys = list(calls)
         self.rng.shuffle(keys)
         out = {}
         for key in keys:
-            body = self.raw(calls[key], key)
+            spec = dict(calls[key])
+            expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
+            body = self.raw(spec, key, expect)
             if "raised" in body:
                 raised = body["raised"]
                 raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
-            out[key] = body["ok"]
+            out[key] = WRITTEN_ALIKE if body.get("same") else body["ok"]
         return out
+
+
+def _encoding_of(value):
+    """A callable giving ``value``'s wire bytes (or None when it has none), encoded on a
+    thread while the call runs: the judge only waits on the child meanwhile."""
+    import threading
+    box: list = []
+
+    def work() -> None:
+        try:
+            box.append(encode(value))
+        except (ValueError, TypeError, OverflowError, RecursionError, Unencodable):
+            box.append(None)
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        return box[0] if box else None
+    return result
+
 
 
 class Server:

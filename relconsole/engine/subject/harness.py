@@ -313,18 +313,44 @@ def raise_field(value, name, step, cap):
     return raised
 
 
+def check_raisable(value, name):
+    """Raise ValueError where ``raise_field(value, name, ...)`` would, building nothing
+    (the judge's check that the field is a number in every row)."""
+    rows = value if isinstance(value, list) else [value]
+    for row in rows:
+        if isinstance(row, list):
+            check_raisable(row, name)
+        elif isinstance(row, dict) and name in row and isinstance(row[name], str):
+            float(row[name])
+
+
+def pack_order(order):
+    """An order (a list of indexes) as wire text: base64 of native uint32s, a twelfth of
+    its JSON and read back in C (``unpack_order``)."""
+    import array
+    return base64.b64encode(array.array("I", order).tobytes()).decode("ascii")
+
+
+def unpack_order(text):
+    import array
+    order = array.array("I")
+    order.frombytes(base64.b64decode(text))
+    return order
+
+
 def build_input(base, ops, adapters):
     """The call's input: ``base`` (the corpus rows or one seed value) through ``ops`` in order.
 
-    ``["order", [i, ...]]`` reorders, ``["fresh"]`` copies rows and cells anew,
+    ``["order", [i, ...] or packed text]`` reorders, ``["fresh"]`` copies rows and cells anew,
     ``["slice", a, b]`` cuts, ``["raise", field, step, max]``
     raises a field, ``["transform", ref]`` applies an adapter, ``["value", wire]`` replaces
     the input with a value the judge sent (the source output, for idempotence).
     """
     value = base
     for op in ops:
-        if op[0] == "order":
-            value = [value[i] for i in op[1]]
+        if op[0] == "order":  # a list of indexes, or one packed (pack_order)
+            order = unpack_order(op[1]) if isinstance(op[1], str) else op[1]
+            value = list(map(value.__getitem__, order))
         elif op[0] == "fresh":
             value = _fresh(value)
         elif op[0] == "slice":

@@ -25,6 +25,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -408,9 +409,11 @@ class ForkServer:
             have += got
         return data
 
-    def call(self, call: dict, timeout: float) -> CallResult:
+    def call(self, call: dict, timeout: float, expect: Callable[[], bytes | None] | None = None) -> CallResult:
         """Make one call (see ``harness.serve_call``); a child's failure is a CallResult,
-        the server's own a ServerFault."""
+        the server's own a ServerFault. ``expect``, when given, returns the wire bytes the
+        judge expects the output to be (or None): a result written exactly so is not decoded,
+        its body is ``{"same": True, "imported": [...]}`` (the bytes equal, so the values do)."""
         self.ready()
         self._write({"op": "call", "call": call, "timeout": timeout})
         deadline = time.monotonic() + timeout + 30
@@ -424,6 +427,11 @@ class ForkServer:
         seconds = float(header.get("seconds") or 0.0)
         status = header.get("status")
         if status == "ok":
+            expected = expect() if expect is not None else None
+            if expected is not None:
+                same = _written_alike(payload, expected)
+                if same is not None:
+                    return CallResult("ok", same, seconds=seconds)
             return _parse(payload, seconds)
         if status == "timeout":
             return CallResult("timeout", detail=f"no result within {timeout:g} s", seconds=seconds)
@@ -475,6 +483,22 @@ def _signal_name(number) -> str:
         return signal.Signals(int(number)).name
     except (ValueError, TypeError):
         return f"signal {number}"
+
+
+def _written_alike(payload: bytes | bytearray, expected: bytes) -> dict | None:
+    """``{"same": True, "imported": [...]}`` when ``payload`` is the child's result mapping
+    with ``expected`` as its ``ok`` value to the byte (the child writes ``ok`` first, then
+    ``imported``, with the judge's own JSON settings), else None."""
+    head = b'{"ok":' + expected + b',"imported":'
+    if len(payload) < len(head) or payload[:len(head)] != head:
+        return None
+    try:
+        imported = json.loads(payload[len(head):-1])
+    except ValueError:
+        return None
+    if payload[-1:] != b"}" or not isinstance(imported, list):
+        return None
+    return {"same": True, "imported": imported}
 
 
 def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
