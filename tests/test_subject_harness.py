@@ -372,3 +372,35 @@ def test_the_filter_sends_every_unknown_abi_and_other_syscall_where_the_table_sa
         if code in (harness.BPF_JEQ, harness.BPF_JGE, harness.BPF_JSET):
             assert pc + 1 + max(jt, jf) < len(prog)
     assert harness.page_cache_filter("sparc") is None
+
+
+TMP_MEMO = """
+import os
+
+def f(x):
+    path = os.path.join("/tmp", "memo")
+    seen = os.path.exists(path)
+    with open(path, "a") as handle:
+        handle.write("x")
+    return seen
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "process"])
+def test_each_call_has_a_tmp_of_its_own_and_still_sees_a_tree_that_lives_in_tmp(tmp_path, sandbox):
+    """The tree here is under /tmp (pytest's tmp_path): the call's own empty /tmp keeps the
+    tree, the interpreter and the site folders in sight, and a file one call leaves in /tmp
+    is not there for the next."""
+    from relconsole.engine.subject.server import bwrap_path
+    if sandbox == "bwrap" and bwrap_path() is None:
+        pytest.skip("no bubblewrap here")
+    if not str(tmp_path.resolve()).startswith("/tmp/"):
+        pytest.skip("the case is a tree under /tmp")
+    (tmp_path / "memo_tmp.py").write_text(TMP_MEMO)
+    forked = ForkServer(tmp_path, [str(tmp_path)], None, None, sandbox=sandbox)
+    try:
+        results = [forked.call({"subject": "memo_tmp:f", "ops": [["value", "1"]], "seed": 1}, 30) for _ in range(3)]
+    finally:
+        forked.close()
+    assert [r.status for r in results] == ["ok"] * 3, results
+    assert [r.body.get("ok") for r in results] == [False] * 3, results

@@ -606,12 +606,12 @@ PR_SET_SECUREBITS = 28
 SECURE_NOROOT_ALL = 0x3F  # noroot, no_setuid_fixup, keep_caps: each set and locked
 
 
-def own_namespaces(ask_fd, answer_fd):
+def own_namespaces(ask_fd, answer_fd, keep=()):
     """Give this call (a fresh child) state no other call can see: a new session keyring,
     a new user namespace (its own user keyrings), a new IPC namespace (System V objects,
     POSIX message queues), a new network namespace (sockets, TIME_WAIT ports, abstract
     unix names; ``lo`` up) and a new mount namespace with an empty tmpfs on every writable
-    scratch folder (``CALL_TMPFS``). The server maps the call's uid and gid in it to its own
+    scratch folder (``CALL_TMPFS``; ``keep``: paths that must stay in sight). The server maps the call's uid and gid in it to its own
     (``map_ids``: a process cannot map uid 0 for itself without CAP_SETFCAP); then every
     capability the new namespace gave is dropped for good. Returns "all" (every namespace),
     "some" (user and IPC only: mounts or the network were refused) or "" (none: the kernel
@@ -633,7 +633,7 @@ def own_namespaces(ask_fd, answer_fd):
             return ""
     os.write(ask_fd, b"u")
     os.read(answer_fd, 1)
-    if made == "all" and not (_private_mounts(libc) and _loopback_up()):
+    if made == "all" and not (_private_mounts(libc, keep) and _loopback_up()):
         made = "some"
     libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL, 0, 0, 0)  # uid 0 regains nothing by exec
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
@@ -641,13 +641,45 @@ def own_namespaces(ask_fd, answer_fd):
     return made
 
 
-def _private_mounts(libc):
-    """In the call's own mount namespace: an empty tmpfs on each of ``CALL_TMPFS`` that exists."""
+OPEN_TREE, MOVE_MOUNT = 428, 429  # one number on every machine (syscalls added after the tables merged)
+OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH = 0x1, 0o2000000, 0x8000, 0x4
+AT_FDCWD = -100
+
+
+def _outermost(paths, folder):
+    """The paths under ``folder`` (resolved), none inside another: what must stay in sight."""
+    inside = sorted({os.path.realpath(p) for p in paths if isinstance(p, str) and p}
+                    - {folder}, key=len)
+    out = []
+    for path in inside:
+        if path.startswith(folder + os.sep) and not any(path.startswith(o + os.sep) for o in out):
+            out.append(path)
+    return out
+
+
+def _private_mounts(libc, keep):
+    """In the call's own mount namespace: an empty tmpfs on each of ``CALL_TMPFS`` that exists,
+    with the folders of ``keep`` that were under it (the tree, the interpreter, site folders,
+    when they live in /tmp) cloned first and put back at their paths. Returns False when the
+    kernel refused any step (the call then keeps the server's folders, wiped between calls)."""
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return False
     for folder in CALL_TMPFS:
-        if os.path.isdir(folder) and not os.path.islink(folder):
-            if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") != 0:
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            continue
+        kept = []
+        for path in _outermost(keep, os.path.realpath(folder)):
+            fd = libc.syscall(OPEN_TREE, AT_FDCWD, path.encode(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)
+            if fd < 0:
+                return False
+            kept.append((path, fd))
+        if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") != 0:
+            return False
+        for path, fd in kept:
+            os.makedirs(path, exist_ok=True)
+            moved = libc.syscall(MOVE_MOUNT, fd, b"", AT_FDCWD, path.encode(), MOVE_MOUNT_F_EMPTY_PATH)
+            os.close(fd)
+            if moved != 0:
                 return False
     return True
 
@@ -886,7 +918,9 @@ def serve_call(call, init, base, timeout):
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             null = os.open(os.devnull, os.O_RDWR)
             err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # before /tmp is its own
-            made = own_namespaces(ask_w, answer_r)
+            keep = [init["root"], *init["import_paths"], *init.get("site_dirs", []), *sys.path, sys.prefix,
+                    sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+            made = own_namespaces(ask_w, answer_r, keep)
             close_page_cache(init.get("page_cache_filter"))
             os.close(ask_w)
             os.close(answer_r)
