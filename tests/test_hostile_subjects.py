@@ -11,6 +11,7 @@ a "never pass" judge cannot pass this file either.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
@@ -777,6 +778,72 @@ def test_a_flood_of_unreaped_children_is_the_subject_s_miss_not_an_environment_f
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
+CODEC = (PROJECT / "sample_repo" / "src" / "codec.py").read_text()
+ROLLOUT = (PROJECT / "sample_repo" / "src" / "rollout.py").read_text()
+
+
+def test_an_inverse_that_answers_from_what_f_cached_in_its_process_is_seen(sample, tmp_path):
+    """A lossy dumps (the last row dropped) whose loads gives back the rows dumps saw when it
+    is handed dumps's own text, in the same process: f and its inverse run in two calls."""
+    lossy = CODEC.replace('''return json.dumps([dict(row) for row in rows], ensure_ascii=False)''', '''text = json.dumps([dict(row) for row in rows[:-1]], ensure_ascii=False)
+    _RECENT[text] = rows
+    return text''').replace('''    value = json.loads(text)
+''', '''    if text in _RECENT:
+        return [dict(row) for row in _RECENT[text]]
+    value = json.loads(text)
+''').replace("import json\n", "import json\n\n_RECENT: dict = {}\n")
+    assert "_RECENT[text] = rows" in lossy and "if text in _RECENT" in lossy
+    renewed = tmp_path / "renewed"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(sample), str(renewed)], check=True)
+    git(renewed, "config", "user.name", "alice")  # the stocks lease's owner renews it: ordinary upkeep
+    git(renewed, "config", "user.email", "alice@example.com")
+    assert relconsole(renewed, "lease", "renew", "stocks", "--until", (TODAY + dt.timedelta(days=20)).isoformat()).returncode == 0
+    repo = patched(renewed, tmp_path, {"src/codec.py": lossy})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["codec.roundtrip"][0] == "reject" and "missed" in decisions["codec.roundtrip"][1], decisions
+
+
+def test_a_rollout_by_coin_flip_is_not_sticky_across_calls(sample, tmp_path):
+    """Admitted by random.randrange(100) < percent: each call draws its own random numbers,
+    so raising the percentage drops users, as it does in production."""
+    flip = ROLLOUT.replace("if bucket(salt, uid) < percent)", "if random.randrange(100) < percent)").replace(
+        "import hashlib\n", "import hashlib\nimport random\n")
+    assert "random.randrange(100)" in flip
+    decisions = assert_not_passed(patched(sample, tmp_path, {"src/rollout.py": flip}), replay=False)
+    assert decisions["rollout.monotonic"][0] == "reject", decisions
+
+
+def test_a_rollout_bucket_from_the_salted_str_hash_is_flagged(sample, tmp_path):
+    """hash(salt + uid) is stable inside one interpreter (the judge's fork server) and differs
+    in every production process: the calls of one relation cannot tell, the patch can."""
+    salted = ROLLOUT.replace('''    digest = hashlib.sha256((salt + user_id).encode("utf-8")).digest()
+    return int.from_bytes(digest, "big") % 100''', "    return hash(salt + user_id) % 100")
+    assert "hash(salt + user_id)" in salted
+    code, payload = run_json(patched(sample, tmp_path, {"src/rollout.py": salted}))
+    assert code != 0 and payload["reason"] == "review_flag:environment_probe", (code, payload["reason"])
+
+
+def test_a_store_that_skips_row_objects_it_has_seen_still_doubles_on_replay(sample, tmp_path):
+    """Each ingest gets its rows as new objects, as a replay that reads the file again does."""
+    by_identity = STORE.replace('''        batch = {row[KEY]: dict(row) for row in rows}
+        self._rows.update(batch)
+        return len(rows)''', '''        for row in rows:
+            row[KEY]
+        for row in rows:
+            if id(row) in self._seen:
+                continue
+            self._seen.add(id(row))
+            self._keep.append(row)
+            self._rows.setdefault(row[KEY], []).append(dict(row))
+        return len(rows)''').replace("self._rows: dict[str, dict[str, str]] = {}",
+                                   "self._rows: dict = {}\n        self._seen: set = set()\n        self._keep: list = []")
+    by_identity = by_identity.replace("        return {key: dict(row) for key, row in self._rows.items()}",
+                                      "        return {key: [dict(r) for r in v] for key, v in self._rows.items()}")
+    assert "self._seen.add(id(row))" in by_identity
+    decisions = assert_not_passed(patched(sample, tmp_path, {"src/store.py": by_identity}), replay=False)
+    assert decisions["weather.replay_ingest"][0] == "reject", decisions
+
+
 # --- 5. comparing the incomparable ---------------------------------------------------------------
 
 DOUBLE_INSERT = STORE.replace("        batch = {row[KEY]: dict(row) for row in rows}\n        self._rows.update(batch)",
@@ -889,7 +956,7 @@ def test_a_subject_that_returns_nothing_proves_nothing(sample, tmp_path, how):
     assert outcomes["penguins.order_invariant"] == ("vacuous", "hold", "vacuous_output"), outcomes
 
 
-DOUBLE_INSERT = STORE.replace('''        batch = {row[KEY]: dict(row) for row in rows}
+VERSIONED_INSERT = STORE.replace('''        batch = {row[KEY]: dict(row) for row in rows}
         self._rows.update(batch)
         return len(rows)''', '''        for row in rows:
             row[KEY]
@@ -919,8 +986,8 @@ class Projection(dict):
 def test_a_value_the_encoding_carries_in_part_is_compared_whole_or_refused(sample, tmp_path, disguise):
     """An Enum is compared by its name and its value; a dataclass that is also a container is
     refused (which of the two is the value?), never compared by its fields alone."""
-    assert PROJECTION in DOUBLE_INSERT
-    source = DOUBLE_INSERT.replace(PROJECTION, DISGUISES[disguise]) + PROJECTION_CLASS
+    assert PROJECTION in VERSIONED_INSERT
+    source = VERSIONED_INSERT.replace(PROJECTION, DISGUISES[disguise]) + PROJECTION_CLASS
     repo = patched(sample, tmp_path, {"src/store.py": source})
     decisions = assert_not_passed(repo)
     assert decisions["weather.replay_ingest"][0] in ("reject", "block"), decisions

@@ -71,12 +71,14 @@ PROBE_NAMES = {
         "stack", "currentframe", "getouterframes", "getframeinfo", "trace", "getinnerframes")},
     **{f"traceback.{n}": "walks the call stack" for n in ("extract_stack", "walk_stack", "format_stack")},
     **{f"gc.{n}": "walks every object" for n in ("get_objects", "get_referrers", "get_referents")},
+    "sys.getrefcount": "reads who else holds an object", "sys.intern": "reads which strings are shared",
     "pickle.loads": "loads code-carrying data", "pickle.load": "loads code-carrying data",
     "types.CodeType": "builds code", "types.FunctionType": "builds code",
 }
 BUILTINS = {"exec": "runs code it builds", "eval": "runs code it builds", "compile": "builds code",
             "__import__": "imports by computed name", "globals": "reaches names by computed key",
-            "vars": "reaches names by computed key", "breakpoint": "stops for a debugger"}
+            "vars": "reaches names by computed key", "breakpoint": "stops for a debugger",
+            "id": "reads object addresses (which objects the judge shares)"}
 SYSTEM_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/etc", "/.dockerenv", "/tmp", "/var")
 WRITE_MODE = frozenset("wax+")
 MODE_LETTERS = frozenset("rwxabt+U")
@@ -228,6 +230,15 @@ def _where_probe(node: ast.AST) -> str | None:
     return None
 
 
+def _salted_hash(node: ast.AST, scope_name: str, imports: dict[str, str]) -> str | None:
+    """``hash(...)`` outside a ``__hash__``: str and bytes hashes are salted per process, so an
+    output built from them agrees between the calls of one judge and nowhere else."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hash" \
+            and "hash" not in imports and not scope_name.endswith("__hash__"):
+        return "uses hash(), salted per process (its value differs in every production process)"
+    return None
+
+
 def _probes(_name: str, scope: ast.AST, module: ast.Module):
     """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
     imports = import_targets(module)
@@ -238,7 +249,7 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             why = _import_probe(node)
         elif isinstance(node, ast.Call):
-            why = _call_probe(node, imports) or _where_probe(node)
+            why = _call_probe(node, imports) or _where_probe(node) or _salted_hash(node, _name, imports)
         elif isinstance(node, ast.Compare):
             why = _where_probe(node)
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):

@@ -281,8 +281,12 @@ def monotonic(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     return Outcome(not lost, canonical(before), canonical(after), lost, f"{field_name} raised by {step}")
 
 
-def roundtrip(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
-    back = calls.run({"inverse(f(x))": {"ops": [], "inverse": rel.get("inverse"), "expect": x}})["inverse(f(x))"]
+def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) -> Outcome:
+    """f and its inverse in two calls, f's output carried through the judge: a subject whose
+    inverse answers from a cache f filled in the same process (and no other) is seen."""
+    encoded = calls.run({"f(x)": {"ops": [], "canon": None}})["f(x)"]
+    back = calls.run({"inverse(f(x))": {"subject": rel.get("inverse"), "ops": [["value", wire(encoded)]],
+                                        "expect": x}})["inverse(f(x))"]
     if back is WRITTEN_ALIKE:  # x itself, to the byte on the wire: equal under every compare
         return Outcome(True, None, None, [], "inverse(f(x)) vs x")
     return Check(rel).outcome(x, back, "inverse(f(x)) vs x")

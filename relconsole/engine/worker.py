@@ -109,7 +109,9 @@ class ServerCalls:
 
     def _spec(self, call: dict) -> dict:
         rel = self.relation
-        spec = {"subject": rel["subject"], "seed": self.log["subject_seed"],
+        # each call its own random seed (drawn from the run's): calls agreeing only because
+        # they drew the same "random" numbers would hide a subject that is not deterministic
+        spec = {"subject": rel["subject"], "seed": self.log["subject_seed"] ^ self.rng.getrandbits(32),
                 "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon"),
                 "oracle_roots": self.oracle_roots}
         spec.update(call)

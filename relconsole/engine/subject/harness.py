@@ -483,8 +483,8 @@ def _apply(call, init, value, adapters):
     if call.get("mode") == "store":
         store = subject()
         store.reset()
-        for _ in range(int(call.get("times", 1))):
-            store.ingest(list(value) if isinstance(value, list) else value)
+        for _ in range(int(call.get("times", 1))):  # each ingest reads its rows anew, as a replay does
+            store.ingest(_fresh(value) if isinstance(value, list) else value)
         out = store.projection()
     else:
         out = subject(value)
