@@ -216,14 +216,15 @@ def worst_of(decisions: list[str]) -> dict:
 
 
 def scan_findings(row: dict) -> dict[str, list[str]]:
-    """What ``pyscan`` finds the commit added, by rule: the details, sorted (lines and the
+    """What ``pyscan`` and ``probescan`` find the commit added, by rule: the details, sorted (lines and the
     order of definitions move with layout; what was added does not)."""
-    from relconsole.engine import pyscan
+    from relconsole.engine import probescan, pyscan
 
     before, after = row.get("before"), row["after"]
     found = {"golden": pyscan.golden_assertions(before, after),
              "concat": pyscan.ingest_to_concat(before, after),
-             "sorts": pyscan.output_sorts(before, after, row["sort_in"]) if row.get("sort_in") else []}
+             "sorts": pyscan.output_sorts(before, after, row["sort_in"]) if row.get("sort_in") else [],
+             "probes": probescan.environment_probes(before, after)}
     return {rule: sorted(f.detail for f in findings) for rule, findings in found.items()}
 
 
