@@ -446,13 +446,17 @@ def _raised(exc, root):
             "module": missing if isinstance(missing, str) else None}
 
 
+_PRELOADED = {}  # module name -> its file, loaded by the server before any tree path was importable
+
+
 def _imported(root, opened=()):
     """Tree files the call used: every module's file, and every file it opened (``opened``,
-    absolute paths from the audit hook): a data file a subject reads binds its relation."""
+    absolute paths from the audit hook): a data file a subject reads binds its relation.
+    A module the server had loaded (same name, same file) is none of the tree's: not resolved."""
     files = list(opened)
-    for module in list(sys.modules.values()):
+    for key, module in list(sys.modules.items()):
         name = getattr(module, "__file__", None)
-        if isinstance(name, str):
+        if isinstance(name, str) and _PRELOADED.get(key) != name:
             files.append(name)
     return sorted(set(_tree_files(root, files)))
 
@@ -633,7 +637,7 @@ def own_namespaces(ask_fd, answer_fd, keep=()):
             return ""
     os.write(ask_fd, b"u")
     os.read(answer_fd, 1)
-    if made == "all" and not (_private_mounts(libc, keep) and _loopback_up()):
+    if made == "all" and not (_private_mounts(libc, keep) and _loopback_up(libc)):
         made = "some"
     libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL, 0, 0, 0)  # uid 0 regains nothing by exec
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
@@ -684,19 +688,22 @@ def _private_mounts(libc, keep):
     return True
 
 
-def _loopback_up():
-    """Bring ``lo`` up in the call's own network namespace (a new one has it down)."""
-    import fcntl
-    import socket
-    import struct
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            request = struct.pack("16sH22x", b"lo", 0)
-            flags = struct.unpack("16sH22x", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
-            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
-        return True
-    except OSError:
+def _loopback_up(libc):
+    """Bring ``lo`` up in the call's own network namespace (a new one has it down). Through
+    the C library: importing ``socket`` here would cost each call 8 ms."""
+    import ctypes
+    fd = libc.socket(2, 2, 0)  # AF_INET, SOCK_DGRAM
+    if fd < 0:
         return False
+    try:
+        request = ctypes.create_string_buffer(b"lo", 40)  # struct ifreq: name[16], then short flags
+        if libc.ioctl(fd, SIOCGIFFLAGS, request) != 0:
+            return False
+        flags = int.from_bytes(request.raw[16:18], sys.byteorder) | IFF_UP
+        request[16:18] = flags.to_bytes(2, sys.byteorder)
+        return libc.ioctl(fd, SIOCSIFFLAGS, request) == 0
+    finally:
+        os.close(fd)
 
 
 def map_ids(pid, ask_fd, answer_fd):
@@ -1143,6 +1150,7 @@ def main():
             __import__(name)
         except ImportError:
             pass
+    _PRELOADED.update((key, getattr(module, "__file__", None)) for key, module in list(sys.modules.items()))
     gc.freeze()  # the corpus stays shared with the children: the collector must not touch it
     while True:
         frame = _read_frame(control)
