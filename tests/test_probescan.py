@@ -51,6 +51,9 @@ PROBES = {
     "shared-cells": "def judged(rows):\n    return len({id(r['k']) for r in rows}) < len({r['k'] for r in rows})\n",
     "refcount": "import sys\ndef judged(rows):\n    return sys.getrefcount(rows[0]['k']) > 10\n",
     "salted-hash": "def bucket(salt, uid):\n    return hash(salt + uid) % 100\n",
+    "import-builtins": "import builtins\nJUDGED = builtins.__dict__['ev' + 'al']\n",
+    "literal-import-of-a-probe": "JUDGED = __import__('socket').if_nameindex()\n",
+    "importlib-spec": "import importlib.util as u\nS = u.spec_from_file_location('m', '/proc/self/root/x.py')\n",
 }
 HONEST = [
     "import math\n\ndef total(rows):\n    return math.fsum(float(r['x']) for r in rows)\n",
@@ -65,6 +68,14 @@ HONEST = [
     "def label(n):\n    return f'{n} rows'\n",
     "import os\nDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data.json')\n",
     "class Version:\n    def __hash__(self):\n        return hash((self.major, self.minor))\n",
+    # from real libraries (a new user's scan of two public projects): none looks at the process
+    "def name(path):\n    return path.rsplit('/', 1)[-1]\n",
+    "def absolute(url):\n    return url.path.startswith('/')\n",
+    "class Tag:\n    def __init__(self, a, b):\n        self._hash = hash((a, b))\n\n    def __repr__(self):\n        return f'<{self} @ {id(self)}>'\n",
+    "def row_id(row):\n    id = row['id']\n    return id\n",
+    "from builtins import ExceptionGroup\n",
+    "from importlib.machinery import EXTENSION_SUFFIXES\nimport importlib.metadata\n",
+    "def pool():\n    return __import__('concurrent.futures').futures\n",
 ]
 
 
@@ -126,3 +137,27 @@ def test_moving_a_probe_to_another_line_adds_nothing_but_a_second_copy_does():
                                            ("src/solver.py", False), ("docs/so.md", False)])
 def test_a_compiled_module_is_code_nobody_can_read(path, compiled):
     assert is_compiled(path) is compiled
+
+
+def test_a_big_module_is_scanned_in_time_that_grows_with_its_size_not_its_square():
+    """The import table is built once per module: 40 times the functions must not cost
+    anywhere near 40 times 40 (counted in imports-table walks, not in seconds)."""
+    import relconsole.engine.probescan as probescan
+    calls = []
+    real = probescan.import_targets
+
+    def counted(module):
+        calls.append(1)
+        return real(module)
+    probescan.import_targets = counted
+    try:
+        source = "import os\n" + "".join(f"\ndef f{i}(x):\n    return x + {i}\n" for i in range(40))
+        environment_probes(source, source + "\ndef g():\n    return os.getppid()\n")
+    finally:
+        probescan.import_targets = real
+    assert len(calls) == 2  # before and after, once each
+
+
+def test_a_parameter_that_shadows_an_imported_probe_is_not_one():
+    source = "from time import monotonic\n\ndef extract(it, monotonic=False):\n    if monotonic:\n        return sorted(it)\n    return list(it)\n"
+    assert [f.line for f in environment_probes(None, source)] == [1]  # the import of a clock, not the flag

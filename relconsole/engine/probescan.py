@@ -34,8 +34,8 @@ PROBE_MODULES = {
     "signal": "handles or sends signals", "mmap": "maps memory", "fcntl": "drives file descriptors",
     "pwd": "reads the user database", "grp": "reads the group database", "psutil": "reads processes",
     "multiprocessing.shared_memory": "shares memory between processes", "sysv_ipc": "uses System V IPC",
-    "posix_ipc": "uses POSIX IPC", "marshal": "loads code objects", "importlib": "imports by computed name",
-    "builtins": "reaches the builtins", "inspect": "reads frames and code", "gc": "reaches every object",
+    "posix_ipc": "uses POSIX IPC", "marshal": "loads code objects", "inspect": "reads frames and code",
+    "gc": "reaches every object",
 }
 # functions and attributes, by dotted name, and what reading them says
 PROBE_NAMES = {
@@ -72,6 +72,10 @@ PROBE_NAMES = {
     **{f"traceback.{n}": "walks the call stack" for n in ("extract_stack", "walk_stack", "format_stack")},
     **{f"gc.{n}": "walks every object" for n in ("get_objects", "get_referrers", "get_referents")},
     "sys.getrefcount": "reads who else holds an object", "sys.intern": "reads which strings are shared",
+    "importlib.import_module": "imports by computed name", "importlib.__import__": "imports by computed name",
+    "importlib.util.spec_from_file_location": "loads a module from a path",
+    "importlib.util.module_from_spec": "loads a module from a path",
+    "importlib.reload": "imports again", "builtins.__dict__": "reaches the builtins",
     "pickle.loads": "loads code-carrying data", "pickle.load": "loads code-carrying data",
     "types.CodeType": "builds code", "types.FunctionType": "builds code",
 }
@@ -128,6 +132,8 @@ def _import_probe(node: ast.AST) -> str | None:
         names = [alias.name for alias in node.names]
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
         names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    if isinstance(node, ast.Import) and "builtins" in names:
+        return "imports builtins (reaches the builtins)"
     for name in names:
         for candidate in (name, name.split(".")[0]):
             if candidate in PROBE_MODULES:
@@ -149,7 +155,7 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
                 return f"reaches an attribute of module {target.id} by a computed name"
     if isinstance(func, ast.Attribute) and func.attr in WRITE_METHODS:
         return f"writes to the file system (.{func.attr})"
-    if any(isinstance(a, ast.Constant) and a.value == "/" for a in node.args):
+    if any(isinstance(a, ast.Constant) and a.value == "/" for a in node.args) and _builds_paths(func, imports):
         return "builds a path from the root folder (/)"
     is_open = (isinstance(func, ast.Name) and func.id == "open" and "open" not in imports) or (
         isinstance(func, ast.Attribute) and func.attr == "open" and not node.args[1:])
@@ -164,8 +170,23 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     return None
 
 
-def _name_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
+PATH_BUILDERS = frozenset({"open", "io.open", "os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath",
+                           "pathlib.PosixPath", "pathlib.PurePosixPath", "os.listdir", "os.scandir", "os.walk",
+                           "os.stat", "os.lstat", "glob.glob", "glob.iglob"})
+QUIET_SCOPES = ("__repr__", "__str__", "__hash__", "__init__")  # id(self) in a repr, a cached hash
+
+
+def _builds_paths(func: ast.AST, imports: dict[str, str]) -> bool:
+    """Whether a call of ``func`` makes or opens a path (``"/".join`` and ``s.split("/")`` do not)."""
+    if isinstance(func, ast.Name) and func.id in ("open", "Path") and func.id not in imports:
+        return True
+    return _dotted(func, imports) in PATH_BUILDERS
+
+
+def _name_probe(node: ast.AST, imports: dict[str, str], scope_name: str = "") -> str | None:
     if isinstance(node, ast.Name) and node.id not in imports:
+        if node.id == "id" and scope_name.rsplit(".", 1)[-1] in QUIET_SCOPES:
+            return None
         if node.id in BUILTINS:
             return f"uses {node.id} ({BUILTINS[node.id]})"
         return "reaches the builtins module" if node.id == "__builtins__" else None
@@ -234,15 +255,32 @@ def _salted_hash(node: ast.AST, scope_name: str, imports: dict[str, str]) -> str
     """``hash(...)`` outside a ``__hash__``: str and bytes hashes are salted per process, so an
     output built from them agrees between the calls of one judge and nowhere else."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hash" \
-            and "hash" not in imports and not scope_name.endswith("__hash__"):
+            and "hash" not in imports and scope_name.rsplit(".", 1)[-1] not in ("__hash__", "__init__"):
         return "uses hash(), salted per process (its value differs in every production process)"
     return None
 
 
-def _probes(_name: str, scope: ast.AST, module: ast.Module):
+def _local_names(scope: ast.AST, nodes: list[ast.AST]) -> set[str]:
+    """Names a function binds itself (parameters, assignments): ``monotonic`` as a flag
+    parameter is not ``time.monotonic``."""
+    names = set()
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = scope.args
+        names |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        names |= {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return names
+
+
+def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict[str, str]):
     """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
-    imports = import_targets(module)
     nodes = list(_own_nodes(scope))
+    shadowed = _local_names(scope, nodes)
+    # __import__("json") names its module: judged as that import, not as a computed name
+    literal_imports = {id(n.func): n.args[0].value for n in nodes if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Name) and n.func.id == "__import__" and n.args
+                       and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)}
+    imports = {k: v for k, v in module_imports.items() if k not in shadowed} if shadowed else module_imports
     docs = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
     for node in nodes:
         why = None
@@ -252,8 +290,10 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module):
             why = _call_probe(node, imports) or _where_probe(node) or _salted_hash(node, _name, imports)
         elif isinstance(node, ast.Compare):
             why = _where_probe(node)
+        elif id(node) in literal_imports:
+            why = _import_probe(ast.Import(names=[ast.alias(name=literal_imports[id(node)])]))
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
-            why = _name_probe(node, imports)
+            why = None if isinstance(node, ast.Name) and node.id in shadowed else _name_probe(node, imports, _name)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             why = _constant_probe(node.value)
         elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
@@ -265,7 +305,8 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module):
 
 
 def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
-    return [found for name, scope in _scopes(tree) for found in _probes(name, scope, tree)]
+    imports = import_targets(tree)  # once per module: per function it made big files quadratic
+    return [found for name, scope in _scopes(tree) for found in _probes(name, scope, tree, imports)]
 
 
 def environment_probes(before: str | None, after: str | None) -> list[Finding]:
