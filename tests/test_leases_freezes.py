@@ -488,7 +488,7 @@ def test_check_new_row_enforces_the_policy():
 # --- the counted protocol (§6) in worker processes -------------------------------------------
 
 FLAKY = '''\
-"""Flaky by seed: every call of a run seeds ``random`` with the run's subject seed first."""
+"""Flaky by seed: each call seeds ``random`` with a seed drawn from its run's before it loads."""
 import random
 
 FLIP = random.random()  # the first draw after the run's seed decides this run
@@ -502,8 +502,13 @@ def total(values):
 
 
 def passes(seed: int) -> bool:
-    """Whether the flaky subject holds on run seed ``seed``: the model of FLAKY above."""
-    return random.Random(subject_seed(seed)).random() < 0.5
+    """Whether the flaky subject holds on run seed ``seed``: the model of FLAKY above. Each
+    of the relation's 3 calls (source and 2 shuffles) seeds ``random`` with the run's
+    subject seed XOR one draw from the run's call-order stream, drawn after that stream
+    ordered the calls (worker.ServerCalls); the run holds only if every call sums."""
+    order = random.Random(f"order {seed}")
+    order.shuffle([f"order {n}" for n in range(3)])
+    return all(random.Random(subject_seed(seed) ^ order.getrandbits(32)).random() < 0.5 for _ in range(3))
 
 
 def drawn_from(monkeypatch, first: int) -> None:
