@@ -332,8 +332,10 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
     rng = random.Random(seed)
     last = Outcome(True, note="no input")
     vacuous = bool(inputs)
-    # a roundtrip gives its input back: a NaN there was in the input, and keeping it is the point
-    nan_counts = not rel.get("nan_ok") and rel["kind"] not in ("bound", "roundtrip")
+    # a bound states its own answer, a roundtrip gives its input back: neither's output proves
+    # nothing by being empty, and a NaN a roundtrip keeps was in its input
+    proves_by_output = rel["kind"] not in ("bound", "roundtrip")
+    nan_counts = not rel.get("nan_ok") and proves_by_output
     nan = None
     for index, x in enumerate(inputs):
         outcome = kind(rel, x, rng=rng, calls=calls_for(index), merge=merge, wire=wire)
@@ -345,8 +347,7 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
             found = _nan_path(outcome.source)
             nan = None if found is None else (f"seed row {index + 1}: " if len(inputs) > 1 else "") + path_text(found)
         empty_in = isinstance(x, (list, dict, str, tuple)) and not x
-        vacuous = vacuous and not empty_in and _empty(outcome.source) and _empty(outcome.followup) \
-            and rel["kind"] not in ("bound", "roundtrip")
+        vacuous = vacuous and proves_by_output and not empty_in and _empty(outcome.source) and _empty(outcome.followup)
         last = outcome
     if vacuous and not rel.get("empty_ok"):
         last.vacuous = True
