@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relconsole.engine.subject import harness
-from relconsole.engine.subject.server import ForkServer
+from relconsole.engine.subject.server import ForkServer, ServerFault
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.text(max_size=8),
                     st.floats(allow_nan=False), st.binary(max_size=8),
@@ -180,6 +180,15 @@ def exits_early(x):
 def exits_with_status(x):
     sys.exit(3)
 
+def echo(x):
+    return x
+
+def forge_kept(x):
+    fd = next(int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2 and os.path.exists(f"/proc/self/fd/{n}")
+              and os.readlink(f"/proc/self/fd/{n}").startswith("pipe:"))
+    os.write(fd, b'{"kept": true, "imported": []}')
+    os._exit(0)
+
 def garbage(x):
     fd = next(int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2 and os.path.exists(f"/proc/self/fd/{n}")
               and os.readlink(f"/proc/self/fd/{n}").startswith("pipe:"))
@@ -232,6 +241,37 @@ def test_an_output_it_cannot_carry_is_refused_with_a_reason(server, name, says):
 def test_sys_exit_is_an_exception_of_the_call(server):
     result = call(server, "exits_with_status")
     assert result.status == "ok" and result.body["raised"]["type"] == "SystemExit"
+
+
+@settings(max_examples=25, deadline=None)
+@given(values)
+def test_a_kept_output_reaches_the_next_call_as_the_judge_would_have_sent_it(server, value):
+    """The same value fed to a call through the judge (``value``) and through the server
+    (``kept``) is the same input: what the echo gives back is equal, types and all."""
+    wire = harness.encode(value).decode("utf-8")
+    through_judge = server.call({"subject": "bad:echo", "ops": [["value", wire]], "seed": 1}, 30)
+    kept = server.call({"subject": "bad:echo", "ops": [["value", wire]], "seed": 1, "keep": "k"}, 30)
+    assert kept.kept and "ok" not in kept.body and kept.body["imported"] == through_judge.body["imported"]
+    through_server = server.call({"subject": "bad:echo", "ops": [["kept", "k"]], "seed": 1}, 30)
+    assert through_judge.status == through_server.status == "ok"
+    assert typed(through_server.body["ok"]) == typed(through_judge.body["ok"])
+
+
+def test_a_child_that_writes_kept_itself_gives_no_kept_result(server):
+    result = server.call({"subject": "bad:forge_kept", "ops": [["value", "[1]"]], "seed": 1, "keep": "k"}, 30)
+    assert not result.kept and result.status == "garbage", result
+    with pytest.raises(ServerFault, match="no longer holds"):
+        server.call({"subject": "bad:echo", "ops": [["kept", "k"]], "seed": 1}, 30)
+
+
+def test_a_kept_output_is_read_once_and_only_by_its_own_token(server):
+    made = server.call({"subject": "bad:echo", "ops": [["value", "[1]"]], "seed": 1, "keep": "mine"}, 30)
+    assert made.kept
+    with pytest.raises(ServerFault, match="no longer holds"):
+        server.call({"subject": "bad:echo", "ops": [["kept", "theirs"]], "seed": 1}, 30)
+    assert server.call({"subject": "bad:echo", "ops": [["kept", "mine"]], "seed": 1}, 30).body["ok"] == [1]
+    with pytest.raises(ServerFault, match="no longer holds"):
+        server.call({"subject": "bad:echo", "ops": [["kept", "mine"]], "seed": 1}, 30)
 
 
 def test_the_server_still_answers_after_every_misbehaviour(server):

@@ -125,7 +125,7 @@ class ServerCalls:
         bytes the output should be) lets a result written exactly so skip decoding."""
         import time
 
-        from relconsole.engine.relations import SubjectFailed
+        from relconsole.engine.relations import KEPT, SubjectFailed
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
@@ -135,7 +135,7 @@ class ServerCalls:
             kind = {"timeout": "timeout", "died": "subject died", "over_cap": "output over the cap",
                     "garbage": "undecodable output"}[result.status]
             raise SubjectFailed({"type": kind, "message": result.detail, "where": ""})
-        body = result.body
+        body = {"kept": KEPT, **result.body} if result.kept else result.body
         self.log["imported"].update(str(p) for p in body.get("imported") or [] if isinstance(p, str))
         if "unencodable" in body:
             name = str(body["unencodable"])[:200]
@@ -148,8 +148,9 @@ class ServerCalls:
 
     def run(self, calls: dict[str, dict]) -> dict:
         """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
-        ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte."""
-        from relconsole.engine.relations import WRITTEN_ALIKE, SubjectFailed
+        ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte; one
+        made with ``keep`` gives ``relations.KEPT`` when the server kept its output."""
+        from relconsole.engine.relations import KEPT, WRITTEN_ALIKE, SubjectFailed
         keys = list(calls)
         self.rng.shuffle(keys)
         out = {}
@@ -160,7 +161,7 @@ class ServerCalls:
             if "raised" in body:
                 raised = body["raised"]
                 raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
-            out[key] = WRITTEN_ALIKE if body.get("same") else body["ok"]
+            out[key] = body["kept"] if body.get("kept") is KEPT else WRITTEN_ALIKE if body.get("same") else body["ok"]
         return out
 
 

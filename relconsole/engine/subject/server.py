@@ -49,13 +49,16 @@ class CallResult:
     ``raised`` exception data or ``unencodable`` type name, plus ``imported`` tree files),
     ``timeout``, ``died`` (exit status or signal in ``detail``), ``over_cap`` (the result
     exceeded harness.MAX_BYTES) or ``garbage`` (bytes that are not a result). ``seconds``
-    is the call's wall time, fork to reap.
+    is the call's wall time, fork to reap. ``kept``: the server holds the output of this
+    ``keep`` call for the next one, and ``body`` is only ``{"imported": [...]}``; only the
+    server's header sets it, never the child's bytes.
     """
 
     status: str
     body: dict = field(default_factory=dict)
     detail: str = ""
     seconds: float = 0.0
+    kept: bool = False
 
 
 def bwrap_path() -> str | None:
@@ -426,6 +429,10 @@ class ForkServer:
         payload = self._payload(size, deadline)
         seconds = float(header.get("seconds") or 0.0)
         status = header.get("status")
+        if status == "lost":
+            raise ServerFault("the subject's server no longer holds the output the call was to read")
+        if status == "ok" and call.get("keep") and header.get("kept") is True:
+            return _kept(payload, seconds)
         if status == "ok":
             expected = expect() if expect is not None else None
             if expected is not None:
@@ -499,6 +506,18 @@ def _written_alike(payload: bytes | bytearray, expected: bytes) -> dict | None:
     if payload[-1:] != b"}" or not isinstance(imported, list):
         return None
     return {"same": True, "imported": imported}
+
+
+def _kept(payload: bytes | bytearray, seconds: float) -> CallResult:
+    """The result of a call made with ``keep``, whose output the server kept for the next
+    call (``payload``: the JSON list of the files it imported)."""
+    try:
+        imported = json.loads(payload)
+    except ValueError:
+        raise ServerFault("the subject's server sent a kept result that is not one") from None
+    if not isinstance(imported, list):
+        raise ServerFault("the subject's server sent a kept result that is not one")
+    return CallResult("ok", {"imported": imported}, seconds=seconds, kept=True)
 
 
 def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
