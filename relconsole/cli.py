@@ -37,6 +37,7 @@ from relconsole.engine.leasehistory import lease_history
 from relconsole.engine.leases import rehash_preview
 from relconsole.engine.wslease import open_store
 from relconsole.engine.review import Review, load_review, run_review
+from relconsole.engine.runner import prestart
 
 
 class _Parser(argparse.ArgumentParser):
@@ -232,6 +233,7 @@ def cmd_bind(args) -> int:
 
 
 def cmd_run(args) -> int:
+    prestart()  # the judge's processes boot while the review loads
     review = _load(args)
     try:
         if review.errors:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from relconsole.engine.gitio import Touched
 from relconsole.engine.ownerindex import OwnerIndex, collector_paused, single_spec
+
+if TYPE_CHECKING:  # the judge's worker matches protected paths and must not load GitPython
+    from relconsole.engine.gitio import Touched
 
 OWNED, EXEMPT, GAP, PROTECTED, UNKNOWN = "owned", "exempt", "gap", "protected", "unknown"
 

@@ -123,6 +123,7 @@ class RunPlan:
     env: dict[str, str] = field(default_factory=dict)  # [tool.relconsole] pass_env: variables the subject gets
     fresh_server: bool = False  # a new fork server (a new hash seed, §7) for this run alone: reruns
     imports_only: bool = False  # one source call, only for the tree files it imports (importmap)
+    spare: bool = False  # with fresh_server: more reruns follow, the worker boots a server ahead for one
 
 
 
@@ -149,7 +150,7 @@ def _request(plan: RunPlan, seed: int) -> dict:
             "seed": seed, "clock": plan.clock, "protected": list(plan.protected) or ["oracle/**"],
             "sandbox": plan.sandbox, "timeout": plan.timeout_seconds, "checkout": plan.checkout, "env": plan.env,
             "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
-            "hashseed": plan.replay_hashseed,
+            "hashseed": plan.replay_hashseed, "spare": plan.spare,
             "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
 
 
@@ -239,11 +240,20 @@ class Worker:
         if proc is not None and proc.poll() is None:
             proc.kill()
 
+    def end_input(self) -> None:
+        """Send EOF: the judge ends its fork servers and exits (``close`` waits for it), so
+        a pool's workers all wind down at once."""
+        if self.proc is not None:
+            try:
+                self.channel.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
     def close(self) -> None:
         """Stop the process (EOF first, then a kill) and forget it."""
         if self.proc is not None:
             try:
-                self.channel.shutdown(socket.SHUT_WR)  # EOF: the judge ends its fork servers and exits
+                self.end_input()
                 self.proc.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
@@ -341,15 +351,49 @@ class Cancel:
         return None if self.is_set() else record
 
 
+_STARTED: list[Worker] = []  # worker processes booting ahead of the pool that takes them
+_STARTED_LOCK = threading.Lock()
+
+
+def prestart(count: int | None = None) -> None:
+    """Start ``count`` worker processes now (default: one per core) for the next WorkerPool
+    to take, so that they boot (Python, the judge's imports, the sandbox probe) while the
+    caller is still loading the review. Processes no pool took are closed at exit."""
+    count = count or max(1, os.cpu_count() or 1)
+    with _STARTED_LOCK:
+        if not _STARTED:
+            import atexit
+            atexit.register(_close_started)
+        while len(_STARTED) < count:
+            worker = Worker(Path.cwd())
+            worker._start()
+            _STARTED.append(worker)
+
+
+def _take_started() -> Worker | None:
+    with _STARTED_LOCK:
+        while _STARTED:
+            worker = _STARTED.pop()
+            if worker.proc is not None and worker.proc.poll() is None:
+                return worker
+            worker.close()
+    return None
+
+
+def _close_started() -> None:
+    while (worker := _take_started()) is not None:
+        worker.close()
+
+
 class WorkerPool:
-    """``size`` workers for one tree; ``evaluate`` borrows an idle one per request. With
-    ``cancel``, a cancelled pool kills its workers and answers every request with a
-    ``cancelled`` miss without running it."""
+    """``size`` workers for one tree; ``evaluate`` borrows an idle one per request (a
+    process ``prestart`` booted first). With ``cancel``, a cancelled pool kills its workers
+    and answers every request with a ``cancelled`` miss without running it."""
 
     def __init__(self, size: int, cwd: Path, cancel: Cancel | None = None):
         self.idle: queue.Queue[Worker] = queue.Queue()
         self.cancel = cancel
-        self.all = [Worker(cwd) for _ in range(max(1, size))]
+        self.all = [_take_started() or Worker(cwd) for _ in range(max(1, size))]
         for worker in self.all:
             self.idle.put(worker)
             if cancel is not None:
@@ -369,6 +413,8 @@ class WorkerPool:
 
     def close(self) -> None:
         for worker in self.all:
+            worker.end_input()
+        for worker in self.all:
             if self.cancel is not None:
                 self.cancel.release(worker)
             worker.close()
@@ -387,19 +433,24 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     """The counted freeze protocol of §6 for one relation (reruns in parallel on ``pool``)."""
     relation = plan.relation
     evaluate = pool.evaluate if pool is not None else evaluate_once
-    first = evaluate(plan, run_seed(plan))
+    live = freeze is not None and freeze.state == LIVE
+    # a miss with a live freeze reruns on new servers: one boots while the first run runs
+    first = evaluate(dataclasses.replace(plan, spare=True) if live and pool is not None else plan, run_seed(plan))
     if first.blocked or first.vacuous or first.error_type == "environment":
         return _not_judged(plan, first, freeze)
     sig = None if first.held else signature(relation.id, relation.kind, plan.fixture_pin,
                                             failure_class(first.error_type, first.differing, first.error))
     reruns: list[RunRecord] = []
-    if not first.held and freeze is not None and freeze.state == LIVE:
+    if not first.held and live:
         # each rerun a run of its own: new seeds and a new fork server (a new hash seed), every
         # call a new process as always, so no module state carries from the first run (§6, §7)
         seeds = [draw_seed() for _ in range(freeze.reruns)]
         again = dataclasses.replace(plan, fresh_server=True)
+        # a worker whose next request is likely another rerun boots its server meanwhile
+        ahead = len(seeds) - (len(pool.all) if pool is not None else len(seeds))
+        plans = [dataclasses.replace(again, spare=n < ahead) for n in range(len(seeds))]
         with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as threads:
-            reruns = list(threads.map(lambda seed: evaluate(again, seed), seeds))
+            reruns = list(threads.map(evaluate, plans, seeds))
     outcome, decision, summary = counted_verdict(relation.id, first.held, first.describe(),
                                                  [r.held for r in reruns], freeze)
     fault = oracle_fault(first, plan.protected)

@@ -193,6 +193,7 @@ class Server:
         self.root: str | None = None
         self.corpora: dict[str, list] = {}
         self.servers: dict[tuple, object] = {}
+        self.spares: dict[tuple, object] = {}  # a booted server for the next rerun of that input
         self.finder: OracleFinder | None = None
 
     def enter(self, request: dict) -> None:
@@ -210,25 +211,41 @@ class Server:
         rows = self.corpora[source["path"]]
         return [rows] if source["kind"] == "lease" else rows
 
-    def fork_server(self, request: dict):
+    @staticmethod
+    def _server_key(request: dict) -> tuple:
+        source = request["input"]
+        return (source["kind"], source["path"], request.get("clock"), request.get("sandbox", "auto"),
+                request.get("hashseed"), request.get("checkout"),
+                tuple(sorted((request.get("env") or {}).items())), tuple(request["import_paths"]))
+
+    def _new_server(self, request: dict, hashseed: int | None = None):
         from relconsole.engine.subject.server import ForkServer
         source = request["input"]
         checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
-        key = (source["kind"], source["path"], request.get("clock"), request.get("sandbox", "auto"),
-               request.get("hashseed"), checkout,
-               tuple(sorted((request.get("env") or {}).items())))
-        if request.get("fresh_server"):  # a run of its own (a rerun): its own server and hash seed
-            return ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
-                              clock=request.get("clock"), sandbox=request.get("sandbox", "auto"), checkout=checkout,
-                              extra_env=request.get("env") or {})
+        return ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
+                          clock=request.get("clock"), sandbox=request.get("sandbox", "auto"), hashseed=hashseed,
+                          checkout=checkout, extra_env=request.get("env") or {})
+
+    def fork_server(self, request: dict):
+        """The fork server for the request's input: the worker's own, kept across requests,
+        or with ``fresh_server`` (a rerun, a run of its own) a new one with its own hash seed:
+        the spare booted for it if there is one, closed by the caller after the request."""
+        key = self._server_key(request)
+        if request.get("fresh_server"):
+            server = self.spares.pop(key, None)
+            return server if server is not None and server.proc.poll() is None else self._new_server(request)
         server = self.servers.get(key)
         if server is None or server.proc.poll() is not None:
-            server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
-                                clock=request.get("clock"), sandbox=request.get("sandbox", "auto"),
-                                hashseed=request.get("hashseed"),
-                                checkout=checkout, extra_env=request.get("env") or {})
-            self.servers[key] = server
+            server = self.servers[key] = self._new_server(request, request.get("hashseed"))
         return server
+
+    def boot_spare(self, request: dict, server) -> None:
+        """With ``spare`` (reruns of this input follow): once ``server`` has started, boot a
+        new server for the next ``fresh_server`` request, while this request's calls run."""
+        key = self._server_key(request)
+        if request.get("spare") and key not in self.spares:
+            server.ready()
+            self.spares[key] = self._new_server(request)
 
     def merge_adapter(self, relation: dict):
         ref = relation.get("merge")
@@ -286,6 +303,7 @@ class Server:
             if request.get("fresh_server"):
                 fresh.append(server)
             inputs = self.inputs(request["input"])
+            self.boot_spare(request, server)
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
             run.update(sandbox=server.sandbox, hashseed=server.hashseed, clock=server.clock)
@@ -333,7 +351,7 @@ class Server:
         return reply
 
     def close(self) -> None:
-        for server in self.servers.values():
+        for server in [*self.servers.values(), *self.spares.values()]:
             server.close()
 
 
@@ -363,11 +381,23 @@ def trimmed(value, differing: list[str]):
     return kept
 
 
+def _warm_up() -> None:
+    """What every request needs, loaded before the first one arrives (a worker is started
+    while the review is still loading): the judge's modules and the sandbox probe."""
+    import relconsole.engine.canon  # noqa: F401
+    import relconsole.engine.owners  # noqa: F401
+    import relconsole.engine.relations  # noqa: F401
+    from relconsole.engine.subject.server import bwrap_path, harness_pyc
+    bwrap_path()
+    harness_pyc()
+
+
 def main() -> int:
     _die_with_parent()
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
+    _warm_up()
     server = Server()
     try:
         for line in sys.stdin:

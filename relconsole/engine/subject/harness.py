@@ -1,7 +1,7 @@
 """A subject process: imports the code under review, makes one call, writes the output as data.
 
 Standard library only, and nothing in it names the tool that starts it: this file is copied
-to a scratch folder and run as a plain script (``python -s -S -P main.py``), so the code under
+to a scratch folder (compiled, ``main.pyc``) and run as a plain script (``python -s -S -P main.pyc``), so the code under
 review finds no judge in ``sys.modules``, on ``sys.path`` or in its environment.
 
 The script is a fork server (SPEC §7 "The judge and the subject"). It reads one init frame
