@@ -292,3 +292,27 @@ def test_a_recorded_hash_seed_replays_a_hash_ordered_output(tmp_path):
                                   replay_hashseed=hashseed), 5)
     assert again.run["hashseed"] == hashseed
     assert again.source == first.source and isinstance(first.source, list) and len(first.source) == 40
+
+
+def test_a_tree_linked_to_the_store_is_never_judged_outside_the_sandbox(demo_repo, tmp_path, monkeypatch):
+    """The run tree hard-links the per-commit store's files when this process finds
+    bubblewrap; a judge's worker that then finds none must not fall back to a plain process
+    (a subject there could write into the store through the links): the run aborts."""
+    from relconsole.engine.review import load_review, run_review
+    from relconsole.engine.subject import server as server_module
+    real = server_module.bwrap_path()
+    if real is None:
+        pytest.skip("no working bubblewrap here: run trees are copied, not linked")
+    shim = tmp_path / "bin" / "bwrap"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\ngrep -q relconsole.engine.worker /proc/$PPID/cmdline && exit 1\nexec {real} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(server_module, "_BWRAP_CHECKED", None)
+    review = load_review(demo_repo, "main", "HEAD", TODAY)
+    try:
+        results = run_review(review, ["penguins.split_merge"])
+    finally:
+        review.close()
+    first = results[0].first
+    assert results[0].verdict.decision == "abort" and "bubblewrap is required" in first.error, first

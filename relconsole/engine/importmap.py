@@ -81,9 +81,11 @@ def ensure(review, workers: int | None = None) -> None:
         scratch = scratch_dir("tmp")
         tree = scratch / checkout_name(review)
         try:
+            linked = sandboxed()
             build_run_tree(review.repo, review.merge_base, review.oracle_dir, review.layout.protected, tree,
-                           link=sandboxed())
-            plans = [(dataclasses.replace(plan_for(review, r, tree), imports_only=True), None) for r in missing]
+                           link=linked)
+            plans = [(dataclasses.replace(plan_for(review, r, tree, linked=linked), imports_only=True), None)
+                     for r in missing]
             results = run_all(plans, workers=workers)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

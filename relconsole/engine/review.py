@@ -649,8 +649,8 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
     scratch = scratch_dir("tmp")
     tree = scratch / checkout_name(review)  # the subject's working folder reads as a plain checkout
     try:
-        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree,
-                       link=sandboxed())
+        linked = sandboxed()
+        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree, link=linked)
         plans, results = [], {}
         digest = _oracle_digest(review)  # one listing of the oracle's directories for every plan
         for rid in ids:
@@ -664,7 +664,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
                 if progress:
                     progress(results[rid])
                 continue
-            plan = plan_for(review, relation, tree, digest)
+            plan = plan_for(review, relation, tree, digest, linked)
             if replay_seed is not None:
                 plan = dataclasses.replace(plan, replay_seed=replay_seed, replay_hashseed=replay_hashseed)
             plans.append((plan, freeze))
@@ -708,11 +708,14 @@ def _save_durations(review: Review, history: dict[str, float], results) -> None:
         pass
 
 
-def plan_for(review: Review, relation: Relation, tree: Path, digest=None) -> RunPlan:
+def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked: bool = False) -> RunPlan:
     """The RunPlan of ``relation`` on a materialised ``tree`` (its input read from that tree).
 
     ``digest``: an ``_oracle_digest(review)`` to share between many plans (it lists the
-    oracle commit's directories once); by default each plan makes its own."""
+    oracle commit's directories once); by default each plan makes its own. ``linked``: the
+    tree hard-links the per-commit store's files, so a subject must see it read-only: the
+    run requires bubblewrap (a worker that finds none aborts) instead of falling back to a
+    plain process that could write into the store through the links."""
     if relation.lease_id:
         lease = review.lease(relation.lease_id).lease
         kind, relative = "lease", lease.path
@@ -722,7 +725,7 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None) -> Run
     clock = {"real": None, "frozen": review.layout.frozen_clock}.get(relation.clock, relation.clock)
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
                    _fixture_pin(review, relative, path, digest), review.layout.relation_timeout_seconds, clock,
-                   review.layout.protected, sandbox="bwrap" if review.layout.require_sandbox else "auto",
+                   review.layout.protected, sandbox="bwrap" if review.layout.require_sandbox or linked else "auto",
                    checkout=checkout_name(review),
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ})
 
