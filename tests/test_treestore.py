@@ -116,3 +116,32 @@ def test_the_store_keeps_the_trees_used_last(tmp_path_factory, commits):
     kept = {p.name for p in (Path(repo.common_dir) / treestore.STORE).iterdir() if not p.name.startswith(".")}
     wanted = {git(root, "rev-parse", f"{sha}^{{tree}}").strip() for sha in shas[-treestore.KEEP:]}
     assert kept == wanted
+
+
+def test_a_file_system_that_refuses_links_gets_a_copied_tree(repo, tmp_path, monkeypatch):
+    """The scratch folder on another file system than the git dir (a tmpfs /tmp): os.link
+    fails with EXDEV, and the run tree is made of copies, the same files, the store untouched."""
+    import errno
+    oracle = _oracle(repo, tmp_path)
+    linked = build_run_tree(repo, "HEAD", oracle, ("oracle/**",), tmp_path / "linked", link=True)
+
+    def refuse(src, dst, *args, **kwargs):
+        raise OSError(errno.EXDEV, "Invalid cross-device link", src)
+    monkeypatch.setattr(treestore.os, "link", refuse)
+    store = treestore.stored_tree(repo, "HEAD")
+    before = snapshot(store)
+    copied = build_run_tree(repo, "HEAD", oracle, ("oracle/**",), tmp_path / "copied", link=True)
+    assert snapshot(copied) == snapshot(linked)
+    (copied / "src" / "app.py").write_text("MUTANT = 1\n")
+    assert snapshot(store) == before
+    assert os.stat(copied / "README.md").st_ino != os.stat(store / "README.md").st_ino
+
+
+def test_a_run_tree_that_cannot_be_written_is_one_line_naming_the_folder(repo, tmp_path):
+    from relconsole.engine.errors import RelconsoleError
+    (tmp_path / "a-file").write_text("not a folder\n")
+    dest = tmp_path / "a-file" / "run"
+    with pytest.raises(RelconsoleError) as raised:
+        build_run_tree(repo, "HEAD", _oracle(repo, tmp_path), ("oracle/**",), dest, link=True)
+    message = raised.value.one_line()
+    assert "\n" not in message and str(tmp_path / "a-file") in message, message

@@ -11,6 +11,7 @@ a link into the store). The store keeps the ``KEEP`` trees used last.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -50,10 +51,22 @@ def stored_tree(repo: git.Repo, commit: str) -> Path:
     return final
 
 
-def place_tree(source: Path, dest: Path, link: bool) -> None:
+LINK_REFUSED = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES}
+
+
+def place_tree(source: Path, dest: Path, link: bool) -> bool:
     """Make ``dest`` hold the files of the stored tree ``source``: hard links when ``link``
     (only for a tree the subject sees read-only), else copies with their modes; symlinks
-    as they are (the store holds only links that stay inside the tree). Raises OSError."""
+    as they are (the store holds only links that stay inside the tree). A link the file
+    system refuses (the scratch folder on another file system than the git dir, a tmpfs
+    /tmp, say) turns the rest into copies. Returns whether every file is a link. Raises
+    OSError."""
+    linking = [link]
+    _place(source, dest, linking)
+    return linking[0]
+
+
+def _place(source: Path, dest: Path, linking: list[bool]) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     with os.scandir(source) as entries:
         for entry in entries:
@@ -61,12 +74,23 @@ def place_tree(source: Path, dest: Path, link: bool) -> None:
             if entry.is_symlink():
                 os.symlink(os.readlink(entry.path), target)
             elif entry.is_dir():
-                place_tree(Path(entry.path), target, link)
-            elif link:
-                os.link(entry.path, target)
+                _place(Path(entry.path), target, linking)
+            elif linking[0] and _linked(entry.path, target, linking):
+                continue
             else:
                 shutil.copyfile(entry.path, target)
                 os.chmod(target, stat.S_IMODE(entry.stat().st_mode) | stat.S_IWUSR)
+
+
+def _linked(path: str, target: Path, linking: list[bool]) -> bool:
+    try:
+        os.link(path, target)
+        return True
+    except OSError as exc:
+        if exc.errno not in LINK_REFUSED:
+            raise
+        linking[0] = False
+        return False
 
 
 def _read_only(root: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import git
 
+from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gitio import TreeView
 from relconsole.engine.owners import protected
 from relconsole.engine.treestore import place_tree, stored_tree
@@ -61,9 +62,15 @@ def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
     sandbox, else copies), then the oracle's protected files overlaid.
 
     Protected files the code commit has but the oracle lacks are removed, so a patch
-    cannot add its own seeds or adapters. Returns ``dest``. Raises GitError, OSError.
+    cannot add its own seeds or adapters. Returns ``dest``. Raises GitError, RelconsoleError
+    (abort, one line naming the folder) when the tree's files cannot be written, OSError
+    when the overlay's cannot.
     """
-    place_tree(stored_tree(repo, code_commit), Path(dest), link)
+    try:
+        place_tree(stored_tree(repo, code_commit), Path(dest), link)
+    except OSError as exc:
+        where = exc.filename or dest
+        raise RelconsoleError(f"cannot write {code_commit[:12]}'s tree at {where}: {exc.strerror or exc}") from None
     return overlay_oracle(repo, code_commit, oracle_dir, patterns, dest)
 
 
