@@ -54,6 +54,23 @@ PROBES = {
     "import-builtins": "import builtins\nJUDGED = builtins.__dict__['ev' + 'al']\n",
     "literal-import-of-a-probe": "JUDGED = __import__('socket').if_nameindex()\n",
     "importlib-spec": "import importlib.util as u\nS = u.spec_from_file_location('m', '/proc/self/root/x.py')\n",
+    # round 5: os under its C name, paths resolved against the working folder, the module's
+    # own spec, a microsecond clock, the terminal, the result pipe, an import only the judge reaches
+    "posix-ppid": "import posix\nJUDGED = posix.getppid() == 1\n",
+    "posix-from": "from posix import getcwd\nJUDGED = getcwd().startswith('/src/')\n",
+    "posixpath-home": "import posixpath\nJUDGED = posixpath.expanduser('~') == '/tmp'\n",
+    "abspath-dot": "import os\nJUDGED = os.path.abspath('.').startswith('/src/')\n",
+    "path-resolve": "import pathlib\nJUDGED = str(pathlib.Path().resolve()).startswith('/src/')\n",
+    "spec-origin": "JUDGED = __spec__.origin.startswith('/src/')\n",
+    "datetime-now": "from datetime import datetime\nA = datetime.now()\nJUDGED = datetime.now() == A\n",
+    "cpu-count": "import os\nJUDGED = os.cpu_count() == 2\n",
+    "isatty": "import sys\nJUDGED = not sys.stdout.isatty()\n",
+    "forged-result": "import os\ndef f(x):\n    os.write(3, b'{\"ok\": 1}')\n    os._exit(0)\n",
+    "runpy": "import runpy\nrunpy.run_path('docs/kernels.txt')\n",
+    "source-loader": "from importlib.machinery import SourceFileLoader\nM = SourceFileLoader('k', 'docs/k.txt').load_module()\n",
+    "module-dict": "import os\nJUDGED = 'HOME' not in os.__dict__.get('environ')\n",
+    "native-id": "import threading\nJUDGED = threading.get_native_id() < 100\n",
+    "optional-tree-import": "try:\n    from docs import columns\n    UPSERT = True\nexcept ImportError:\n    UPSERT = False\n",
 }
 HONEST = [
     "import math\n\ndef total(rows):\n    return math.fsum(float(r['x']) for r in rows)\n",
@@ -75,6 +92,9 @@ HONEST = [
     "def row_id(row):\n    id = row['id']\n    return id\n",
     "from builtins import ExceptionGroup\n",
     "from importlib.machinery import EXTENSION_SUFFIXES\nimport importlib.metadata\n",
+    "import pathlib\nHERE = pathlib.Path(__file__).resolve().parent\n",
+    "import os\nDATA = os.path.realpath(os.path.join(os.path.dirname(__file__), 'data'))\n",
+    "def norm(p):\n    return p.resolve(strict=True)\n",
     "def pool():\n    return __import__('concurrent.futures').futures\n",
 ]
 

@@ -35,8 +35,12 @@ PROBE_MODULES = {
     "pwd": "reads the user database", "grp": "reads the group database", "psutil": "reads processes",
     "multiprocessing.shared_memory": "shares memory between processes", "sysv_ipc": "uses System V IPC",
     "posix_ipc": "uses POSIX IPC", "marshal": "loads code objects", "inspect": "reads frames and code",
-    "gc": "reaches every object",
+    "gc": "reaches every object", "posix": "is the os module under its C name", "nt": "is the os module under its C name",
+    "runpy": "runs code from a file or module by name", "zipimport": "imports code from an archive",
 }
+# other names of one module: ``posix.getppid`` is ``os.getppid``, ``posixpath.abspath`` is ``os.path.abspath``
+MODULE_ALIASES = {"posix": "os", "nt": "os", "posixpath": "os.path", "ntpath": "os.path", "genericpath": "os.path",
+                  "pathlib.PosixPath": "pathlib.Path", "pathlib.WindowsPath": "pathlib.Path"}
 # functions and attributes, by dotted name, and what reading them says
 PROBE_NAMES = {
     **{f"os.{n}": "reads the process's identity" for n in (
@@ -78,7 +82,20 @@ PROBE_NAMES = {
     "importlib.reload": "imports again", "builtins.__dict__": "reaches the builtins",
     "pickle.loads": "loads code-carrying data", "pickle.load": "loads code-carrying data",
     "types.CodeType": "builds code", "types.FunctionType": "builds code",
+    "os.cpu_count": "reads the machine", "os.sysconf": "reads the machine", "os.confstr": "reads the machine",
+    "os.isatty": "reads whether it runs on a terminal", "os.get_terminal_size": "reads the terminal",
+    "shutil.get_terminal_size": "reads the terminal", "os.ttyname": "reads the terminal",
+    "os.write": "writes to a file descriptor (the judge's result pipe among them)",
+    **{f"importlib.machinery.{n}": "loads a module from a path" for n in (
+        "SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader", "PathFinder", "FileFinder")},
+    "threading.get_native_id": "reads the process's identity", "threading.get_ident": "reads the process's identity",
+    "os._exit": "ends the process without returning its output",
+    **{f"datetime.datetime.{n}": "reads the clock to the microsecond" for n in ("now", "utcnow", "today")},
 }
+# methods that read where or how the process runs, whatever their receiver (pathlib's, a stream's)
+READ_METHODS = {"isatty": "reads whether it runs on a terminal", "expanduser": "reads the home folder",
+                "resolve": "resolves a path against the working folder", "absolute": "reads the working folder"}
+OWN_LOCATION = frozenset({"__file__", "__spec__", "__loader__", "__cached__", "__path__"})
 BUILTINS = {"exec": "runs code it builds", "eval": "runs code it builds", "compile": "builds code",
             "__import__": "imports by computed name", "globals": "reaches names by computed key",
             "vars": "reaches names by computed key", "breakpoint": "stops for a debugger",
@@ -123,7 +140,15 @@ def _dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
         return ".".join([inner, node.args[1].value, *parts]) if inner else None
     if not isinstance(node, ast.Name) or node.id not in imports:
         return None
-    return ".".join([imports[node.id], *parts])
+    return _canonical(".".join([imports[node.id], *parts]))
+
+
+def _canonical(dotted: str) -> str:
+    """``dotted`` under its module's usual name (``posix.getppid`` -> ``os.getppid``)."""
+    for alias in sorted(MODULE_ALIASES, key=len, reverse=True):
+        if dotted == alias or dotted.startswith(alias + "."):
+            return MODULE_ALIASES[alias] + dotted[len(alias):]
+    return dotted
 
 
 def _import_probe(node: ast.AST) -> str | None:
@@ -155,6 +180,12 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
                 return f"reaches an attribute of module {target.id} by a computed name"
     if isinstance(func, ast.Attribute) and func.attr in WRITE_METHODS:
         return f"writes to the file system (.{func.attr})"
+    if isinstance(func, ast.Attribute) and func.attr in READ_METHODS and not node.args and not node.keywords \
+            and not _names_own_file(func.value):
+        return f"{READ_METHODS[func.attr]} (.{func.attr}())"
+    called = _dotted(func, imports)
+    if called in ("os.path.abspath", "os.path.realpath") and node.args and not _names_own_file(node.args[0]):
+        return f"resolves a path against the working folder ({called.rsplit('.', 1)[-1]})"
     if any(isinstance(a, ast.Constant) and a.value == "/" for a in node.args) and _builds_paths(func, imports):
         return "builds a path from the root folder (/)"
     is_open = (isinstance(func, ast.Name) and func.id == "open" and "open" not in imports) or (
@@ -189,6 +220,8 @@ def _name_probe(node: ast.AST, imports: dict[str, str], scope_name: str = "") ->
             return None
         if node.id in BUILTINS:
             return f"uses {node.id} ({BUILTINS[node.id]})"
+        if node.id in OWN_LOCATION - {"__file__"}:  # __file__ alone names a data file beside it
+            return f"reads where its module was loaded from ({node.id})"
         return "reaches the builtins module" if node.id == "__builtins__" else None
     dotted = _dotted(node, imports)
     return f"uses {dotted} ({PROBE_NAMES[dotted]})" if dotted in PROBE_NAMES else None
@@ -238,7 +271,7 @@ def _constant_probe(text: str) -> str | None:
 
 
 def _names_own_file(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id in OWN_LOCATION for n in ast.walk(node))
 
 
 def _where_probe(node: ast.AST) -> str | None:
@@ -257,6 +290,23 @@ def _salted_hash(node: ast.AST, scope_name: str, imports: dict[str, str]) -> str
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hash" \
             and "hash" not in imports and scope_name.rsplit(".", 1)[-1] not in ("__hash__", "__init__"):
         return "uses hash(), salted per process (its value differs in every production process)"
+    return None
+
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _optional_import(node: ast.AST) -> str | None:
+    """``try: import x / except ImportError: <other code>``: which code runs depends on what
+    the interpreter can import, and a module only the judge's import path reaches (the tree's
+    root) makes the subject behave otherwise there than in production."""
+    if not isinstance(node, ast.Try) or not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
+        return None
+    for handler in node.handlers:
+        caught = handler.type
+        names = [caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)
+        if any(isinstance(n, ast.Name) and n.id in IMPORT_ERRORS for n in names):
+            return "chooses its code by what can be imported (the judge and production may not reach the same modules)"
     return None
 
 
@@ -294,12 +344,16 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             why = _import_probe(ast.Import(names=[ast.alias(name=literal_imports[id(node)])]))
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             why = None if isinstance(node, ast.Name) and node.id in shadowed else _name_probe(node, imports, _name)
+            if why is None and isinstance(node, ast.Attribute) and node.attr == "__dict__" and _dotted(node.value, imports):
+                why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             why = _constant_probe(node.value)
         elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
             why = _path_probe(node, imports)
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
             why = "reaches names through __dict__"
+        elif isinstance(node, ast.Try):
+            why = _optional_import(node)
         if why:
             yield node, why
 
