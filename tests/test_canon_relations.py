@@ -420,6 +420,25 @@ def test_roundtrip_misses_a_lossy_codec(module):
     assert all(d.endswith("price") for d in out.differing)
 
 
+def test_a_codec_that_returns_its_input_proves_nothing(module):
+    name = module(CODECS + "\ndef same(rows): return rows\ndef back(rows): return rows\n")
+    out = evaluate(relation("roundtrip", f"{name}:same", inverse=f"{name}:back"), [STOCKS], seed=0)
+    assert out.vacuous and "identity" in out.note, out
+    faithful = evaluate(relation("roundtrip", f"{name}:dumps", inverse=f"{name}:loads"), [STOCKS], seed=0)
+    assert faithful.held and not faithful.vacuous
+
+
+@pytest.mark.parametrize("encoded,held", [("str", True), (["bytes", "str"], True), ("bytes", False)])
+def test_a_roundtrip_checks_the_type_f_encodes_to(module, encoded, held):
+    name = module(CODECS + "\ndef wrap(rows): return [rows]\ndef unwrap(box): return box[0]\n")
+    text = evaluate(relation("roundtrip", f"{name}:dumps", inverse=f"{name}:loads", params={"encoded": encoded}),
+                    [STOCKS], seed=0)
+    assert text.held is held and (held or "(type of f(x))" in text.differing)
+    boxed = evaluate(relation("roundtrip", f"{name}:wrap", inverse=f"{name}:unwrap", params={"encoded": encoded}),
+                     [STOCKS], seed=0)
+    assert not boxed.held and "list" in boxed.note, boxed
+
+
 OTHERS = """
 def dedupe(xs): return sorted(set(xs))
 def append_marker(xs): return list(xs) + ["*"]

@@ -803,6 +803,32 @@ def test_an_inverse_that_answers_from_what_f_cached_in_its_process_is_seen(sampl
     assert decisions["codec.roundtrip"][0] == "reject" and "missed" in decisions["codec.roundtrip"][1], decisions
 
 
+@pytest.mark.parametrize("case,outcome", [("identity", "vacuous"), ("wrapped", "missed")])
+def test_a_dumps_that_does_not_encode_holds_no_roundtrip(sample, tmp_path, case, outcome):
+    """Round 5: dumps returns the rows themselves (or wrapped in a list) and loads passes them
+    through, so inverse(f(x)) == x although nothing was ever encoded. The kept f(x) is its
+    input (vacuous: hold) or not of the type the relation says it encodes to (a miss)."""
+    body = "return [dict(row) for row in rows]" if case == "identity" else "return [[dict(row) for row in rows]]"
+    fake = CODEC.replace("return json.dumps([dict(row) for row in rows], ensure_ascii=False)", body).replace(
+        "    value = json.loads(text)\n",
+        "    value = (text if case_identity else text[0]) if isinstance(text, list) else json.loads(text)\n").replace(
+        "import json\n", f"import json\n\ncase_identity = {case == 'identity'}\n")
+    assert body in fake and "case_identity" in fake
+    renewed = tmp_path / "renewed"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(sample), str(renewed)], check=True)
+    git(renewed, "config", "user.name", "alice")
+    git(renewed, "config", "user.email", "alice@example.com")
+    assert relconsole(renewed, "lease", "renew", "stocks", "--until", (TODAY + dt.timedelta(days=20)).isoformat()).returncode == 0
+    if outcome == "vacuous":  # without params.encoded only the identity itself is seen
+        catalog = (renewed / "oracle" / "catalog.yaml").read_text().replace("    params: {encoded: str}\n", "")
+        (renewed / "oracle" / "catalog.yaml").write_text(catalog)
+        git(renewed, "commit", "-qam", "catalog: codec.roundtrip without its encoded type")
+    repo = patched(renewed, tmp_path, {"src/codec.py": fake})
+    decisions = assert_not_passed(repo, replay=False)
+    decision, summary = decisions["codec.roundtrip"]
+    assert (decision, outcome in summary) == ("hold" if outcome == "vacuous" else "reject", True), decisions
+
+
 def test_a_rollout_by_coin_flip_is_not_sticky_across_calls(sample, tmp_path):
     """Admitted by random.randrange(100) < percent: each call draws its own random numbers,
     so raising the percentage drops users, as it does in production."""

@@ -644,3 +644,18 @@ def _child_with_scratch(code: str) -> tuple[subprocess.Popen, Path]:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
     return proc, Path(proc.stdout.readline().strip())
+
+
+@pytest.mark.parametrize("encoded,good", [("str", True), ("[str, bytes]", True), ("''", False), ("3", False),
+                                          ("[]", False), ("[str, 4]", False)])
+def test_a_roundtrip_s_encoded_type_is_words_or_bad_input_at_its_line(encoded, good):
+    from relconsole.engine.catalog import load_catalog
+
+    text = ("relations:\n  - id: r\n    kind: roundtrip\n    subject: m:f\n    inverse: m:g\n"
+            f"    input: {{seeds: s.jsonl}}\n    compare: exact\n    statement: s\n    params: {{encoded: {encoded}}}\n")
+    if good:
+        assert load_catalog(text, "oracle/catalog.yaml")
+        return
+    with pytest.raises(BadInputError) as caught:
+        load_catalog(text, "oracle/catalog.yaml")
+    assert caught.value.line == len(text.splitlines()) and "encoded" in caught.value.message

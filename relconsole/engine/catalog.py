@@ -94,7 +94,7 @@ KIND_PARAMS: dict[str, set[str]] = {
     "replay_ingest": set(),
     "split_merge": {"splits", "seed", "order_free"},
     "monotonic": {"field", "step", "max"},
-    "roundtrip": set(),
+    "roundtrip": {"encoded"},
     "invariance": {"seed"},
     "bound": {"equals", "raises", "edge"},
 }
@@ -242,6 +242,11 @@ def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: i
         raise BadInputError(
             source, f"relation {raw['id']!r}: unknown params for {kind}: {', '.join(sorted(unknown))}",
             loaded.line_of(("relations", index, "params")))
+    encoded = params.get("encoded")
+    if encoded is not None and not (isinstance(encoded, str) and encoded or isinstance(encoded, list) and encoded
+                                    and all(isinstance(w, str) and w for w in encoded)):
+        raise BadInputError(source, f"relation {raw['id']!r}: params.encoded names the type(s) f encodes to "
+                                    "(str, bytes, a list of them)", loaded.line_of(("relations", index, "params")))
     if raw["compare"] == "tolerance" and "quantum" not in raw:
         raise BadInputError(source, f"relation {raw['id']!r}: compare tolerance needs a quantum", line)
     quantum = _quantum(raw, source, loaded.line_of(("relations", index, "quantum")))

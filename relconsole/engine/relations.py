@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from relconsole.engine.canon import canonical, differences, path_text
-from relconsole.engine.subject.harness import check_raisable, pack_order, raise_field
+from relconsole.engine.subject.harness import Record, check_raisable, pack_order, raise_field
 
 
 @dataclass
@@ -69,10 +69,16 @@ WRITTEN_ALIKE = type("WrittenAlike", (), {"__repr__": lambda self: "WRITTEN_ALIK
 output is, to the byte on the wire: decoding and comparing it would find nothing."""
 
 
-KEPT = type("Kept", (), {"__repr__": lambda self: "KEPT"})()
-"""What ``Calls.run`` gives for a call made with ``keep: token`` whose output the subject's
-server kept: the next call reads it with the op ``["kept", token]``, and the judge, which
-has no use for it, never decodes it. No decoded output can be this object."""
+@dataclass
+class Kept:
+    """What ``Calls.run`` gives for a call made with ``keep: token`` whose output the subject's
+    server kept: the next call reads it with the op ``["kept", token]``, and the judge never
+    decodes it. The server says what the judge checks of it: ``type``, the wire's word for
+    its type (``str``, ``list``...), and ``is_input``, whether it is the call's input itself.
+    No decoded output is ever a Kept."""
+
+    type: str
+    is_input: bool = False
 
 
 _TEXT = frozenset({str, type(None)})
@@ -292,15 +298,39 @@ def monotonic(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
 def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) -> Outcome:
     """f and its inverse in two calls (two processes): a subject whose inverse answers from
     a cache f filled in the same process (and no other) is seen. f's output goes from one
-    to the other through the subject's server, decoded there as the judge would (KEPT), or
+    to the other through the subject's server, decoded there as the judge would (Kept), or
     through the judge when the Calls cannot keep it."""
     encoded = calls.run({"f(x)": {"ops": [], "canon": None, "keep": "f(x)"}})["f(x)"]
-    given = [["kept", "f(x)"]] if encoded is KEPT else [["value", wire(encoded)]]
+    kept = encoded if isinstance(encoded, Kept) else Kept(_type_word(encoded), _is(encoded, x))
+    wanted = _encoded_types(rel)
+    if wanted and kept.type not in wanted:  # a "dumps" that returns its rows holds every roundtrip
+        return Outcome(False, " or ".join(wanted), kept.type, ["(type of f(x))"],
+                       f"f(x) is {kept.type}; the relation says f encodes to {' or '.join(wanted)}")
+    if kept.is_input:
+        return Outcome(True, None, None, [], "f(x) is x itself: an identity pair holds every roundtrip, "
+                       "so the relation proved nothing", vacuous=True)
+    given = [["kept", "f(x)"]] if isinstance(encoded, Kept) else [["value", wire(encoded)]]
     back = calls.run({"inverse(f(x))": {"subject": rel.get("inverse"), "ops": given,
                                         "expect": x}})["inverse(f(x))"]
     if back is WRITTEN_ALIKE:  # x itself, to the byte on the wire: equal under every compare
         return Outcome(True, None, None, [], "inverse(f(x)) vs x")
     return Check(rel).outcome(x, back, "inverse(f(x)) vs x")
+
+
+def _encoded_types(rel: dict) -> list[str]:
+    wanted = (rel.get("params") or {}).get("encoded")
+    return [wanted] if isinstance(wanted, str) else list(wanted or [])
+
+
+def _type_word(value: Any) -> str:
+    return value.type if isinstance(value, Record) else type(value).__name__
+
+
+def _is(value: Any, x: Any) -> bool:
+    try:
+        return type(value) is type(x) and value == x
+    except (RecursionError, TypeError, ValueError):
+        return False
 
 
 def invariance(rel: dict, x: Any, calls: Calls, **_) -> Outcome:

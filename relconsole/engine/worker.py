@@ -125,7 +125,7 @@ class ServerCalls:
         bytes the output should be) lets a result written exactly so skip decoding."""
         import time
 
-        from relconsole.engine.relations import KEPT, SubjectFailed
+        from relconsole.engine.relations import Kept, SubjectFailed
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
@@ -135,7 +135,7 @@ class ServerCalls:
             kind = {"timeout": "timeout", "died": "subject died", "over_cap": "output over the cap",
                     "garbage": "undecodable output"}[result.status]
             raise SubjectFailed({"type": kind, "message": result.detail, "where": ""})
-        body = {"kept": KEPT, **result.body} if result.kept else result.body
+        body = {"kept": Kept(**result.kept), **result.body} if result.kept is not None else result.body
         self.log["imported"].update(str(p) for p in body.get("imported") or [] if isinstance(p, str))
         if "unencodable" in body:
             name = str(body["unencodable"])[:200]
@@ -149,8 +149,8 @@ class ServerCalls:
     def run(self, calls: dict[str, dict]) -> dict:
         """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
         ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte; one
-        made with ``keep`` gives ``relations.KEPT`` when the server kept its output."""
-        from relconsole.engine.relations import KEPT, WRITTEN_ALIKE, SubjectFailed
+        made with ``keep`` gives a ``relations.Kept`` when the server kept its output."""
+        from relconsole.engine.relations import WRITTEN_ALIKE, Kept, SubjectFailed
         keys = list(calls)
         self.rng.shuffle(keys)
         out = {}
@@ -161,7 +161,8 @@ class ServerCalls:
             if "raised" in body:
                 raised = body["raised"]
                 raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
-            out[key] = body["kept"] if body.get("kept") is KEPT else WRITTEN_ALIKE if body.get("same") else body["ok"]
+            kept = body.get("kept")
+            out[key] = kept if isinstance(kept, Kept) else WRITTEN_ALIKE if body.get("same") else body["ok"]
         return out
 
 

@@ -458,7 +458,7 @@ def _imported(root, opened=()):
     """Tree files the call used: every module's file, and every file it opened (``opened``,
     absolute paths from the audit hook): a data file a subject reads binds its relation.
     A module the server had loaded (same name, same file) is none of the tree's: not resolved."""
-    files = list(opened)
+    files = [path for path in opened if os.path.exists(path)]  # an import tries __pycache__ files that are not there
     for key, module in list(sys.modules.items()):
         name = getattr(module, "__file__", None)
         if isinstance(name, str) and _PRELOADED.get(key) != name:
@@ -1038,6 +1038,25 @@ def keep_output(token, payload):
     return [token, body["ok"]], json.dumps(imported).encode("utf-8")
 
 
+def kept_type(value):
+    """The wire's word for a kept output's type: ``str``, ``bytes``, ``list``, ``dict``,
+    ``int``..., a record's own type name."""
+    return value.type if isinstance(value, Record) else type(value).__name__
+
+
+def is_input(value, item, ops):
+    """Whether a kept output is the call's input itself (``item`` for a call with no ops,
+    the value a ``value`` op sent): an f that returns its input makes every roundtrip hold."""
+    try:
+        if ops:
+            if ops[-1][:1] != ["value"]:
+                return False
+            item = decode(ops[-1][1].encode("utf-8"))
+        return type(value) is type(item) and value == item
+    except (RecursionError, TypeError, ValueError):
+        return False
+
+
 def _add_site_dirs(dirs, skip):
     import site
     known = set()
@@ -1209,6 +1228,9 @@ def main():
         if call.get("keep") and header["status"] == "ok":
             kept, payload = keep_output(call["keep"], payload)
             header["kept"] = kept is not None
+            if kept is not None:  # what the judge checks of an output it does not see
+                header["kept_type"] = kept_type(kept[1])
+                header["kept_is_input"] = is_input(kept[1], item, call.get("ops", []))
         wipe_scratch(init["scratch"])
         if init.get("sandboxed"):
             wipe_shared(init["scratch"])

@@ -50,15 +50,16 @@ class CallResult:
     ``timeout``, ``died`` (exit status or signal in ``detail``), ``over_cap`` (the result
     exceeded harness.MAX_BYTES) or ``garbage`` (bytes that are not a result). ``seconds``
     is the call's wall time, fork to reap. ``kept``: the server holds the output of this
-    ``keep`` call for the next one, and ``body`` is only ``{"imported": [...]}``; only the
-    server's header sets it, never the child's bytes.
+    ``keep`` call for the next one (``{"type": wire type word, "is_input": bool}``), and
+    ``body`` is only ``{"imported": [...]}``; only the server's header sets it, never the
+    child's bytes.
     """
 
     status: str
     body: dict = field(default_factory=dict)
     detail: str = ""
     seconds: float = 0.0
-    kept: bool = False
+    kept: dict | None = None
 
 
 _HARNESS_PYC: list[bytes] = []
@@ -448,7 +449,9 @@ class ForkServer:
         if status == "lost":
             raise ServerFault("the subject's server no longer holds the output the call was to read")
         if status == "ok" and call.get("keep") and header.get("kept") is True:
-            return _kept(payload, seconds)
+            result = _kept(payload, seconds)
+            result.kept = {"type": str(header.get("kept_type") or "?"), "is_input": header.get("kept_is_input") is True}
+            return result
         if status == "ok":
             expected = expect() if expect is not None else None
             if expected is not None:
@@ -533,7 +536,7 @@ def _kept(payload: bytes | bytearray, seconds: float) -> CallResult:
         raise ServerFault("the subject's server sent a kept result that is not one") from None
     if not isinstance(imported, list):
         raise ServerFault("the subject's server sent a kept result that is not one")
-    return CallResult("ok", {"imported": imported}, seconds=seconds, kept=True)
+    return CallResult("ok", {"imported": imported}, seconds=seconds, kept={})
 
 
 def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
