@@ -70,6 +70,8 @@ PROBES = {
     "source-loader": "from importlib.machinery import SourceFileLoader\nM = SourceFileLoader('k', 'docs/k.txt').load_module()\n",
     "module-dict": "import os\nJUDGED = 'HOME' not in os.__dict__.get('environ')\n",
     "native-id": "import threading\nJUDGED = threading.get_native_id() < 100\n",
+    "shared-cells-is": "def judged(rows):\n    return rows[0]['species'] is rows[1]['species']\n",
+    "shared-cells-is-names": "def judged(rows):\n    a, b = rows[0]['s'], rows[1]['s']\n    return a is b\n",
     "optional-tree-import": "try:\n    from docs import columns\n    UPSERT = True\nexcept ImportError:\n    UPSERT = False\n",
 }
 HONEST = [
@@ -95,6 +97,11 @@ HONEST = [
     "import pathlib\nHERE = pathlib.Path(__file__).resolve().parent\n",
     "import os\nDATA = os.path.realpath(os.path.join(os.path.dirname(__file__), 'data'))\n",
     "def norm(p):\n    return p.resolve(strict=True)\n",
+    "_MISSING = object()\n\ndef get(d, k, default=_MISSING):\n    v = d.get(k, _MISSING)\n"
+    "    if v is _MISSING and default is _MISSING:\n        raise KeyError(k)\n    return v if v is not None else default\n",
+    "def same_kind(a, b):\n    return type(a) is type(b) or a is NotImplemented\n",
+    "def first(rows):\n    return next((r for r in rows if r is not None), None)\n",
+    "import enum\nclass Color(enum.Enum):\n    RED = 1\n\ndef red(c):\n    return c is Color.RED\n",
     "def pool():\n    return __import__('concurrent.futures').futures\n",
 ]
 

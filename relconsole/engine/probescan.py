@@ -293,6 +293,33 @@ def _salted_hash(node: ast.AST, scope_name: str, imports: dict[str, str]) -> str
     return None
 
 
+SENTINELS = frozenset({"None", "True", "False", "NotImplemented", "Ellipsis"})
+
+
+def _sentinel(node: ast.AST) -> bool:
+    """An operand ``is`` is for: a constant, a singleton, a module-level marker by convention
+    (``_MISSING``, ``SENTINEL``), a class or ``type(x)``."""
+    if isinstance(node, ast.Constant):
+        return True
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    if name is not None:
+        return name in SENTINELS or name.startswith("_") or name.isupper() or name[:1].isupper()
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+
+
+def _identity_probe(node: ast.AST) -> str | None:
+    """``a is b`` between two values of the data (``row["species"] is prev["species"]``):
+    whether two equal cells are one object says how the input was built (the judge reads a
+    corpus once and shares equal cells; ``csv.DictReader`` does not), never what it holds."""
+    if not isinstance(node, ast.Compare) or not any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+        return None
+    operands = [node.left, *node.comparators]
+    for op, left, right in zip(node.ops, operands, operands[1:]):
+        if isinstance(op, (ast.Is, ast.IsNot)) and not _sentinel(left) and not _sentinel(right):
+            return "compares two values by identity (is): which equal values are one object says how the input was built"
+    return None
+
+
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 
 
@@ -339,7 +366,7 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
         elif isinstance(node, ast.Call):
             why = _call_probe(node, imports) or _where_probe(node) or _salted_hash(node, _name, imports)
         elif isinstance(node, ast.Compare):
-            why = _where_probe(node)
+            why = _where_probe(node) or _identity_probe(node)
         elif id(node) in literal_imports:
             why = _import_probe(ast.Import(names=[ast.alias(name=literal_imports[id(node)])]))
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
