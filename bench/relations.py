@@ -161,9 +161,10 @@ def per_call_ms(scratch: Path, calls: int = 30) -> dict:
 
 def run_against(scratch: Path, ref: str, repeat: int) -> dict | None:
     """Best-of-``repeat`` wall times of ``relconsole run --json`` on the sample, this tree's
-    code against ``ref``'s (a git worktree of this repository), interleaved."""
-    from relconsole.engine.demo import materialise
-
+    code against ``ref``'s (a git worktree of this repository), interleaved. The sample is
+    ``ref``'s own (materialised by its code), so both do the same work even when the sample
+    has changed since (a catalog field ``ref`` does not know would make its run a quick exit 5);
+    ``same`` says whether both gave the same verdicts."""
     other = scratch / "against"
     made = subprocess.run(["git", "worktree", "add", "-q", "--detach", str(other), ref], cwd=ROOT,
                           capture_output=True, text=True)
@@ -171,17 +172,32 @@ def run_against(scratch: Path, ref: str, repeat: int) -> dict | None:
         print(f"run vs {ref}: no worktree of {ref} ({made.stderr.strip()})")
         return None
     try:
-        repo = materialise(scratch / "sample-against", TODAY)
+        repo = scratch / "sample-against"
+        theirs_env = dict(os.environ, PYTHONPATH=str(other))
+        # -P and a neutral cwd: ``ref``'s relconsole (PYTHONPATH), never this checkout's from the cwd
+        subprocess.run([sys.executable, "-P", "-c", "import datetime, sys\nfrom relconsole.engine.demo import materialise\n"
+                        f"materialise(__import__('pathlib').Path(sys.argv[1]), datetime.date.fromisoformat('{TODAY}'))",
+                        str(repo)], check=True, env=theirs_env, capture_output=True, cwd=scratch)
         args = [sys.executable, "-m", "relconsole", "run", "--json", "--today", TODAY.isoformat()]
         mine_env = dict(os.environ, PYTHONPATH=str(ROOT))
-        theirs_env = dict(os.environ, PYTHONPATH=str(other))
         mine, theirs = [], []
         for _ in range(repeat):
-            mine.append(_timed(args, repo, mine_env)[0])
-            theirs.append(_timed(args, repo, theirs_env)[0])
-        return {"mine": min(mine), "theirs": min(theirs)}
+            seconds, mine_run = _timed(args, repo, mine_env)
+            mine.append(seconds)
+            seconds, theirs_run = _timed(args, repo, theirs_env)
+            theirs.append(seconds)
+        return {"mine": min(mine), "theirs": min(theirs),
+                "same": _verdicts(mine_run.stdout) == _verdicts(theirs_run.stdout) is not None}
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, capture_output=True)
+
+
+def _verdicts(stdout: str):
+    """{(relation id, decision)} of a ``run --json`` output, or None when it is not one."""
+    try:
+        return {(r["relation_id"], r["decision"]) for r in json.loads(stdout)["relations"]}
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _verdict(ok: bool) -> str:
@@ -232,7 +248,8 @@ def main() -> int:
         if against:
             ratio = against["mine"] / against["theirs"]
             print(f"sample: relconsole run {against['mine']:.2f} s, {args.against}'s {against['theirs']:.2f} s "
-                  f"(anchor) = {ratio:.2f}x  (target <= 1.5x: {_verdict(ratio <= 1.5)})")
+                  f"(anchor) = {ratio:.2f}x  (target <= 1.5x: {_verdict(ratio <= 1.5)}); "
+                  f"same verdicts: {against['same']}")
         sample = sample_pytest_vs_run(scratch, args.repeat)
         if sample:
             run = sample["run"]

@@ -186,7 +186,8 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     called = _dotted(func, imports)
     if called in ("os.path.abspath", "os.path.realpath") and node.args and not _names_own_file(node.args[0]):
         return f"resolves a path against the working folder ({called.rsplit('.', 1)[-1]})"
-    if any(isinstance(a, ast.Constant) and a.value == "/" for a in node.args) and _builds_paths(func, imports):
+    if any(isinstance(a, ast.Constant) and a.value == "/" or _dotted(a, imports) in ROOT_SEPARATORS
+           for a in node.args) and _builds_paths(func, imports):
         return "builds a path from the root folder (/)"
     is_open = (isinstance(func, ast.Name) and func.id == "open" and "open" not in imports) or (
         isinstance(func, ast.Attribute) and func.attr == "open" and not node.args[1:])
@@ -267,6 +268,8 @@ def _path_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
 def _constant_probe(text: str) -> str | None:
     if text.startswith(SYSTEM_PREFIXES) or "relconsole" in text.lower():
         return f"names {text[:40]!r} (a path of the machine, not of the package)"
+    if ".git" in text and ".git" in text.replace("\\", "/").split("/"):  # a .git folder, not .github or .gitignore
+        return f"names {text[:40]!r} (the checkout's git folder, which a sandbox hides)"
     return None
 
 
