@@ -74,6 +74,7 @@ PROBES = {
     "shared-cells-is-names": "def judged(rows):\n    a, b = rows[0]['s'], rows[1]['s']\n    return a is b\n",
     "join-os-sep": "import os\nJUDGED = open(os.path.join(os.sep, 'proc', 'self', 'uid_map')).read()\n",
     "git-folder": "import os\nJUDGED = not os.listdir('.git')\n",
+    "operator-is": "import operator\ndef judged(rows):\n    return operator.is_(rows[0]['s'], rows[1]['s'])\n",
     "optional-tree-import": "try:\n    from docs import columns\n    UPSERT = True\nexcept ImportError:\n    UPSERT = False\n",
 }
 HONEST = [

@@ -88,6 +88,8 @@ PROBE_NAMES = {
     "os.write": "writes to a file descriptor (the judge's result pipe among them)",
     **{f"importlib.machinery.{n}": "loads a module from a path" for n in (
         "SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader", "PathFinder", "FileFinder")},
+    **{f"operator.{n}": "compares two values by identity: which equal values are one object says how the input "
+                        "was built" for n in ("is_", "is_not")},
     "threading.get_native_id": "reads the process's identity", "threading.get_ident": "reads the process's identity",
     "os._exit": "ends the process without returning its output",
     **{f"datetime.datetime.{n}": "reads the clock to the microsecond" for n in ("now", "utcnow", "today")},
