@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from relconsole.engine.canon import canonical, differences, path_text
-from relconsole.engine.subject.harness import Record, check_raisable, pack_order, raise_field
+from relconsole.engine.subject.harness import check_raisable, kept_type, pack_order, raise_field, same_value
 
 
 @dataclass
@@ -301,7 +301,7 @@ def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) 
     to the other through the subject's server, decoded there as the judge would (Kept), or
     through the judge when the Calls cannot keep it."""
     encoded = calls.run({"f(x)": {"ops": [], "canon": None, "keep": "f(x)"}})["f(x)"]
-    kept = encoded if isinstance(encoded, Kept) else Kept(_type_word(encoded), _is(encoded, x))
+    kept = encoded if isinstance(encoded, Kept) else Kept(kept_type(encoded), same_value(encoded, x))
     wanted = _encoded_types(rel)
     if wanted and kept.type not in wanted:  # a "dumps" that returns its rows holds every roundtrip
         return Outcome(False, " or ".join(wanted), kept.type, ["(type of f(x))"],
@@ -320,17 +320,6 @@ def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) 
 def _encoded_types(rel: dict) -> list[str]:
     wanted = (rel.get("params") or {}).get("encoded")
     return [wanted] if isinstance(wanted, str) else list(wanted or [])
-
-
-def _type_word(value: Any) -> str:
-    return value.type if isinstance(value, Record) else type(value).__name__
-
-
-def _is(value: Any, x: Any) -> bool:
-    try:
-        return type(value) is type(x) and value == x
-    except (RecursionError, TypeError, ValueError):
-        return False
 
 
 def invariance(rel: dict, x: Any, calls: Calls, **_) -> Outcome:

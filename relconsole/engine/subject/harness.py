@@ -1044,17 +1044,25 @@ def kept_type(value):
     return value.type if isinstance(value, Record) else type(value).__name__
 
 
+def same_value(value, other):
+    """``value == other`` with one type, for decoded data (False where == cannot tell)."""
+    try:
+        return type(value) is type(other) and value == other
+    except (RecursionError, TypeError, ValueError):
+        return False
+
+
 def is_input(value, item, ops):
     """Whether a kept output is the call's input itself (``item`` for a call with no ops,
     the value a ``value`` op sent): an f that returns its input makes every roundtrip hold."""
-    try:
-        if ops:
-            if ops[-1][:1] != ["value"]:
-                return False
+    if ops:
+        if ops[-1][:1] != ["value"]:
+            return False
+        try:
             item = decode(ops[-1][1].encode("utf-8"))
-        return type(value) is type(item) and value == item
-    except (RecursionError, TypeError, ValueError):
-        return False
+        except ValueError:
+            return False
+    return same_value(value, item)
 
 
 def _add_site_dirs(dirs, skip):
