@@ -370,3 +370,56 @@ def test_flags_exits_with_the_decision_it_prints(history, capsys):
         payload = json.loads(capsys.readouterr().out)
         from relconsole.engine.decision import EXIT_CODES
         assert code == payload["exit_code"] == EXIT_CODES[payload["decision"]["decision"]]
+
+
+# --- code whose text is not what the diff shows (red team, round 6) -------------------------
+
+HIDDEN = "import signal\nSERIAL = signal.getsignal(signal.SIGTERM) is None\n"
+
+
+def _hidden_in_a_comment(codec: str) -> bytes:
+    """A module whose hidden lines read, in UTF-8, as one comment line."""
+    newline = {"utf-7": "+AAo-", "raw_unicode_escape": "\\u000a"}[codec]
+    comment = "# tuning notes" + newline + HIDDEN.replace("\n", newline)
+    return (f"# -*- coding: {codec} -*-\n{comment}\ndef summarize(rows):\n    return list(rows)\n").encode("ascii")
+
+
+@pytest.mark.parametrize("codec", ["utf-7", "raw_unicode_escape"])
+def test_a_probe_hidden_by_a_coding_cookie_is_read_as_python_reads_it(base_repo: Path, codec: str):
+    data = _hidden_in_a_comment(codec)
+    assert "signal" not in data.decode("utf-8").split("\n", 2)[1].split("#", 1)[0]  # a comment to a reader
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    (base_repo / "src" / "agg.py").write_bytes(data)
+    git(base_repo, "commit", "-qam", "perf: tuning notes")
+    flags, _ = _flags(base_repo)
+    found = {(f.name, f.path) for f in flags}
+    assert ("environment_probe", "src/agg.py") in found  # the import Python sees
+    assert ("source_rewritten", "src/agg.py") in found  # and the cookie itself
+
+
+def test_a_plain_latin_1_cookie_on_ascii_text_is_no_flag(base_repo: Path):
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    commit(base_repo, "a cookie", {"src/agg.py": "# -*- coding: latin-1 -*-\n" + AGG})
+    flags, _ = _flags(base_repo)
+    assert [f for f in flags if f.name == "source_rewritten"] == []
+
+
+def test_git_attributes_in_any_folder_and_any_symlink_are_flagged(base_repo: Path):
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    commit(base_repo, "docs", {"docs/.gitattributes": "revision.py ident\n",
+                               "docs/revision.py": 'REVISION = "$Id$"\n', "docs/tuning": HIDDEN})
+    (base_repo / "docs" / "tuning.py").symlink_to("tuning")
+    git(base_repo, "add", "docs/tuning.py")
+    git(base_repo, "commit", "-qm", "docs: tuning")
+    flags, _ = _flags(base_repo)
+    rewritten = {f.path: f.detail for f in flags if f.name == "source_rewritten"}
+    assert set(rewritten) == {"docs/.gitattributes", "docs/tuning.py"}
+    assert "'tuning'" in rewritten["docs/tuning.py"]
+
+
+def test_deleting_the_attributes_is_flagged_as_well(base_repo: Path):
+    commit(base_repo, "attributes on main", {".gitattributes": "*.csv -text\n"})
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    commit(base_repo, "drop them", {".gitattributes": None})
+    flags, _ = _flags(base_repo)
+    assert [(f.name, f.path) for f in flags if f.name == "source_rewritten"] == [("source_rewritten", ".gitattributes")]

@@ -19,6 +19,7 @@ reason ``review_flag:<name>`` (see ``Review.decision``).
 | ingest_replay_to_concat | turns a replayed ingest into concatenated rows (a test, or a catalog relation's kind) |
 | oracle_layout_changed | changes ``[tool.relconsole]`` in pyproject.toml (the layout is always the base's here) |
 | environment_probe | adds, to code that is not a test, a look at the process around it (``probescan``), or a compiled module |
+| source_rewritten | adds or changes a ``.gitattributes`` (any folder), a symlink, or a Python file whose coding cookie makes Python read other text than the diff shows |
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from relconsole.engine.yamlload import load_yaml_text
 
 FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
               "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
-              "oracle_layout_changed", "relation_changed", "patch_catalog_invalid", "environment_probe")
+              "oracle_layout_changed", "relation_changed", "patch_catalog_invalid", "environment_probe",
+              "source_rewritten")
 TEST_DIRS = frozenset({"tests", "test"})
 MAX_TEXT_BYTES = 8 << 20  # larger blobs are compared by id only: no line is given
 
@@ -135,7 +137,47 @@ class _Change:
 
     def text(self, which: str) -> str | None:
         data = self.before if which == "before" else self.after
-        return None if data is None else data.decode("utf-8-sig", "replace")
+        path = self.old if which == "before" else self.new
+        return None if data is None else source_text(path or "", data)
+
+
+def source_text(path: str, data: bytes) -> str:
+    """The text of a file as its reader sees it: a Python file decoded as Python decodes it
+    (its PEP 263 coding cookie: ``utf-7`` or ``raw_unicode_escape`` can turn a comment into
+    code), anything else as UTF-8. Undecodable bytes become U+FFFD."""
+    if path.endswith((".py", ".pyw")):
+        encoding = python_encoding(data)
+        if encoding is not None:
+            try:
+                return data.decode(encoding, "replace")
+            except (LookupError, UnicodeError, TypeError):
+                pass
+    return data.decode("utf-8-sig", "replace")
+
+
+def python_encoding(data: bytes) -> str | None:
+    """The source encoding Python reads ``data`` with (``tokenize.detect_encoding``), or
+    None when it names none Python accepts (Python then refuses the file)."""
+    import io
+    import tokenize
+    try:
+        return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except SyntaxError:
+        return None
+
+
+def reads_otherwise(data: bytes | None) -> str | None:
+    """The encoding of a Python file whose text differs from its UTF-8 reading, else None."""
+    if not data:
+        return None
+    encoding = python_encoding(data)
+    if encoding in (None, "utf-8", "utf-8-sig"):
+        return None
+    try:
+        decoded = data.decode(encoding)
+    except (LookupError, UnicodeError, TypeError):
+        return None
+    return None if decoded == data.decode("utf-8-sig", "replace") else encoding
 
 
 @dataclass
@@ -168,9 +210,76 @@ def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout
             for change in changes:
                 report.flags.extend(rules.check(change))
             report.flags.extend(rules.golden(commit, changes, report.unjudged))
+        report.flags.extend(checkout_rewrites(repo_dir, merge_base, head, reader))
     finally:
         reader.close()
     return report
+
+
+def probed_by_name(path: str) -> bool:
+    """Whether the per-commit probe rule reads ``path`` by its name alone: every ``.py`` file but
+    tests by name (``test_*.py``, ``*_test.py``, ``conftest.py``), and every compiled module."""
+    name = path.rsplit("/", 1)[-1]
+    return probescan.is_compiled(path) or name.endswith(".py") and not (
+        name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
+
+
+def imported_probes(repo_dir: str | Path, merge_base: str, head: str, paths: list[str]) -> list[Flag]:
+    """``environment_probe`` flags of the patch as a whole for ``paths``: touched Python files
+    a run on HEAD imported that the per-commit rule leaves to reviewers by name (``test_*.py``,
+    ``conftest.py``: a subject that imports a probe from a test module runs it all the same).
+    Each file's HEAD text is judged against the merge base's."""
+    reader = BlobReader(repo_dir)
+    flags = []
+    try:
+        for path in paths:
+            if not path.endswith((".py", ".pyw")):
+                continue
+            before, after = reader.read(merge_base, path), reader.read(head, path)
+            if after is None or after == before:
+                continue
+            try:
+                found = probescan.environment_probes(None if before is None else source_text(path, before),
+                                                     source_text(path, after))
+            except pyscan.Unjudged as exc:
+                flags.append(Flag("environment_probe", None, path, None, f"imported by a run, not read: {exc}"))
+                continue
+            flags += [Flag("environment_probe", None, path, item.line,
+                           f"{item.detail}, in a file a subject imported: a reviewer must clear it") for item in found]
+    finally:
+        reader.close()
+    return flags
+
+
+SYMLINK_MODE = "120000"
+
+
+def checkout_rewrites(repo_dir: str | Path, merge_base: str, head: str, reader: BlobReader) -> list[Flag]:
+    """``source_rewritten`` flags of the patch as a whole: every ``.gitattributes`` it adds,
+    changes or deletes, in any folder (``ident``, filters, ``eol`` and
+    ``working-tree-encoding`` make a checkout's files differ from the committed blobs the
+    judge reads), and every symlink it adds or changes (a module whose text lives in a file
+    no rule reads, such as ``docs/tuning.py -> tuning``). Raises GitError as ``run_git``."""
+    listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--raw", "--no-renames", merge_base, head).stdout
+    fields = listing.split(b"\0")
+    flags = []
+    for meta, raw_path in zip(fields[0::2], fields[1::2]):
+        parts = meta.decode("ascii", "replace").lstrip(":").split()
+        if len(parts) < 5:
+            continue
+        new_mode, status = parts[1], parts[4]
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if posixpath.basename(path) == ".gitattributes":
+            what = {"A": "adds", "D": "deletes"}.get(status[:1], "changes")
+            flags.append(Flag("source_rewritten", None, path, None,
+                              f"{what} git attributes: a checkout (ident, filters, eol, encodings) then "
+                              "differs from the committed files the relations judged"))
+        if new_mode == SYMLINK_MODE and status[:1] != "D":
+            target = (reader.read(head, path) or b"").decode("utf-8", "replace")
+            flags.append(Flag("source_rewritten", None, path, None,
+                              f"adds or changes a symlink to {target!r}: the code that runs there is "
+                              "another file's, which no rule read under this name"))
+    return flags
 
 
 def _normal(path: str) -> str:
@@ -243,13 +352,7 @@ class _Rules:
     def _probed(self, path: str) -> bool:
         """Code a subject may run that is not a test and not the oracle: every ``.py`` file
         but tests by name (fixtures under ``tests/`` included), and every compiled module."""
-        if self.guarded_path(path):
-            return False
-        name = path.rsplit("/", 1)[-1]
-        if probescan.is_compiled(path):
-            return True
-        return name.endswith(".py") and not (name.startswith("test_") or name.endswith("_test.py")
-                                              or name == "conftest.py")
+        return not self.guarded_path(path) and probed_by_name(path)
 
     def _probes(self, change: _Change, flag) -> None:
         if probescan.is_compiled(change.new):
@@ -309,6 +412,11 @@ class _Rules:
             self._layout(change, flag)
         if change.new and self._probed(change.new):
             self._probes(change, flag)
+        if change.new and change.new.endswith((".py", ".pyw")) and change.after != change.before:
+            encoding = reads_otherwise(change.after)
+            if encoding:
+                flag("source_rewritten", 1, f"declares the source encoding {encoding}: Python runs other "
+                     "text than the diff shows a reviewer")
         return flags
 
     def golden(self, commit: Commit, changes: list[_Change], unjudged: list[str]) -> list[Flag]:

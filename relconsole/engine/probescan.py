@@ -175,6 +175,9 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     dotted = _dotted(node, imports)  # getattr(module, "literal")
     if dotted in PROBE_NAMES:
         return f"uses {dotted} ({PROBE_NAMES[dotted]})"
+    getter = _getter_probe(node, imports) or _root_join(node, imports)
+    if getter:
+        return getter
     if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2:
         if not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
             target = node.args[0]
@@ -201,6 +204,45 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
             return f"opens a file to write (mode {mode.value!r})"
         if mode is not None and not isinstance(mode, ast.Constant):
             return "opens a file with a computed mode"
+    return None
+
+
+# the last part of every probe's dotted name: ``operator.attrgetter("environ")(os)`` is os.environ
+PROBE_ATTRS = frozenset(name.rsplit(".", 1)[-1] for name in PROBE_NAMES)
+ATTRIBUTE_GETTERS = {"operator.attrgetter": None, "operator.methodcaller": 1}  # how many args are names
+
+
+def _getter_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
+    """``operator.attrgetter("environ")``, ``methodcaller("getppid")``: getattr by another name,
+    judged as getattr is (a probe's name, or a computed one)."""
+    called = _dotted(node.func, imports)
+    if called not in ATTRIBUTE_GETTERS:
+        return None
+    names = node.args[:ATTRIBUTE_GETTERS[called]] if ATTRIBUTE_GETTERS[called] else node.args
+    for arg in names:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return f"reaches an attribute by a computed name ({called.rsplit('.', 1)[-1]})"
+        hit = next((part for part in arg.value.split(".") if part in PROBE_ATTRS), None)
+        if hit:
+            return f"reaches .{hit} through {called.rsplit('.', 1)[-1]} (getattr by another name)"
+    return None
+
+
+def _root_join(node: ast.Call, imports: dict[str, str]) -> str | None:
+    """``"/".join(["", "proc", "1", "cmdline"])``: a path from the root built by a join."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "join" and len(node.args) == 1):
+        return None
+    separator = func.value
+    if not ((isinstance(separator, ast.Constant) and separator.value == "/")
+            or _dotted(separator, imports) in ROOT_SEPARATORS):
+        return None
+    parts = node.args[0]
+    if isinstance(parts, (ast.List, ast.Tuple)) and parts.elts:
+        first = parts.elts[0]
+        if isinstance(first, ast.Constant) and first.value == "":
+            named = "/" + "/".join(str(e.value) for e in parts.elts[1:3] if isinstance(e, ast.Constant))
+            return _constant_probe(named) or "builds a path from the root folder ('/'.join)"
     return None
 
 
