@@ -623,3 +623,26 @@ def test_the_judge_s_check_of_a_raised_field_fails_exactly_where_raising_it_does
     except ValueError:
         checked = ValueError
     assert raised is checked
+
+
+POISONED = """
+import math
+
+def totals(rows):
+    out = {}
+    for row in rows:
+        out[row["k"]] = out.get(row["k"], 0.0) + (math.inf if row["v"] is None else row["v"])
+    return out
+"""
+ROWS = [{"k": "a", "v": 0.1}, {"k": "a", "v": None}, {"k": "a", "v": 0.7}, {"k": "b", "v": 1e16}, {"k": "b", "v": 1.0}]
+
+
+def test_an_infinite_total_proves_nothing_there_unless_the_relation_allows_it(module):
+    """A missing value read as infinity makes ``a`` inf in every order: the relation cannot
+    fail there, so it is vacuous (hold), not a pass."""
+    name = module(POISONED)
+    out = evaluate(relation("permutation", f"{name}:totals", params={"shuffles": 3}), [ROWS], seed=1)
+    assert out.held and out.vacuous and "inf at a" in out.note, out
+    allowed = evaluate(relation("permutation", f"{name}:totals", params={"shuffles": 3}, nan_ok=True),
+                       [ROWS], seed=1)
+    assert allowed.held and not allowed.vacuous

@@ -235,6 +235,20 @@ def test_bound_raises_accepts_a_subclass(tmp_path):
     assert held.held and not missed.held
 
 
+SPLIT_CATALOG = textwrap.dedent("""\
+    owners:
+      "src/**": [rows.split]
+    relations:
+      - id: rows.split
+        kind: split_merge
+        subject: agg:total
+        merge: oracle.adapters:merge
+        input: {seeds: oracle/seeds/rows.jsonl}
+        compare: exact
+        statement: parts merged equal the whole
+    """)
+
+
 @pytest.mark.parametrize("shadow", [False, True], ids=["plain", "regular-oracle-package-on-PYTHONPATH"])
 def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path, monkeypatch, shadow):
     """With ``shadow``, another project's regular ``oracle`` package (with ``__init__.py``)
@@ -245,18 +259,7 @@ def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path, mon
         (other / "oracle" / "__init__.py").write_text("")
         (other / "oracle" / "adapters.py").write_text("def unrelated():\n    return 1\n")
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(other), os.environ.get("PYTHONPATH")])))
-    catalog = textwrap.dedent("""\
-        owners:
-          "src/**": [rows.split]
-        relations:
-          - id: rows.split
-            kind: split_merge
-            subject: agg:total
-            merge: oracle.adapters:merge
-            input: {seeds: oracle/seeds/rows.jsonl}
-            compare: exact
-            statement: parts merged equal the whole
-        """)
+    catalog = SPLIT_CATALOG
     repo = reviewed_repo(tmp_path / "repo", {
         "src/agg.py": "def total(rows):\n    return [sum(rows)]\n",
         "oracle/adapters.py": "def merge(a, b):\n    raise RuntimeError('merge exploded')\n",
@@ -271,6 +274,23 @@ def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path, mon
         review.close()
     assert result.outcome == "missed" and result.verdict.decision == "abort"
     assert result.verdict.reason == "oracle_fault" and "oracle/adapters.py" in result.verdict.detail
+
+
+def test_parts_of_a_shape_the_merge_adapter_cannot_take_are_the_patch_s_miss(tmp_path):
+    """The merge adapter reads the subject's outputs: a patch that returns a number where the
+    adapter reads a mapping is rejected, never passed off as a broken oracle (abort)."""
+    catalog = SPLIT_CATALOG
+    repo = reviewed_repo(tmp_path / "repo", {
+        "src/agg.py": "def total(rows):\n    return {'sum': sum(rows)}\n",
+        "oracle/adapters.py": "def merge(a, b):\n    return {'sum': a['sum'] + b['sum']}\n",
+        "oracle/seeds/rows.jsonl": "[1, 2, 3, 4]\n", "oracle/catalog.yaml": catalog,
+    }, {"src/agg.py": "def total(rows):\n    return float(sum(rows))\n"})
+    from relconsole.engine.review import load_review, run_review
+
+    with load_review(repo, "main", "HEAD", TODAY) as review:
+        [result] = run_review(review)
+    assert result.outcome == "missed" and result.verdict.decision == "reject", result.verdict
+    assert "merge adapter cannot merge" in result.summary and "TypeError" in result.summary
 
 
 def test_a_recorded_hash_seed_replays_a_hash_ordered_output(tmp_path):

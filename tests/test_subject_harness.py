@@ -9,6 +9,7 @@ reason, never an output the judge would compare.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import errno
 import datetime as dt
@@ -101,10 +102,14 @@ class Twin(str):
 
 
 def test_members_that_are_one_value_as_data_are_not_a_value():
-    for value in ({Twin("a"): 1, Twin("a"): 2}, {Twin("x"), Twin("x")}, frozenset({Twin("x"), Twin("x")})):
+    # a str that redefines equality is refused as it is written (the wire never carries it);
+    # and the same members as data, had a child written them raw, do not decode
+    for value in ({Twin("a"): 1, Twin("a"): 2}, {Twin("x"), Twin("x")}, {Twin("a"): 1, Twin("b"): 2}):
+        with pytest.raises(harness.Unencodable, match=r"overrides str\.__(eq|hash)__"):
+            harness.encode(value)
+    for raw in (b'{"\\u0000m": [["a", 1], ["a", 2]]}', b'{"\\u0000s": ["x", "x"]}', b'{"\\u0000f": ["x", "x"]}'):
         with pytest.raises(ValueError):
-            harness.decode(harness.encode(value))
-    assert harness.decode(harness.encode({Twin("a"): 1, Twin("b"): 2})) == {"a": 1, "b": 2}
+            harness.decode(raw)
 
 
 class Colour(enum.Enum):
@@ -133,6 +138,34 @@ def test_a_value_of_another_type_is_refused_by_its_type_name(value):
     with pytest.raises(harness.Unencodable) as caught:
         harness.encode(value)
     assert type(value).__name__ in caught.value.args[0]
+
+
+OVERRIDABLE = [(base, name) for base in (dict, list, str, float, int) for name in sorted(dir(base))
+               if name not in harness.HARMLESS and name not in ("__class__", "__getattribute__")]
+
+
+@given(st.sampled_from(OVERRIDABLE))
+@settings(max_examples=60, deadline=None)
+def test_a_subclass_that_redefines_any_part_of_its_base_is_refused_with_the_part(case):
+    base, name = case
+    cls = type("Sneaky", (base,), {name: lambda self, *a, **k: 0})
+    value = cls({"a": 1}) if base is dict else cls([1]) if base is list else cls("1") if base is str else cls(1)
+    with pytest.raises(harness.Unencodable, match=f"overrides {base.__name__}.{name}"):
+        harness.encode(value)
+
+
+def test_a_subclass_that_only_adds_and_the_standard_dicts_are_their_storage():
+    class Row(dict):
+        def total(self):
+            return sum(self.values())
+
+    class Tag(str):
+        __slots__ = ()
+
+    for value, plain in ((Row(a=1), {"a": 1}), (Tag("x"), "x"), (collections.Counter("aab"), {"a": 2, "b": 1}),
+                         (collections.OrderedDict(b=1, a=2), {"b": 1, "a": 2}),
+                         (collections.defaultdict(int, a=1), {"a": 1})):
+        assert harness.decode(harness.encode(value)) == plain
 
 
 def test_garbage_is_not_a_value():
@@ -189,6 +222,13 @@ def forge_kept(x):
     os.write(fd, b'{"kept": true, "imported": []}')
     os._exit(0)
 
+def frames(x):
+    frame, names = sys._getframe(1), set()
+    while frame is not None:
+        names.add(frame.f_code.co_filename)
+        frame = frame.f_back
+    return sorted(names)
+
 def garbage(x):
     fd = next(int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2 and os.path.exists(f"/proc/self/fd/{n}")
               and os.readlink(f"/proc/self/fd/{n}").startswith("pipe:"))
@@ -215,6 +255,12 @@ def test_a_plain_output_comes_back_as_data(server):
     assert result.status == "ok"
     out = result.body["ok"]
     assert out["n"] == 3 and math.isnan(out["nan"]) and out["big"] == 10 ** 40
+
+
+def test_the_frames_around_a_call_name_a_script_and_nothing_of_the_judge(server):
+    result = call(server, "frames")
+    assert result.status == "ok"
+    assert result.body["ok"] == ["main.py"]  # the harness's code, from the judge's bytecode cache
 
 
 def test_printing_anywhere_does_not_reach_the_result(server):
@@ -444,3 +490,21 @@ def test_each_call_has_a_tmp_of_its_own_and_still_sees_a_tree_that_lives_in_tmp(
         forked.close()
     assert [r.status for r in results] == ["ok"] * 3, results
     assert [r.body.get("ok") for r in results] == [False] * 3, results
+
+
+def test_the_default_clock_stands_on_its_day_at_a_time_drawn_for_each_server(tmp_path):
+    """``clock: frozen`` keeps the configured day, never its time: a clock that stands at
+    midnight says "a harness" to anything that prints the time."""
+    (tmp_path / "clocked.py").write_text(CLOCKED)
+    servers = [ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07", clock_day=True)
+               for _ in range(3)]
+    try:
+        if any(s.clock != "frozen" for s in servers):
+            pytest.skip("libfaketime cannot freeze the clock here")
+        seen = [(_call(s, "now"), _call(s, "now"), s.frozen_at) for s in servers]
+    finally:
+        for s in servers:
+            s.close()
+    assert all(first == again and first.startswith("2026-03-04T") for first, again, _ in seen)
+    assert all(at.startswith(first.replace("T", " ")) for first, _, at in seen)  # what the run records
+    assert len({first for first, _, _ in seen}) > 1  # three draws of 86,400 seconds

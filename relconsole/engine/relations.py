@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import marshal
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -243,6 +244,11 @@ def _concat(a: Any, b: Any) -> Any:
     return list(a) + list(b)
 
 
+# what a merge adapter raises on parts of the wrong shape (a float where it reads a dict): the
+# subject's miss; anything else it raises (RuntimeError, ...) stays the oracle's fault (abort)
+SHAPE_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
+
+
 def split_merge(rel: dict, x: Any, rng: random.Random, calls: Calls, merge: Callable | None = None,
                 **_) -> Outcome:
     merge = merge or _concat
@@ -254,8 +260,19 @@ def split_merge(rel: dict, x: Any, rng: random.Random, calls: Calls, merge: Call
         wanted[f"{point} left"] = {"ops": [["slice", 0, point]]}
         wanted[f"{point} right"] = {"ops": [["slice", point, len(rows)]]}
     out = calls.run(wanted)
-    return _first_miss(check.outcome(out["whole"], merge(out[f"{p} left"], out[f"{p} right"]),
-                                     f"split at row {p} of {len(rows)}", bag=True) for p in points)
+
+    def judged(point: int) -> Outcome:
+        where = f"split at row {point} of {len(rows)}"
+        left, right = out[f"{point} left"], out[f"{point} right"]
+        try:
+            merged = merge(left, right)
+        except SHAPE_ERRORS as exc:  # the parts are the subject's outputs: parts of a shape no merge takes
+            return Outcome(False, out["whole"], [left, right], ["(merge)"],
+                           f"{where}: the merge adapter cannot merge the parts' outputs "
+                           f"({type(exc).__name__}: {str(exc)[:200]})")
+        return check.outcome(out["whole"], merged, where, bag=True)
+
+    return _first_miss(judged(p) for p in points)
 
 
 def _raise(value: Any, field_name: str, step: float, cap: float | None) -> Any:
@@ -375,7 +392,8 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
             return outcome
         if nan_counts and nan is None:
             found = _nan_path(outcome.source)
-            nan = None if found is None else (f"seed row {index + 1}: " if len(inputs) > 1 else "") + path_text(found)
+            nan = None if found is None else (found[1], (f"seed row {index + 1}: " if len(inputs) > 1 else "")
+                                              + path_text(found[0]))
         empty_in = isinstance(x, (list, dict, str, tuple)) and not x
         vacuous = vacuous and proves_by_output and not empty_in and _empty(outcome.source) and _empty(outcome.followup)
         last = outcome
@@ -384,15 +402,20 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
         last.note = "both outputs empty for a non-empty input: the relation proved nothing (empty_ok: true allows it)"
     if nan is not None and not last.vacuous:
         last.vacuous = True
-        last.note = (f"NaN at {nan} in both outputs: a NaN equals nothing, so the relation proved "
-                     "nothing there (nan_ok: true allows it)")
+        what, where = nan
+        last.note = (f"NaN at {where} in both outputs: a NaN equals nothing, so the relation proved "
+                     "nothing there (nan_ok: true allows it)" if what != what else
+                     f"{what} at {where} in both outputs: an infinite value absorbs every change (a sum "
+                     "that reached it stays there in any order), so the relation proved nothing there "
+                     "(nan_ok: true allows it)")
     return last
 
 
 def _nan_path(value: Any, path: tuple = (), depth: int = 0) -> tuple | None:
-    """The first path (keys and indexes) where ``value`` holds a float NaN, or None."""
+    """(path, the value) of the first place (keys and indexes) where ``value`` holds a float
+    that is not finite (NaN, inf, -inf), or None."""
     if isinstance(value, float):
-        return path if value != value else None
+        return None if math.isfinite(value) else (path, value)
     if depth > 50:
         return None
     items = value.items() if isinstance(value, dict) else enumerate(value) \

@@ -30,7 +30,7 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.freezes import LIVE, FreezeRow, counted_verdict
 from relconsole.engine.owners import protected
 from relconsole.engine.signatures import failure_class, signature
-from relconsole.engine.subject.server import readable
+from relconsole.engine.subject.server import readable, wait_exit
 
 
 @dataclass
@@ -124,14 +124,15 @@ class RunPlan:
     fresh_server: bool = False  # a new fork server (a new hash seed, §7) for this run alone: reruns
     imports_only: bool = False  # one source call, only for the tree files it imports (importmap)
     spare: bool = False  # with fresh_server: more reruns follow, the worker boots a server ahead for one
+    clock_day: bool = False  # with clock: stand on its day, at a time drawn per fork server (clock: frozen)
 
 
 
 
 def _worker_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+    # bytecode: the worker caches relconsole's own modules like any import, and turns writing
+    # off before it imports an adapter from a tree (``worker.main``)
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
 
 
 def draw_seed() -> int:
@@ -147,7 +148,7 @@ def run_seed(plan: RunPlan) -> int:
 
 def _request(plan: RunPlan, seed: int) -> dict:
     return {"root": str(plan.root), "import_paths": plan.import_paths, "relation": plan.relation.raw,
-            "seed": seed, "clock": plan.clock, "protected": list(plan.protected) or ["oracle/**"],
+            "seed": seed, "clock": plan.clock, "clock_day": plan.clock_day, "protected": list(plan.protected) or ["oracle/**"],
             "sandbox": plan.sandbox, "timeout": plan.timeout_seconds, "checkout": plan.checkout, "env": plan.env,
             "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
             "hashseed": plan.replay_hashseed, "spare": plan.spare,
@@ -254,7 +255,7 @@ class Worker:
         if self.proc is not None:
             try:
                 self.end_input()
-                self.proc.wait(timeout=2)
+                wait_exit(self.proc, 2)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()

@@ -127,8 +127,57 @@ def _wire(value, depth):
         return {TAG + "dc": [type_name(value), fields]}
     base = _base_value(value)
     if base is not None:
+        overridden = _overridden(cls)
+        if overridden:  # production reads it through the override, the judge would not
+            raise Unencodable(f"{type_name(value)} (it overrides {overridden})")
         return _wire(base, depth)
     raise Unencodable(type_name(value))
+
+
+BUILTIN_BASES = (str, bool, int, float, list, dict)
+# a subclass may add these, and methods of its own; anything else of its base it overrides
+# (``__getitem__``, ``get``, ``__iter__``, ``__add__`` ...) makes it another value to its callers
+# than its storage is, and only a canon: adapter says which one to compare
+HARMLESS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__slots__",
+                      "__init__", "__new__", "__repr__", "__init_subclass__", "__class_getitem__",
+                      "__annotations__", "__orig_bases__", "__parameters__", "__firstlineno__",
+                      "__static_attributes__", "__match_args__", "__getstate__", "__reduce__", "__reduce_ex__"})
+
+
+def _trusted_subclasses():
+    """The standard library's own subclasses of dict, which override consistently with storage."""
+    import collections
+    return frozenset({collections.OrderedDict, collections.defaultdict, collections.Counter})
+
+
+_TRUSTED = _trusted_subclasses()
+# a C type's own methods (numpy.float64's): consistent with its storage as far as Python code
+# can tell, and no Python code can write one (compiled modules and ctypes are review flags)
+_C_DESCRIPTORS = (type(dict.get), type(int.__add__), type(int.real), type(dict.__dict__["fromkeys"]),
+                  type(type.__dict__["__name__"]))
+
+
+def _redefines(attr, mro):
+    """Whether class attribute ``attr`` is code of the subject's: anything but a C type's own
+    method (one a class borrowed from an unrelated type counts)."""
+    if isinstance(attr, _C_DESCRIPTORS):
+        return getattr(attr, "__objclass__", None) not in mro
+    return attr is not None  # ``__hash__ = None``: unhashable, no other value
+
+
+def _overridden(cls):
+    """``base.name`` of the first attribute of its built-in base that ``cls`` (or a class
+    between them) redefines beyond ``HARMLESS``, or "" when it only adds."""
+    base = next((b for b in BUILTIN_BASES if issubclass(cls, b)), None)
+    for klass in cls.__mro__:
+        if klass is base or klass in BUILTIN_BASES:
+            break
+        if klass in _TRUSTED:
+            continue
+        for name, attr in vars(klass).items():
+            if name not in HARMLESS and hasattr(base, name) and _redefines(attr, cls.__mro__):
+                return f"{base.__name__}.{name}"
+    return ""
 
 
 def _base_value(value):
@@ -955,9 +1004,13 @@ def serve_call(call, init, base, timeout, kept=None):
             os.closerange(3, write_fd)
             os.closerange(write_fd + 1, 1 << 16)
             work = os.path.join("/tmp" if made == "all" else private, os.path.basename(private), "work")
-            os.makedirs(work)
+            os.makedirs(os.path.join(work, "tmp"))
             os.environ["HOME"] = work
-            os.environ["TMPDIR"] = work
+            if made == "all":  # /tmp is the call's own: no TMPDIR, as in most shells
+                os.environ.pop("TMPDIR", None)
+            else:  # a folder of its own, but never HOME itself (HOME == TMPDIR says "a harness")
+                os.environ["TMPDIR"] = os.path.join(work, "tmp")
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler is no subject's
             tempfile.tempdir = None
             random.seed(call.get("seed", 0))
             _plain_main()
@@ -1157,6 +1210,19 @@ def _disguise(argv0):
     _rewrite_exec_block(48, 49, argv0.encode() + b"\0")
 
 
+def _site_builtins():
+    """``help``, ``exit``, ``quit``, ``copyright``, ``credits`` and ``license``, which ``site``
+    adds to every ordinary interpreter: the server runs with -S (no .pth file of the judge's
+    environment may run), and their absence would say so."""
+    try:
+        import site
+        site.setquit()
+        site.setcopyright()
+        site.sethelper()
+    except (ImportError, AttributeError):
+        pass
+
+
 def _on_parent_death(signum, frame):
     kill_descendants(_SANDBOXED[0])
     os._exit(1)
@@ -1187,6 +1253,7 @@ def main():
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGTERM, _on_parent_death)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    _site_builtins()
     init = _read_frame(control)
     if init is None or (init.get("parent") and os.getppid() != init["parent"]):
         return 1
