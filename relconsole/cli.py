@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
@@ -23,21 +24,17 @@ from relconsole.cli_propose import register as register_propose
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.cli_options import workspace_lease_options
-from relconsole.engine import actions, gitio, importmap, splitcheck
-from relconsole.engine.bite import bite
-from relconsole.engine.subjectcheck import unresolved_subjects
-from relconsole.engine.confirm import load_candidate_states
+from relconsole.engine import importmap
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
 from relconsole.engine.decision import worst
 from relconsole.engine.literal import one_line
-from relconsole.engine.replay import ReplayOptions, Shard, replay
 from relconsole.engine.report import replay_lines, replay_payload, run_payload
-from relconsole.engine.leasehistory import lease_history
-from relconsole.engine.leases import rehash_preview
-from relconsole.engine.wslease import open_store
-from relconsole.engine.review import Review, load_review, run_review
+from relconsole.engine.review import Review, finish_review, load_review, run_review
 from relconsole.engine.runner import prestart
+
+if TYPE_CHECKING:  # the commands import what they need: `run` never pays for replay or confirm
+    from relconsole.engine.replay import Shard
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd = sub.add_parser("replay", help="replay missed relations on HEAD and the merge base (§7 sheets)")
     _review_options(replay_cmd)
     replay_cmd.add_argument("--runs", type=int, default=5, help="runs on each side (default: 5)")
-    replay_cmd.add_argument("--shard", type=_shard, default=Shard(), metavar="K/N",
+    replay_cmd.add_argument("--shard", type=_shard, default=None, metavar="K/N",
                             help="replay only the K-th of N slices of the touched relations")
     replay_cmd.add_argument("--artifacts", type=_directory, default=None,
                             help="directory for the replay sheets (default: under the git directory)")
@@ -172,7 +169,8 @@ def _directory(text: str) -> Path:
     return Path(text)
 
 
-def _shard(text: str) -> Shard:
+def _shard(text: str) -> "Shard":
+    from relconsole.engine.replay import Shard
     try:
         return Shard.parse(text)
     except UsageError as exc:
@@ -234,9 +232,10 @@ def cmd_bind(args) -> int:
 
 def cmd_run(args) -> int:
     prestart()  # the judge's processes boot while the review loads
-    review = _load(args)
+    review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True)
     try:
         if review.errors:
+            finish_review(review)  # every bad file in one report
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
@@ -246,7 +245,12 @@ def cmd_run(args) -> int:
             ids = args.shard.select(ids if ids is not None else review.touched_relations())
         if args.replay_hashseed is not None and args.replay_seed is None:
             raise UsageError("--replay-hashseed replays a recorded run: give its --replay-seed too")
-        results = run_review(review, ids, replay_seed=args.replay_seed, replay_hashseed=args.replay_hashseed)
+        # the flags, the quarantine and the patch's catalog are read while the workers judge
+        results = run_review(review, ids, replay_seed=args.replay_seed, replay_hashseed=args.replay_hashseed,
+                             meanwhile=lambda: finish_review(review))
+        if review.errors:  # a bad quarantine file, found while the relations ran
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            return EXIT_BAD_INPUT
         decision = review.decision() if ids is None else _worst_of(results)
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
@@ -262,6 +266,8 @@ def _worst_of(results):
 
 
 def cmd_validate(args) -> int:
+    from relconsole.engine.confirm import load_candidate_states
+    from relconsole.engine.subjectcheck import unresolved_subjects
     review = _load(args)
     try:
         if not review.errors:
@@ -302,6 +308,7 @@ def _commit_payload(result) -> dict:
 
 
 def cmd_lease(args) -> int:
+    from relconsole.engine import actions
     review = _load(args)
     try:
         if args.lease_command == "status":
@@ -323,6 +330,7 @@ def cmd_lease(args) -> int:
 
 def _lease_history(args, review: Review) -> int:
     """``lease history``: one line per commit that changed the manifest, newest first."""
+    from relconsole.engine.leasehistory import lease_history
     events = lease_history(review, args.lease_id)
     lines = []
     for e in events:
@@ -340,6 +348,8 @@ def _lease_history(args, review: Review) -> int:
 
 def _lease_rehash(args, review: Review) -> int:
     """``lease rehash``: the preview (exit 64 asking for --confirm), or the commit; a refusal exits 1."""
+    from relconsole.engine import actions
+    from relconsole.engine.leases import rehash_preview
     preview = rehash_preview(review, args.lease_id)
     shown = [f"lease {preview.lease_id} ({preview.manifest}): {preview.state}  {preview.reason}",
              f"  corpus     {preview.corpus}  {preview.size_bytes if preview.size_bytes is not None else '-'} bytes"
@@ -368,6 +378,7 @@ def _lease_rehash(args, review: Review) -> int:
 
 
 def cmd_accept_delete(args) -> int:
+    from relconsole.engine import actions
     review = _load(args)
     try:
         rows = [i for i in args.item if any(r.key == i for r in review.seed_rows)]
@@ -384,6 +395,7 @@ def cmd_accept_delete(args) -> int:
 
 
 def cmd_freeze(args) -> int:
+    from relconsole.engine import actions
     review = _load(args)
     try:
         run_review(review, [args.relation_id])
@@ -398,6 +410,7 @@ def cmd_freeze(args) -> int:
 def cmd_bite(args) -> int:
     """Exit 0 when the relation bites, 1 when it does not, 3 when it cannot be judged
     (blocked, or it misses unmutated), 64 for an unknown relation."""
+    from relconsole.engine.bite import bite
     review = _load(args)
     try:
         if review.errors:
@@ -416,6 +429,8 @@ def cmd_bite(args) -> int:
 
 def cmd_replay(args) -> int:
     """Exit with the worst §8 decision of the sheets; 3 when the workspace lease is held or lost."""
+    from relconsole.engine.replay import ReplayOptions, Shard, replay
+    from relconsole.engine.wslease import open_store
     review = _load(args)
     try:
         if review.errors:
@@ -423,7 +438,7 @@ def cmd_replay(args) -> int:
             return EXIT_BAD_INPUT
         importmap.ensure(review)
         options = ReplayOptions(args.runs, args.workspace, args.holder, args.ttl_seconds,
-                                args.artifacts, args.shard, args.fresh_worktrees)
+                                args.artifacts, args.shard or Shard(), args.fresh_worktrees)
         store = open_store(args.lease_url, review.repo.common_dir)
         try:
             outcome = replay(review, store, options, None if args.json else _print_progress)
@@ -442,6 +457,7 @@ def _print_progress(step) -> None:
 
 def cmd_check_split(args) -> int:
     """Exit 1 with one line per offending commit and path, 0 when every commit keeps §9."""
+    from relconsole.engine import gitio, splitcheck
     if bool(args.range) == bool(args.staged):
         raise UsageError("check-split takes a BASE..HEAD range or --staged")
     repo = gitio.open_repo(args.repo)

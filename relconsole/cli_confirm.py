@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from relconsole.cli_options import workspace_lease_options
-from relconsole.engine.confirm import DEFAULT_RUNS, SIDES, ConfirmOptions, ConfirmOutcome, confirm_candidate
+from relconsole.engine.defaults import CONFIRM_RUNS as DEFAULT_RUNS
+from relconsole.engine.defaults import CONFIRM_SIDES as SIDES
 from relconsole.engine.errors import EXIT_BAD_INPUT
 from relconsole.engine.literal import one_line
-from relconsole.engine.review import load_review
-from relconsole.engine.wslease import open_store
+
+if TYPE_CHECKING:  # imported by the command itself: the parser must not load the engine
+    from relconsole.engine.confirm import ConfirmOutcome
 
 
 def register(subparsers, commands: dict, review_options) -> None:
@@ -38,6 +41,9 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_confirm(args) -> int:
     """Confirm the candidate ``args`` names; print the outcome; return the §8 exit code."""
+    from relconsole.engine.confirm import ConfirmOptions, confirm_candidate
+    from relconsole.engine.review import load_review
+    from relconsole.engine.wslease import open_store
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
     try:
         if review.errors:

@@ -11,12 +11,13 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from relconsole.engine import gatehealth, wslease
-from relconsole.engine.decision import Decision
 from relconsole.engine.errors import EXIT_PASS, RelconsoleError, UsageError
 from relconsole.engine.literal import one_line
-from relconsole.engine.sheets import Fences, decide_sheets, write_decision
+
+if TYPE_CHECKING:  # imported by the commands themselves: the parser must not load the engine
+    from relconsole.engine.decision import Decision
 
 
 def _positive(text: str) -> int:
@@ -80,6 +81,7 @@ def _decision_dir(sheet: Path, out: Path | None) -> Path:
 def _history(report, git_dir: Path | None) -> bool | None:
     if git_dir is None:
         return None
+    from relconsole.engine import gatehealth
     decisions = [d for _, d in report.per_sheet]
     if not decisions or report.overall.relation_id is None:  # nothing missed, or incomplete evidence
         decisions.append(report.overall)
@@ -93,6 +95,8 @@ def _relation_line(d: Decision) -> str:
 
 def cmd_decide(args) -> int:
     """Decide every sheet (§8), write decision.json, record gate history; exit as §8 says."""
+    from relconsole.engine import wslease
+    from relconsole.engine.sheets import Fences, decide_sheets, write_decision
     git_dir = git_dir_of(args.repo)
     if args.lease_url and wslease.sqlite_path(args.lease_url) is None:
         wslease.open_store(args.lease_url, ".").close()  # a malformed URL is a usage error (64); no I/O
@@ -126,6 +130,7 @@ def cmd_decide(args) -> int:
 
 def cmd_stats(args) -> int:
     """Print gate health for the last ``--days`` days; exit 0 (warnings do not fail)."""
+    from relconsole.engine import gatehealth
     git_dir = git_dir_of(args.repo)
     result = gatehealth.stats(git_dir, args.days)
     if git_dir is None:

@@ -11,10 +11,14 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from relconsole.engine import wslease
+from relconsole.engine.defaults import WORKSPACE_TTL_SECONDS
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, UsageError
 from relconsole.engine.literal import one_line
+
+if TYPE_CHECKING:  # imported by the commands themselves: the parser must not load the lease store
+    from relconsole.engine import wslease
 
 ACTIONS = ("acquire", "renew", "release", "status")
 
@@ -37,8 +41,8 @@ def _options(parser: argparse.ArgumentParser, action: str) -> None:
         "holder name (default: user@host:PID of the calling shell)"
     parser.add_argument("--holder", default=None, help=who)
     if action in ("acquire", "renew"):
-        parser.add_argument("--ttl-seconds", type=float, default=wslease.DEFAULT_TTL_SECONDS,
-                            help="lease time to live in seconds (default: 600)")
+        parser.add_argument("--ttl-seconds", type=float, default=WORKSPACE_TTL_SECONDS,
+                            help=f"lease time to live in seconds (default: {WORKSPACE_TTL_SECONDS:g})")
     parser.add_argument("--lease-url", default=None,
                         help="sqlite:///PATH or redis://HOST:PORT/DB (default: $RELCONSOLE_LEASE_URL, "
                              "else a SQLite file under the repository's git directory)")
@@ -48,6 +52,7 @@ def _options(parser: argparse.ArgumentParser, action: str) -> None:
 
 def cmd_workspace(args) -> int:
     """Run one workspace lease action; returns the exit code of SPEC §8."""
+    from relconsole.engine import wslease
     store = wslease.open_store(args.lease_url, _git_dir(args))  # errors: relconsole's main reports them
     try:
         if args.workspace_command == "status":
@@ -58,6 +63,7 @@ def cmd_workspace(args) -> int:
 
 
 def _git_dir(args) -> str:
+    from relconsole.engine import wslease
     if args.lease_url or os.environ.get(wslease.ENV_URL):
         return "."  # not used: the URL names the store
     import git
@@ -69,10 +75,12 @@ def _git_dir(args) -> str:
 
 
 def _holder(args) -> str:
+    from relconsole.engine import wslease
     return args.holder or wslease.default_holder(os.getppid())
 
 
 def _change(args, store: wslease.LeaseStore) -> int:
+    from relconsole.engine import wslease
     holder = _holder(args)
     if args.workspace_command == "release":
         store.release(args.workspace, holder)
@@ -90,6 +98,7 @@ def _change(args, store: wslease.LeaseStore) -> int:
 
 
 def _status(args, store: wslease.LeaseStore) -> int:
+    from relconsole.engine import wslease
     status = store.status(args.workspace, args.holder)
     lease = status.lease
     payload = {"workspace": args.workspace, "state": status.state, "reason": status.reason,

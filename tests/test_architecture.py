@@ -29,3 +29,19 @@ def test_ci_runs_the_readme_test_command_and_the_readme_is_readable():
     readme = (ROOT / "README.md").read_text().splitlines()
     assert readme.count(command) == 1
     assert len(readme) < 2000 and sum(len(line) for line in readme) / len(readme) > 20
+
+
+def test_the_command_line_loads_only_what_its_command_needs():
+    """``relconsole run`` is on every CI job's critical path: building the parser must not
+    import the replay, confirm, lease-store or commit machinery the other commands use."""
+    probe = ("import sys, relconsole.cli\n"
+             "heavy = ['relconsole.engine.replay', 'relconsole.engine.confirm', 'relconsole.engine.actions',\n"
+             "         'relconsole.engine.wslease', 'relconsole.engine.commits', 'relconsole.engine.worktrees', 'sqlite3']\n"
+             "print([m for m in heavy if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+    # and each command still finds what it imports late
+    for command in ("replay", "confirm", "lease", "workspace", "decide", "check-split"):
+        helped = subprocess.run([sys.executable, "-m", "relconsole", command, "--help"], cwd=ROOT,
+                                capture_output=True, text=True)
+        assert helped.returncode == 0 and "usage:" in helped.stdout, (command, helped.stderr[-500:])

@@ -163,3 +163,15 @@ def test_a_lease_renewed_under_an_injected_today_says_so_in_its_commit(demo_repo
     assert code == EXIT_PASS
     message = json.loads(out)["message"]
     assert f"Judged as of {injected.isoformat()}" in message and dt.date.today().isoformat() in message
+
+
+def test_a_run_reads_the_flags_while_it_judges_and_decides_as_a_full_load_does(demo_repo, capsys):
+    from relconsole.engine.review import load_review
+    with load_review(demo_repo, "main", today=TODAY) as full, \
+            load_review(demo_repo, "main", today=TODAY, deferred=True) as deferred:
+        assert deferred.flags == [] and not deferred.finished  # nothing read yet
+        assert deferred.decision() == full.decision()  # deciding reads them first: never without
+        assert [f.name for f in deferred.flags] == [f.name for f in full.flags] != []
+    code, out, _ = cli(capsys, "run", "--json", *repo_args(demo_repo))
+    assert json.loads(out)["reason"] == full.decision().reason and code == EXIT_REJECT
+

@@ -49,6 +49,7 @@ from relconsole.engine.candidates import Candidate
 from relconsole.engine.catalog import Relation, _relation
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.decision import Decision
+from relconsole.engine.defaults import CONFIRM_RUNS, CONFIRM_SIDES
 from relconsole.engine.errors import CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.gitio import TreeView, resolve
 from relconsole.engine.leases import USABLE
@@ -67,8 +68,8 @@ from relconsole.engine.yamlload import Loaded
 STATES = ("unreplayed", "replayed_once", "confirmed", "discarded")
 UNREPLAYED, REPLAYED_ONCE, CONFIRMED, DISCARDED = STATES
 STATE_VERSION = 1
-DEFAULT_RUNS = 3  # runs per side in each of the two replays
-SIDES = ("head", "base")
+DEFAULT_RUNS = CONFIRM_RUNS  # runs per side in each of the two replays
+SIDES = CONFIRM_SIDES
 
 
 class ConfirmRefused(CommitRefused):

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
 from relconsole.engine import gitio
 from relconsole.engine.candidates import (CANDIDATE_FIELDS, PROVENANCE, SEEDS_SUFFIX,
                                           TRANSFORM_TO_KIND, SeedLineError, id_key, id_problem,
@@ -54,7 +55,7 @@ DIFF_LIMIT_BYTES = 100_000  # of `git diff` in the prompt (about 25k tokens); a 
 TICKET_LIMIT_BYTES = 200_000  # a ticket larger than this is a bad input file, not a prompt
 OUTPUT_LIMIT_BYTES = MAX_FILE_BYTES  # a drafter printing more is stopped: no candidate is this big
 STDERR_TAIL_BYTES = 4_000  # of the drafter's stderr kept to explain a failure
-DEFAULT_TIMEOUT_SECONDS = 300.0
+DEFAULT_TIMEOUT_SECONDS = DRAFTER_TIMEOUT_SECONDS
 STRAGGLER_SECONDS = 1.0  # after the drafter exits, how long its output is still read (a child may hold it)
 SEEDS_FILE_LIMIT_BYTES = MAX_FILE_BYTES  # an existing quarantine seeds file larger than this is refused
 SEED_EXAMPLES = 5  # existing seed rows shown to the model

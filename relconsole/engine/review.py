@@ -16,6 +16,7 @@ import io
 import json
 import os
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -35,7 +36,7 @@ from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_row
 from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
-from relconsole.engine.patchflags import Flag, patch_flags
+from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
 from relconsole.engine.splitcheck import layout_at
 from relconsole.engine.runner import Cancel, RelationResult, RunPlan, run_all
 from relconsole.engine.textedit import jsonl_lines
@@ -103,6 +104,7 @@ class Review:
     candidate_states: dict = field(default_factory=dict)  # path -> confirm.ConfirmState (§10)
     lease_store_note: str = ""  # why workspace leases could not be listed, if so
     unjudged: list[str] = field(default_factory=list)  # test files the flag rules could not read
+    finished: bool = True  # False until finish_review read what load_review(deferred=True) left out
     _lease_index: tuple | None = field(default=None, repr=False, compare=False)  # see lease()
     _owned: tuple | None = field(default=None, repr=False, compare=False)  # see touched_relations()
 
@@ -182,8 +184,11 @@ class Review:
         A replayed relation's decision is its sheet's (§8 table row); touched relations
         not yet run make it ``hold`` (evidence pending); a bad input file makes it
         ``abort`` with reason ``bad_input``; any review flag (§9) makes it at least
-        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's).
+        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's). A review loaded
+        with ``deferred`` reads its flags first: no decision is ever made without them.
         """
+        if not self.finished:
+            finish_review(self)
         if self.errors:
             return Decision("abort", "bad_input", None, None, self.errors[0].one_line())
         verdicts = [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
@@ -219,8 +224,12 @@ class Review:
 
 def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_ref: str = "HEAD",
                 today: dt.date | None = None, oracle_from: str = "base",
-                hash_progress: Callable[[str, int, int], None] | None = None) -> Review:
+                hash_progress: Callable[[str, int, int], None] | None = None, deferred: bool = False) -> Review:
     """Build a Review for ``head_ref`` against ``base_ref`` (default ``main``).
+
+    ``deferred``: leave the facts no relation run reads (the quarantine, the §9 review flags,
+    the patch's own catalog) to ``finish_review``, which a caller runs while relations run
+    (``run_review(meanwhile=...)``); the review's decision needs them.
 
     ``hash_progress(label, done_bytes, total_bytes)``, when given, is called while a
     lease corpus or pinned fixture is hashed (``label`` is its repository path), after
@@ -252,13 +261,25 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
         _load_oracle(review, oracle_view, hash_progress)
         _bind(review)
         importmap.apply(review)  # the base's import record, when one was made (§3 "via import")
-        _load_quarantine(review, oracle_view)
-        _flag(review)
-        _patch_catalog(review)
+        review.finished = False
+        if not deferred:
+            finish_review(review)
     except BaseException:  # the oracle copy can be gigabytes: never leave it behind
         review.close()
         raise
     return review
+
+
+def finish_review(review: Review) -> None:
+    """The facts ``load_review(deferred=True)`` left out: the quarantine, the review flags and
+    the patch's catalog. Bad files land in ``review.errors``; raises GitError (abort) as
+    ``load_review`` does."""
+    if review.finished:
+        return
+    review.finished = True
+    _load_quarantine(review, gitio.TreeView(review.repo, review.oracle_sha))
+    _flag(review)
+    _patch_catalog(review)
 
 
 def _base(repo: git.Repo, base_ref: str | None) -> tuple[str, str]:
@@ -631,7 +652,8 @@ class RunCancelled(RelconsoleError):
 def run_review(review: Review, relation_ids: list[str] | None = None,
                progress: Callable[[RelationResult], None] | None = None,
                workers: int | None = None, replay_seed: int | None = None,
-               replay_hashseed: int | None = None, cancel: Cancel | None = None) -> list[RelationResult]:
+               replay_hashseed: int | None = None, cancel: Cancel | None = None,
+               meanwhile: Callable[[], None] | None = None) -> list[RelationResult]:
     """Evaluate relations (default: the touched ones) on HEAD's tree with the oracle overlaid.
 
     ``workers`` worker processes run them (default: one per core); ``replay_seed``: the
@@ -641,7 +663,9 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
     relations (a lease or seeds file that fails closed) are reported without running.
     ``cancel`` (another thread's ``Cancel``) kills the runs in flight and starts no more.
     Raises RelconsoleError when the catalog did not load, RunCancelled when cancelled
-    (nothing stored).
+    (nothing stored). ``meanwhile`` runs on the calling thread while the workers judge (the
+    tree and the plans are ready, git is no longer used); what it raises cancels the run
+    and is raised once the workers stopped.
     """
     if review.catalog is None:
         raise RelconsoleError("the catalog did not load; fix it before running relations")
@@ -670,7 +694,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
             plans.append((plan, freeze))
         digest.flush()
         history = _durations(review)
-        for result in run_all(plans, progress, workers, history, cancel):
+        for result in _run_meanwhile(plans, progress, workers, history, cancel, meanwhile):
             results[result.relation_id] = result
         if cancel is not None and cancel.is_set():
             raise RunCancelled("the run was cancelled")
@@ -678,7 +702,49 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     review.results.update(results)
+    _flag_imported(review, results.values())
     return [results[rid] for rid in ids]
+
+
+def _run_meanwhile(plans, progress, workers, history, cancel: Cancel | None,
+                   meanwhile: Callable[[], None] | None) -> list[RelationResult]:
+    """``run_all`` on a helper thread while ``meanwhile`` runs here (without one: ``run_all``)."""
+    if meanwhile is None:
+        return run_all(plans, progress, workers, history, cancel)
+    cancel = cancel or Cancel()
+    box: dict = {}
+
+    def judge() -> None:
+        try:
+            box["results"] = run_all(plans, progress, workers, history, cancel)
+        except BaseException as exc:  # raised below, on the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=judge, name="relconsole-run", daemon=True)
+    thread.start()
+    try:
+        meanwhile()
+    except BaseException:
+        cancel.cancel()
+        raise
+    finally:
+        thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["results"]
+
+
+def _flag_imported(review: Review, results) -> None:
+    """§9 as extended by issue 15: a touched file a run on HEAD imported is code, whatever its
+    name: probes in a test-named module it imported are flagged like the subject's own."""
+    imported = {path for r in results for record in (r.first, *r.reruns) if record is not None
+                for path in (record.run or {}).get("imported") or []}
+    touched = {b.path for b in review.bindings}
+    judged = {(f.name, f.path) for f in review.flags}
+    paths = sorted(p for p in imported & touched if not probed_by_name(p)
+                   and ("environment_probe", p) not in judged and not protected(review.layout.protected, p))
+    if paths and review.merge_base != review.head_sha:
+        review.flags.extend(imported_probes(review.root, review.merge_base, review.head_sha, paths))
 
 
 def _durations_file(review: Review) -> Path:
@@ -726,7 +792,7 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
                    _fixture_pin(review, relative, path, digest), review.layout.relation_timeout_seconds, clock,
                    review.layout.protected, sandbox="bwrap" if review.layout.require_sandbox or linked else "auto",
-                   checkout=checkout_name(review),
+                   clock_day=relation.clock == "frozen", checkout=checkout_name(review),
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ})
 
 

@@ -36,11 +36,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from relconsole.engine.defaults import WORKSPACE_TTL_SECONDS
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError, UsageError
 
 STATES = ("fresh", "stale", "missing")
 FRESH, STALE, MISSING = STATES
-DEFAULT_TTL_SECONDS = 600.0
+DEFAULT_TTL_SECONDS = WORKSPACE_TTL_SECONDS
 MAX_TTL_SECONDS = 7 * 24 * 3600.0
 REDIS_TIMEOUT_SECONDS = 2.0
 SQLITE_BUSY_SECONDS = 60.0  # 32 racing processes queue on one write lock
