@@ -646,3 +646,83 @@ def test_an_infinite_total_proves_nothing_there_unless_the_relation_allows_it(mo
     allowed = evaluate(relation("permutation", f"{name}:totals", params={"shuffles": 3}, nan_ok=True),
                        [ROWS], seed=1)
     assert allowed.held and not allowed.vacuous
+
+
+WARMED = """
+import math
+
+_CALLS = [0]
+
+
+def totals(rows):
+    # exact on a process's first call, a plain (order-dependent) sum after it
+    out = {}
+    for row in rows:
+        out.setdefault(row["k"], []).append(row["v"])
+    _CALLS[0] += 1
+    add = math.fsum if _CALLS[0] == 1 else sum
+    return {k: add(v) for k, v in out.items()}
+
+
+_STORES = []
+
+
+class Store:
+    def __init__(self):
+        self.rows = {}
+        self.replica = bool(_STORES)  # the first store of a process is right, later ones append
+        _STORES.append(self)
+
+    def reset(self):
+        self.rows.clear()
+
+    def ingest(self, rows):
+        for row in rows:
+            if self.replica and row["k"] in self.rows:
+                self.rows[row["k"]] = self.rows[row["k"]] + row["v"]
+            else:
+                self.rows[row["k"]] = row["v"]
+
+    def projection(self):
+        return dict(self.rows)
+
+
+def make_store():
+    return Store()
+
+
+def cached(rows):
+    # a cache is no state a caller sees: the same answer every time
+    return _cache(tuple(sorted((r["k"], r["v"]) for r in rows)))
+
+
+_MEMO = {}
+
+
+def _cache(key):
+    if key not in _MEMO:
+        _MEMO[key] = {k: v for k, v in key}
+    return dict(_MEMO[key])
+"""
+FLOATS = [{"k": "a", "v": 0.1}, {"k": "c", "v": 1e16}, {"k": "a", "v": 0.2}, {"k": "c", "v": 1.0},
+          {"k": "a", "v": 0.3}, {"k": "c", "v": -1e16}, {"k": "b", "v": 2.5}]
+
+
+@pytest.mark.parametrize("kind,subject", [("permutation", "totals"), ("replay_ingest", "make_store")])
+def test_code_that_is_right_only_on_a_process_s_first_call_is_caught(module, kind, subject):
+    """Every call is a fresh process: one call of each run, drawn, runs twice in its process,
+    so a counter or a 'first store' is seen. (Without it, both relations hold here.)"""
+    from relconsole.engine.config import Layout
+    from relconsole.engine.relations import SubjectFailed
+    name = module(WARMED)
+    rel = relation(kind, f"{name}:{subject}", params={"shuffles": 2})
+    folder = next(p for p in __import__("sys").path if (Path(p) / f"{name}.py").exists())
+    with pytest.raises(SubjectFailed, match="keeps state from call to call") as failed:
+        evaluate_values(rel, [FLOATS], 3, folder, [folder], protected=("**",), clock=Layout().frozen_clock)
+    assert failed.value.error["type"] == "state across calls"
+    # under a real clock a second call may differ because time moved: no such check there
+
+
+def test_a_cache_that_gives_the_same_answer_is_no_history(module):
+    name = module(WARMED)
+    assert evaluate(relation("permutation", f"{name}:cached", params={"shuffles": 2}), [FLOATS], seed=3).held

@@ -492,9 +492,10 @@ def test_each_call_has_a_tmp_of_its_own_and_still_sees_a_tree_that_lives_in_tmp(
     assert [r.body.get("ok") for r in results] == [False] * 3, results
 
 
-def test_the_default_clock_stands_on_its_day_at_a_time_drawn_for_each_server(tmp_path):
-    """``clock: frozen`` keeps the configured day, never its time: a clock that stands at
-    midnight says "a harness" to anything that prints the time."""
+def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_in_the_year_up_to_its_day(tmp_path):
+    """``clock: frozen`` keeps neither the configured time nor its day: a clock that stands at
+    midnight of New Year's Day says "a harness" to anything that prints a time or a date."""
+    import datetime as dt
     (tmp_path / "clocked.py").write_text(CLOCKED)
     servers = [ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07", clock_day=True)
                for _ in range(3)]
@@ -505,6 +506,9 @@ def test_the_default_clock_stands_on_its_day_at_a_time_drawn_for_each_server(tmp
     finally:
         for s in servers:
             s.close()
-    assert all(first == again and first.startswith("2026-03-04T") for first, again, _ in seen)
-    assert all(at.startswith(first.replace("T", " ")) for first, _, at in seen)  # what the run records
-    assert len({first for first, _, _ in seen}) > 1  # three draws of 86,400 seconds
+    last_day = dt.date(2026, 3, 4)
+    for first, again, at in seen:
+        moment = dt.datetime.fromisoformat(first)
+        assert first == again and 0 <= (last_day - moment.date()).days < 365, first  # it stands, in the span
+        assert at.startswith(first.replace("T", " "))  # what the run records
+    assert len({first for first, _, _ in seen}) > 1  # three draws of 365 * 86,400 seconds

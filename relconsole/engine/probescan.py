@@ -93,7 +93,17 @@ PROBE_NAMES = {
     "threading.get_native_id": "reads the process's identity", "threading.get_ident": "reads the process's identity",
     "os._exit": "ends the process without returning its output",
     **{f"datetime.datetime.{n}": "reads the clock to the microsecond" for n in ("now", "utcnow", "today")},
+    "os.fstat": "reads what a file descriptor is (a terminal, a pipe, /dev/null)",
+    **{f"pickle.{n}": "serialises with a memo: its size says which equal values are one object"
+       for n in ("dumps", "dump", "Pickler")},
 }
+# modules a module re-exports as an attribute (``os.sys``, ``subprocess.signal``): ``os.sys.flags``
+# is ``sys.flags``
+REROOTED = frozenset({"sys", "os", "time", "gc", "inspect", "builtins", "signal", "socket", "subprocess",
+                      "ctypes", "threading", "datetime", "pathlib", "tempfile", "platform", "resource", "io",
+                      "importlib", "pickle", "marshal", "shutil", "operator", "posix", "mmap", "fcntl"})
+# modules whose every name a star import brings in unseen
+STAR_PROBED = REROOTED - {"datetime", "pathlib", "io", "operator"}
 # methods that read where or how the process runs, whatever their receiver (pathlib's, a stream's)
 READ_METHODS = {"isatty": "reads whether it runs on a terminal", "expanduser": "reads the home folder",
                 "resolve": "resolves a path against the working folder", "absolute": "reads the working folder"}
@@ -142,7 +152,16 @@ def _dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
         return ".".join([inner, node.args[1].value, *parts]) if inner else None
     if not isinstance(node, ast.Name) or node.id not in imports:
         return None
-    return _canonical(".".join([imports[node.id], *parts]))
+    return _rerooted(_canonical(".".join([imports[node.id], *parts])))
+
+
+def _rerooted(dotted: str) -> str:
+    """``os.sys.flags`` -> ``sys.flags``: from the last module another module re-exports."""
+    segments = dotted.split(".")
+    for index in range(len(segments) - 1, 0, -1):
+        if segments[index] in REROOTED and segments[index] != segments[index - 1]:
+            return _canonical(".".join(segments[index:]))
+    return dotted
 
 
 def _canonical(dotted: str) -> str:
@@ -161,6 +180,9 @@ def _import_probe(node: ast.AST) -> str | None:
         names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
     if isinstance(node, ast.Import) and "builtins" in names:
         return "imports builtins (reaches the builtins)"
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level \
+            and any(alias.name == "*" for alias in node.names) and _canonical(node.module).split(".")[0] in STAR_PROBED:
+        return f"star-imports {node.module} (its names are then used unseen)"
     for name in names:
         for candidate in (name, name.split(".")[0]):
             if candidate in PROBE_MODULES:
@@ -175,7 +197,7 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     dotted = _dotted(node, imports)  # getattr(module, "literal")
     if dotted in PROBE_NAMES:
         return f"uses {dotted} ({PROBE_NAMES[dotted]})"
-    getter = _getter_probe(node, imports) or _root_join(node, imports)
+    getter = _getter_probe(node, imports) or _root_join(node, imports) or _format_probe(node, imports)
     if getter:
         return getter
     if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2:
@@ -194,10 +216,11 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     if any(isinstance(a, ast.Constant) and a.value == "/" or _dotted(a, imports) in ROOT_SEPARATORS
            for a in node.args) and _builds_paths(func, imports):
         return "builds a path from the root folder (/)"
-    is_open = (isinstance(func, ast.Name) and func.id == "open" and "open" not in imports) or (
-        isinstance(func, ast.Attribute) and func.attr == "open" and not node.args[1:])
+    plain_open = (isinstance(func, ast.Name) and func.id == "open" and "open" not in imports) \
+        or called in ("io.open", "codecs.open", "os.fdopen")
+    is_open = plain_open or (isinstance(func, ast.Attribute) and func.attr == "open" and not node.args[1:])
     if is_open:
-        args = node.args if isinstance(func, ast.Name) else [None] + node.args
+        args = node.args if plain_open else [None] + node.args
         mode = args[1] if len(args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
         if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) <= MODE_LETTERS \
                 and WRITE_MODE & set(mode.value):
@@ -225,6 +248,38 @@ def _getter_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
         hit = next((part for part in arg.value.split(".") if part in PROBE_ATTRS), None)
         if hit:
             return f"reaches .{hit} through {called.rsplit('.', 1)[-1]} (getattr by another name)"
+    return None
+
+
+def _format_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
+    """``"{0.sys.flags}".format(os)``: a template reaches attributes of a module it is given."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("format", "format_map", "vformat")):
+        return None
+    for arg in [*node.args, *(k.value for k in node.keywords)]:
+        target = _dotted(arg, imports)
+        if target is not None and _probe_target(target):
+            return f"gives {target} to a format template (its attributes are reached unseen)"
+    return None
+
+
+def _probe_target(dotted: str) -> bool:
+    """Whether an imported name is a probe or a module probes are made of."""
+    return dotted in PROBE_NAMES or dotted in PROBE_MODULES or dotted.split(".")[0] in REROOTED
+
+
+def _bound_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """``def f(x, os=os)`` or ``o = os``: a module (or a probe) under a name the scan cannot follow."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        values = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+    elif isinstance(node, ast.Assign):
+        values = [node.value]
+    else:
+        return None
+    for value in values:
+        target = _dotted(value, imports) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        if target is not None and _probe_target(target):
+            return f"binds {target} to another name (its uses there are not seen as {target})"
     return None
 
 
@@ -341,6 +396,7 @@ def _salted_hash(node: ast.AST, scope_name: str, imports: dict[str, str]) -> str
 
 
 SENTINELS = frozenset({"None", "True", "False", "NotImplemented", "Ellipsis"})
+SENTINEL_WORDS = ("sentinel", "missing", "marker", "unset", "notset", "nothing", "default", "empty", "undefined")
 
 
 def _sentinel(node: ast.AST) -> bool:
@@ -350,7 +406,9 @@ def _sentinel(node: ast.AST) -> bool:
         return True
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
     if name is not None:
-        return name in SENTINELS or name.startswith("_") or name.isupper() or name[:1].isupper()
+        bare = name.strip("_")
+        return (name in SENTINELS or bare.isupper() or bare[:1].isupper()
+                or any(word in bare.lower() for word in SENTINEL_WORDS))
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
 
 
@@ -428,13 +486,16 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             why = "reaches names through __dict__"
         elif isinstance(node, ast.Try):
             why = _optional_import(node)
+        if why is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Assign)):
+            why = _bound_probe(node, imports)
         if why:
             yield node, why
 
 
 def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
     imports = import_targets(tree)  # once per module: per function it made big files quadratic
-    return [found for name, scope in _scopes(tree) for found in _probes(name, scope, tree, imports)]
+    # a lambda's body is code too (``JUDGED = lambda: os.getppid()``)
+    return [found for name, scope in _scopes(tree, lambdas=True) for found in _probes(name, scope, tree, imports)]
 
 
 def environment_probes(before: str | None, after: str | None) -> list[Finding]:

@@ -86,8 +86,9 @@ def _before(source: str | None) -> ast.Module | None:
         return None
 
 
-def _scopes(tree: ast.Module):
-    """(qualified name, node) of the module (``""``) and every function, nested included."""
+def _scopes(tree: ast.Module, lambdas: bool = False):
+    """(qualified name, node) of the module (``""``) and every function, nested included;
+    with ``lambdas``, every lambda too (named ``<lambda>`` in its scope)."""
     yield "", tree
     stack = [("", tree)]
     while stack:
@@ -98,7 +99,12 @@ def _scopes(tree: ast.Module):
                 if not isinstance(child, ast.ClassDef):
                     yield name, child
                 stack.append((name, child))
-            elif not isinstance(child, ast.Lambda):
+            elif isinstance(child, ast.Lambda):
+                if lambdas:
+                    name = f"{prefix}.<lambda>" if prefix else "<lambda>"
+                    yield name, child
+                    stack.append((name, child))
+            else:
                 stack.append((prefix, child))
 
 

@@ -124,7 +124,7 @@ class RunPlan:
     fresh_server: bool = False  # a new fork server (a new hash seed, §7) for this run alone: reruns
     imports_only: bool = False  # one source call, only for the tree files it imports (importmap)
     spare: bool = False  # with fresh_server: more reruns follow, the worker boots a server ahead for one
-    clock_day: bool = False  # with clock: stand on its day, at a time drawn per fork server (clock: frozen)
+    clock_day: bool = False  # with clock: stand at an instant of the year up to its day, drawn per fork server (clock: frozen)
 
 
 

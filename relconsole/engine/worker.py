@@ -144,6 +144,8 @@ class ServerCalls:
                                                        "in the catalog maps it to data)")
         if "raised" in body and not isinstance(body["raised"], dict):
             raise SubjectFailed({"type": "undecodable output", "message": "an exception that is not one", "where": ""})
+        if "history" in body:
+            raise SubjectFailed({"type": "state across calls", "message": str(body["history"])[:500], "where": ""})
         return body
 
     def run(self, calls: dict[str, dict]) -> dict:
@@ -153,9 +155,13 @@ class ServerCalls:
         from relconsole.engine.relations import WRITTEN_ALIKE, Kept, SubjectFailed
         keys = list(calls)
         self.rng.shuffle(keys)
+        # one call of each run, drawn, runs twice in its process: its second answer must be its first
+        repeated = None if self.log.get("repeated") or not keys or not self.log.get("repeat") \
+            else self.rng.choice(keys)
+        self.log["repeated"] = True
         out = {}
         for key in keys:
-            spec = dict(calls[key])
+            spec = dict(calls[key], repeat=2) if key == repeated else dict(calls[key])
             expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
             body = self.raw(spec, key, expect)
             if "raised" in body:
@@ -294,7 +300,8 @@ class Server:
         from relconsole.engine.subject.server import ServerFault
 
         seed = int(request.get("seed", 0))
-        log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed)}
+        # a second call only says "state" when the clock stands: under a real one, time moved
+        log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed), "repeat": bool(request.get("clock"))}
         run = {"sandbox": None, "hashseed": None, "clock": None}
         summary = None
         relation = request["relation"]
@@ -444,7 +451,7 @@ def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths:
     root = str(root)
     roots = oracle_roots(relation, root, list(protected))
     server = ForkServer(root, import_paths, None, None, clock=clock, sandbox=sandbox)
-    log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed)}
+    log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed), "repeat": bool(clock)}
     finder = OracleFinder(root)
     sys.meta_path.insert(0, finder)
     try:

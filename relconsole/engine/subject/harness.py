@@ -118,6 +118,9 @@ def _wire(value, depth):
     if cls is datetime.datetime:
         return {TAG + "dt": value.isoformat()}
     if isinstance(value, tuple) and isinstance(getattr(cls, "_fields", None), tuple):
+        if len(cls._fields) != tuple.__len__(value):  # items no field names would go unseen
+            raise Unencodable(f"{type_name(value)} (a tuple of {tuple.__len__(value)} items with "
+                              f"{len(cls._fields)} field names)")
         fields = {str(name): _wire(item, deeper) for name, item in zip(cls._fields, tuple.__iter__(value))}
         return {TAG + "nt": [type_name(value), fields]}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -507,7 +510,8 @@ def _imported(root, opened=()):
     """Tree files the call used: every module's file, and every file it opened (``opened``,
     absolute paths from the audit hook): a data file a subject reads binds its relation.
     A module the server had loaded (same name, same file) is none of the tree's: not resolved."""
-    files = [path for path in opened if os.path.exists(path)]  # an import tries __pycache__ files that are not there
+    # an import tries __pycache__ files that are not there, and writes them where it can: neither is the tree's
+    files = [path for path in opened if "__pycache__" not in path.split(os.sep) and os.path.exists(path)]
     for key, module in list(sys.modules.items()):
         name = getattr(module, "__file__", None)
         if isinstance(name, str) and _PRELOADED.get(key) != name:
@@ -525,10 +529,14 @@ def _record_opens(opened):
     sys.addaudithook(hook)
 
 
-def _apply(call, init, value, adapters):
-    """The output of one call: the subject on ``value`` (and its inverse, for a roundtrip)."""
+def _import_roots(init):
+    """The tree's import roots on sys.path, after the standard library (once per call)."""
     for index, entry in enumerate(init["import_paths"]):
         sys.path.insert(init["stdlib_count"] + index, entry)
+
+
+def _apply(call, init, value, adapters):
+    """The output of one call: the subject on ``value`` (and its inverse, for a roundtrip)."""
     if call.get("mode") == "resolve":  # only check that every name resolves (validate): [[ref, why], ...]
         problems = []
         for ref in call.get("refs", []):
@@ -553,6 +561,48 @@ def _apply(call, init, value, adapters):
     return out
 
 
+def _first_of_two(call, init, value, adapters):
+    """With ``repeat`` (one call of each run, drawn by the judge): the subject's outcome on a
+    deep copy of ``value`` first, in this same process, as ("ok", its wire text) or ("raised",
+    the exception's type); None without ``repeat`` or when the input cannot be copied.
+
+    Every call is a fresh process, so code that is right on a process's first call only (a
+    counter, a cache filled by the first call, a first store that differs from the next) would
+    always be judged right: the judged call is then a second one, and must agree with the first."""
+    if int(call.get("repeat") or 1) < 2:
+        return None
+    import marshal
+    try:
+        copy = marshal.loads(marshal.dumps(value))
+    except (ValueError, TypeError, EOFError):
+        return None
+    state = random.getstate()  # the second call draws what the first drew
+    try:
+        return "ok", json.dumps(_wire(_apply(call, init, copy, adapters), 0), sort_keys=True)
+    except (Unencodable, OverflowError, RecursionError, ValueError):
+        return None
+    except BaseException as exc:
+        return "raised", type(exc).__name__
+    finally:
+        random.setstate(state)
+
+
+def _unless_history(body, earlier, now):
+    """``body``, or a ``history`` result when the first of two calls on one input differed."""
+    if earlier is None or earlier == now:
+        return body
+    return {"history": f"a second call on the same input in the same process {_outcome_words(earlier, now)}: "
+                       "it keeps state from call to call (a counter, a first call that differs)"}
+
+
+def _outcome_words(earlier, now):
+    said = {"ok": "returned", "raised": "raised"}
+    if earlier[0] == now[0] == "ok":
+        return "returned another value than the first"
+    return (f"{said[now[0]]} {now[1] if now[0] == 'raised' else 'a value'} where the first "
+            f"{said[earlier[0]]} {earlier[1] if earlier[0] == 'raised' else 'a value'}")
+
+
 def _plain_main():
     """An empty ``__main__`` and the argv of ``python -c``: the harness's own globals are not
     where a subject looks for its script."""
@@ -572,7 +622,7 @@ class Forked(BaseException):
         self.job = job
 
 
-CALL_FIELDS = ("subject", "mode", "times", "inverse", "canon", "refs")
+CALL_FIELDS = ("subject", "mode", "times", "inverse", "canon", "refs", "repeat")
 INIT_FIELDS = ("import_paths", "stdlib_count", "root")
 
 
@@ -604,21 +654,28 @@ def child(job):
         gc.collect()
         opened = set()
         _record_opens(opened)
+        earlier = None
         try:
             if failed is not None:
                 raise failed
+            _import_roots(init)
+            earlier = _first_of_two(call, init, value, adapters)
             out = _apply(call, init, value, adapters)
         except BaseException as exc:
             body = {"raised": _raised(exc, root)}
             if isinstance(exc, SystemExit):
                 body["raised"]["type"] = "SystemExit"
+            if earlier is not None:
+                body = _unless_history(body, earlier, ("raised", type(exc).__name__))
         else:
             try:
                 body = {"ok": _wire(out, 0)}
+                if earlier is not None:
+                    body = _unless_history(body, earlier, ("ok", json.dumps(body["ok"], sort_keys=True)))
             except Unencodable as exc:
                 body = {"unencodable": exc.args[0]}
             except (OverflowError, RecursionError, ValueError) as exc:
-                body = {"unencodable": f"(output: {exc})"}
+                body = {"unencodable": f"(output: {type(exc).__name__}: {exc})"}
         body["imported"] = _imported(root, opened)
         try:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), check_circular=False).encode("utf-8")
@@ -1016,7 +1073,8 @@ def serve_call(call, init, base, timeout, kept=None):
             _plain_main()
             for name in ("stdin", "stdout", "stderr"):
                 setattr(sys, name, open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
-                                        closefd=False, encoding="utf-8", errors="replace"))
+                                        closefd=False, encoding="utf-8",  # errors as a plain interpreter's
+                                        errors="backslashreplace" if name == "stderr" else "strict"))
             _pin(base)
         except BaseException:
             os._exit(71)

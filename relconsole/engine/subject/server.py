@@ -222,8 +222,9 @@ def subject_env(home: str, hashseed: int, clock: str | None, faketime: tuple[str
     (the repository's ``pass_env``)."""
     env = dict(extra or {})
     env |= {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
-           "LANG": os.environ.get("LANG", "C.UTF-8"), "TZ": "UTC", "PYTHONHASHSEED": str(hashseed),
-           "PYTHONDONTWRITEBYTECODE": "1"}
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "TZ": "UTC", "PYTHONHASHSEED": str(hashseed)}
+    # no PYTHONDONTWRITEBYTECODE: sys.dont_write_bytecode would say "a harness"; a sandboxed tree is
+    # read-only (nothing is written), a plain process's is a scratch copy
     if clock and faketime:
         env["LD_PRELOAD"] = faketime[0]
         env["FAKETIME"] = _faketime_spec(clock)
@@ -240,17 +241,21 @@ def subject_env(home: str, hashseed: int, clock: str | None, faketime: tuple[str
 FAKETIME_FIXED = {"FAKETIME_CACHE_DURATION": "2000000000", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
 
 
-def drawn_time_of_day(clock: str) -> str:
-    """The day of ISO instant ``clock`` at a time of it drawn from os.urandom (UTC, whole
-    seconds): a clock that stands at midnight of New Year's Day says "a harness" to anything
-    that prints a time (``email.utils.formatdate``, a gzip header), so only the day is kept."""
+CLOCK_SPAN_DAYS = 365
+
+
+def drawn_instant(clock: str) -> str:
+    """An instant drawn from os.urandom (UTC, whole seconds) in the ``CLOCK_SPAN_DAYS`` days that
+    end with the day of ISO instant ``clock``: a clock standing at midnight of New Year's Day
+    says "a harness" to anything that prints a time or a date (``email.utils.formatdate``, a
+    gzip header, ``date.today().timetuple().tm_yday == 1``)."""
     import datetime as dt
     import secrets
     moment = dt.datetime.fromisoformat(clock)
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    return (day + dt.timedelta(seconds=secrets.randbelow(86400))).isoformat()
+    first = moment.replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=CLOCK_SPAN_DAYS - 1)
+    return (first + dt.timedelta(seconds=secrets.randbelow(CLOCK_SPAN_DAYS * 86400))).isoformat()
 
 
 def _faketime_spec(clock: str) -> str:
@@ -323,7 +328,7 @@ class ForkServer:
             self.checkout = Path("/src") / (self.root.name or "project")
         faketime = faketime_setup() if clock else None
         if clock and clock_day:
-            clock = drawn_time_of_day(clock)
+            clock = drawn_instant(clock)
         self.clock = ("frozen" if faketime else "real (libfaketime is not installed)") if clock else "real"
         self.frozen_at = f"{_faketime_spec(clock)} UTC" if clock and faketime else None
         dirs = site_dirs()
@@ -594,6 +599,6 @@ def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
     except harness.DECODE_ERRORS as exc:
         return CallResult("garbage", detail=f"the subject's output is not in the wire format: "
                                             f"{type(exc).__name__}", seconds=seconds)
-    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable"} & set(body)):
+    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable", "history"} & set(body)):
         return CallResult("garbage", detail="the subject's result is not a result mapping", seconds=seconds)
     return CallResult("ok", body, seconds=seconds)
