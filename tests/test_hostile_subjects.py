@@ -249,6 +249,9 @@ def _seeded_order():
 
 @pytest.mark.parametrize("tell", sorted(TELLS))
 def test_a_subject_that_is_exact_only_when_judged_is_caught(sample, tmp_path, tell):
+    if tell == "relconsole-path" and "relconsole" in sys.prefix.lower() and bwrap_path() is None \
+            and not os.environ.get("RELCONSOLE_REQUIRE_BWRAP"):
+        pytest.skip("only a sandbox shows a venv in a folder named relconsole under a plain venv's path")
     source = _with_guard(TELLS[tell]).replace(
         "def summarize(rows: list[dict[str, str]]) -> dict[str, dict[str, float | int]]:\n",
         "def summarize(rows: list[dict[str, str]]) -> dict[str, dict[str, float | int]]:\n"

@@ -512,3 +512,29 @@ def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_in_the_yea
         assert first == again and 0 <= (last_day - moment.date()).days < 365, first  # it stands, in the span
         assert at.startswith(first.replace("T", " "))  # what the run records
     assert len({first for first, _, _ in seen}) > 1  # three draws of 365 * 86,400 seconds
+
+
+def test_a_venv_in_a_folder_named_relconsole_is_shown_as_a_plain_venv(tmp_path, monkeypatch):
+    """A clone called relconsole holds its venv at .../relconsole/.venv: in the sandbox the
+    site folders and the interpreter show no such path, and what they hold still imports."""
+    from relconsole.engine.subject import server as server_module
+    if server_module.bwrap_path() is None:
+        pytest.skip("only a sandbox can show a folder under another path")
+    site = tmp_path / "relconsole" / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "thirdparty.py").write_text("VALUE = 3\n")
+    real = server_module.site_dirs
+    monkeypatch.setattr(server_module, "site_dirs", lambda: real() + [str(site)])
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "seen.py").write_text("import sys, thirdparty\n\ndef f(x):\n    return [thirdparty.VALUE, thirdparty.__file__,"
+                                  " sys.executable, sys.prefix, *sys.path, *sys.orig_argv]\n")
+    forked = ForkServer(tree, [str(tree)], None, None, sandbox="bwrap")
+    try:
+        result = forked.call({"subject": "seen:f", "ops": [["value", "1"]], "seed": 1}, 30)
+    finally:
+        forked.close()
+    assert result.status == "ok", result
+    value, *paths = result.body["ok"]
+    assert value == 3 and paths[0].startswith("/opt/venv/")
+    assert not [p for p in paths if "relconsole" in p.lower()], paths

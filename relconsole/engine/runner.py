@@ -178,7 +178,7 @@ class Worker:
         self.buffer = b""
         # its own scratch folder (the fork servers' scratch goes there; removed by close() even
         # when the judge was killed), and -P: the tree is never on the judge's sys.path
-        self.scratch = tempfile.mkdtemp(prefix="judge-")
+        self.scratch = tempfile.mkdtemp()  # a plain name: the server's script lives under it
         # one socket, not pipes: a subject cannot reopen it through /proc/<pid>/fd to forge replies
         self.channel, theirs = socket.socketpair()
         try:

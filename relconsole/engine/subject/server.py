@@ -187,6 +187,27 @@ def site_dirs() -> list[str]:
     return out
 
 
+def base_interpreter() -> str:
+    """The interpreter a venv's ``python`` stands for (the venv's own path is not seen)."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return os.path.realpath(base) if os.path.exists(base) else os.path.realpath(sys.executable)
+
+
+def neutral_site_dirs(dirs: list[str]) -> dict[str, str]:
+    """Each site folder -> where the sandbox shows it: a folder whose path names relconsole
+    (its venv in a clone called relconsole) appears as a plain venv's, ``/opt/venv/lib/pythonX.Y/
+    site-packages`` (then ``-2``, ``-3`` ...); any other keeps its path."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    out, count = {}, 0
+    for entry in dirs:
+        if "relconsole" in entry.lower():
+            count += 1
+            out[entry] = f"/opt/venv/lib/{version}/site-packages" + (f"-{count}" if count > 1 else "")
+        else:
+            out[entry] = entry
+    return out
+
+
 def _own_location() -> Path:
     return Path(__file__).resolve().parents[2]  # the folder holding the relconsole package
 
@@ -332,8 +353,11 @@ class ForkServer:
         self.clock = ("frozen" if faketime else "real (libfaketime is not installed)") if clock else "real"
         self.frozen_at = f"{_faketime_spec(clock)} UTC" if clock and faketime else None
         dirs = site_dirs()
+        self.site_inside = neutral_site_dirs(dirs) if bwrap else {d: d for d in dirs}
         env = subject_env(str(self.scratch / "run"), self.hashseed, clock, faketime, extra_env)
-        python = [sys.executable, "-s", "-S", "-P", str(self.scratch / "main.pyc")]
+        # in the sandbox the base interpreter runs (a venv's own path may name its project: a
+        # clone called relconsole), and the site folders appear where a plain venv's would
+        python = [base_interpreter() if bwrap else sys.executable, "-s", "-S", "-P", str(self.scratch / "main.pyc")]
         inside = self._inside
         argv = self._bwrap_argv(bwrap, dirs, env) + python if bwrap else python
         self.stderr = tempfile.TemporaryFile()
@@ -350,7 +374,8 @@ class ForkServer:
         finally:
             theirs.close()
         self.buffer = bytearray()  # appended in place: a 100 MB result is read in linear time
-        init = {"root": inside(self.root), "import_paths": [inside(p) for p in import_paths], "site_dirs": dirs,
+        init = {"root": inside(self.root), "import_paths": [inside(p) for p in import_paths],
+                "site_dirs": [self.site_inside[d] for d in dirs],
                 "skip_pth": own_pth_files(dirs), "scratch": str(self.scratch / "run"),
                 "input_kind": input_kind, "input": inside(input_path) if input_path else None,
                 "oracle_roots": list(oracle_roots), "parent": None if bwrap else os.getpid(),
@@ -393,11 +418,14 @@ class ForkServer:
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"):
             if os.path.exists(system):
                 argv += ["--ro-bind", system, system]
-        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-        for path in sorted(prefixes) + dirs:
+        prefixes = {sys.base_prefix, sys.base_exec_prefix, os.path.dirname(base_interpreter())}
+        for path in sorted(prefixes):
             argv += ["--ro-bind", path, path]
+        for path in dirs:
+            argv += ["--ro-bind", path, self.site_inside[path]]
         for hidden in _hidden_dirs(dirs):
-            argv += ["--tmpfs", hidden] if os.path.isdir(hidden) else ["--ro-bind", "/dev/null", hidden]
+            shown = self._site_path(hidden)
+            argv += ["--tmpfs", shown] if os.path.isdir(hidden) else ["--ro-bind", "/dev/null", shown]
         inside = str(self.checkout)
         argv += ["--ro-bind", str(self.root), inside]
         git = self.root / ".git"
@@ -409,6 +437,13 @@ class ForkServer:
         # would outlive its call (each call's /tmp and /dev/shm are its own, harness.own_namespaces)
         argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         return argv
+
+    def _site_path(self, path: str) -> str:
+        """Where a file of a site folder appears in the sandbox."""
+        for real, shown in self.site_inside.items():
+            if path == real or path.startswith(real + os.sep):
+                return shown + path[len(real):]
+        return path
 
     def _write(self, frame: dict) -> None:
         try:
