@@ -36,6 +36,10 @@ PROBES = {
     "io-open-append": "import io\ndef judged():\n    io.open(__file__, 'a').close()\n",
     "stdin-kind": "import os, stat\nJUDGED = stat.S_ISCHR(os.fstat(0).st_mode)\n",
     "ppid-in-a-lambda": "import os\nJUDGED = lambda: os.getppid() == 1\n",
+    # round 8
+    "open-descriptor": "import select\ndef judged():\n    select.select([7], [], [], 0)\n",
+    "site-never-ran": "import site\nJUDGED = site.ENABLE_USER_SITE is None\n",
+    "read-a-descriptor": "import os\nJUDGED = os.read(7, 1)\n",
     "read-only-tree": "import os\nJUDGED = not os.access(__file__, os.W_OK)\n",
     "read-only-write": "def judged():\n    try:\n        open(__file__ + '.x', 'a').close()\n    except OSError:\n        return True\n",
     "loopback": "import socket\nJUDGED = [n for _, n in socket.if_nameindex()] == ['lo']\n",

@@ -37,6 +37,9 @@ PROBE_MODULES = {
     "posix_ipc": "uses POSIX IPC", "marshal": "loads code objects", "inspect": "reads frames and code",
     "gc": "reaches every object", "posix": "is the os module under its C name", "nt": "is the os module under its C name",
     "runpy": "runs code from a file or module by name", "zipimport": "imports code from an archive",
+    "select": "waits on file descriptors (which ones are open says who started it)",
+    "selectors": "waits on file descriptors (which ones are open says who started it)",
+    "site": "reads how the interpreter was started",
 }
 # other names of one module: ``posix.getppid`` is ``os.getppid``, ``posixpath.abspath`` is ``os.path.abspath``
 MODULE_ALIASES = {"posix": "os", "nt": "os", "posixpath": "os.path", "ntpath": "os.path", "genericpath": "os.path",
@@ -94,6 +97,9 @@ PROBE_NAMES = {
     "os._exit": "ends the process without returning its output",
     **{f"datetime.datetime.{n}": "reads the clock to the microsecond" for n in ("now", "utcnow", "today")},
     "os.fstat": "reads what a file descriptor is (a terminal, a pipe, /dev/null)",
+    **{f"os.{n}": "drives file descriptors by number (which are open says who started it)" for n in (
+        "read", "dup", "dup2", "lseek", "close", "closerange", "get_inheritable", "set_inheritable",
+        "get_blocking", "set_blocking", "pipe", "device_encoding", "fdatasync", "fsync", "fchmod", "ftruncate")},
     **{f"pickle.{n}": "serialises with a memo: its size says which equal values are one object"
        for n in ("dumps", "dump", "Pickler")},
 }

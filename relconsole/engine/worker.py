@@ -156,8 +156,9 @@ class ServerCalls:
         keys = list(calls)
         self.rng.shuffle(keys)
         # one call of each run, drawn, runs twice in its process: its second answer must be its first
+        # (drawn from a stream of its own: the order stream's draws, one per call, stay as they were)
         repeated = None if self.log.get("repeated") or not keys or not self.log.get("repeat") \
-            else self.rng.choice(keys)
+            else random.Random(f"repeat {self.log['subject_seed']}").choice(keys)
         self.log["repeated"] = True
         out = {}
         for key in keys:

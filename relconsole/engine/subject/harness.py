@@ -568,15 +568,24 @@ def _first_of_two(call, init, value, adapters):
 
     Every call is a fresh process, so code that is right on a process's first call only (a
     counter, a cache filled by the first call, a first store that differs from the next) would
-    always be judged right: the judged call is then a second one, and must agree with the first."""
+    always be judged right: the judged call is then a third one, after a call on other input
+    (every other row, reversed; its answer unused: a cache of the last input answers nothing)
+    and one on a copy of its own, and must agree with that one."""
     if int(call.get("repeat") or 1) < 2:
         return None
     import marshal
     try:
         copy = marshal.loads(marshal.dumps(value))
+        other = marshal.loads(marshal.dumps(value[::-2])) if isinstance(value, list) and len(value) > 1 else None
     except (ValueError, TypeError, EOFError):
         return None
     state = random.getstate()  # the second call draws what the first drew
+    if other is not None:  # a call on other input first: a cache of the last input answers nothing
+        try:
+            _apply(call, init, other, adapters)
+        except BaseException:
+            pass
+        random.setstate(state)
     try:
         return "ok", json.dumps(_wire(_apply(call, init, copy, adapters), 0), sort_keys=True)
     except (Unencodable, OverflowError, RecursionError, ValueError):
@@ -1277,6 +1286,7 @@ def _site_builtins():
         site.setquit()
         site.setcopyright()
         site.sethelper()
+        site.ENABLE_USER_SITE = False  # what site.main() leaves under -s or in a venv (None: never ran)
     except (ImportError, AttributeError):
         pass
 

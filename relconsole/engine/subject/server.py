@@ -266,7 +266,7 @@ CLOCK_SPAN_DAYS = 365
 
 
 def drawn_instant(clock: str) -> str:
-    """An instant drawn from os.urandom (UTC, whole seconds) in the ``CLOCK_SPAN_DAYS`` days that
+    """An instant drawn from os.urandom (UTC, to the microsecond) in the ``CLOCK_SPAN_DAYS`` days that
     end with the day of ISO instant ``clock``: a clock standing at midnight of New Year's Day
     says "a harness" to anything that prints a time or a date (``email.utils.formatdate``, a
     gzip header, ``date.today().timetuple().tm_yday == 1``)."""
@@ -276,7 +276,8 @@ def drawn_instant(clock: str) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
     first = moment.replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=CLOCK_SPAN_DAYS - 1)
-    return (first + dt.timedelta(seconds=secrets.randbelow(CLOCK_SPAN_DAYS * 86400))).isoformat()
+    # to the microsecond: a clock on a whole second is a tell too (logging's record.msecs == 0)
+    return (first + dt.timedelta(microseconds=secrets.randbelow(CLOCK_SPAN_DAYS * 86400 * 10**6))).isoformat()
 
 
 def _faketime_spec(clock: str) -> str:
@@ -286,7 +287,7 @@ def _faketime_spec(clock: str) -> str:
     moment = dt.datetime.fromisoformat(clock)
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f" if moment.microsecond else "%Y-%m-%d %H:%M:%S")
 
 
 def readable(fd: int, seconds: float) -> bool:
