@@ -96,8 +96,28 @@ PROBES = {
     "git-folder": "import os\nJUDGED = not os.listdir('.git')\n",
     "operator-is": "import operator\ndef judged(rows):\n    return operator.is_(rows[0]['s'], rows[1]['s'])\n",
     "optional-tree-import": "try:\n    from docs import columns\n    UPSERT = True\nexcept ImportError:\n    UPSERT = False\n",
+    # round 9: the stack by a traceback or a warning, the import path, state kept from call to
+    # call, a patched standard library, a file's timestamp
+    "traceback-frame": "try:\n    raise ValueError\nexcept ValueError as e:\n    JUDGED = e.__traceback__.tb_frame.f_back\n",
+    "recorded-warning": "import warnings\nwith warnings.catch_warnings(record=True) as w:\n    warnings.warn('x', stacklevel=5)\n",
+    "stack-info": "import logging\nlogging.getLogger(__name__).warning('x', stack_info=True)\n",
+    "iter-modules": "import pkgutil\nJUDGED = [m.name for m in pkgutil.iter_modules()]\n",
+    "find-spec": "import importlib.util\nJUDGED = importlib.util.find_spec('oracle') is None\n",
+    "global-counter": "def count():\n    global N\n    N = N + 1\n    return N\n",
+    "module-memo": "_SEEN = {}\ndef seen(k):\n    _SEEN[k] = _SEEN.get(k, 0) + 1\n    return _SEEN[k] > 16\n",
+    "mutable-default": "def seen(k, _memo=[]):\n    _memo.append(k)\n    return len(_memo) > 16\n",
+    "counter-next": "import itertools\n_N = itertools.count()\ndef late():\n    return next(_N) > 16\n",
+    "patched-json": "import json\njson.dumps = repr\n",
+    "setattr-json": "import json\nsetattr(json, 'dumps', repr)\n",
+    "file-mtime": "import os\nJUDGED = os.path.getmtime('setup.py') > 0\n",
+    "stat-mtime": "import os\nJUDGED = os.stat('setup.py').st_mtime > 0\n",
 }
 HONEST = [
+    "def tally(rows):\n    seen = {}\n    for r in rows:\n        seen[r] = seen.get(r, 0) + 1\n    return seen\n",
+    "class Box:\n    def __init__(self):\n        self.items = []\n\n    def add(self, x):\n        self.items.append(x)\n",
+    "FIELDS = ('a', 'b')\n\ndef pick(row):\n    return [row[f] for f in FIELDS]\n",
+    "import functools\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
+    "def outer(rows):\n    out = []\n    def add(r):\n        out.append(r)\n    for r in rows:\n        add(r)\n    return out\n",
     "import math\n\ndef total(rows):\n    return math.fsum(float(r['x']) for r in rows)\n",
     "def pick(row, field):\n    return getattr(row, field)\n",
     "import csv\n\ndef read(path):\n    with open(path, newline='') as handle:\n        return list(csv.DictReader(handle))\n",
@@ -160,7 +180,9 @@ def _module(snippets: list[str]) -> str:
     return "\n".join(parts)
 
 
-snippets = st.lists(st.sampled_from(sorted(PROBES) + [f"honest{i}" for i in range(len(HONEST))]), max_size=6)
+MODULE_LEVEL = {"module-memo", "counter-next"}  # state at module level: nested in a function, a closure's own
+snippets = st.lists(st.sampled_from(sorted(set(PROBES) - MODULE_LEVEL) + [f"honest{i}" for i in range(len(HONEST))]),
+                    max_size=6)
 
 
 def _text(names: list[str]) -> str:

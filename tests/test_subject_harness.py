@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import errno
+import json
 import datetime as dt
 import decimal
 import enum
@@ -175,6 +176,10 @@ def test_garbage_is_not_a_value():
             harness.decode(data)
 
 
+# the dunder globals of ``__main__`` (name, type, the value's own name) and argv
+MAIN_VIEW = ('[[k, type(v).__name__, getattr(v, "__name__", None)] for k, v in vars(sys.modules["__main__"]).items()'
+             ' if k.startswith("__")] + [sys.argv]')
+
 MISBEHAVING = """
 import os, sys, json
 
@@ -222,6 +227,9 @@ def forge_kept(x):
     os.write(fd, b'{"kept": true, "imported": []}')
     os._exit(0)
 
+def main_globals(x):
+    return """ + MAIN_VIEW + """
+
 def frames(x):
     frame, names = sys._getframe(1), set()
     while frame is not None:
@@ -257,10 +265,25 @@ def test_a_plain_output_comes_back_as_data(server):
     assert out["n"] == 3 and math.isnan(out["nan"]) and out["big"] == 10 ** 40
 
 
-def test_the_frames_around_a_call_name_a_script_and_nothing_of_the_judge(server):
+def _as_python_c(code: str):
+    """What ``code`` (an expression) is in a plain ``python -c`` program."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", f"import json, sys\nprint(json.dumps({code}))"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_the_frames_around_a_call_are_named_as_a_python_c_program_names_its_own(server):
     result = call(server, "frames")
     assert result.status == "ok"
-    assert result.body["ok"] == ["main.py"]  # the harness's code, from the judge's bytecode cache
+    assert result.body["ok"] == [_as_python_c("sys._getframe().f_code.co_filename")]
+
+
+def test_main_holds_what_a_python_c_program_s_main_holds(server):
+    result = call(server, "main_globals")
+    assert result.status == "ok"
+    assert result.body["ok"] == _as_python_c(MAIN_VIEW)
 
 
 def test_printing_anywhere_does_not_reach_the_result(server):
@@ -492,13 +515,15 @@ def test_each_call_has_a_tmp_of_its_own_and_still_sees_a_tree_that_lives_in_tmp(
     assert [r.body.get("ok") for r in results] == [False] * 3, results
 
 
-def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_in_the_year_up_to_its_day(tmp_path):
+def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_around_its_day_and_the_review_s(tmp_path):
     """``clock: frozen`` keeps neither the configured time nor its day: a clock that stands at
-    midnight of New Year's Day says "a harness" to anything that prints a time or a date."""
+    midnight of New Year's Day says "a harness" to anything that prints a time or a date; and
+    a clock before the review's day passes a time bomb set between the two."""
     import datetime as dt
+    from relconsole.engine.subject.server import clock_span
     (tmp_path / "clocked.py").write_text(CLOCKED)
-    servers = [ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07", clock_day=True)
-               for _ in range(3)]
+    servers = [ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07", clock_day=True,
+                          clock_today="2027-08-09") for _ in range(3)]
     try:
         if any(s.clock != "frozen" for s in servers):
             pytest.skip("libfaketime cannot freeze the clock here")
@@ -506,13 +531,23 @@ def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_in_the_yea
     finally:
         for s in servers:
             s.close()
-    last_day = dt.date(2026, 3, 4)
+    first_day, last_day = clock_span("2026-03-04T05:06:07", "2027-08-09")
     for first, again, at in seen:
         moment = dt.datetime.fromisoformat(first)
-        assert first == again and 0 <= (last_day - moment.date()).days < 365, first  # it stands, in the span
+        assert first == again and first_day <= moment <= last_day, first  # it stands, in the span
         assert at[:19] == first.replace("T", " ")[:19]  # what the run records (to the second: float rounding)
-    assert len({first for first, _, _ in seen}) > 1  # three draws of 365 * 86,400 seconds
+    assert len({first for first, _, _ in seen}) > 1  # three draws of a month's microseconds
     assert any("." in first for first, _, _ in seen)  # to the microsecond: logging's msecs is no tell
+
+
+@given(st.datetimes(dt.datetime(2000, 1, 1), dt.datetime(2100, 1, 1)), st.dates(dt.date(2000, 1, 1), dt.date(2100, 1, 1)))
+def test_the_clock_span_starts_no_earlier_than_the_review_s_day_or_the_configured_one(configured, today):
+    """A clock before the review's day would pass code whose answer changed on a day between."""
+    from relconsole.engine.subject.server import clock_span
+    first, last = clock_span(configured.isoformat(), today.isoformat())
+    assert first.date() == max(configured.date(), today) and last > first
+    alone = clock_span(configured.isoformat())
+    assert alone[0].date() == configured.date() and alone[1] - alone[0] == last - first
 
 
 def test_a_venv_in_a_folder_named_relconsole_is_shown_as_a_plain_venv(tmp_path, monkeypatch):
@@ -539,3 +574,42 @@ def test_a_venv_in_a_folder_named_relconsole_is_shown_as_a_plain_venv(tmp_path, 
     value, *paths = result.body["ok"]
     assert value == 3 and paths[0].startswith("/opt/venv/")
     assert not [p for p in paths if "relconsole" in p.lower()], paths
+
+
+def _scribble(value):
+    """Change every list, dict and set inside ``value`` in place."""
+    if isinstance(value, list):
+        for item in value:
+            _scribble(item)
+        value.append("scribbled")
+    elif isinstance(value, dict):
+        for item in list(value.values()):
+            _scribble(item)
+        value["scribbled"] = 1
+    elif isinstance(value, set):
+        value.add("scribbled")
+
+
+@settings(max_examples=200)
+@given(values)
+def test_the_copy_a_first_call_gets_shares_nothing_that_call_can_change(value):
+    """The call that runs twice first runs on a copy: whatever the first call does to it, the
+    judged call's input is as it was."""
+    try:
+        copy = harness._copied(value)
+    except ValueError:  # marshal carries no Decimal or date: that call is not repeated
+        return
+    before = typed(value)
+    assert typed(copy) == before
+    _scribble(copy)
+    assert typed(value) == before
+
+
+@given(st.lists(st.dictionaries(st.sampled_from(["a", "b", "c"]), st.one_of(st.none(), st.text(max_size=3))),
+                max_size=6))
+def test_a_csv_corpus_s_rows_are_copied_row_by_row_and_that_is_a_deep_copy(rows):
+    before = typed(rows)
+    copy = harness._copied(rows, corpus_rows=True)
+    assert typed(copy) == before and all(a is not b for a, b in zip(copy, rows))
+    _scribble(copy)
+    assert typed(rows) == before

@@ -102,7 +102,24 @@ PROBE_NAMES = {
         "get_blocking", "set_blocking", "pipe", "device_encoding", "fdatasync", "fsync", "fchmod", "ftruncate")},
     **{f"pickle.{n}": "serialises with a memo: its size says which equal values are one object"
        for n in ("dumps", "dump", "Pickler")},
+    **{f"pkgutil.{n}": "lists what the interpreter can import (the judge's import path is not production's)"
+       for n in ("iter_modules", "walk_packages", "get_loader", "find_loader", "get_importer", "iter_importers")},
+    **{f"importlib.util.{n}": "asks what the interpreter can import (the judge's import path is not production's)"
+       for n in ("find_spec", "resolve_name")},
+    **{f"importlib.metadata.{n}": "reads which distributions are installed" for n in (
+        "distributions", "distribution", "packages_distributions", "files", "metadata", "requires")},
+    "importlib.find_loader": "asks what the interpreter can import (the judge's import path is not production's)",
+    **{f"os.path.{n}": "reads when a file was touched (a clock the frozen one does not stop)"
+       for n in ("getmtime", "getctime", "getatime")},
+    "logging.currentframe": "walks the call stack", "traceback.print_stack": "walks the call stack",
+    "traceback.StackSummary.extract": "walks the call stack",
 }
+# attributes of frames and of what holds one: whatever their receiver, reading them climbs or
+# reads the call stack (``exc.__traceback__.tb_frame.f_back`` is ``sys._getframe(1)``)
+STAT_TIMES = frozenset({"st_mtime", "st_ctime", "st_atime", "st_mtime_ns", "st_ctime_ns", "st_atime_ns",
+                        "st_birthtime"})
+FRAME_ATTRS = frozenset({"f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "f_globals",
+                         "f_locals", "f_builtins", "f_lineno", "f_lasti"})
 # modules a module re-exports as an attribute (``os.sys``, ``subprocess.signal``): ``os.sys.flags``
 # is ``sys.flags``
 REROOTED = frozenset({"sys", "os", "time", "gc", "inspect", "builtins", "signal", "socket", "subprocess",
@@ -203,7 +220,8 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     dotted = _dotted(node, imports)  # getattr(module, "literal")
     if dotted in PROBE_NAMES:
         return f"uses {dotted} ({PROBE_NAMES[dotted]})"
-    getter = _getter_probe(node, imports) or _root_join(node, imports) or _format_probe(node, imports)
+    getter = (_getter_probe(node, imports) or _root_join(node, imports) or _format_probe(node, imports)
+              or _setattr_probe(node, imports) or _stack_keyword_probe(node, imports))
     if getter:
         return getter
     if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2:
@@ -266,6 +284,42 @@ def _format_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
         target = _dotted(arg, imports)
         if target is not None and _probe_target(target):
             return f"gives {target} to a format template (its attributes are reached unseen)"
+    return None
+
+
+def _patch_words(dotted: str) -> str:
+    module = dotted.rsplit(".", 1)[0]
+    return (f"patches {dotted} (every caller of {module} then gets it, the judge's own code in the "
+            "subject's process among them)")
+
+
+def _setattr_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
+    """``setattr(json, "dumps", f)``, ``object.__setattr__(os.path, ...)``: a module patched by a call."""
+    func = node.func
+    plain = isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and func.id not in imports
+    dunder = isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__")
+    if not (plain or dunder) or not node.args:
+        return None
+    target = _dotted(node.args[0], imports)
+    if target is None:
+        return None
+    name = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else "…"
+    return _patch_words(f"{target}.{name}")
+
+
+CATCHING = {"warnings.catch_warnings": "record"}  # reads back what it raised: a warning's filename is its caller's
+
+
+def _stack_keyword_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
+    """``warnings.catch_warnings(record=True)`` and ``logger.info(..., stack_info=True)``: the
+    call stack read by another way (a recorded warning's file and line are a caller's)."""
+    called = _dotted(node.func, imports)
+    for keyword in node.keywords:
+        on = not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)
+        if keyword.arg == "stack_info" and on:
+            return "writes the call stack (stack_info): the frames around it say who called"
+        if called in CATCHING and keyword.arg == CATCHING[called] and on:
+            return "records the warnings it raises (a warning's file and line are its caller's)"
     return None
 
 
@@ -460,7 +514,84 @@ def _local_names(scope: ast.AST, nodes: list[ast.AST]) -> set[str]:
     return names
 
 
-def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict[str, str]):
+MUTABLE_MAKERS = frozenset({"dict", "list", "set", "bytearray", "collections.defaultdict", "collections.Counter",
+                            "collections.OrderedDict", "collections.deque", "itertools.count", "itertools.cycle",
+                            "weakref.WeakValueDictionary", "weakref.WeakKeyDictionary", "weakref.WeakSet"})
+MUTATORS = frozenset({"append", "add", "update", "setdefault", "extend", "insert", "pop", "popitem", "clear",
+                      "remove", "discard", "appendleft", "extendleft", "rotate", "__setitem__", "__delitem__"})
+STATE = "keeps state from call to call ({}): a process's later calls may differ from its first, and the judge sees few calls per process"
+
+
+def _mutable_value(node: ast.AST, imports: dict[str, str]) -> bool:
+    """A value that a function can change in place: a display, or a call of a known maker."""
+    if isinstance(node, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) and func.id not in imports else _dotted(func, imports)
+        return name in MUTABLE_MAKERS
+    return False
+
+
+def _mutable_bindings(statements, imports: dict[str, str]) -> frozenset[str]:
+    """Names ``statements`` bind to a mutable value (``_CACHE = {}``, ``_calls = itertools.count()``)."""
+    names = set()
+    for node in statements:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
+        if targets and _mutable_value(node.value, imports):
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return frozenset(names)
+
+
+def module_state(tree: ast.Module, imports: dict[str, str]) -> frozenset[str]:
+    """The mutable names the module binds at its top level: state that outlives one call. (A
+    closure's own list, made anew by each call of its enclosing function, is not.)"""
+    return _mutable_bindings(tree.body, imports)
+
+
+def _state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_function: bool,
+                 defaults: frozenset[str] = frozenset()) -> str | None:
+    """In a function: ``global x``, or a change in place of a module-level mutable (``_CACHE[k] =``,
+    ``_SEEN.add(k)``, ``next(_calls)``), or of a mutable default argument."""
+    if not in_function:
+        return None
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return STATE.format(f"{'global' if isinstance(node, ast.Global) else 'nonlocal'} {', '.join(node.names)}")
+    def held(target):
+        while isinstance(target, (ast.Subscript, ast.Attribute)):
+            target = target.value
+        return isinstance(target, ast.Name) and target.id in state and target.id not in shadowed and target.id
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        for target in targets:
+            if isinstance(target, (ast.Subscript, ast.Attribute)) and held(target):
+                return STATE.format(f"changes {_owner(held(target), defaults)}")
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in MUTATORS and held(func.value):
+            return STATE.format(f"changes {_owner(held(func.value), defaults)}")
+        if isinstance(func, ast.Name) and func.id == "next" and node.args and held(node.args[0]):
+            return STATE.format(f"advances {_owner(held(node.args[0]), defaults)}")
+    return None
+
+
+def _owner(name: str, defaults: frozenset[str]) -> str:
+    return f"{'its mutable default' if name in defaults else 'module-level'} {name}"
+
+
+def _mutable_defaults(scope: ast.AST, imports: dict[str, str]) -> frozenset[str]:
+    """Parameters whose default is a mutable value: one object shared by every call."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return frozenset()
+    args = scope.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return frozenset(a.arg for a, d in pairs if _mutable_value(d, imports))
+
+
+def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict[str, str],
+            state: frozenset[str] = frozenset()):
     """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
     nodes = list(_own_nodes(scope))
     shadowed = _local_names(scope, nodes)
@@ -470,9 +601,14 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
                        and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)}
     imports = {k: v for k, v in module_imports.items() if k not in shadowed} if shadowed else module_imports
     docs = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    in_function = not isinstance(scope, ast.Module)
+    defaults = _mutable_defaults(scope, imports)
+    held = (state - shadowed) | defaults  # a mutable default is shared state too
     for node in nodes:
-        why = None
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        why = _state_probe(node, held, shadowed - defaults, in_function, defaults)
+        if why is not None:
+            pass
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
             why = _import_probe(node)
         elif isinstance(node, ast.Call):
             why = _call_probe(node, imports) or _where_probe(node) or _salted_hash(node, _name, imports)
@@ -484,6 +620,12 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             why = None if isinstance(node, ast.Name) and node.id in shadowed else _name_probe(node, imports, _name)
             if why is None and isinstance(node, ast.Attribute) and node.attr == "__dict__" and _dotted(node.value, imports):
                 why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
+            if why is None and isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
+                why = f"reads a frame (.{node.attr}): the call stack around it says who called"
+            if why is None and isinstance(node, ast.Attribute) and node.attr in STAT_TIMES:
+                why = f"reads when a file was touched (.{node.attr}): a clock the frozen one does not stop"
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _dotted(node, imports):
+            why = _patch_words(_dotted(node, imports))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             why = _constant_probe(node.value)
         elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
@@ -500,8 +642,9 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
 
 def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
     imports = import_targets(tree)  # once per module: per function it made big files quadratic
+    state = module_state(tree, imports)
     # a lambda's body is code too (``JUDGED = lambda: os.getppid()``)
-    return [found for name, scope in _scopes(tree, lambdas=True) for found in _probes(name, scope, tree, imports)]
+    return [found for name, scope in _scopes(tree, lambdas=True) for found in _probes(name, scope, tree, imports, state)]
 
 
 def environment_probes(before: str | None, after: str | None) -> list[Finding]:

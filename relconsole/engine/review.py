@@ -792,7 +792,8 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
     return RunPlan(relation, tree, import_paths(review.layout, tree), kind, path,
                    _fixture_pin(review, relative, path, digest), review.layout.relation_timeout_seconds, clock,
                    review.layout.protected, sandbox="bwrap" if review.layout.require_sandbox or linked else "auto",
-                   clock_day=relation.clock == "frozen", checkout=checkout_name(review),
+                   clock_day=relation.clock == "frozen", clock_today=review.today.isoformat(),
+                   checkout=checkout_name(review),
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ})
 
 

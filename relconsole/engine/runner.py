@@ -124,7 +124,8 @@ class RunPlan:
     fresh_server: bool = False  # a new fork server (a new hash seed, §7) for this run alone: reruns
     imports_only: bool = False  # one source call, only for the tree files it imports (importmap)
     spare: bool = False  # with fresh_server: more reruns follow, the worker boots a server ahead for one
-    clock_day: bool = False  # with clock: stand at an instant of the year up to its day, drawn per fork server (clock: frozen)
+    clock_day: bool = False  # with clock: stand at an instant drawn per fork server around its day (clock: frozen)
+    clock_today: str | None = None  # with clock_day: the review's today (ISO date), which the drawn span reaches past
 
 
 
@@ -148,7 +149,8 @@ def run_seed(plan: RunPlan) -> int:
 
 def _request(plan: RunPlan, seed: int) -> dict:
     return {"root": str(plan.root), "import_paths": plan.import_paths, "relation": plan.relation.raw,
-            "seed": seed, "clock": plan.clock, "clock_day": plan.clock_day, "protected": list(plan.protected) or ["oracle/**"],
+            "seed": seed, "clock": plan.clock, "clock_day": plan.clock_day, "clock_today": plan.clock_today,
+            "protected": list(plan.protected) or ["oracle/**"],
             "sandbox": plan.sandbox, "timeout": plan.timeout_seconds, "checkout": plan.checkout, "env": plan.env,
             "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
             "hashseed": plan.replay_hashseed, "spare": plan.spare,

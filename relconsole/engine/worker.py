@@ -222,7 +222,7 @@ class Server:
     @staticmethod
     def _server_key(request: dict) -> tuple:
         source = request["input"]
-        return (source["kind"], source["path"], request.get("clock"), bool(request.get("clock_day")),
+        return (source["kind"], source["path"], request.get("clock"), bool(request.get("clock_day")), request.get("clock_today"),
                 request.get("sandbox", "auto"),
                 request.get("hashseed"), request.get("checkout"),
                 tuple(sorted((request.get("env") or {}).items())), tuple(request["import_paths"]))
@@ -233,6 +233,7 @@ class Server:
         checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
         return ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
                           clock=request.get("clock"), clock_day=bool(request.get("clock_day")),
+                          clock_today=request.get("clock_today"),
                           sandbox=request.get("sandbox", "auto"), hashseed=hashseed,
                           checkout=checkout, extra_env=request.get("env") or {})
 

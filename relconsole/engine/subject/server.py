@@ -63,6 +63,7 @@ class CallResult:
 
 
 _HARNESS_PYC: list[bytes] = []
+COMMAND_FILENAME = "<string>"  # what ``python -c`` calls the code it runs
 
 
 def harness_pyc() -> bytes:
@@ -74,9 +75,10 @@ def harness_pyc() -> bytes:
         import importlib.util
         import marshal
         # the import system's cached bytecode of harness.py when it has one (else it compiles),
-        # every code object renamed: a subject reading frames sees a script main.py, not us
+        # every code object renamed as ``python -c`` names its code: a subject reading frames
+        # sees a -c program (argv and __main__ agree), not us
         code = importlib.machinery.SourceFileLoader("harness", str(HARNESS)).get_code("harness")
-        code = _renamed(code, "main.py")
+        code = _renamed(code, COMMAND_FILENAME)
         flags = (0b01).to_bytes(4, "little")  # hash-based, check_source off
         _HARNESS_PYC.append(importlib.util.MAGIC_NUMBER + flags + bytes(8) + marshal.dumps(code))
     return _HARNESS_PYC[0]
@@ -262,22 +264,38 @@ def subject_env(home: str, hashseed: int, clock: str | None, faketime: tuple[str
 FAKETIME_FIXED = {"FAKETIME_CACHE_DURATION": "2000000000", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
 
 
-CLOCK_SPAN_DAYS = 365
+CLOCK_SPAN_DAYS = 30
 
 
-def drawn_instant(clock: str) -> str:
-    """An instant drawn from os.urandom (UTC, to the microsecond) in the ``CLOCK_SPAN_DAYS`` days that
-    end with the day of ISO instant ``clock``: a clock standing at midnight of New Year's Day
-    says "a harness" to anything that prints a time or a date (``email.utils.formatdate``, a
-    gzip header, ``date.today().timetuple().tm_yday == 1``)."""
+def clock_span(clock: str, today: str | None = None) -> tuple:
+    """(first, last) naive UTC datetimes a drawn clock stands between: the ``CLOCK_SPAN_DAYS``
+    days from the later of ``clock``'s day and ``today`` (ISO date, the review's). Raises
+    ValueError for text that is not ISO."""
     import datetime as dt
-    import secrets
     moment = dt.datetime.fromisoformat(clock)
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    first = moment.replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=CLOCK_SPAN_DAYS - 1)
+    first = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    if today:
+        first = max(first, dt.datetime.combine(dt.date.fromisoformat(today), dt.time()))
+    return first, first + dt.timedelta(days=CLOCK_SPAN_DAYS)
+
+
+def drawn_instant(clock: str, today: str | None = None) -> str:
+    """An instant drawn from os.urandom (UTC, to the microsecond) in ``clock_span(clock, today)``.
+
+    A clock standing at midnight of New Year's Day says "a harness" to anything that prints a
+    time or a date (``email.utils.formatdate``, a gzip header, ``tm_yday == 1``); a clock
+    before the review's day passes code that changes its answer on a date in between (a time
+    bomb that production has already met). So it stands on or after the review's day, as
+    production's does, at a drawn instant of the month that follows: a bomb set for the
+    coming weeks goes off in some runs too."""
+    import datetime as dt
+    import secrets
+    first, last = clock_span(clock, today)
+    micros = int((last - first).total_seconds()) * 10**6
     # to the microsecond: a clock on a whole second is a tell too (logging's record.msecs == 0)
-    return (first + dt.timedelta(microseconds=secrets.randbelow(CLOCK_SPAN_DAYS * 86400 * 10**6))).isoformat()
+    return (first + dt.timedelta(microseconds=secrets.randbelow(micros))).isoformat()
 
 
 def _faketime_spec(clock: str) -> str:
@@ -330,7 +348,7 @@ class ForkServer:
 
     def __init__(self, root: Path, import_paths: list[str], input_kind: str | None, input_path: Path | None,
                  clock: str | None = None, oracle_roots: list[str] = (), sandbox: str = "auto",
-                 clock_day: bool = False,
+                 clock_day: bool = False, clock_today: str | None = None,
                  hashseed: int | None = None, checkout: str | None = None,
                  extra_env: dict[str, str] | None = None, max_bytes: int = harness.MAX_BYTES):
         self.root = Path(root)
@@ -350,7 +368,7 @@ class ForkServer:
             self.checkout = Path("/src") / (self.root.name or "project")
         faketime = faketime_setup() if clock else None
         if clock and clock_day:
-            clock = drawn_instant(clock)
+            clock = drawn_instant(clock, clock_today)
         self.clock = ("frozen" if faketime else "real (libfaketime is not installed)") if clock else "real"
         self.frozen_at = f"{_faketime_spec(clock)} UTC" if clock and faketime else None
         dirs = site_dirs()
