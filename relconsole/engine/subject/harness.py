@@ -577,14 +577,14 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False):
     Every call is a fresh process, so code that is right on a process's first call only (a
     counter, a cache filled by the first call, a first store that differs from the next) would
     always be judged right: the judged call is then a third one, after a call on other input
-    (every other row, reversed; its answer unused: a cache of the last input answers nothing)
+    (every fourth row, reversed; its answer unused: a cache of the last input answers nothing)
     and one on a copy of its own, and must agree with that one. ``corpus_rows``: ``value`` is
     rows of a CSV corpus (dicts of str cells), whose row-by-row copy is a deep one."""
     if int(call.get("repeat") or 1) < 2:
         return None
     try:
         copy = _copied(value, corpus_rows)
-        other = _copied(value[::-2], corpus_rows) if type(value) is list and len(value) > 1 else None
+        other = _copied(value[::-4], corpus_rows) if type(value) is list and len(value) > 1 else None
     except (ValueError, TypeError, EOFError):
         return None
     state = random.getstate()  # the second call draws what the first drew
