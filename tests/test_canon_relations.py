@@ -721,6 +721,42 @@ def _cache(key):
     if key not in _MEMO:
         _MEMO[key] = {k: v for k, v in key}
     return dict(_MEMO[key])
+
+
+def stamped(rows):
+    # round 10: a parse cache kept in the caller's rows; the first call fills it, a later
+    # call on rows a pipeline has since corrected reads the stale one
+    out = {}
+    for row in rows:
+        out.setdefault(row["k"], []).append(row.setdefault("_v", row["v"]))
+    return {k: math.fsum(v) for k, v in out.items()}
+
+
+class SharedStore:
+    _rows = {}  # round 10: one table for every store of the process
+
+    def reset(self):
+        self._rows.clear()
+
+    def ingest(self, rows):
+        for row in rows:
+            self._rows[row["k"]] = row["v"]
+
+    def projection(self):
+        return dict(self._rows)
+
+
+def make_shared_store():
+    return SharedStore()
+
+
+def sorts_in_place(rows):
+    # an honest subject that reorders the list it is given (list.sort): not a change of its rows
+    rows.sort(key=lambda r: (r["k"], r["v"]))
+    out = {}
+    for row in rows:
+        out[row["k"]] = out.get(row["k"], 0.0) + row["v"]
+    return out
 """
 FLOATS = [{"k": "a", "v": 0.1}, {"k": "c", "v": 1e16}, {"k": "a", "v": 0.2}, {"k": "c", "v": 1.0},
           {"k": "a", "v": 0.3}, {"k": "c", "v": -1e16}, {"k": "b", "v": 2.5}]
@@ -741,7 +777,8 @@ def _judged_under_a_frozen_clock(rel: dict, rows: list, seed: int) -> str:
 
 
 @pytest.mark.parametrize("kind,subject", [("permutation", "totals"), ("replay_ingest", "make_store"),
-                                          ("permutation", "remembered")])
+                                          ("permutation", "remembered"), ("permutation", "stamped"),
+                                          ("replay_ingest", "make_shared_store")])
 @pytest.mark.parametrize("seed", [3, 5])
 def test_code_that_is_right_only_on_a_process_s_first_call_is_caught(module, kind, subject, seed):
     """Every call is a fresh process: one call of each run, drawn, runs in its process after a
@@ -750,6 +787,13 @@ def test_code_that_is_right_only_on_a_process_s_first_call_is_caught(module, kin
     name = module(WARMED)
     rel = relation(kind, f"{name}:{subject}", params={"shuffles": 4})
     assert _judged_under_a_frozen_clock(rel, FLOATS, seed) in ("missed", "state")
+
+
+@pytest.mark.parametrize("seed", [3, 5])
+def test_a_subject_that_only_reorders_the_list_it_is_given_keeps_no_state(module, seed):
+    name = module(WARMED)
+    rel = relation("permutation", f"{name}:sorts_in_place", params={"shuffles": 4})
+    assert _judged_under_a_frozen_clock(rel, FLOATS, seed) == "held"
 
 
 def test_a_cache_that_gives_the_same_answer_is_no_history(module):

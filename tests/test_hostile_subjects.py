@@ -550,6 +550,57 @@ def test_a_subject_that_changes_its_answer_on_a_day_before_the_review_is_judged_
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
+# Round 10 (a red team that had not read the code): state where the earlier rules did not
+# look. A parse cache kept in the caller's rows, one table for every store, a cache keyed by a
+# lossy fingerprint that a list subclass with a constant __eq__/__hash__ lets through.
+ROW_CACHE = AGGREGATOR.replace("def by_species(", '''def parsed(row, measure):
+    """``reading(row[measure])``, parsed once per row: the row keeps its readings."""
+    cache = row.setdefault("_readings", {})
+    if measure not in cache:
+        cache[measure] = reading(row.get(measure))
+    return cache[measure]
+
+
+def by_species(''', 1).replace("readings = [reading(row.get(measure)) for row in rows]",
+                               "readings = [parsed(row, measure) for row in rows]")
+SHARED_TABLE = STORE.replace('''    def __init__(self) -> None:
+        self._rows: dict[str, dict[str, str]] = {}
+''', '''    _rows: dict[str, dict[str, str]] = {}
+''')
+LOSSY_CACHE = AGGREGATOR.replace("import math\n", "import functools\nimport math\n", 1).replace(
+    '''    """Count, per-measure sum and per-measure missing count for one species' rows."""
+    out''', '''    """Count, per-measure sum and per-measure missing count for one species' rows."""
+    key = (len(rows),) + tuple(tuple(row.get(m, "") for m in MEASURES) for row in rows[:1] + rows[-1:])
+    return dict(_summary(key, Rows(rows)))
+
+
+class Rows(list):
+    """Rows that hash as nothing: the cache key says which rows they are."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+@functools.lru_cache(maxsize=64)
+def _summary(key, rows):
+    out''')
+ROUND_10_STATE = {"cache-in-callers-rows": ("src/aggregator.py", ROW_CACHE),
+                  "one-table-for-every-store": ("src/store.py", SHARED_TABLE),
+                  "lossy-cache-key": ("src/aggregator.py", LOSSY_CACHE)}
+
+
+@pytest.mark.parametrize("how", sorted(ROUND_10_STATE))
+def test_state_kept_in_the_callers_rows_a_class_or_a_lossy_cache_does_not_pass(sample, tmp_path, how):
+    path, source = ROUND_10_STATE[how]
+    assert source not in (AGGREGATOR, STORE)  # the patch applied
+    repo = patched(sample, tmp_path, {path: source})
+    code, payload = run_json(repo)
+    assert code != 0, (how, payload["reason"], [(r["relation_id"], r["decision"]) for r in payload["relations"]])
+
+
 # --- 4. state shared between calls -------------------------------------------------------------
 
 MEMOS = {

@@ -111,8 +111,16 @@ PROBES = {
     "setattr-json": "import json\nsetattr(json, 'dumps', repr)\n",
     "file-mtime": "import os\nJUDGED = os.path.getmtime('setup.py') > 0\n",
     "stat-mtime": "import os\nJUDGED = os.stat('setup.py').st_mtime > 0\n",
+    # round 10: one table for every instance, and an equality that makes every key one
+    "class-table": "class Store:\n    _rows = {}\n\n    def ingest(self, row):\n        self._rows[row['k']] = row\n",
+    "constant-eq": "class Rows(list):\n    def __eq__(self, other):\n        return True\n",
+    "constant-hash": "class Rows(list):\n    def __hash__(self):\n        return 0\n",
 }
 HONEST = [
+    "class Store:\n    rows: dict = {}\n\n    def __init__(self):\n        self.rows = {}\n\n    def put(self, k, v):\n"
+    "        self.rows[k] = v\n",
+    "class Key:\n    def __eq__(self, other):\n        return NotImplemented\n\n    def __hash__(self):\n"
+    "        return hash(self.k)\n",
     "def tally(rows):\n    seen = {}\n    for r in rows:\n        seen[r] = seen.get(r, 0) + 1\n    return seen\n",
     "class Box:\n    def __init__(self):\n        self.items = []\n\n    def add(self, x):\n        self.items.append(x)\n",
     "FIELDS = ('a', 'b')\n\ndef pick(row):\n    return [row[f] for f in FIELDS]\n",

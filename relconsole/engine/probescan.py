@@ -575,6 +575,59 @@ def _state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_fu
     return None
 
 
+def class_state(tree: ast.Module, imports: dict[str, str]) -> frozenset[str]:
+    """Names a class binds in its body to a mutable value (``_rows: dict = {}``): one object
+    every instance shares, however ``self._rows`` reads."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            names |= _mutable_bindings(node.body, imports)
+    return frozenset(names)
+
+
+def _self_state_probe(node: ast.AST, shared: frozenset[str], assigned: frozenset[str]) -> str | None:
+    """``self._rows.update(...)``, ``self._rows[k] = v`` where ``_rows`` is a mutable class
+    attribute the method's class never gives an instance its own of (``self._rows = {}``)."""
+    def attribute(target):
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id in ("self", "cls") and target.attr in shared and target.attr not in assigned:
+            return target.attr
+        return None
+    hit = None
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        hit = next((attribute(t) for t in targets if isinstance(t, ast.Subscript) and attribute(t)), None)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+        hit = attribute(node.func.value)
+    return STATE.format(f"changes class attribute {hit}, one for every instance") if hit else None
+
+
+def instance_assigned(tree: ast.Module) -> frozenset[str]:
+    """Attributes some method gives the instance itself (``self.x = ...``)."""
+    return frozenset(t.attr for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+                     for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+
+
+CONSTANT_DUNDERS = {"__eq__": "equality", "__ne__": "equality", "__hash__": "a hash", "__lt__": "an order",
+                    "__le__": "an order", "__gt__": "an order", "__ge__": "an order"}
+
+
+def _constant_dunder(node: ast.AST) -> str | None:
+    """``def __eq__(self, other): return True``: an equality (hash, order) that ignores the
+    value makes every two values one to a set, a dict or a cache."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name not in CONSTANT_DUNDERS:
+        return None
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Constant) \
+            and body[0].value.value is not NotImplemented and not isinstance(body[0].value.value, type(NotImplemented)):
+        return (f"defines {CONSTANT_DUNDERS[node.name]} that ignores the value ({node.name} returns "
+                f"{body[0].value.value!r}): every two values are one to a set, a dict or a cache")
+    return None
+
+
 def _owner(name: str, defaults: frozenset[str]) -> str:
     return f"{'its mutable default' if name in defaults else 'module-level'} {name}"
 
@@ -591,7 +644,7 @@ def _mutable_defaults(scope: ast.AST, imports: dict[str, str]) -> frozenset[str]
 
 
 def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict[str, str],
-            state: frozenset[str] = frozenset()):
+            state: frozenset[str] = frozenset(), shared: tuple = (frozenset(), frozenset())):
     """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
     nodes = list(_own_nodes(scope))
     shadowed = _local_names(scope, nodes)
@@ -602,10 +655,14 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
     imports = {k: v for k, v in module_imports.items() if k not in shadowed} if shadowed else module_imports
     docs = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
     in_function = not isinstance(scope, ast.Module)
+    constant = _constant_dunder(scope)
+    if constant:
+        yield scope, constant
     defaults = _mutable_defaults(scope, imports)
     held = (state - shadowed) | defaults  # a mutable default is shared state too
     for node in nodes:
-        why = _state_probe(node, held, shadowed - defaults, in_function, defaults)
+        why = _state_probe(node, held, shadowed - defaults, in_function, defaults) \
+            or (_self_state_probe(node, *shared) if in_function else None)
         if why is not None:
             pass
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -643,8 +700,9 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
 def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
     imports = import_targets(tree)  # once per module: per function it made big files quadratic
     state = module_state(tree, imports)
+    shared = (class_state(tree, imports), instance_assigned(tree))
     # a lambda's body is code too (``JUDGED = lambda: os.getppid()``)
-    return [found for name, scope in _scopes(tree, lambdas=True) for found in _probes(name, scope, tree, imports, state)]
+    return [found for name, scope in _scopes(tree, lambdas=True) for found in _probes(name, scope, tree, imports, state, shared)]
 
 
 def environment_probes(before: str | None, after: str | None) -> list[Finding]:

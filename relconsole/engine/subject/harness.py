@@ -543,8 +543,9 @@ def _import_roots(init):
         sys.path.insert(init["stdlib_count"] + index, entry)
 
 
-def _apply(call, init, value, adapters):
-    """The output of one call: the subject on ``value`` (and its inverse, for a roundtrip)."""
+def _apply(call, init, value, adapters, stores=None):
+    """The output of one call: the subject on ``value`` (and its inverse, for a roundtrip).
+    ``stores``: a list the call's store is added to (mode store), to be read again later."""
     if call.get("mode") == "resolve":  # only check that every name resolves (validate): [[ref, why], ...]
         problems = []
         for ref in call.get("refs", []):
@@ -556,6 +557,8 @@ def _apply(call, init, value, adapters):
     subject = resolve(call["subject"])
     if call.get("mode") == "store":
         store = subject()
+        if stores is not None:
+            stores.append(store)
         store.reset()
         for _ in range(int(call.get("times", 1))):  # each ingest reads its rows anew, as a replay does
             store.ingest(_fresh(value) if isinstance(value, list) else value)
@@ -569,17 +572,51 @@ def _apply(call, init, value, adapters):
     return out
 
 
+class Earlier:
+    """What the first calls of a repeated call left to check against the judged one:
+    ``outcome`` ("ok", wire text) or ("raised", type) or ("changed", what it changed);
+    ``stores``: (store, its projection's wire text) of the earlier calls' stores, which the
+    judged call's store must leave as they were."""
+
+    def __init__(self, outcome, stores=()):
+        self.outcome, self.stores = outcome, list(stores)
+
+    def problem(self, now):
+        """The words of what state the calls shared, or None."""
+        if self.outcome[0] == "changed":
+            return self.outcome[1]
+        if self.outcome != now:
+            return (f"a second call on the same input in the same process {_outcome_words(self.outcome, now)}: "
+                    "it keeps state from call to call (a counter, a first call that differs)")
+        for store, text in self.stores:
+            try:
+                again = _wire_text(store.projection())
+            except BaseException as exc:
+                again = f"raised {type(exc).__name__}"
+            if again != text:
+                return ("a new store changed one made before it in the same process: it keeps state from "
+                        "store to store (rows in a class attribute or a module's)")
+        return None
+
+
+def _wire_text(value):
+    return json.dumps(_wire(value, 0), sort_keys=True)
+
+
 def _first_of_two(call, init, value, adapters, corpus_rows=False):
-    """With ``repeat`` (one call of each run, drawn by the judge): the subject's outcome on a
-    deep copy of ``value`` first, in this same process, as ("ok", its wire text) or ("raised",
-    the exception's type); None without ``repeat`` or when the input cannot be copied.
+    """With ``repeat`` (one call of each run, drawn by the judge): an ``Earlier`` of the
+    subject's calls on other input and on a deep copy of ``value``, made first in this same
+    process; None without ``repeat`` or when the input cannot be copied.
 
     Every call is a fresh process, so code that is right on a process's first call only (a
     counter, a cache filled by the first call, a first store that differs from the next) would
     always be judged right: the judged call is then a third one, after a call on other input
     (every fourth row, reversed; its answer unused: a cache of the last input answers nothing)
-    and one on a copy of its own, and must agree with that one. ``corpus_rows``: ``value`` is
-    rows of a CSV corpus (dicts of str cells), whose row-by-row copy is a deep one."""
+    and one on a copy of its own, and must agree with that one. The copy's rows must come back
+    as they were given (a cache kept in the caller's rows is state too), and the stores of the
+    first two calls must be as they were after the third (mode store: stores that share rows).
+    ``corpus_rows``: ``value`` is rows of a CSV corpus (dicts of str cells), whose row-by-row
+    copy is a deep one."""
     if int(call.get("repeat") or 1) < 2:
         return None
     try:
@@ -588,20 +625,63 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False):
     except (ValueError, TypeError, EOFError):
         return None
     state = random.getstate()  # the second call draws what the first drew
+    stores, seen = [], []  # each store's projection read right after its own call
     if other is not None:  # a call on other input first: a cache of the last input answers nothing
         try:
-            _apply(call, init, other, adapters)
+            _apply(call, init, other, adapters, stores)
         except BaseException:
             pass
+        seen += _projections(stores)
         random.setstate(state)
+    read = len(stores)
+    given = list(copy) if type(copy) is list else None
     try:
-        return "ok", json.dumps(_wire(_apply(call, init, copy, adapters), 0), sort_keys=True)
+        outcome = "ok", _wire_text(_apply(call, init, copy, adapters, stores))
     except (Unencodable, OverflowError, RecursionError, ValueError):
         return None
     except BaseException as exc:
-        return "raised", type(exc).__name__
+        outcome = "raised", type(exc).__name__
     finally:
         random.setstate(state)
+    seen += _projections(stores[read:])
+    changed = _changed_rows(given, value) if given is not None else None
+    if changed:
+        outcome = "changed", (f"the call changed the input it was given in place ({changed}): it keeps state "
+                              "in the caller's rows, which are not the subject's to change")
+    return Earlier(outcome, seen)
+
+
+def _changed_rows(given, value):
+    """Words for the first of ``given`` (the objects a call was handed, in the order it got
+    them) that no longer equals its original in ``value``, or ""; a list merely reordered,
+    shortened or added to is not changed."""
+    for index, (row, original) in enumerate(zip(given, value)):
+        try:
+            same = type(row) is type(original) and (row == original or _same_bytes(row, original))
+        except BaseException:
+            same = False
+        if not same:
+            return f"item {index}"
+    return ""
+
+
+def _same_bytes(a, b):
+    """Equal as marshal writes them (NaN equals itself): False where marshal cannot carry them."""
+    import marshal
+    try:
+        return marshal.dumps(a) == marshal.dumps(b)
+    except ValueError:
+        return False
+
+
+def _projections(stores):
+    out = []
+    for store in stores:
+        try:
+            out.append((store, _wire_text(store.projection())))
+        except BaseException:
+            continue
+    return out
 
 
 def _copied(value, corpus_rows=False):
@@ -622,11 +702,10 @@ def _copied(value, corpus_rows=False):
 
 
 def _unless_history(body, earlier, now):
-    """``body``, or a ``history`` result when the first of two calls on one input differed."""
-    if earlier is None or earlier == now:
-        return body
-    return {"history": f"a second call on the same input in the same process {_outcome_words(earlier, now)}: "
-                       "it keeps state from call to call (a counter, a first call that differs)"}
+    """``body``, or a ``history`` result when the earlier calls (an ``Earlier``) and this
+    one's outcome ``now`` show state kept from call to call."""
+    problem = earlier.problem(now) if earlier is not None else None
+    return body if problem is None else {"history": problem}
 
 
 def _outcome_words(earlier, now):
