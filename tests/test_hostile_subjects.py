@@ -587,6 +587,32 @@ class Rows(list):
 @functools.lru_cache(maxsize=64)
 def _summary(key, rows):
     out''')
+# Round 10: exact within one process, not across them: a plain sum in the order of a set of
+# text, which follows the process's string hashing. Every call of one server agrees.
+HASH_ORDERED = AGGREGATOR.replace('''        readings = [reading(row.get(measure)) for row in rows]
+        present = [r for r in readings if r is not None]
+        # fsum is correctly rounded, so the total does not depend on row order.
+        out[f"{measure}_sum"] = math.fsum(present)
+        out[f"{measure}_missing"] = len(readings) - len(present)''', '''        texts = sorted(row.get(measure) or "" for row in rows)
+        # Parse each distinct text once: a column repeats few values many times.
+        seen: dict[str, int] = {}
+        for text in texts:
+            seen[text] = seen.get(text, 0) + 1
+        values = {text: reading(text) for text in set(texts)}
+        out[f"{measure}_sum"] = sum(values[t] * seen[t] for t in set(texts) if values[t] is not None)
+        out[f"{measure}_missing"] = sum(seen[t] for t in values if values[t] is None)''')
+
+
+def test_an_output_that_follows_the_process_s_string_hashing_is_compared_across_two(sample, tmp_path):
+    assert HASH_ORDERED != AGGREGATOR
+    repo = patched(sample, tmp_path, {"src/aggregator.py": HASH_ORDERED})
+    code, payload = run_json(repo)
+    decisions = {r["relation_id"]: r["decision"] for r in payload["relations"]}
+    assert code != 0 and decisions["penguins.order_invariant"] == "reject", (code, payload["reason"], decisions)
+    runs = [r["first_run"].get("run") or {} for r in payload["relations"]]
+    assert runs and all(run["hashseed_second"] != run["hashseed"] and run["second_server_call"] for run in runs), runs
+
+
 ROUND_10_STATE = {"cache-in-callers-rows": ("src/aggregator.py", ROW_CACHE),
                   "one-table-for-every-store": ("src/store.py", SHARED_TABLE),
                   "lossy-cache-key": ("src/aggregator.py", LOSSY_CACHE)}

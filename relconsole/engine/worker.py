@@ -102,8 +102,10 @@ class ServerCalls:
     names they may be imported from, ``oracle_roots``) added."""
 
     def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
-                 seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = ()):
+                 seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = (),
+                 second=None):
         self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
+        self.second = second
         self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
         self.oracle_roots = list(oracle_roots)
 
@@ -120,7 +122,7 @@ class ServerCalls:
             spec["seed_row"] = self.seed_row
         return spec
 
-    def raw(self, call: dict, key: str = "call", expect=None) -> dict:
+    def raw(self, call: dict, key: str = "call", expect=None, server=None) -> dict:
         """The child's result mapping for ``call``; ``expect`` (a callable giving the wire
         bytes the output should be) lets a result written exactly so skip decoding."""
         import time
@@ -129,7 +131,7 @@ class ServerCalls:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
-        result = self.server.call(self._spec(call), left, expect)
+        result = (server or self.server).call(self._spec(call), left, expect)
         self.log["order"].append(key)
         if result.status != "ok":
             kind = {"timeout": "timeout", "died": "subject died", "over_cap": "output over the cap",
@@ -148,6 +150,21 @@ class ServerCalls:
             raise SubjectFailed({"type": "state across calls", "message": str(body["history"])[:500], "where": ""})
         return body
 
+    def _elsewhere(self, calls: dict[str, dict], keys: list[str], repeated: str | None) -> str | None:
+        """The one call of a run (drawn, in the first batch of two calls or more) that runs in
+        the second server, under another PYTHONHASHSEED: an output that follows the process's
+        string hashing (a sum over a set of text) agrees within one server and nowhere else.
+        Never a call that keeps an output for the next or reads one kept (both need one server)."""
+        if self.second is None or self.log.get("elsewhere") is not None or len(keys) < 2:
+            return None
+        movable = [k for k in keys if k != repeated and not calls[k].get("keep")
+                   and not any(op[:1] == ["kept"] for op in calls[k].get("ops", []))]
+        if not movable:
+            return None
+        chosen = random.Random(f"second {self.log['subject_seed']}").choice(sorted(movable))
+        self.log["elsewhere"] = chosen
+        return chosen
+
     def run(self, calls: dict[str, dict]) -> dict:
         """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
         ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte; one
@@ -160,11 +177,12 @@ class ServerCalls:
         repeated = None if self.log.get("repeated") or not keys or not self.log.get("repeat") \
             else random.Random(f"repeat {self.log['subject_seed']}").choice(keys)
         self.log["repeated"] = True
+        elsewhere = self._elsewhere(calls, keys, repeated)
         out = {}
         for key in keys:
             spec = dict(calls[key], repeat=2) if key == repeated else dict(calls[key])
             expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
-            body = self.raw(spec, key, expect)
+            body = self.raw(spec, key, expect, self.second if key == elsewhere else None)
             if "raised" in body:
                 raised = body["raised"]
                 raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
@@ -250,6 +268,23 @@ class Server:
             server = self.servers[key] = self._new_server(request, request.get("hashseed"))
         return server
 
+    def second_server(self, request: dict, first):
+        """The run's second fork server for the request's input: another PYTHONHASHSEED (derived
+        from ``first``'s, so a replayed seed replays both), the same clock instant. Kept beside
+        the first (a fresh one beside a fresh first, closed with it)."""
+        key = (*self._server_key(request), "second", first.hashseed)
+        server = self.servers.get(key)
+        if server is None or server.proc.poll() is not None:
+            from relconsole.engine.subject.server import ForkServer, other_hashseed
+            source = request["input"]
+            checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
+            server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
+                                clock=first.instant, sandbox=request.get("sandbox", "auto"),
+                                hashseed=other_hashseed(first.hashseed), checkout=checkout,
+                                extra_env=request.get("env") or {})
+            self.servers[key] = server
+        return server
+
     def boot_spare(self, request: dict, server) -> None:
         """With ``spare`` (reruns of this input follow): once ``server`` has started, boot a
         new server for the next ``fresh_server`` request, while this request's calls run."""
@@ -312,21 +347,26 @@ class Server:
             self.enter(request)
             request["oracle_roots"] = oracle_roots(relation, self.root, list(request.get("protected") or ["oracle/**"]))
             server = self.fork_server(request)  # it reads the input while this process reads its own copy
+            second = None if request.get("imports_only") else self.second_server(request, server)
             if request.get("fresh_server"):
                 fresh.append(server)
+                if second is not None:
+                    fresh.append(self.servers.pop((*self._server_key(request), "second", server.hashseed)))
             inputs = self.inputs(request["input"])
             self.boot_spare(request, server)
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
             run.update(sandbox=server.sandbox, hashseed=server.hashseed, clock=server.clock,
                        frozen_at=server.frozen_at)
+            if second is not None:
+                run["hashseed_second"] = second.hashseed
             merge = self.merge_adapter(relation)
             order_rng = random.Random(f"order {seed}")
             deadline = time.monotonic() + float(request.get("timeout") or 120)
 
             def calls_for(index: int) -> ServerCalls:
                 return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index,
-                                   oracle_roots=request["oracle_roots"])
+                                   oracle_roots=request["oracle_roots"], second=second)
 
             if request.get("imports_only"):  # one source call, for the files it imports (§3)
                 try:
@@ -358,6 +398,8 @@ class Server:
         for server in fresh:
             server.close()
         run.update(order=log["order"], imported=sorted(log["imported"]))
+        if log.get("elsewhere") is not None:
+            run["second_server_call"] = log["elsewhere"]
         reply["run"] = run
         if summary is not None:
             reply["inputs"] = summary

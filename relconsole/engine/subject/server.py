@@ -330,6 +330,12 @@ def draw_hashseed() -> int:
     return 1 + int.from_bytes(os.urandom(4), "big") % 4294967294
 
 
+def other_hashseed(hashseed: int) -> int:
+    """The PYTHONHASHSEED of a run's second server, derived from its first's (so replaying a
+    run's seed replays both): never the same, never 0."""
+    return 1 + (hashseed * 2654435761 + 97) % 4294967293
+
+
 class ForkServer:
     """One harness process serving one tree and one input file.
 
@@ -369,6 +375,7 @@ class ForkServer:
         faketime = faketime_setup() if clock else None
         if clock and clock_day:
             clock = drawn_instant(clock, clock_today)
+        self.instant = clock  # the ISO instant the clock stands at (None: real time); a second server shares it
         self.clock = ("frozen" if faketime else "real (libfaketime is not installed)") if clock else "real"
         self.frozen_at = f"{_faketime_spec(clock)} UTC" if clock and faketime else None
         dirs = site_dirs()
