@@ -109,6 +109,18 @@ def test_merges_are_judged_by_what_they_add(repo, capsys):
     assert code == 1 and {(o["commit"], o["path"]) for o in found} == {(merge, "src/app.py")}
 
 
+def test_a_merged_history_with_its_own_root_commit_is_judged_like_any(repo, capsys):
+    """Round 10: an orphan branch merged with --allow-unrelated-histories brings a root commit
+    (no parent) into the range; it is read, and a mix in it is found, not a git-output error."""
+    git(repo, "checkout", "-q", "--orphan", "orphan")
+    git(repo, "rm", "-rfq", ".")
+    root = commit(repo, "side history", {"src/other.py": "x\n", "oracle/freezes.json": "[9]\n"})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-edit", "--allow-unrelated-histories", "-X", "theirs", "orphan")
+    code, found = check(capsys, repo)
+    assert code == 1 and root in {o["commit"] for o in found}, found
+
+
 def test_staged_mode_is_the_pre_commit_hook(repo, capsys):
     (repo / "src" / "app.py").write_text("v3\n")
     (repo / "oracle" / "freezes.json").write_text("[9]\n")

@@ -64,7 +64,8 @@ def _merge_additions(repo_dir: str | Path, merge: Commit) -> Commit:
     merge of its parents (``git merge-tree``; conflicts keep their markers there, so
     every resolution counts). An octopus merge falls back to the combined diff (``--cc``)."""
     if len(merge.parents) == 2:
-        automatic = run_git(repo_dir, "merge-tree", "--write-tree", "--no-messages", *merge.parents,
+        automatic = run_git(repo_dir, "merge-tree", "--write-tree", "--no-messages", "--allow-unrelated-histories",
+                            *merge.parents,
                             ok=(0, 1)).stdout
         tree = automatic.split(b"\n", 1)[0].decode().strip()
         listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-status", "-M", tree,
@@ -90,6 +91,8 @@ def _parse_log(data: bytes) -> list[Commit]:
     index, current = 0, None
     while index < len(tokens):
         token = tokens[index].lstrip(b"\n")
+        if current is None or not _STATUS.match(token):
+            token = token.rstrip(b" ")  # a root commit's header: "%H %P" with no parent is "<sha> "
         index += 1
         if not token:
             continue
