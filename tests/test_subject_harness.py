@@ -613,3 +613,44 @@ def test_a_csv_corpus_s_rows_are_copied_row_by_row_and_that_is_a_deep_copy(rows)
     assert typed(copy) == before and all(a is not b for a, b in zip(copy, rows))
     _scribble(copy)
     assert typed(rows) == before
+
+
+def test_a_libfaketime_in_a_venv_under_a_folder_named_relconsole_still_freezes_the_clock(tmp_path, monkeypatch):
+    """A clone called relconsole (what git clone names it) holds its venv, and the libfaketime
+    the pip package vendors there, under .../relconsole/.venv: the sandbox shows that site
+    folder at /opt/venv/..., and the preload must be named where it is shown."""
+    import shutil as _shutil
+    from relconsole.engine.subject import server as server_module
+    found = server_module.faketime_setup()
+    if server_module.bwrap_path() is None or found is None:
+        pytest.skip("needs the sandbox and a libfaketime")
+    site = tmp_path / "relconsole" / ".venv" / "lib" / "site-packages"
+    (site / "libfaketime").mkdir(parents=True)
+    library = site / "libfaketime" / Path(found[0]).name
+    _shutil.copy2(found[0], library)
+    real = server_module.site_dirs
+    monkeypatch.setattr(server_module, "site_dirs", lambda: real() + [str(site)])
+    monkeypatch.setattr(server_module, "faketime_setup", lambda: (str(library), found[1]))
+    (tmp_path / "clocked.py").write_text(CLOCKED)
+    forked = ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07", sandbox="bwrap")
+    try:
+        assert _call(forked, "now") == "2026-03-04T05:06:07"
+    finally:
+        forked.close()
+
+
+def test_a_clock_said_frozen_that_does_not_stand_is_a_server_fault_not_a_record(tmp_path, monkeypatch):
+    """A preload the subject's interpreter cannot load leaves the real clock running: the
+    server refuses to serve rather than record "frozen" for calls that saw the real time."""
+    from relconsole.engine.subject import server as server_module
+    found = server_module.faketime_setup()
+    if found is None:
+        pytest.skip("needs a libfaketime")
+    monkeypatch.setattr(server_module, "faketime_setup", lambda: (str(tmp_path / "missing" / "libfaketime.so.1"), found[1]))
+    (tmp_path / "clocked.py").write_text(CLOCKED)
+    forked = ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07")
+    try:
+        with pytest.raises(ServerFault, match="frozen clock did not take"):
+            forked.ready()
+    finally:
+        forked.close()

@@ -30,7 +30,7 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.freezes import LIVE, FreezeRow, counted_verdict
 from relconsole.engine.owners import protected
 from relconsole.engine.signatures import failure_class, signature
-from relconsole.engine.subject.server import readable, wait_exit
+from relconsole.engine.subject.server import SCRATCH_VARIABLE, readable, wait_exit
 
 
 @dataclass
@@ -186,7 +186,8 @@ class Worker:
         try:
             self.proc = subprocess.Popen([sys.executable, "-P", "-m", "relconsole.engine.worker"],
                                          stdin=theirs, stdout=theirs, stderr=self.stderr,
-                                         env=_worker_env(), cwd=self.scratch, start_new_session=True)
+                                         env={**_worker_env(), SCRATCH_VARIABLE: self.scratch}, cwd=self.scratch,
+                                         start_new_session=True)
         finally:
             theirs.close()
 

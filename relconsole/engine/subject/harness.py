@@ -1456,7 +1456,7 @@ def main():
             base = None
         init["flat_rows"] = init.get("input_kind") == "lease" and _csv_rows(init["input"], base)
         _send(out, {"status": "ready", "records": len(base) if isinstance(base, list) else 0,
-                    "python": sys.version.split()[0]})
+                    "python": sys.version.split()[0], "clock": time.time()})
     except Exception as exc:
         _send(out, {"status": "input_error", "error": f"{type(exc).__name__}: {exc}"[:500]})
         return 1

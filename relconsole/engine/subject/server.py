@@ -316,12 +316,16 @@ def readable(fd: int, seconds: float) -> bool:
     return bool(poller.poll(max(0, int(seconds * 1000) + 1)))
 
 
+SCRATCH_VARIABLE = "RELCONSOLE_JUDGE_SCRATCH"  # the worker's, never a subject's (its environment is built from nothing)
+
+
 def scratch_root() -> str | None:
     """Where fork servers keep their scratch folders: the judge's own working folder, which
-    the process that started the judge removes whatever happens to the judge (None: the
-    temp dir)."""
-    here = os.getcwd()
-    return here if os.path.basename(here).startswith("judge-") else None
+    the process that started the judge removes whatever happens to the judge, named by
+    ``RELCONSOLE_JUDGE_SCRATCH`` in the judge's environment (None: the temp dir). Its name is
+    a plain temp name: it shows in the sandbox's mount table."""
+    named = os.environ.get(SCRATCH_VARIABLE)
+    return named if named and os.path.isdir(named) and os.path.realpath(named) == os.path.realpath(os.getcwd()) else None
 
 
 def draw_hashseed() -> int:
@@ -418,8 +422,23 @@ class ForkServer:
                 why = (ready or {}).get("error") or self._tail() or "no answer"
                 self.close()
                 raise ServerFault(f"the subject's interpreter did not start: {why}")
+            self._check_clock(ready.get("clock"))
             self.records = int(ready.get("records", 0))
         return self.records
+
+    def _check_clock(self, reported) -> None:
+        """A clock said frozen must read its instant in the subject's interpreter: a
+        libfaketime the sandbox cannot see leaves the real clock running while the record
+        would say "frozen". Raises ServerFault (the run aborts, §7) when it does not."""
+        if not self.frozen_at or self.instant is None:
+            return
+        import datetime as dt
+        moment = dt.datetime.fromisoformat(self.instant)
+        expected = (moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)).timestamp()
+        if not isinstance(reported, (int, float)) or abs(reported - expected) > 60:
+            self.close()
+            raise ServerFault("the frozen clock did not take in the subject's interpreter (libfaketime "
+                              "was not loaded there): the run cannot say what time its calls saw")
 
     def _inside(self, path) -> str:
         """``path`` as the subject sees it (under the checkout path in a sandbox)."""
@@ -437,7 +456,8 @@ class ForkServer:
         if os.geteuid() == 0:  # the server maps uid 0 in each call's own user namespace (harness.map_ids)
             argv += ["--cap-add", "CAP_SETFCAP"]
         for name, value in env.items():
-            argv += ["--setenv", name, value]
+            # a library under a site folder is where the sandbox shows that folder
+            argv += ["--setenv", name, self._site_path(value) if name == "LD_PRELOAD" else value]
         # the fresh /tmp, /proc and /dev first: a bind made before them under /tmp (a venv there)
         # would be hidden by them
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
