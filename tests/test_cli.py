@@ -68,6 +68,7 @@ def test_accept_and_delete_twins(demo_repo: Path, capsys):
     before = tip(demo_repo)
     code, _, err = cli(capsys, "accept", "penguins.mass_permutation", *repo_args(demo_repo))
     assert code == EXIT_USAGE and "not confirmed" in err and tip(demo_repo) == before
+    assert "--override-unconfirmed" in err  # the way out, named as the flag is spelled
     code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--override-unconfirmed", "--json",
                        *repo_args(demo_repo))
     assert code == EXIT_PASS and json.loads(out)["kind"] == "catalog"
@@ -89,6 +90,14 @@ def test_accept_and_delete_twins(demo_repo: Path, capsys):
     assert code == EXIT_PASS
     seeds = git(demo_repo, "show", "main:oracle/seeds/rollout.jsonl").splitlines()
     assert [json.loads(x) for x in seeds[-2:]] == [json.loads(x) for x in drafted[:2]]
+
+
+@pytest.mark.parametrize("command", [["freeze", "no.such", "--reason", "x"], ["accept", "no.such"],
+                                     ["bite", "no.such"], ["confirm", "no.such"]])
+def test_an_unknown_id_is_a_usage_error_for_every_command(demo_repo: Path, capsys, command):
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, *command, *repo_args(demo_repo))
+    assert code == EXIT_USAGE and "no.such" in err and tip(demo_repo) == before
 
 
 def test_freeze_twin_writes_the_row(demo_repo: Path, capsys):

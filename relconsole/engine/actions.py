@@ -143,7 +143,7 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
     if not override:
         raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
                             f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "
-                            "with a second confirmation")
+                            "with a second confirmation (--override-unconfirmed)")
     who = git_identity(review)
     return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "
             f"{state.content_sha256}); accepted unconfirmed by {who.name} <{who.email}>")

@@ -91,7 +91,7 @@ class GateStats:
         """The stats as plain text lines: the window, each §8 row's count and meaning, then
         the decision words, skipped lines, warnings and notes (``relconsole stats``, console)."""
         span = f" ({self.first} .. {self.last})" if self.first else ""
-        lines = [f"gate health: last {self.days} days, {self.total} decisions{span}"]
+        lines = [f"gate health: last {self.days} days, {self.total} decision{'' if self.total == 1 else 's'}{span}"]
         for n, (decision, reason, evidence) in ROWS.items():
             evidence += "; or reject freeze_not_allowed by policy" if n == 8 else ""
             lines.append(f"row {n}  {self.by_row[str(n)]:>5}  {decision:<6}  {reason:<22}  {evidence}")

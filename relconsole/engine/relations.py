@@ -319,8 +319,8 @@ def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Out
     out = calls.run({f"order {n}": {"ops": ops[n]} for n in ops})
     base = out["order 0"]
     return _first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}"
-                                     + (f" ({orders[n][1]})" if orders[n][1] else "")
-                                     + (" (new row objects)" if n == renewed else ""))
+                                     + (f", {orders[n][1]}" if orders[n][1] else "")
+                                     + (", new row objects" if n == renewed else ""))
                        for n in range(1, shuffles + 1))
 
 

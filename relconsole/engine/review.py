@@ -680,7 +680,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
         for rid in ids:
             relation = review.catalog.get(rid)
             if relation is None:
-                raise RelconsoleError(f"no relation {rid!r} in the catalog")
+                raise UsageError(f"no relation {rid!r} in the catalog")
             freeze = review.freeze_for(rid)
             why = review.blocked_reason(relation)
             if why:
