@@ -190,7 +190,7 @@ def _reruns_counted(review) -> Item:
     for row in rows:
         result = review.results.get(row.relation_id)
         if result is None or result.first is None:
-            unknown.append(f"{row.relation_id}: not run yet (relconsole run, or r in the console)")
+            unknown.append(f"{row.relation_id}: not run in this review (relconsole flags --run, or r in the console)")
         elif result.first.held:
             good.append(f"{row.relation_id}: the first run held; the freeze was not needed")
         elif len(result.reruns) == row.reruns:
