@@ -245,13 +245,16 @@ class Server:
                 request.get("hashseed"), request.get("checkout"),
                 tuple(sorted((request.get("env") or {}).items())), tuple(request["import_paths"]))
 
-    def _new_server(self, request: dict, hashseed: int | None = None):
+    def _new_server(self, request: dict, hashseed: int | None = None, beside=None):
+        """A fork server for the request's input; ``beside``: a first server whose clock instant
+        this one stands at (a run's second server)."""
         from relconsole.engine.subject.server import ForkServer
         source = request["input"]
         checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
-        return ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
-                          clock=request.get("clock"), clock_day=bool(request.get("clock_day")),
-                          clock_today=request.get("clock_today"),
+        clock = {"clock": beside.instant} if beside is not None else {
+            "clock": request.get("clock"), "clock_day": bool(request.get("clock_day")),
+            "clock_today": request.get("clock_today")}
+        return ForkServer(self.root, request["import_paths"], source["kind"], source["path"], **clock,
                           sandbox=request.get("sandbox", "auto"), hashseed=hashseed,
                           checkout=checkout, extra_env=request.get("env") or {})
 
@@ -275,14 +278,8 @@ class Server:
         key = (*self._server_key(request), "second", first.hashseed)
         server = self.servers.get(key)
         if server is None or server.proc.poll() is not None:
-            from relconsole.engine.subject.server import ForkServer, other_hashseed
-            source = request["input"]
-            checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
-            server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"],
-                                clock=first.instant, sandbox=request.get("sandbox", "auto"),
-                                hashseed=other_hashseed(first.hashseed), checkout=checkout,
-                                extra_env=request.get("env") or {})
-            self.servers[key] = server
+            from relconsole.engine.subject.server import other_hashseed
+            server = self.servers[key] = self._new_server(request, other_hashseed(first.hashseed), beside=first)
         return server
 
     def boot_spare(self, request: dict, server) -> None:
