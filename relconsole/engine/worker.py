@@ -240,8 +240,8 @@ class Server:
     @staticmethod
     def _server_key(request: dict) -> tuple:
         source = request["input"]
-        return (source["kind"], source["path"], request.get("clock"), bool(request.get("clock_day")), request.get("clock_today"),
-                request.get("sandbox", "auto"),
+        return (source["kind"], source["path"], request.get("clock"), bool(request.get("clock_day")),
+                request.get("clock_today"), request.get("sandbox", "auto"),
                 request.get("hashseed"), request.get("checkout"),
                 tuple(sorted((request.get("env") or {}).items())), tuple(request["import_paths"]))
 
@@ -271,11 +271,14 @@ class Server:
             server = self.servers[key] = self._new_server(request, request.get("hashseed"))
         return server
 
+    def _second_key(self, request: dict, first) -> tuple:
+        return (*self._server_key(request), "second", first.hashseed)
+
     def second_server(self, request: dict, first):
         """The run's second fork server for the request's input: another PYTHONHASHSEED (derived
         from ``first``'s, so a replayed seed replays both), the same clock instant. Kept beside
         the first (a fresh one beside a fresh first, closed with it)."""
-        key = (*self._server_key(request), "second", first.hashseed)
+        key = self._second_key(request, first)
         server = self.servers.get(key)
         if server is None or server.proc.poll() is not None:
             from relconsole.engine.subject.server import other_hashseed
@@ -348,7 +351,7 @@ class Server:
             if request.get("fresh_server"):
                 fresh.append(server)
                 if second is not None:
-                    fresh.append(self.servers.pop((*self._server_key(request), "second", server.hashseed)))
+                    fresh.append(self.servers.pop(self._second_key(request, server)))
             inputs = self.inputs(request["input"])
             self.boot_spare(request, server)
             corpus = request["input"]["kind"] == "lease"
