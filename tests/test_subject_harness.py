@@ -79,6 +79,39 @@ def test_the_flat_fast_path_writes_what_the_walk_writes(value):
     assert fast == walked
 
 
+@settings(max_examples=300)
+@given(st.one_of(values, rows), st.one_of(values, rows), st.randoms(use_true_random=False))
+def test_a_written_value_is_the_same_as_another_exactly_when_their_sorted_json_is(a, b, rnd):
+    """The repeated call's comparison (``Written``): a relation with the plain definition it
+    speeds up, over pairs of values, a value and a reordering of its dicts, and a value and
+    itself. marshal's bytes may only answer sooner, never otherwise."""
+    def text(value):
+        return json.dumps(harness._wire(value, 0), sort_keys=True)
+
+    def reordered(value):
+        if isinstance(value, dict):
+            items = list(value.items())
+            rnd.shuffle(items)
+            return {k: reordered(v) for k, v in items}
+        return [reordered(v) for v in value] if isinstance(value, list) else value
+
+    for left, right in ((a, b), (a, reordered(a)), (a, a)):
+        wire_left, wire_right = harness._wire(left, 0), harness._wire(right, 0)
+        assert harness.Written(wire_left).same(wire_right) == (text(left) == text(right))
+        assert harness.Written(wire_left).same(harness.Written(wire_right)) == (text(left) == text(right))
+
+
+def test_a_written_value_keeps_what_it_was_when_the_subject_changes_it_later():
+    """A subject that hands back one object and changes it on the next call must not compare
+    equal to itself: the snapshot is taken when the first answer is given."""
+    answer = {"totals": [1.0, 2.0], "n": 2}
+    written = harness.Written(harness._wire(answer, 0))
+    answer["totals"].append(3.0)
+    answer["n"] = 3
+    assert not written.same(harness._wire(answer, 0))
+    assert written.same(harness._wire({"n": 2, "totals": [1.0, 2.0]}, 0))
+
+
 @given(st.integers(-1000, 1000))
 def test_an_int_a_float_a_string_and_a_bool_never_decode_alike(n):
     forms = [n, float(n), str(n), [n], (n,), {n}, frozenset({n})] + ([bool(n)] if n in (0, 1) else [])
@@ -654,3 +687,35 @@ def test_a_clock_said_frozen_that_does_not_stand_is_a_server_fault_not_a_record(
             forked.ready()
     finally:
         forked.close()
+
+
+CORPUS_SUBJECT = '''
+def rows(x):
+    return {"n": len(x), "rows": x, "shared": len({id(r["kind"]) for r in x}), "kinds": sorted({r["kind"] for r in x})}
+'''
+
+
+@pytest.mark.parametrize("given", ["rows", "read"])  # read: a server waiting for rows is told to read the file
+def test_a_server_given_the_judge_s_rows_answers_as_one_that_read_the_corpus(tmp_path, given):
+    """The judge sends a server the corpus it decoded (marshal bytes), instead of every server
+    parsing the CSV again: a relation between the two ways in, on a corpus with a short row,
+    equal cells (shared, as the reader shares them) and text that only looks like numbers."""
+    import gzip
+    import marshal
+    (tmp_path / "corp.py").write_text(CORPUS_SUBJECT)
+    corpus = tmp_path / "rows.csv.gz"
+    lines = ["kind,value,note"] + [f"{'ab'[n % 2]},{n * 0.1},{'0' * (n % 3)}" for n in range(40)] + ["a,7"]
+    corpus.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    answers = []
+    for mode in ("file", given):
+        server = ForkServer(tmp_path, [str(tmp_path)], "lease", corpus, input_given=mode != "file")
+        try:
+            if mode == "rows":
+                server.give_input(marshal.dumps(harness.read_corpus(str(corpus))))
+            result = server.call({"subject": "corp:rows", "ops": [], "seed": 1}, 30)
+        finally:
+            server.close()
+        assert result.status == "ok", result
+        answers.append(result.body["ok"])
+    assert answers[0] == answers[1]
+    assert answers[0]["n"] == 41 and answers[0]["rows"][-1]["note"] is None and answers[0]["shared"] == 2

@@ -218,6 +218,7 @@ class Server:
     def __init__(self):
         self.root: str | None = None
         self.corpora: dict[str, list] = {}
+        self.wire_corpora: dict[str, bytes | None] = {}  # each corpus's rows as marshal bytes, for the servers
         self.servers: dict[tuple, object] = {}
         self.spares: dict[tuple, object] = {}  # a booted server for the next rerun of that input
         self.finder: OracleFinder | None = None
@@ -254,9 +255,30 @@ class Server:
         clock = {"clock": beside.instant} if beside is not None else {
             "clock": request.get("clock"), "clock_day": bool(request.get("clock_day")),
             "clock_today": request.get("clock_today")}
-        return ForkServer(self.root, request["import_paths"], source["kind"], source["path"], **clock,
-                          sandbox=request.get("sandbox", "auto"), hashseed=hashseed,
-                          checkout=checkout, extra_env=request.get("env") or {})
+        server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"], **clock,
+                            sandbox=request.get("sandbox", "auto"), hashseed=hashseed,
+                            checkout=checkout, extra_env=request.get("env") or {}, input_given=True)
+        if source["path"] in self.wire_corpora:
+            server.give_input(self.wire_corpora[source["path"]])
+        return server
+
+    def feed(self, source: dict, servers) -> None:
+        """Send each server that waits for it the corpus as this judge read it (its rows in
+        marshal bytes: a server loads them in a fifth of a CSV parse, so a run's second
+        server and a rerun's own cost little more than their interpreters); a corpus marshal
+        cannot write is read by each server from the file."""
+        if source["kind"] != "lease":
+            return
+        path = source["path"]
+        if path not in self.wire_corpora:
+            import marshal
+            try:
+                self.wire_corpora[path] = marshal.dumps(self.corpora[path])
+            except ValueError:
+                self.wire_corpora[path] = None
+        for server in servers:
+            if server is not None:
+                server.give_input(self.wire_corpora[path])
 
     def fork_server(self, request: dict):
         """The fork server for the request's input: the worker's own, kept across requests,
@@ -353,6 +375,7 @@ class Server:
                 if second is not None:
                     fresh.append(self.servers.pop(self._second_key(request, server)))
             inputs = self.inputs(request["input"])
+            self.feed(request["input"], (server, second))
             self.boot_spare(request, server)
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
