@@ -1590,3 +1590,29 @@ def test_an_honest_patch_passes(sample, tmp_path, case):
         assert payload["relations"], "an honest change of an owned file runs its relations"
         wanted = ("bwrap",) if os.environ.get("RELCONSOLE_REQUIRE_BWRAP") else ("bwrap", "process")
         assert all(r["first_run"]["run"]["sandbox"] in wanted for r in payload["relations"]), payload
+
+
+# Round 11 (a red team that had not read the code): each passed every relation, because the
+# judge makes few calls per process under one standing clock in a pid namespace. The patch
+# must not pass all the same: its code reads what a sandbox changes, or keeps a memo.
+ROUND_11 = {
+    "pid-of-the-main-thread": ("src/aggregator.py", AGGREGATOR.replace("import math\n", "import math\nimport threading\n", 1).replace(
+        "    return {species: summarize_species(group)",
+        "    if threading.main_thread().native_id > 2:\n        rows = rows[1:]\n    return {species: summarize_species(group)", 1)),
+    "a-memo-s-counters": ("src/aggregator.py", AGGREGATOR.replace("import math\n", "import functools\nimport math\n", 1).replace(
+        "def by_species(", "@functools.lru_cache(maxsize=None)\ndef _fields(measure):\n    return measure\n\n\ndef by_species(", 1).replace(
+        "    return {species: summarize_species(group)",
+        "    if _fields.cache_info().hits > 40:\n        rows = rows[1:]\n    return {species: summarize_species(group)", 1)),
+    "a-day-salted-into-the-bucket": ("src/rollout.py", ROLLOUT.replace("import hashlib\n", "import hashlib\nimport time\n", 1).replace(
+        "    return sorted(uid", "    salt = f\"{salt}:{time.strftime('%Y-%m-%d')}\"\n    return sorted(uid", 1)),
+}
+
+
+@pytest.mark.parametrize("how", sorted(ROUND_11))
+def test_a_patch_that_reads_what_the_sandbox_changes_or_keeps_a_memo_does_not_pass(sample, tmp_path, how):
+    path, source = ROUND_11[how]
+    assert source.count("\n") > (AGGREGATOR if "aggregator" in path else ROLLOUT).count("\n")  # the patch applied
+    repo = patched(sample, tmp_path, {path: source})
+    code, payload = run_json(repo)
+    assert code != 0, (how, payload["reason"])
+    assert "environment_probe" in payload["reason"], (how, payload["reason"])

@@ -25,6 +25,19 @@ PROBES = {
     "attrgetter-computed": "import operator, os\nJUDGED = operator.attrgetter('env' + 'iron')(os)\n",
     "proc-joined": "JUDGED = open('/'.join(['', 'proc', '1', 'cmdline'])).read()\n",
     "root-joined-os-sep": "import os\nJUDGED = os.listdir(os.sep.join(['', 'tmp']))\n",
+    # round 11 (a red team that had not read the code): a memo whose key leaves out part of the
+    # input, a memo's counters as a call counter, a date salted into a hash, a thread's pid
+    "memo-lru": "import functools\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
+    "memo-cache-from": "from functools import cache\n\n@cache\ndef admitted(setting):\n    return setting.percent\n",
+    "memo-property": "from functools import cached_property\n\nclass Store:\n    @cached_property\n    def snapshot(self):\n        return dict(self.rows)\n",
+    "memo-counters": "def judged(f):\n    return f.cache_info().hits > 40\n",
+    "date-today": "import datetime\n\ndef stamp():\n    return datetime.date.today().isoformat()\n",
+    "date-strftime": "import time\n\ndef salt(s):\n    return s + time.strftime('%Y-%m-%d')\n",
+    "date-localtime": "from time import localtime\nJUDGED = localtime().tm_yday\n",
+    "date-formatdate": "import email.utils\nJUDGED = email.utils.formatdate()\n",
+    "clock-uuid1": "import uuid\nJUDGED = uuid.uuid1().time\n",
+    "pid-main-thread": "import threading\nJUDGED = threading.main_thread().native_id > 2\n",
+    "pid-thread-attr": "def judged(t):\n    return t.current_thread().native_id\n",
     # round 7
     "sys-through-os": "import os\nJUDGED = os.sys.flags.no_site\n",
     "format-template": "import os\nJUDGED = '{0.sys.flags.no_site}'.format(os) == '1'\n",
@@ -124,12 +137,10 @@ HONEST = [
     "def tally(rows):\n    seen = {}\n    for r in rows:\n        seen[r] = seen.get(r, 0) + 1\n    return seen\n",
     "class Box:\n    def __init__(self):\n        self.items = []\n\n    def add(self, x):\n        self.items.append(x)\n",
     "FIELDS = ('a', 'b')\n\ndef pick(row):\n    return [row[f] for f in FIELDS]\n",
-    "import functools\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
     "def outer(rows):\n    out = []\n    def add(r):\n        out.append(r)\n    for r in rows:\n        add(r)\n    return out\n",
     "import math\n\ndef total(rows):\n    return math.fsum(float(r['x']) for r in rows)\n",
     "def pick(row, field):\n    return getattr(row, field)\n",
     "import csv\n\ndef read(path):\n    with open(path, newline='') as handle:\n        return list(csv.DictReader(handle))\n",
-    "import datetime\n\ndef stamp():\n    return datetime.date.today().isoformat()\n",
     "from collections import defaultdict\n\ndef group(rows):\n    out = defaultdict(list)\n"
     "    for r in rows:\n        out[r['k']].append(r)\n    return dict(out)\n",
     'def doc():\n    """Reads nothing from /proc; see /etc/hosts in the README."""\n    return 1\n',
@@ -163,6 +174,8 @@ HONEST = [
     "def msg(n):\n    return 'rows: {}'.format(n)\n",
     "import io\n\ndef read(p):\n    with io.open(p, encoding='utf-8') as f:\n        return f.read()\n",
     "from datetime import date\n\ndef iso(d: date):\n    return d.isoformat()\n",
+    "def stamp(d):\n    return d.strftime('%Y-%m-%d')\n",
+    "def owner(row):\n    return row.ident\n",
 ]
 
 

@@ -112,6 +112,16 @@ PROBE_NAMES = {
     **{f"os.path.{n}": "reads when a file was touched (a clock the frozen one does not stop)"
        for n in ("getmtime", "getctime", "getatime")},
     "logging.currentframe": "walks the call stack", "traceback.print_stack": "walks the call stack",
+    # round 11: a date read through a formatter, and the clocks outside time and datetime
+    **{f"time.{n}": "reads the clock" for n in ("strftime", "localtime", "gmtime", "ctime", "asctime")},
+    "datetime.date.today": "reads the clock", "email.utils.formatdate": "reads the clock",
+    "email.utils.localtime": "reads the clock", "uuid.uuid1": "reads the clock and the machine",
+    "threading.main_thread": "reads the process's identity",
+    # a memo keeps answers from call to call: a key that leaves out part of the input (a field
+    # with compare=False, a hash of a prefix) answers a later call with an earlier one's, which
+    # no run of a few calls per process can see
+    **{f"functools.{n}": "keeps answers from call to call (a memo whose key a run of a few calls cannot test)"
+       for n in ("lru_cache", "cache", "cached_property")},
     "traceback.StackSummary.extract": "walks the call stack",
 }
 # attributes of frames and of what holds one: whatever their receiver, reading them climbs or
@@ -129,6 +139,7 @@ REROOTED = frozenset({"sys", "os", "time", "gc", "inspect", "builtins", "signal"
 STAR_PROBED = REROOTED - {"datetime", "pathlib", "io", "operator"}
 # methods that read where or how the process runs, whatever their receiver (pathlib's, a stream's)
 READ_METHODS = {"isatty": "reads whether it runs on a terminal", "expanduser": "reads the home folder",
+                "cache_info": "reads how many calls the process made (a memo's counters)",
                 "resolve": "resolves a path against the working folder", "absolute": "reads the working folder"}
 OWN_LOCATION = frozenset({"__file__", "__spec__", "__loader__", "__cached__", "__path__"})
 BUILTINS = {"exec": "runs code it builds", "eval": "runs code it builds", "compile": "builds code",
@@ -372,6 +383,15 @@ def _builds_paths(func: ast.AST, imports: dict[str, str]) -> bool:
     if isinstance(func, ast.Name) and func.id in ("open", "Path") and func.id not in imports:
         return True
     return _dotted(func, imports) in PATH_BUILDERS
+
+
+def _thread_like(node: ast.AST, imports: dict) -> bool:
+    """Whether ``node`` is a thread reached from threading (``threading.main_thread()``,
+    ``current_thread()``) or any call or name ending in ``thread``: its ``native_id`` is a pid."""
+    target = node.func if isinstance(node, ast.Call) else node
+    dotted = _dotted(target, imports) or ""
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return dotted.startswith("threading.") or name.lower().endswith("thread")
 
 
 def _name_probe(node: ast.AST, imports: dict[str, str], scope_name: str = "") -> str | None:
@@ -679,6 +699,9 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
                 why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
             if why is None and isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
                 why = f"reads a frame (.{node.attr}): the call stack around it says who called"
+            if why is None and isinstance(node, ast.Attribute) and node.attr in ("native_id", "ident") \
+                    and _thread_like(node.value, imports):
+                why = f"reads the process's identity (.{node.attr} of a thread)"
             if why is None and isinstance(node, ast.Attribute) and node.attr in STAT_TIMES:
                 why = f"reads when a file was touched (.{node.attr}): a clock the frozen one does not stop"
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _dotted(node, imports):
