@@ -426,13 +426,12 @@ class ForkServer:
         if not self.awaits_input:
             return
         self.awaits_input = False
-        header = {"op": "input", "read": True} if rows is None else {"op": "input", "size": len(rows)}
-        try:
-            self.channel.sendall(json.dumps(header).encode("utf-8") + b"\n")
-            if rows is not None:
+        self._write({"op": "input", "read": True} if rows is None else {"op": "input", "size": len(rows)})
+        if rows is not None:
+            try:
                 self.channel.sendall(rows)
-        except (BrokenPipeError, OSError):
-            raise ServerFault(f"the subject's server is gone: {self._tail()}") from None
+            except OSError:
+                raise ServerFault(f"the subject's server is gone: {self._tail()}") from None
 
     def ready(self) -> int:
         """Wait until the server has read its input (it does so while the caller goes on);
