@@ -750,6 +750,20 @@ def make_shared_store():
     return SharedStore()
 
 
+_BUFFER = {}
+
+
+def reused(rows):
+    # round 12: one result object handed back by every call, cleared and filled again, so
+    # a caller's earlier answer changes under it
+    out = {}
+    for row in rows:
+        out.setdefault(row["k"], []).append(row["v"])
+    _BUFFER.clear()
+    _BUFFER.update({k: math.fsum(v) for k, v in out.items()})
+    return _BUFFER
+
+
 def sorts_in_place(rows):
     # an honest subject that reorders the list it is given (list.sort): not a change of its rows
     rows.sort(key=lambda r: (r["k"], r["v"]))
@@ -778,7 +792,7 @@ def _judged_under_a_frozen_clock(rel: dict, rows: list, seed: int) -> str:
 
 @pytest.mark.parametrize("kind,subject", [("permutation", "totals"), ("replay_ingest", "make_store"),
                                           ("permutation", "remembered"), ("permutation", "stamped"),
-                                          ("replay_ingest", "make_shared_store")])
+                                          ("replay_ingest", "make_shared_store"), ("permutation", "reused")])
 @pytest.mark.parametrize("seed", [3, 5])
 def test_code_that_is_right_only_on_a_process_s_first_call_is_caught(module, kind, subject, seed):
     """Every call is a fresh process: one call of each run, drawn, runs in its process after a

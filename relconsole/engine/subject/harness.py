@@ -596,13 +596,14 @@ class Earlier:
     ``outcome``: ("ok", a ``Written`` of its wire value) or ("raised", type) of a call on the
     judged input's twin, which the judged call must repeat; or ("changed", words) when an
     earlier call changed its rows; or ("checked", words or None) when the earlier calls were
-    checked against each other (a list: the two calls on the same other input). ``stores``:
-    (store, a ``Written`` of its projection) of the earlier calls' stores, which the judged
-    call's store must leave as they were. ``given``/``original``: the rows the judged call is
+    checked against each other (a list: the two calls on the same other input). ``kept``:
+    (read, a ``Written`` of what ``read()`` gave, words) of what the earlier calls left: each
+    output, and each store's projection, which the judged call must leave as they were (a
+    reused result object, stores that share rows). ``given``/``original``: the rows the judged call is
     handed (a copy, in the order handed) and the originals they must still equal after it."""
 
-    def __init__(self, outcome, stores=(), given=None, original=None):
-        self.outcome, self.stores = outcome, list(stores)
+    def __init__(self, outcome, kept=(), given=None, original=None):
+        self.outcome, self.kept = outcome, list(kept)
         self.given, self.original = given, original
 
     def judged_input(self, value):
@@ -620,15 +621,20 @@ class Earlier:
             changed = _changed_rows(self.given, self.original)
             if changed:
                 return _changed_words(changed)
-        for store, written in self.stores:
+        for read, written, words in self.kept:
             try:
-                same = written.same(_wire(store.projection(), 0))
+                same = written.same(_wire(read(), 0))
             except BaseException:
                 same = False
             if not same:
-                return ("a new store changed one made before it in the same process: it keeps state from "
-                        "store to store (rows in a class attribute or a module's)")
+                return words
         return None
+
+
+STORE_CHANGED = ("a new store changed one made before it in the same process: it keeps state from "
+                 "store to store (rows in a class attribute or a module's)")
+ANSWER_CHANGED = ("an answer given earlier in the same process changed after a later call: it keeps state "
+                  "in the objects it hands back (a reused result, a cached one it changes)")
 
 
 def _second_call_words(earlier, now):
@@ -713,15 +719,15 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False):
     except (ValueError, TypeError, EOFError):
         return None
     state = random.getstate()  # each call draws what the first drew
-    stores, seen = [], []  # each store's projection read right after its own call
+    stores, seen = [], []  # what each earlier call left (outputs, stores' projections), read again after the judged call
     before = None
     if first is not None:
-        before = _outcome_of(call, init, first, adapters, stores)
+        before = _outcome_of(call, init, first, adapters, stores, seen)
         random.setstate(state)
         seen += _projections(stores)
     read = len(stores)
     given = list(twin) if type(twin) is list else None
-    after = _outcome_of(call, init, twin, adapters, stores)
+    after = _outcome_of(call, init, twin, adapters, stores, seen)
     random.setstate(state)
     seen += _projections(stores[read:])
     changed = _changed_rows(given, twin_of) if given is not None else ""
@@ -736,17 +742,20 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False):
     return Earlier(after, seen)
 
 
-def _outcome_of(call, init, value, adapters, stores):
+def _outcome_of(call, init, value, adapters, stores, kept):
     """("ok", a ``Written`` of the output) or ("raised", type) of one call on ``value``; None
-    for an output the wire does not carry."""
+    for an output the wire does not carry. An output is added to ``kept`` (see ``Earlier``)
+    to be read again after the judged call."""
     try:
         out = _apply(call, init, value, adapters, stores)
     except BaseException as exc:
         return "raised", type(exc).__name__
     try:
-        return "ok", Written(_wire(out, 0))
+        written = Written(_wire(out, 0))
     except (Unencodable, OverflowError, RecursionError, ValueError):
         return None
+    kept.append((lambda: out, written, ANSWER_CHANGED))
+    return "ok", written
 
 
 def _changed_rows(given, value):
@@ -776,7 +785,7 @@ def _projections(stores):
     out = []
     for store in stores:
         try:
-            out.append((store, Written(_wire(store.projection(), 0))))
+            out.append((store.projection, Written(_wire(store.projection(), 0)), STORE_CHANGED))
         except BaseException:
             continue
     return out
