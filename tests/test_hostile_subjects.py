@@ -1605,13 +1605,54 @@ ROUND_11 = {
         "    if _fields.cache_info().hits > 40:\n        rows = rows[1:]\n    return {species: summarize_species(group)", 1)),
     "a-day-salted-into-the-bucket": ("src/rollout.py", ROLLOUT.replace("import hashlib\n", "import hashlib\nimport time\n", 1).replace(
         "    return sorted(uid", "    salt = f\"{salt}:{time.strftime('%Y-%m-%d')}\"\n    return sorted(uid", 1)),
+    # round 12: a memo in a closure bound at module level, a module-level object whose methods
+    # keep the last answers, a naive datetime's timestamp (the sandbox's zone is UTC)
+    "a-closure-s-table": ("src/rollout.py", ROLLOUT.replace("def admitted(", """def _tables():
+    tables = {}
+
+    def table(salt, population):
+        if salt not in tables:
+            tables[salt] = [(uid, bucket(salt, uid)) for uid in user_ids(population)]
+        return tables[salt][:population]
+
+    return table
+
+
+_table = _tables()
+
+
+def admitted(""", 1).replace("    return sorted(uid for uid in user_ids(population) if bucket(salt, uid) < percent)",
+                             "    return sorted(uid for uid, b in _table(salt, population) if b < percent)", 1)),
+    "a-module-level-object": ("src/aggregator.py", AGGREGATOR.replace("def summarize(", """class _Recent:
+    def __init__(self):
+        self.items = []
+
+    def get(self, key):
+        return next((v for k, v in self.items if k == key), None)
+
+    def put(self, key, value):
+        self.items = [(key, value)] + self.items[:7]
+
+
+_recent = _Recent()
+
+
+def summarize(""", 1).replace(
+        "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
+        "    key = (len(rows), tuple(rows[0].items()) if rows else ())\n    known = _recent.get(key)\n"
+        "    if known is None:\n        known = {species: summarize_species(group) for species, group in by_species(rows).items()}\n"
+        "        _recent.put(key, known)\n    return {s: dict(f) for s, f in known.items()}", 1)),
+    "a-naive-timestamp": ("src/store.py", STORE.replace("KEY = \"date\"\n", "from datetime import datetime\n\nKEY = \"date\"\n", 1).replace(
+        "        batch = {row[KEY]: dict(row) for row in rows}",
+        "        batch = {datetime.strptime(row[KEY], '%Y/%m/%d').timestamp() and row[KEY]: dict(row) for row in rows}", 1)),
 }
 
 
 @pytest.mark.parametrize("how", sorted(ROUND_11))
 def test_a_patch_that_reads_what_the_sandbox_changes_or_keeps_a_memo_does_not_pass(sample, tmp_path, how):
     path, source = ROUND_11[how]
-    assert source.count("\n") > (AGGREGATOR if "aggregator" in path else ROLLOUT).count("\n")  # the patch applied
+    original = {"src/aggregator.py": AGGREGATOR, "src/rollout.py": ROLLOUT, "src/store.py": STORE}[path]
+    assert source != original  # the patch applied
     repo = patched(sample, tmp_path, {path: source})
     code, payload = run_json(repo)
     assert code != 0, (how, payload["reason"])

@@ -38,6 +38,25 @@ PROBES = {
     "clock-uuid1": "import uuid\nJUDGED = uuid.uuid1().time\n",
     "pid-main-thread": "import threading\nJUDGED = threading.main_thread().native_id > 2\n",
     "pid-thread-attr": "def judged(t):\n    return t.current_thread().native_id\n",
+    # round 12: a memo in a closure or on a module-level object, clocks through a timer or a
+    # log record, the time zone, the core count and the version through other doors, an assert
+    # that does work
+    "closure-memo": "def _tables():\n    tables = {}\n\n    def table(salt):\n        if salt not in tables:\n"
+                    "            tables[salt] = len(salt)\n        return tables[salt]\n\n    return table\n\n\n_table = _tables()\n",
+    "closure-buffer": "def _reused():\n    buffer: dict = {}\n\n    def take():\n        buffer.clear()\n"
+                      "        return buffer\n\n    return take\n",
+    "module-object": "class _Recent:\n    def __init__(self):\n        self.items = []\n\n    def put(self, v):\n"
+                     "        self.items = [v] + self.items[:7]\n\n\n_recent = _Recent()\n\n\ndef keep(v):\n    _recent.put(v)\n",
+    "timer": "from timeit import default_timer\nJUDGED = default_timer() > 5\n",
+    "log-record": "import logging\nlog = logging.getLogger(__name__)\n\ndef judged():\n"
+                  "    return log.makeRecord('x', 20, 'f', 0, 'm', (), None).created\n",
+    "naive-timestamp": "from datetime import datetime\n\ndef day(s):\n    return datetime.strptime(s, '%Y').timestamp()\n",
+    "local-fromtimestamp": "import datetime\nJUDGED = datetime.datetime.fromtimestamp(0).hour\n",
+    "mktime": "import time\nJUDGED = time.mktime((2026, 1, 1, 0, 0, 0, 0, 1, -1))\n",
+    "pool-size": "from concurrent.futures import ThreadPoolExecutor\nJUDGED = ThreadPoolExecutor()._max_workers > 8\n",
+    "version-feature": "import itertools\nJUDGED = hasattr(itertools, 'batched')\n",
+    "version-info": "import sys\nJUDGED = sys.version_info >= (3, 12)\n",
+    "assert-walrus": "import math\n\ndef total(xs):\n    t = 0.0\n    assert math.isfinite(t := math.fsum(xs))\n    return t\n",
     # round 7
     "sys-through-os": "import os\nJUDGED = os.sys.flags.no_site\n",
     "format-template": "import os\nJUDGED = '{0.sys.flags.no_site}'.format(os) == '1'\n",
@@ -176,6 +195,14 @@ HONEST = [
     "from datetime import date\n\ndef iso(d: date):\n    return d.isoformat()\n",
     "def stamp(d):\n    return d.strftime('%Y-%m-%d')\n",
     "def owner(row):\n    return row.ident\n",
+    # round 12's near misses: a closure used only within its own call, an object made per call,
+    # an aware timestamp, an assert that only tests, a getattr of a row
+    "def total(rows):\n    seen = {}\n\n    def add(r):\n        seen[r['k']] = r\n\n    for r in rows:\n        add(r)\n    return len(seen)\n",
+    "class Acc:\n    def __init__(self):\n        self.n = 0\n\n    def add(self):\n        self.n += 1\n\n\ndef count(rows):\n"
+    "    acc = Acc()\n    for _ in rows:\n        acc.add()\n    return acc.n\n",
+    "from datetime import datetime, timezone\n\ndef day(ts):\n    return datetime.fromtimestamp(ts, timezone.utc).date()\n",
+    "def total(xs):\n    assert xs, 'no rows'\n    return sum(xs)\n",
+    "def has(row):\n    return hasattr(row, 'species')\n",
 ]
 
 

@@ -122,6 +122,16 @@ PROBE_NAMES = {
     # no run of a few calls per process can see
     **{f"functools.{n}": "keeps answers from call to call (a memo whose key a run of a few calls cannot test)"
        for n in ("lru_cache", "cache", "cached_property")},
+    # round 12: a clock read through a timer or a log record, the time zone, the core count
+    # through another door, and the interpreter's version
+    **{f"timeit.{n}": "reads the clock" for n in ("default_timer", "timeit", "repeat", "Timer")},
+    **{f"logging.{n}": "reads the clock (a log record's time)" for n in ("LogRecord", "makeLogRecord")},
+    "time.mktime": "reads the machine's time zone", "time.tzname": "reads the machine's time zone",
+    "time.timezone": "reads the machine's time zone", "time.altzone": "reads the machine's time zone",
+    "multiprocessing.cpu_count": "reads the machine", "os.process_cpu_count": "reads the machine",
+    **{f"sys.{n}": "asks which Python runs" for n in ("version_info", "version", "hexversion", "implementation")},
+    **{f"platform.{n}": "asks which Python runs" for n in ("python_version", "python_version_tuple",
+                                                            "python_implementation")},
     "traceback.StackSummary.extract": "walks the call stack",
 }
 # attributes of frames and of what holds one: whatever their receiver, reading them climbs or
@@ -140,7 +150,13 @@ STAR_PROBED = REROOTED - {"datetime", "pathlib", "io", "operator"}
 # methods that read where or how the process runs, whatever their receiver (pathlib's, a stream's)
 READ_METHODS = {"isatty": "reads whether it runs on a terminal", "expanduser": "reads the home folder",
                 "cache_info": "reads how many calls the process made (a memo's counters)",
+                "timestamp": "reads the machine's time zone (the timestamp of a naive datetime)",
+                "astimezone": "reads the machine's time zone",
                 "resolve": "resolves a path against the working folder", "absolute": "reads the working folder"}
+# methods that read the process's surroundings whatever their receiver and arguments
+ANY_ARGS_METHODS = {"makeRecord": "reads the clock (a log record's time)"}
+# attributes that read the process's surroundings whatever their receiver
+ATTRIBUTE_PROBES = {"_max_workers": "reads how many workers a pool starts (the machine's core count)"}
 OWN_LOCATION = frozenset({"__file__", "__spec__", "__loader__", "__cached__", "__path__"})
 BUILTINS = {"exec": "runs code it builds", "eval": "runs code it builds", "compile": "builds code",
             "__import__": "imports by computed name", "globals": "reaches names by computed key",
@@ -240,6 +256,14 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
             target = node.args[0]
             if isinstance(target, ast.Name) and (target.id in imports or target.id in ("__builtins__", "builtins")):
                 return f"reaches an attribute of module {target.id} by a computed name"
+    if isinstance(func, ast.Name) and func.id == "hasattr" and len(node.args) == 2 \
+            and isinstance(node.args[0], ast.Name) and node.args[0].id in imports:
+        return f"asks whether module {node.args[0].id} has a name (a test of which version runs)"
+    if isinstance(func, ast.Attribute) and func.attr in ANY_ARGS_METHODS:
+        return f"{ANY_ARGS_METHODS[func.attr]} (.{func.attr}())"
+    if isinstance(func, ast.Attribute) and func.attr == "fromtimestamp" and len(node.args) == 1 \
+            and not node.keywords:
+        return "reads the machine's time zone (fromtimestamp without a tz)"
     if isinstance(func, ast.Attribute) and func.attr in WRITE_METHODS:
         return f"writes to the file system (.{func.attr})"
     if isinstance(func, ast.Attribute) and func.attr in READ_METHODS and not node.args and not node.keywords \
@@ -570,9 +594,12 @@ def module_state(tree: ast.Module, imports: dict[str, str]) -> frozenset[str]:
 
 
 def _state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_function: bool,
-                 defaults: frozenset[str] = frozenset()) -> str | None:
+                 defaults: frozenset[str] = frozenset(), owners: dict[str, str] | None = None,
+                 instances: frozenset[str] = frozenset()) -> str | None:
     """In a function: ``global x``, or a change in place of a module-level mutable (``_CACHE[k] =``,
-    ``_SEEN.add(k)``, ``next(_calls)``), or of a mutable default argument."""
+    ``_SEEN.add(k)``, ``next(_calls)``), of a mutable default argument or of what a returned
+    closure holds (``owners``: name -> words), or a method call on a module-level object whose
+    methods change it (``instances``)."""
     if not in_function:
         return None
     if isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -585,13 +612,15 @@ def _state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_fu
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
         for target in targets:
             if isinstance(target, (ast.Subscript, ast.Attribute)) and held(target):
-                return STATE.format(f"changes {_owner(held(target), defaults)}")
+                return STATE.format(f"changes {_owner(held(target), defaults, owners)}")
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in MUTATORS and held(func.value):
-            return STATE.format(f"changes {_owner(held(func.value), defaults)}")
+            return STATE.format(f"changes {_owner(held(func.value), defaults, owners)}")
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and held(func.value) in instances:
+            return STATE.format(f"calls .{func.attr}() of module-level {func.value.id}, an object its methods change")
         if isinstance(func, ast.Name) and func.id == "next" and node.args and held(node.args[0]):
-            return STATE.format(f"advances {_owner(held(node.args[0]), defaults)}")
+            return STATE.format(f"advances {_owner(held(node.args[0]), defaults, owners)}")
     return None
 
 
@@ -648,8 +677,65 @@ def _constant_dunder(node: ast.AST) -> str | None:
     return None
 
 
-def _owner(name: str, defaults: frozenset[str]) -> str:
+def _owner(name: str, defaults: frozenset[str], owners: dict[str, str] | None = None) -> str:
+    if owners and name in owners:
+        return owners[name]
     return f"{'its mutable default' if name in defaults else 'module-level'} {name}"
+
+
+def closure_state(tree: ast.Module, imports: dict[str, str]) -> dict[int, frozenset[str]]:
+    """id(nested function) -> the mutables of its enclosing function it can reach, for every
+    nested function its enclosing one returns (``def make(): table = {}; def get(k): ...;
+    return get``): bound once at module level (``_get = make()``), that table lives as long
+    as the process, as a module-level one does. A closure used only inside its own call is not."""
+    out: dict[int, frozenset[str]] = {}
+    for _, scope in _scopes(tree):
+        if isinstance(scope, ast.Module):
+            continue
+        own = list(_own_nodes(scope))
+        nested = {n.name: n for n in own if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        returned = {n.value.id for n in own if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
+        mutables = _mutable_bindings([n for n in own if isinstance(n, (ast.Assign, ast.AnnAssign))], imports)
+        for name in returned & set(nested):
+            if mutables:
+                out[id(nested[name])] = mutables
+    return out
+
+
+def stateful_instances(tree: ast.Module) -> frozenset[str]:
+    """Module-level names bound to an instance of a class of this module some method of which
+    (``__init__`` aside) gives or changes an attribute of ``self``: one object every call shares."""
+    changing = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for method in node.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name not in (
+                        "__init__", "__new__", "__post_init__") and _changes_self(method):
+                    changing.add(node.name)
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Name) and node.value.func.id in changing:
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return frozenset(names)
+
+
+def _changes_self(method: ast.AST) -> bool:
+    def on_self(target):
+        while isinstance(target, (ast.Subscript, ast.Attribute)):
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                return True
+            target = target.value
+        return False
+    for node in ast.walk(method):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(on_self(t) for t in targets):
+                return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS \
+                and on_self(node.func.value):
+            return True
+    return False
 
 
 def _mutable_defaults(scope: ast.AST, imports: dict[str, str]) -> frozenset[str]:
@@ -664,7 +750,8 @@ def _mutable_defaults(scope: ast.AST, imports: dict[str, str]) -> frozenset[str]
 
 
 def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict[str, str],
-            state: frozenset[str] = frozenset(), shared: tuple = (frozenset(), frozenset())):
+            state: frozenset[str] = frozenset(), shared: tuple = (frozenset(), frozenset()),
+            enclosed: frozenset[str] = frozenset(), instances: frozenset[str] = frozenset()):
     """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
     nodes = list(_own_nodes(scope))
     shadowed = _local_names(scope, nodes)
@@ -679,9 +766,10 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
     if constant:
         yield scope, constant
     defaults = _mutable_defaults(scope, imports)
-    held = (state - shadowed) | defaults  # a mutable default is shared state too
+    owners = {n: f"its enclosing function's {n} (kept as long as the closure it returns)" for n in enclosed}
+    held = ((state | enclosed) - shadowed) | defaults  # a mutable default is shared state too
     for node in nodes:
-        why = _state_probe(node, held, shadowed - defaults, in_function, defaults) \
+        why = _state_probe(node, held, shadowed - defaults, in_function, defaults, owners, instances - shadowed) \
             or (_self_state_probe(node, *shared) if in_function else None)
         if why is not None:
             pass
@@ -702,6 +790,8 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             if why is None and isinstance(node, ast.Attribute) and node.attr in ("native_id", "ident") \
                     and _thread_like(node.value, imports):
                 why = f"reads the process's identity (.{node.attr} of a thread)"
+            if why is None and isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_PROBES:
+                why = f"{ATTRIBUTE_PROBES[node.attr]} (.{node.attr})"
             if why is None and isinstance(node, ast.Attribute) and node.attr in STAT_TIMES:
                 why = f"reads when a file was touched (.{node.attr}): a clock the frozen one does not stop"
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _dotted(node, imports):
@@ -714,6 +804,8 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             why = "reaches names through __dict__"
         elif isinstance(node, ast.Try):
             why = _optional_import(node)
+        elif isinstance(node, ast.Assert) and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
+            why = "does work inside an assert (python -O removes it, and what it binds with it)"
         if why is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Assign)):
             why = _bound_probe(node, imports)
         if why:
@@ -722,10 +814,13 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
 
 def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
     imports = import_targets(tree)  # once per module: per function it made big files quadratic
-    state = module_state(tree, imports)
+    instances = stateful_instances(tree)
+    state = module_state(tree, imports) | instances
     shared = (class_state(tree, imports), instance_assigned(tree))
+    enclosed = closure_state(tree, imports)
     # a lambda's body is code too (``JUDGED = lambda: os.getppid()``)
-    return [found for name, scope in _scopes(tree, lambdas=True) for found in _probes(name, scope, tree, imports, state, shared)]
+    return [found for name, scope in _scopes(tree, lambdas=True)
+            for found in _probes(name, scope, tree, imports, state, shared, enclosed.get(id(scope), frozenset()), instances)]
 
 
 def environment_probes(before: str | None, after: str | None) -> list[Finding]:
