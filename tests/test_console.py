@@ -33,6 +33,15 @@ async def settle(pilot, timeout: float = 60.0) -> None:
     await pilot.pause()
 
 
+async def until(pilot, predicate, what: str, timeout: float = 30.0) -> None:
+    """Pause until ``predicate()`` holds: what the console does after a key (a live filter,
+    a redraw) may take more than one pause on a loaded machine. Fails naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        await pilot.pause(0.05)
+
+
 def prompts(app: ReviewApp, kind: str) -> dict[str, str]:
     """Option id -> plain text of every item in a pane."""
     pane = app.query_one(f"#{kind}", Pane)

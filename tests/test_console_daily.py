@@ -22,7 +22,7 @@ from relconsole.console.screens.help import HelpScreen, help_groups, key_names
 from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from tests.conftest import TODAY
-from tests.test_console import SIZE, prompts, settle
+from tests.test_console import SIZE, prompts, settle, until
 
 # --- filters as pure functions -------------------------------------------------------------
 
@@ -105,7 +105,8 @@ async def test_slash_filters_the_focused_pane_only(demo_repo):
         relation_ids = [r.id for r in app.review.relations]
         term = relation_ids[0].split(".")[0]  # a catalog prefix, e.g. "penguins"
         await pilot.press("2", "slash", *term)
-        await pilot.pause()
+        await until(pilot, lambda: all(term in t.casefold() for t in prompts(app, "relations").values()),
+                    f"the relations pane filtered by {term!r}")
         shown = prompts(app, "relations")
         assert shown and all(term in text.casefold() for text in shown.values())
         assert set(shown) == {f"r:{rid}" for rid in relation_ids if term in rid} | \
@@ -116,7 +117,8 @@ async def test_slash_filters_the_focused_pane_only(demo_repo):
         assert isinstance(app.focused, Pane) and app.focused.kind == "relations"
         assert set(prompts(app, "relations")) == set(shown)
         await pilot.press("slash", "escape")  # esc in the bar clears it
-        await pilot.pause()
+        await until(pilot, lambda: {f"r:{rid}" for rid in relation_ids} <= set(prompts(app, "relations")),
+                    "every relation back after esc")
         assert len(prompts(app, "relations")) == len(relation_ids) + len(
             [o for o in prompts(app, "relations") if o.startswith("e:")])
 
