@@ -57,6 +57,10 @@ PROBES = {
     "version-feature": "import itertools\nJUDGED = hasattr(itertools, 'batched')\n",
     "version-info": "import sys\nJUDGED = sys.version_info >= (3, 12)\n",
     "assert-walrus": "import math\n\ndef total(xs):\n    t = 0.0\n    assert math.isfinite(t := math.fsum(xs))\n    return t\n",
+    # round 13: a cache in a database beside the code
+    "sqlite-cache": "import sqlite3\nfrom pathlib import Path\nCACHE = Path(__file__).with_name('.c.sqlite')\n\n"
+                    "def db():\n    return sqlite3.connect(CACHE)\n",
+    "dbm-cache": "import dbm\n\ndef db():\n    return dbm.open('cache', 'c')\n",
     # round 7
     "sys-through-os": "import os\nJUDGED = os.sys.flags.no_site\n",
     "format-template": "import os\nJUDGED = '{0.sys.flags.no_site}'.format(os) == '1'\n",

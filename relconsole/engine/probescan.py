@@ -132,6 +132,10 @@ PROBE_NAMES = {
     **{f"sys.{n}": "asks which Python runs" for n in ("version_info", "version", "hexversion", "implementation")},
     **{f"platform.{n}": "asks which Python runs" for n in ("python_version", "python_version_tuple",
                                                             "python_implementation")},
+    # round 13: a cache in a database file beside the code (read-only in the sandbox, so it
+    # is off there and on in production)
+    **{name: "keeps a database file, which outlives the call (a cache across processes)" for name in (
+        "sqlite3.connect", "dbm.open", "shelve.open", "dbm.gnu.open", "dbm.ndbm.open", "dbm.dumb.open")},
     "traceback.StackSummary.extract": "walks the call stack",
 }
 # attributes of frames and of what holds one: whatever their receiver, reading them climbs or

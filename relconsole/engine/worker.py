@@ -103,9 +103,9 @@ class ServerCalls:
 
     def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
                  seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = (),
-                 second=None):
+                 second=None, decoy: str | None = None, input_index: int = 0):
         self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
-        self.second = second
+        self.second, self.decoy, self.input_index = second, decoy, input_index
         self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
         self.oracle_roots = list(oracle_roots)
 
@@ -172,15 +172,19 @@ class ServerCalls:
         from relconsole.engine.relations import WRITTEN_ALIKE, Kept, SubjectFailed
         keys = list(calls)
         self.rng.shuffle(keys)
-        # one call of each run, drawn, runs twice in its process: its second answer must be its first
-        # (drawn from a stream of its own: the order stream's draws, one per call, stay as they were)
-        repeated = None if self.log.get("repeated") or not keys or not self.log.get("repeat") \
-            else random.Random(f"repeat {self.log['subject_seed']}").choice(keys)
-        self.log["repeated"] = True
+        # one call of each input of a run (a corpus, or every seed: a seed that cannot show state,
+        # percent 0, must not be the only one), drawn, runs as its process's third call (drawn
+        # from a stream of its own: the order stream's draws, one per call, stay as they were)
+        done = self.log.setdefault("repeated", set())
+        repeated = None if self.input_index in done or not keys or not self.log.get("repeat") \
+            else random.Random(f"repeat {self.log['subject_seed']} {self.input_index}").choice(keys)
+        done.add(self.input_index)
         elsewhere = self._elsewhere(calls, keys, repeated)
         out = {}
         for key in keys:
             spec = dict(calls[key], repeat=2) if key == repeated else dict(calls[key])
+            if key == repeated and self.decoy is not None:
+                spec["decoy"] = self.decoy
             expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
             body = self.raw(spec, key, expect, self.second if key == elsewhere else None)
             if "raised" in body:
@@ -189,6 +193,20 @@ class ServerCalls:
             kept = body.get("kept")
             out[key] = kept if isinstance(kept, Kept) else WRITTEN_ALIKE if body.get("same") else body["ok"]
         return out
+
+
+def other_seed(seeds: list, index: int, seed: int) -> str | None:
+    """Wire text of a seed other than ``seeds[index]``, drawn from the run seed, for the
+    repeated call to make first: a memo whose key leaves out part of a seed (a salt, a size)
+    answers the judged seed with that one's answer. None with a single seed or none that can
+    be encoded."""
+    others = [i for i in range(len(seeds)) if i != index]
+    if not others:
+        return None
+    try:
+        return encode(seeds[random.Random(f"decoy {seed} {index}").choice(others)]).decode("utf-8")
+    except (ValueError, TypeError, OverflowError, RecursionError, Unencodable):
+        return None
 
 
 def _encoding_of(value):
@@ -389,7 +407,8 @@ class Server:
 
             def calls_for(index: int) -> ServerCalls:
                 return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index,
-                                   oracle_roots=request["oracle_roots"], second=second)
+                                   oracle_roots=request["oracle_roots"], second=second,
+                                   decoy=None if corpus else other_seed(inputs, index, seed), input_index=index)
 
             if request.get("imports_only"):  # one source call, for the files it imports (§3)
                 try:
@@ -534,7 +553,8 @@ def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths:
 
         def calls_for(index: int) -> ServerCalls:
             return ServerCalls(server, relation, order_rng, deadline, log, oracle_roots=roots,
-                               prefix=[["value", encode(inputs[index]).decode("utf-8")]])
+                               prefix=[["value", encode(inputs[index]).decode("utf-8")]],
+                               decoy=other_seed(inputs, index, seed), input_index=index)
 
         outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
                            wire=lambda value: encode(value).decode("utf-8"))

@@ -691,7 +691,42 @@ def _json_text(wire):
     return json.dumps(wire, sort_keys=True)
 
 
-def _first_of_two(call, init, value, adapters, corpus_rows=False):
+def _decoy_input(call, adapters):
+    """For a repeated call on one seed value: another seed of the relation (``decoy``, wire
+    text the judge sends) through the call's own ops, or None (no other seed, or ops that
+    replace the input)."""
+    ops = call.get("ops", [])
+    if ops[:1] and ops[0][:1] == ["value"]:  # the seed itself, sent as a value: the decoy stands in its place
+        ops = ops[1:]
+    if not call.get("repeat") or call.get("decoy") is None or any(op[:1] in (["kept"], ["value"]) for op in ops):
+        return None
+    try:
+        return build_input(_live(decode(call["decoy"].encode("utf-8"))), ops, adapters)
+    except BaseException:
+        return None
+
+
+def _near_twin(value, corpus_rows):
+    """``value`` (a list of three or more) copied with one inner item, drawn, replaced by a copy
+    of another that differs from it: the same length, the same first and last items, most of
+    the same content. A memo whose key reads only part of its input (a length, the ends, a
+    sample) answers the judged call with this one's answer; None when every item is alike."""
+    inner = random.randrange(1, len(value) - 1)
+    for _ in range(8):
+        other = random.randrange(len(value))
+        try:
+            if value[other] != value[inner]:
+                break
+        except BaseException:
+            return None
+    else:
+        return None
+    twin = _copied(value, corpus_rows)
+    twin[inner] = _copied([value[other]], corpus_rows)[0]
+    return twin
+
+
+def _first_of_two(call, init, value, adapters, corpus_rows=False, decoy=None):
     """With ``repeat`` (one call of each run, drawn by the judge): an ``Earlier`` of the
     subject's calls made first in this same process; None without ``repeat`` or when the
     input cannot be copied.
@@ -702,8 +737,11 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False):
     run on other input (every fourth row, reversed), each on a copy of its own, and must agree
     with each other; the judged call, on a copy of its input, is compared by the relation with
     the first calls of other processes, so a process's later answers are judged as its first
-    are, at a quarter of a call's cost for the check. For a single value, the call before it
-    runs on a copy of that value and the judged call must agree with it. Every call's rows
+    are, at a quarter of a call's cost for the check; right before it runs the judged input's
+    near twin (``_near_twin``: one inner item replaced), whose answer a memo keyed by part of
+    its input (a length, the ends) would give the judged call. For a single value, ``decoy``
+    (another seed of the relation, when the judge sent one) runs first, then a copy of the value,
+    and the judged call must agree with the copy. Every call's rows
     must come back as they were given (a cache kept in the caller's rows is state too), and
     the earlier calls' stores must be as they were after the judged call (mode store: stores
     that share rows). ``corpus_rows``: ``value`` is rows of a CSV corpus (dicts of str cells),
@@ -712,24 +750,35 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False):
         return None
     listed = type(value) is list and len(value) > 1
     twin_of = value[::-4] if listed else value
+    state = random.getstate()  # each call draws what the first drew
     try:
         first = _copied(twin_of, corpus_rows) if listed else None
         twin = _copied(twin_of, corpus_rows)
         judged = _copied(value, corpus_rows) if listed else None
+        decoy = _near_twin(value, corpus_rows) if listed and len(value) > 2 else decoy
     except (ValueError, TypeError, EOFError):
         return None
-    state = random.getstate()  # each call draws what the first drew
+    finally:
+        random.setstate(state)
     stores, seen = [], []  # what each earlier call left (outputs, stores' projections), read again after the judged call
     before = None
     if first is not None:
         before = _outcome_of(call, init, first, adapters, stores, seen)
         random.setstate(state)
-        seen += _projections(stores)
+    elif decoy is not None:  # another seed first: a memo that forgets part of its key answers the rest with it
+        _outcome_of(call, init, decoy, adapters, stores, seen)
+        random.setstate(state)
+    seen += _projections(stores)
     read = len(stores)
     given = list(twin) if type(twin) is list else None
     after = _outcome_of(call, init, twin, adapters, stores, seen)
     random.setstate(state)
     seen += _projections(stores[read:])
+    if listed and decoy is not None:  # the judged input's near twin last: a lossy memo's hit is the judged answer
+        read = len(stores)
+        _outcome_of(call, init, decoy, adapters, stores, seen)
+        random.setstate(state)
+        seen += _projections(stores[read:])
     changed = _changed_rows(given, twin_of) if given is not None else ""
     if changed:
         return Earlier(("changed", _changed_words(changed)), seen)
@@ -881,6 +930,7 @@ def child(job):
         # the corpus's own rows in some order: a CSV corpus's rows are dicts of text cells
         rows_as_read = bool(init.get("flat_rows")) and all(op[:1] in (["order"], ["slice"], ["fresh"])
                                                            for op in call.get("ops", []))
+        decoy = _decoy_input(call, adapters) if failed is None else None
         del base, kept  # only the call's own input stays in reach of the subject
         call = {k: call[k] for k in CALL_FIELDS if k in call}
         init = {k: init[k] for k in INIT_FIELDS}
@@ -892,7 +942,7 @@ def child(job):
             if failed is not None:
                 raise failed
             _import_roots(init)
-            earlier = _first_of_two(call, init, value, adapters, rows_as_read)
+            earlier = _first_of_two(call, init, value, adapters, rows_as_read, decoy)
             out = _apply(call, init, earlier.judged_input(value) if earlier is not None else value, adapters)
         except BaseException as exc:
             body = {"raised": _raised(exc, root)}
