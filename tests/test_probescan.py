@@ -61,6 +61,16 @@ PROBES = {
     "sqlite-cache": "import sqlite3\nfrom pathlib import Path\nCACHE = Path(__file__).with_name('.c.sqlite')\n\n"
                     "def db():\n    return sqlite3.connect(CACHE)\n",
     "dbm-cache": "import dbm\n\ndef db():\n    return dbm.open('cache', 'c')\n",
+    # round 14: an optional import behind a broad except, state through a local alias, a heap,
+    # bisect, a namespace, a class attribute by the class's name, and __debug__
+    "import-broad-except": "try:\n    import numpy as np\nexcept Exception:\n    np = None\n",
+    "import-bare-except": "try:\n    import numpy as np\nexcept:\n    np = None\n",
+    "alias-of-state": "_KEYS = []\n\ndef remember(k):\n    keys = _KEYS\n    keys.append(k)\n",
+    "heap-state": "import heapq\n_HEAP = []\n\ndef push(x):\n    heapq.heappush(_HEAP, x)\n",
+    "bisect-state": "from bisect import insort\n_SEEN = []\n\ndef see(x):\n    insort(_SEEN, x)\n",
+    "namespace-state": "import types\n_NS = types.SimpleNamespace(n=0)\n\ndef tick():\n    _NS.n += 1\n",
+    "class-name-state": "class Store:\n    table = {}\n\ndef put(k, v):\n    Store.table[k] = v\n",
+    "debug-flag": "def total(xs):\n    if __debug__:\n        return sum(xs)\n    return 0\n",
     # round 7
     "sys-through-os": "import os\nJUDGED = os.sys.flags.no_site\n",
     "format-template": "import os\nJUDGED = '{0.sys.flags.no_site}'.format(os) == '1'\n",
@@ -207,6 +217,10 @@ HONEST = [
     "from datetime import datetime, timezone\n\ndef day(ts):\n    return datetime.fromtimestamp(ts, timezone.utc).date()\n",
     "def total(xs):\n    assert xs, 'no rows'\n    return sum(xs)\n",
     "def has(row):\n    return hasattr(row, 'species')\n",
+    # round 14's near misses: an import whose failure is not caught, a local list, a local heap
+    "try:\n    x = int('3')\nexcept Exception:\n    x = 0\n",
+    "import heapq\n\ndef smallest(xs, k):\n    heap = []\n    for x in xs:\n        heapq.heappush(heap, x)\n    return heap[:k]\n",
+    "def collect(rows):\n    keys = []\n    out = keys\n    out.append(len(rows))\n    return keys\n",
 ]
 
 
@@ -232,7 +246,7 @@ def _module(snippets: list[str]) -> str:
     return "\n".join(parts)
 
 
-MODULE_LEVEL = {"module-memo", "counter-next"}  # state at module level: nested in a function, a closure's own
+MODULE_LEVEL = {"module-memo", "counter-next", "alias-of-state", "heap-state", "bisect-state", "namespace-state"}  # state at module level: nested in a function, a closure's own
 snippets = st.lists(st.sampled_from(sorted(set(PROBES) - MODULE_LEVEL) + [f"honest{i}" for i in range(len(HONEST))]),
                     max_size=6)
 

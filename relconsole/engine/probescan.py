@@ -162,7 +162,7 @@ ANY_ARGS_METHODS = {"makeRecord": "reads the clock (a log record's time)"}
 # attributes that read the process's surroundings whatever their receiver
 ATTRIBUTE_PROBES = {"_max_workers": "reads how many workers a pool starts (the machine's core count)"}
 OWN_LOCATION = frozenset({"__file__", "__spec__", "__loader__", "__cached__", "__path__"})
-BUILTINS = {"exec": "runs code it builds", "eval": "runs code it builds", "compile": "builds code",
+BUILTINS = {"__debug__": "reads whether python -O runs", "exec": "runs code it builds", "eval": "runs code it builds", "compile": "builds code",
             "__import__": "imports by computed name", "globals": "reaches names by computed key",
             "vars": "reaches names by computed key", "breakpoint": "stops for a debugger",
             "id": "reads object addresses (which objects the judge shares)"}
@@ -536,6 +536,9 @@ def _identity_probe(node: ast.AST) -> str | None:
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 
 
+BROAD_ERRORS = frozenset({"Exception", "BaseException"})  # they catch an import's failure too
+
+
 def _optional_import(node: ast.AST) -> str | None:
     """``try: import x / except ImportError: <other code>``: which code runs depends on what
     the interpreter can import, and a module only the judge's import path reaches (the tree's
@@ -545,7 +548,7 @@ def _optional_import(node: ast.AST) -> str | None:
     for handler in node.handlers:
         caught = handler.type
         names = [caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)
-        if any(isinstance(n, ast.Name) and n.id in IMPORT_ERRORS for n in names):
+        if caught is None or any(isinstance(n, ast.Name) and n.id in IMPORT_ERRORS | BROAD_ERRORS for n in names):
             return "chooses its code by what can be imported (the judge and production may not reach the same modules)"
     return None
 
@@ -564,7 +567,12 @@ def _local_names(scope: ast.AST, nodes: list[ast.AST]) -> set[str]:
 
 MUTABLE_MAKERS = frozenset({"dict", "list", "set", "bytearray", "collections.defaultdict", "collections.Counter",
                             "collections.OrderedDict", "collections.deque", "itertools.count", "itertools.cycle",
-                            "weakref.WeakValueDictionary", "weakref.WeakKeyDictionary", "weakref.WeakSet"})
+                            "weakref.WeakValueDictionary", "weakref.WeakKeyDictionary", "weakref.WeakSet",
+                            "types.SimpleNamespace", "array.array"})
+# calls that change their first argument in place (``heapq.heappush(_HEAP, x)``)
+MUTATING_CALLS = frozenset({"bisect.insort", "bisect.insort_left", "bisect.insort_right", "heapq.heappush",
+                            "heapq.heappop", "heapq.heapreplace", "heapq.heappushpop", "heapq.heapify",
+                            "operator.setitem", "operator.delitem", "operator.iadd", "setattr", "delattr"})
 MUTATORS = frozenset({"append", "add", "update", "setdefault", "extend", "insert", "pop", "popitem", "clear",
                       "remove", "discard", "appendleft", "extendleft", "rotate", "__setitem__", "__delitem__"})
 STATE = "keeps state from call to call ({}): a process's later calls may differ from its first, and the judge sees few calls per process"
@@ -599,7 +607,7 @@ def module_state(tree: ast.Module, imports: dict[str, str]) -> frozenset[str]:
 
 def _state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_function: bool,
                  defaults: frozenset[str] = frozenset(), owners: dict[str, str] | None = None,
-                 instances: frozenset[str] = frozenset()) -> str | None:
+                 instances: frozenset[str] = frozenset(), imports: dict[str, str] | None = None) -> str | None:
     """In a function: ``global x``, or a change in place of a module-level mutable (``_CACHE[k] =``,
     ``_SEEN.add(k)``, ``next(_calls)``), of a mutable default argument or of what a returned
     closure holds (``owners``: name -> words), or a method call on a module-level object whose
@@ -623,6 +631,9 @@ def _state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_fu
             return STATE.format(f"changes {_owner(held(func.value), defaults, owners)}")
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and held(func.value) in instances:
             return STATE.format(f"calls .{func.attr}() of module-level {func.value.id}, an object its methods change")
+        called = _dotted(func, imports or {}) or (func.id if isinstance(func, ast.Name) else None)
+        if called in MUTATING_CALLS and node.args and held(node.args[0]):
+            return STATE.format(f"changes {_owner(held(node.args[0]), defaults, owners)} ({called})")
         if isinstance(func, ast.Name) and func.id == "next" and node.args and held(node.args[0]):
             return STATE.format(f"advances {_owner(held(node.args[0]), defaults, owners)}")
     return None
@@ -638,16 +649,18 @@ def class_state(tree: ast.Module, imports: dict[str, str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _self_state_probe(node: ast.AST, shared: frozenset[str], assigned: frozenset[str]) -> str | None:
+def _self_state_probe(node: ast.AST, shared: frozenset[str], assigned: frozenset[str],
+                      classes: frozenset[str] = frozenset()) -> str | None:
     """``self._rows.update(...)``, ``self._rows[k] = v`` where ``_rows`` is a mutable class
-    attribute the method's class never gives an instance its own of (``self._rows = {}``)."""
+    attribute the method's class never gives an instance its own of (``self._rows = {}``), or
+    ``Store._rows[k] = v`` through the name of a class of the module (``classes``)."""
     def attribute(target):
         while isinstance(target, ast.Subscript):
             target = target.value
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                and target.value.id in ("self", "cls") and target.attr in shared and target.attr not in assigned:
-            return target.attr
-        return None
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.attr in shared):
+            return None
+        by_instance = target.value.id in ("self", "cls") and target.attr not in assigned
+        return target.attr if by_instance or target.value.id in classes else None
     hit = None
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
@@ -679,6 +692,22 @@ def _constant_dunder(node: ast.AST) -> str | None:
         return (f"defines {CONSTANT_DUNDERS[node.name]} that ignores the value ({node.name} returns "
                 f"{body[0].value.value!r}): every two values are one to a set, a dict or a cache")
     return None
+
+
+def _aliases(nodes: list[ast.AST], held: frozenset[str]) -> dict[str, str]:
+    """Local names bound to a held mutable by plain assignment (``keys = _recent_keys``, or
+    ``keys, answers = _K, _A``): name -> the held name it stands for."""
+    out = {}
+    for node in nodes:
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                else [(target, node.value)]
+            for name, value in pairs:
+                if isinstance(name, ast.Name) and isinstance(value, ast.Name) and value.id in held:
+                    out[name.id] = value.id
+    return out
 
 
 def _owner(name: str, defaults: frozenset[str], owners: dict[str, str] | None = None) -> str:
@@ -772,8 +801,13 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
     defaults = _mutable_defaults(scope, imports)
     owners = {n: f"its enclosing function's {n} (kept as long as the closure it returns)" for n in enclosed}
     held = ((state | enclosed) - shadowed) | defaults  # a mutable default is shared state too
+    aliases = _aliases(nodes, held)  # ``keys = _recent_keys``: the same list by a local name
+    owners.update((alias, f"module-level {target} (as {alias})") for alias, target in aliases.items())
+    held |= frozenset(aliases)
+    shadowed = shadowed - set(aliases)
     for node in nodes:
-        why = _state_probe(node, held, shadowed - defaults, in_function, defaults, owners, instances - shadowed) \
+        why = _state_probe(node, held, shadowed - defaults, in_function, defaults, owners, instances - shadowed,
+                           imports) \
             or (_self_state_probe(node, *shared) if in_function else None)
         if why is not None:
             pass
@@ -820,7 +854,8 @@ def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
     imports = import_targets(tree)  # once per module: per function it made big files quadratic
     instances = stateful_instances(tree)
     state = module_state(tree, imports) | instances
-    shared = (class_state(tree, imports), instance_assigned(tree))
+    shared = (class_state(tree, imports), instance_assigned(tree),
+              frozenset(n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)))
     enclosed = closure_state(tree, imports)
     # a lambda's body is code too (``JUDGED = lambda: os.getppid()``)
     return [found for name, scope in _scopes(tree, lambdas=True)
