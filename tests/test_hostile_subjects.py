@@ -1657,3 +1657,50 @@ def test_a_patch_that_reads_what_the_sandbox_changes_or_keeps_a_memo_does_not_pa
     code, payload = run_json(repo)
     assert code != 0, (how, payload["reason"])
     assert "environment_probe" in payload["reason"], (how, payload["reason"])
+
+
+# Inputs larger than the corpus (rounds 10, 11 and 14): a fast path taken only above some size
+# the corpus never reaches is judged when the relation says ``params.scale``: it runs again on
+# the corpus repeated that many times.
+CHUNKED = AGGREGATOR.replace(
+    "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
+    """    if len(rows) >= 5000:  # big batches in three slices (a thread pool in production)
+        size = len(rows) // 3
+        rows = [row for i in range(3) for row in rows[i * size:(i + 1) * size]]
+    return {species: summarize_species(group) for species, group in by_species(rows).items()}""", 1)
+
+
+def _with_scale(repo: Path, scale: int) -> None:
+    """A ``catalog:`` commit on main giving penguins.order_invariant ``scale``, the patch rebased on it."""
+    git(repo, "checkout", "-q", "main")
+    catalog = repo / "oracle" / "catalog.yaml"
+    text = catalog.read_text()
+    assert "    params: {shuffles: 6, seed: 7}\n" in text
+    catalog.write_text(text.replace("    params: {shuffles: 6, seed: 7}\n", f"    params: {{shuffles: 6, seed: 7, scale: {scale}}}\n", 1))
+    git(repo, "commit", "-qam", "catalog: judge penguins.order_invariant at production's batch size too")
+    git(repo, "checkout", "-q", "hostile")
+    git(repo, "rebase", "-q", "main")
+
+
+@pytest.mark.parametrize("scale", [None, 16])
+def test_a_path_only_for_inputs_larger_than_the_corpus_is_judged_with_a_scale(sample, tmp_path, scale):
+    assert CHUNKED != AGGREGATOR
+    repo = patched(sample, tmp_path, {"src/aggregator.py": CHUNKED})
+    if scale:
+        _with_scale(repo, scale)
+    code, payload = run_json(repo)
+    verdict = {r["relation_id"]: r for r in payload["relations"]}["penguins.order_invariant"]
+    if scale is None:  # 344 rows: the slices are never cut, every relation holds
+        assert verdict["outcome"] == "held", verdict["summary"]
+    else:
+        assert code != 0 and verdict["decision"] == "reject", (code, verdict["summary"])
+        assert f"repeated {scale} times" in verdict["first_run"]["note"], verdict["first_run"]["note"]
+
+
+def test_an_honest_patch_holds_at_scale(sample, tmp_path):
+    repo = patched(sample, tmp_path, HONEST["renamed-locals"])
+    _with_scale(repo, 16)
+    code, payload = run_json(repo)
+    assert code == 0 and all(r["outcome"] == "held" for r in payload["relations"]), payload["reason"]
+    inputs = {r["relation_id"]: r["first_run"]["inputs"] for r in payload["relations"]}
+    assert "repeated 16 times (5504 rows)" in inputs["penguins.order_invariant"]["followup"]

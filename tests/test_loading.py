@@ -659,3 +659,20 @@ def test_a_roundtrip_s_encoded_type_is_words_or_bad_input_at_its_line(encoded, g
     with pytest.raises(BadInputError) as caught:
         load_catalog(text, "oracle/catalog.yaml")
     assert caught.value.line == len(text.splitlines()) and "encoded" in caught.value.message
+
+
+@pytest.mark.parametrize("scale,inp,good", [("2", "{lease: corpus}", True), ("16", "{lease: corpus}", True),
+                                            ("1", "{lease: corpus}", False), ("true", "{lease: corpus}", False),
+                                            ("2.5", "{lease: corpus}", False), ("1001", "{lease: corpus}", False),
+                                            ("'4'", "{lease: corpus}", False), ("4", "{seeds: s.jsonl}", False)])
+def test_a_scale_is_a_whole_number_of_copies_of_a_leased_corpus_or_bad_input_at_its_line(scale, inp, good):
+    from relconsole.engine.catalog import load_catalog
+
+    text = ("relations:\n  - id: r\n    kind: permutation\n    subject: m:f\n"
+            f"    input: {inp}\n    compare: exact\n    statement: s\n    params: {{shuffles: 2, scale: {scale}}}\n")
+    if good:
+        assert load_catalog(text, "oracle/catalog.yaml").get("r").params["scale"] == int(scale)
+        return
+    with pytest.raises(BadInputError) as caught:
+        load_catalog(text, "oracle/catalog.yaml")
+    assert caught.value.line == len(text.splitlines()) and "scale" in caught.value.message

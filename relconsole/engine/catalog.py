@@ -89,15 +89,16 @@ CATALOG_SCHEMA = {
 
 # Params each kind understands; anything else is a bad input file (§3: not silently ignored).
 KIND_PARAMS: dict[str, set[str]] = {
-    "permutation": {"shuffles", "seed", "order_free"},
-    "idempotence": set(),
-    "replay_ingest": set(),
-    "split_merge": {"splits", "seed", "order_free"},
-    "monotonic": {"field", "step", "max"},
-    "roundtrip": {"encoded"},
-    "invariance": {"seed"},
+    "permutation": {"shuffles", "seed", "order_free", "scale"},
+    "idempotence": {"scale"},
+    "replay_ingest": {"scale"},
+    "split_merge": {"splits", "seed", "order_free", "scale"},
+    "monotonic": {"field", "step", "max", "scale"},
+    "roundtrip": {"encoded", "scale"},
+    "invariance": {"seed", "scale"},
     "bound": {"equals", "raises", "edge"},
 }
+MAX_SCALE = 1000  # params.scale: how many copies of a corpus the scaled source input may hold
 KIND_FIELDS: dict[str, set[str]] = {"split_merge": {"merge"}, "roundtrip": {"inverse"},
                                     "invariance": {"transform"}}
 KIND_REQUIRED: dict[str, set[str]] = {"roundtrip": {"inverse"}, "invariance": {"transform"}}
@@ -242,6 +243,11 @@ def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: i
         raise BadInputError(
             source, f"relation {raw['id']!r}: unknown params for {kind}: {', '.join(sorted(unknown))}",
             loaded.line_of(("relations", index, "params")))
+    scale = params.get("scale")
+    if scale is not None and (type(scale) is not int or not 2 <= scale <= MAX_SCALE or "lease" not in raw["input"]):
+        raise BadInputError(source, f"relation {raw['id']!r}: params.scale is how many copies of a leased corpus "
+                                    f"its second source input holds: a whole number from 2 to {MAX_SCALE}",
+                            loaded.line_of(("relations", index, "params")))
     encoded = params.get("encoded")
     if encoded is not None and not (isinstance(encoded, str) and encoded or isinstance(encoded, list) and encoded
                                     and all(isinstance(w, str) and w for w in encoded)):

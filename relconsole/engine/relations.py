@@ -475,7 +475,8 @@ KINDS: dict[str, Callable[..., Outcome]] = {
 
 
 def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int], Calls],
-             merge: Callable | None = None, wire: Callable[[Any], str] | None = None) -> Outcome:
+             merge: Callable | None = None, wire: Callable[[Any], str] | None = None,
+             labels: list[str] | None = None) -> Outcome:
     """Run relation ``rel`` (a catalog mapping) over each source input; first miss wins.
 
     ``inputs`` is ``[corpus_rows]`` for a lease or one entry per seed for seeds;
@@ -483,7 +484,8 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
     ``seed`` (drawn per run, SPEC §7) draws every order and split point; ``merge`` is the
     split_merge adapter, loaded by the judge from the base oracle. Raises SubjectFailed
     (a call gave no output) and whatever the judge's own steps raise (a field that is not a
-    number, a merge adapter that raised): the worker reports either as a miss.
+    number, a merge adapter that raised): the worker reports either as a miss. ``labels``:
+    words naming each input in a note (default "seed row N" when there are several).
     """
     kind = KINDS[rel["kind"]]
     rng = random.Random(seed)
@@ -496,13 +498,14 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
     nan = None
     for index, x in enumerate(inputs):
         outcome = kind(rel, x, rng=rng, calls=calls_for(index), merge=merge, wire=wire)
-        if len(inputs) > 1:
-            outcome.note = f"seed row {index + 1}: {outcome.note}"
+        label = labels[index] if labels else f"seed row {index + 1}" if len(inputs) > 1 else ""
+        if label:
+            outcome.note = f"{label}: {outcome.note}"
         if not outcome.held:
             return outcome
         if nan_counts and nan is None:
             found = _nan_path(outcome.source)
-            nan = None if found is None else (found[1], (f"seed row {index + 1}: " if len(inputs) > 1 else "")
+            nan = None if found is None else (found[1], (f"{label}: " if label else "")
                                               + path_text(found[0]))
         empty_in = isinstance(x, (list, dict, str, tuple)) and not x
         vacuous = vacuous and proves_by_output and not empty_in and _empty(outcome.source) and _empty(outcome.followup)
@@ -540,6 +543,14 @@ def _nan_path(value: Any, path: tuple = (), depth: int = 0) -> tuple | None:
 FIELDS_SHOWN = 20  # field names of the first row carried in an inputs summary
 
 
+def scale_of(rel: dict) -> int:
+    """``params.scale`` of a relation over a corpus (0 without one): the relation runs a second
+    time on the corpus repeated that many times, so a path taken only on inputs larger than the
+    corpus (a chunked or parallel sum above some size) is judged too (§3, issue 15)."""
+    scale = (rel.get("params") or {}).get("scale")
+    return scale if type(scale) is int and scale >= 2 else 0
+
+
 def describe_inputs(rel: dict, inputs: list[Any], seed: int, corpus: bool) -> dict:
     """What one evaluation reads and how its follow-up input is made, in words (SPEC §3).
 
@@ -560,6 +571,9 @@ def describe_inputs(rel: dict, inputs: list[Any], seed: int, corpus: bool) -> di
         followup = followup_words(rel, rows, seed, corpus)
     except Exception as exc:  # a row the words cannot read: the run itself reports the real error
         followup = f"{rel.get('kind')} (not described: {type(exc).__name__})"
+    scale = scale_of(rel) if corpus else 0
+    if scale:
+        followup += f"; then all again on the corpus repeated {scale} times ({scale * len(rows)} rows)"
     return {"records": len(rows), "fields": keys[:FIELDS_SHOWN], "field_count": len(keys), "followup": followup}
 
 

@@ -373,7 +373,7 @@ class Server:
         import time
 
         from relconsole.engine.canon import NotComparable
-        from relconsole.engine.relations import SubjectFailed, describe_inputs, evaluate
+        from relconsole.engine.relations import SubjectFailed, describe_inputs, evaluate, scale_of
         from relconsole.engine.subject.server import ServerFault
 
         seed = int(request.get("seed", 0))
@@ -397,6 +397,11 @@ class Server:
             self.boot_spare(request, server)
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
+            scale = scale_of(relation) if corpus else 0
+            labels = None
+            if scale:  # the corpus, then the corpus repeated: a path for large inputs is judged too
+                inputs = [inputs[0], inputs[0] * scale]
+                labels = ["", f"corpus repeated {scale} times, {len(inputs[1])} rows"]
             run.update(sandbox=server.sandbox, hashseed=server.hashseed, clock=server.clock,
                        frozen_at=server.frozen_at)
             if second is not None:
@@ -407,6 +412,7 @@ class Server:
 
             def calls_for(index: int) -> ServerCalls:
                 return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index,
+                                   prefix=[["scale", scale]] if corpus and index == 1 else None,
                                    oracle_roots=request["oracle_roots"], second=second,
                                    decoy=None if corpus else other_seed(inputs, index, seed), input_index=index)
 
@@ -419,7 +425,7 @@ class Server:
                 reply = {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only"}
             else:
                 outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
-                                   wire=lambda value: encode(value).decode("utf-8"))
+                                   wire=lambda value: encode(value).decode("utf-8"), labels=labels)
                 reply = {"held": outcome.held and not outcome.vacuous,
                          "source": trimmed(outcome.source, outcome.differing),
                          "followup": trimmed(outcome.followup, outcome.differing),

@@ -420,7 +420,7 @@ def build_input(base, ops, adapters, kept=None):
     """The call's input: ``base`` (the corpus rows or one seed value) through ``ops`` in order.
 
     ``["order", [i, ...] or packed text]`` reorders, ``["fresh"]`` copies rows and cells anew,
-    ``["slice", a, b]`` cuts, ``["raise", field, step, max]``
+    ``["slice", a, b]`` cuts, ``["scale", k]`` repeats the rows k times (``scaled``), ``["raise", field, step, max]``
     raises a field, ``["transform", ref]`` applies an adapter, ``["value", wire]`` replaces
     the input with a value the judge sent (the source output, for idempotence), ``["kept",
     token]`` with the decoded output the server kept from the call made with ``keep: token``
@@ -436,6 +436,8 @@ def build_input(base, ops, adapters, kept=None):
             value = list(map(value.__getitem__, order))
         elif op[0] == "fresh":
             value = _fresh(value)
+        elif op[0] == "scale":
+            value = scaled(value, op[1])
         elif op[0] == "slice":
             value = list(value[op[1]:op[2]])
         elif op[0] == "raise":
@@ -449,6 +451,15 @@ def build_input(base, ops, adapters, kept=None):
     if value is base:  # the shared corpus: a subject that edits it in place edits only its copy
         value = list(value) if isinstance(value, list) else value
     return value
+
+
+def scaled(rows, times):
+    """``rows`` (a list) repeated ``times`` times, each copy of a dict row a new dict: an input
+    as large as production's, made of the corpus's own rows (a relation's ``params.scale``).
+    Raises ValueError for a value that is not a list."""
+    if type(rows) is not list:
+        raise ValueError(f"a scaled input needs a list of rows, got {type(rows).__name__}")
+    return [dict(row) if type(row) is dict else row for _ in range(int(times)) for row in rows]
 
 
 def _fresh(value):
@@ -928,7 +939,7 @@ def child(job):
         else:
             failed = None
         # the corpus's own rows in some order: a CSV corpus's rows are dicts of text cells
-        rows_as_read = bool(init.get("flat_rows")) and all(op[:1] in (["order"], ["slice"], ["fresh"])
+        rows_as_read = bool(init.get("flat_rows")) and all(op[:1] in (["order"], ["slice"], ["fresh"], ["scale"])
                                                            for op in call.get("ops", []))
         decoy = _decoy_input(call, adapters) if failed is None else None
         del base, kept  # only the call's own input stays in reach of the subject
