@@ -433,6 +433,7 @@ def test_a_number_where_no_kind_takes_one_is_an_answer(changes, offending):
 
 def test_the_numbers_a_kind_takes_are_not_answers():
     assert failed(judge(variant(params={"shuffles": 40, "seed": 123456}))) == {}
+    assert failed(judge(variant(params={"shuffles": 6, "scale": 16}))) == {}  # a size, not a total
     assert failed(judge(variant(transform="split-merge", merge="oracle.adapters:merge_summaries",
                                 params={"splits": [0.25, 0.5]}))) == {}
     schema = {"percent": {"type": "int", "min": 0, "max": 100, "choices": [0, 50, 100]},

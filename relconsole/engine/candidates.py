@@ -66,7 +66,7 @@ RULES = ("size_limit", "parses", "single_document", "no_aliases",
 
 _MAX_DEPTH = 32  # nesting a candidate may use; its deepest real path is input.schema.<f>.choices.<i>
 _PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_NUMERIC_PARAMS = frozenset({"shuffles", "seed", "splits", "step", "max"})
+_NUMERIC_PARAMS = frozenset({"shuffles", "seed", "splits", "step", "max", "scale"})
 _TEXT_SLOTS = {("params", "field"), ("input", "lease"), ("input", "seeds")}
 _NUMERIC_TEXT = re.compile(r"\s*[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*")
 _ANSWER_WORDS = frozenset({"expected", "expect", "expects", "expectation", "expectations", "result",
