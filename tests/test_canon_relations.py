@@ -765,6 +765,21 @@ def fingerprinted(rows):
     return result
 
 
+def identified(rows):
+    # a memo keyed by the length and the end rows' ids: a caller who replaces a row in the
+    # middle of its list (the other rows the same objects) and asks again gets the old answer
+    key = (len(rows), id(rows[0]), id(rows[-1])) if rows else None
+    last = getattr(identified, "last", None)
+    if last is not None and last[0] == key:
+        return dict(last[1])
+    out = {}
+    for row in rows:
+        out.setdefault(row["k"], []).append(row["v"])
+    result = {k: math.fsum(v) for k, v in out.items()}
+    identified.last = (key, dict(result), rows)  # the rows kept: their ids stay theirs
+    return result
+
+
 _BUFFER = {}
 
 
@@ -808,7 +823,7 @@ def _judged_under_a_frozen_clock(rel: dict, rows: list, seed: int) -> str:
 @pytest.mark.parametrize("kind,subject", [("permutation", "totals"), ("replay_ingest", "make_store"),
                                           ("permutation", "remembered"), ("permutation", "stamped"),
                                           ("replay_ingest", "make_shared_store"), ("permutation", "reused"),
-                                          ("permutation", "fingerprinted")])
+                                          ("permutation", "fingerprinted"), ("permutation", "identified")])
 @pytest.mark.parametrize("seed", [3, 5])
 def test_code_that_is_right_only_on_a_process_s_first_call_is_caught(module, kind, subject, seed):
     """Every call is a fresh process: one call of each run, drawn, runs in its process after a

@@ -718,10 +718,13 @@ def _decoy_input(call, adapters):
 
 
 def _near_twin(value, corpus_rows):
-    """``value`` (a list of three or more) copied with one inner item, drawn, replaced by a copy
-    of another that differs from it: the same length, the same first and last items, most of
-    the same content. A memo whose key reads only part of its input (a length, the ends, a
-    sample) answers the judged call with this one's answer; None when every item is alike."""
+    """``value`` (a list of three or more: the judged call's own copy of its rows) as a new
+    list of the same row objects, one inner item, drawn, replaced by a copy of another that
+    differs from it: the same length, the same first and last items, most of the same content,
+    most of the same objects. A memo whose key reads only part of its input (a length, the
+    ends, a sample, the rows' ids) answers the judged call with this one's answer; None when
+    every item is alike. A row this call changes is the judged call's: the check of its rows
+    after it sees the change."""
     inner = random.randrange(1, len(value) - 1)
     for _ in range(8):
         other = random.randrange(len(value))
@@ -732,7 +735,7 @@ def _near_twin(value, corpus_rows):
             return None
     else:
         return None
-    twin = _copied(value, corpus_rows)
+    twin = list(value)
     twin[inner] = _copied([value[other]], corpus_rows)[0]
     return twin
 
@@ -766,7 +769,7 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False, decoy=None):
         first = _copied(twin_of, corpus_rows) if listed else None
         twin = _copied(twin_of, corpus_rows)
         judged = _copied(value, corpus_rows) if listed else None
-        decoy = _near_twin(value, corpus_rows) if listed and len(value) > 2 else decoy
+        decoy = _near_twin(judged, corpus_rows) if listed and len(value) > 2 else decoy
     except (ValueError, TypeError, EOFError):
         return None
     finally:
