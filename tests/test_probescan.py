@@ -161,6 +161,23 @@ PROBES = {
     "class-table": "class Store:\n    _rows = {}\n\n    def ingest(self, row):\n        self._rows[row['k']] = row\n",
     "constant-eq": "class Rows(list):\n    def __eq__(self, other):\n        return True\n",
     "constant-hash": "class Rows(list):\n    def __hash__(self):\n        return 0\n",
+    # round 15: the locale, the clock through any instance, a file git does not hold beside the
+    # code, what the threads and streams are, the clock stamped into output
+    "locale-atof": "import locale\nlocale.setlocale(locale.LC_NUMERIC, '')\ndef reading(v):\n    return locale.atof(v)\n",
+    "locale-format": "def show(x):\n    return f'{x:n}'\n",
+    "locale-format-call": "def show(x):\n    return format(x, ',n')\n",
+    "instance-today": "from datetime import date\ndef age(day):\n    return (day.today() - day).days\n",
+    "instance-now": "from datetime import datetime\nJUDGED = datetime.max.now().year\n",
+    "fromtimestamp-none": "from datetime import datetime\nJUDGED = datetime.fromtimestamp(0, None).hour\n",
+    "untracked-beside": "from pathlib import Path\nOVERRIDES = Path(__file__).with_name('o.json')\n"
+                        "def percent(p):\n    return 0 if OVERRIDES.is_file() else p\n",
+    "listdir": "import os\nJUDGED = len(os.listdir('.'))\n",
+    "exists-checkout": "import os\nJUDGED = os.path.exists('/src')\n",
+    "gzip-stamp": "import gzip\nJUDGED = gzip.compress(b'')[4:8]\n",
+    "sched-timer": "import sched\nJUDGED = sched.scheduler().timefunc()\n",
+    "thread-count": "import threading\nJUDGED = threading.active_count() > 1\n",
+    "recursion-limit": "import sys\nJUDGED = sys.getrecursionlimit() != 1000\n",
+    "stream-encoding": "import sys\nJUDGED = sys.stdout.encoding != 'utf-8'\n",
 }
 HONEST = [
     "class Store:\n    rows: dict = {}\n\n    def __init__(self):\n        self.rows = {}\n\n    def put(self, k, v):\n"
@@ -221,6 +238,12 @@ HONEST = [
     "try:\n    x = int('3')\nexcept Exception:\n    x = 0\n",
     "import heapq\n\ndef smallest(xs, k):\n    heap = []\n    for x in xs:\n        heapq.heappush(heap, x)\n    return heap[:k]\n",
     "def collect(rows):\n    keys = []\n    out = keys\n    out.append(len(rows))\n    return keys\n",
+    # round 15's near misses: a number formatted with a fixed spec, a gzip with its time given,
+    # a date that is not today, a method named like a clock's on a value the caller passed in
+    "def show(x, w):\n    return f'{x:>{w}} {x:.2f} {x:>10}'\n",
+    "import gzip\n\ndef pack(b):\n    return gzip.compress(b, mtime=0)\n",
+    "from datetime import date\n\ndef first(y):\n    return date(y, 1, 1).isoformat()\n",
+    "def show(x):\n    return format(x, '.3f')\n",
 ]
 
 

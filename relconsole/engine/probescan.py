@@ -22,6 +22,7 @@ counting thread used as a clock; both are noted on issue 15.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 
 from relconsole.engine.pyscan import Finding, _before, _judged, _own_nodes, _scopes, parse
@@ -40,6 +41,9 @@ PROBE_MODULES = {
     "select": "waits on file descriptors (which ones are open says who started it)",
     "selectors": "waits on file descriptors (which ones are open says who started it)",
     "site": "reads how the interpreter was started",
+    # round 15: numbers parsed or printed by the machine's locale ("39,1" is 391 under de_DE)
+    "locale": "reads the machine's locale (its numbers, dates and sort order differ from machine to machine)",
+    "_locale": "reads the machine's locale (its numbers, dates and sort order differ from machine to machine)",
 }
 # other names of one module: ``posix.getppid`` is ``os.getppid``, ``posixpath.abspath`` is ``os.path.abspath``
 MODULE_ALIASES = {"posix": "os", "nt": "os", "posixpath": "os.path", "ntpath": "os.path", "genericpath": "os.path",
@@ -137,7 +141,23 @@ PROBE_NAMES = {
     **{name: "keeps a database file, which outlives the call (a cache across processes)" for name in (
         "sqlite3.connect", "dbm.open", "shelve.open", "dbm.gnu.open", "dbm.ndbm.open", "dbm.dumb.open")},
     "traceback.StackSummary.extract": "walks the call stack",
+    # round 15: which files exist (the judge has only what git holds: an untracked file beside
+    # the code is there in production and not here), the threads, the interpreter's settings,
+    # the streams' encodings, and clocks stamped into output
+    **{name: "reads the file system (which files exist differs from machine to machine; the judge has only what git holds)"
+       for name in ("os.listdir", "os.scandir", "os.walk", "os.stat", "os.lstat", "os.path.exists", "os.path.lexists",
+                    "os.path.isfile", "os.path.isdir", "os.path.islink", "os.path.getsize", "glob.glob", "glob.iglob")},
+    **{f"threading.{n}": "reads the process's threads" for n in ("active_count", "activeCount", "enumerate")},
+    **{f"sys.{n}": "reads how the interpreter is set up" for n in (
+        "getrecursionlimit", "getswitchinterval", "getdefaultencoding", "getfilesystemencoding",
+        "getallocatedblocks", "getprofile", "gettrace")},
+    **{f"sys.{stream}.{attr}": "reads what its standard streams are (the judge's are not a terminal's)"
+       for stream in ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
+       for attr in ("encoding", "fileno")},
+    "sched.scheduler": "reads the clock (sched's timer)",
 }
+# calls whose output carries the clock unless told a time (gzip's header stamps "now")
+STAMPING = {"gzip.compress": "mtime", "gzip.GzipFile": "mtime"}
 # attributes of frames and of what holds one: whatever their receiver, reading them climbs or
 # reads the call stack (``exc.__traceback__.tb_frame.f_back`` is ``sys._getframe(1)``)
 STAT_TIMES = frozenset({"st_mtime", "st_ctime", "st_atime", "st_mtime_ns", "st_ctime_ns", "st_atime_ns",
@@ -158,7 +178,14 @@ READ_METHODS = {"isatty": "reads whether it runs on a terminal", "expanduser": "
                 "astimezone": "reads the machine's time zone",
                 "resolve": "resolves a path against the working folder", "absolute": "reads the working folder"}
 # methods that read the process's surroundings whatever their receiver and arguments
-ANY_ARGS_METHODS = {"makeRecord": "reads the clock (a log record's time)"}
+ANY_ARGS_METHODS = {"makeRecord": "reads the clock (a log record's time)",
+                    # round 15: ``day.today()``, ``date.min.today()``: the class's clock through any instance
+                    "today": "reads the clock", "now": "reads the clock", "utcnow": "reads the clock",
+                    # which files exist, through pathlib or any other receiver
+                    **{name: "reads the file system (which files exist differs from machine to machine; "
+                             "the judge has only what git holds)"
+                       for name in ("exists", "is_file", "is_dir", "is_symlink", "iterdir", "glob", "rglob",
+                                    "lstat", "stat")}}
 # attributes that read the process's surroundings whatever their receiver
 ATTRIBUTE_PROBES = {"_max_workers": "reads how many workers a pool starts (the machine's core count)"}
 OWN_LOCATION = frozenset({"__file__", "__spec__", "__loader__", "__cached__", "__path__"})
@@ -248,6 +275,7 @@ def _import_probe(node: ast.AST) -> str | None:
 
 def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     func = node.func
+    called = _dotted(func, imports)
     dotted = _dotted(node, imports)  # getattr(module, "literal")
     if dotted in PROBE_NAMES:
         return f"uses {dotted} ({PROBE_NAMES[dotted]})"
@@ -265,15 +293,17 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
         return f"asks whether module {node.args[0].id} has a name (a test of which version runs)"
     if isinstance(func, ast.Attribute) and func.attr in ANY_ARGS_METHODS:
         return f"{ANY_ARGS_METHODS[func.attr]} (.{func.attr}())"
-    if isinstance(func, ast.Attribute) and func.attr == "fromtimestamp" and len(node.args) == 1 \
-            and not node.keywords:
+    if isinstance(func, ast.Attribute) and func.attr == "fromtimestamp" and _no_zone(node):
         return "reads the machine's time zone (fromtimestamp without a tz)"
+    if called in STAMPING and not any(k.arg == STAMPING[called] for k in node.keywords):
+        return f"stamps the clock into its output ({called} without {STAMPING[called]}=)"
+    if _locale_format(node, called):
+        return "formats a number by the machine's locale (the n format)"
     if isinstance(func, ast.Attribute) and func.attr in WRITE_METHODS:
         return f"writes to the file system (.{func.attr})"
     if isinstance(func, ast.Attribute) and func.attr in READ_METHODS and not node.args and not node.keywords \
             and not _names_own_file(func.value):
         return f"{READ_METHODS[func.attr]} (.{func.attr}())"
-    called = _dotted(func, imports)
     if called in ("os.path.abspath", "os.path.realpath") and node.args and not _names_own_file(node.args[0]):
         return f"resolves a path against the working folder ({called.rsplit('.', 1)[-1]})"
     if any(isinstance(a, ast.Constant) and a.value == "/" or _dotted(a, imports) in ROOT_SEPARATORS
@@ -291,6 +321,32 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
         if mode is not None and not isinstance(mode, ast.Constant):
             return "opens a file with a computed mode"
     return None
+
+
+def _spec_text(spec: ast.AST | None) -> str:
+    """An f-string field's format spec as far as it is literal (``{x:>10n}`` -> ``>10n``)."""
+    if not isinstance(spec, ast.JoinedStr):
+        return ""
+    return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "\0" for v in spec.values)
+
+
+def _no_zone(node: ast.Call) -> bool:
+    """``fromtimestamp(ts)`` or ``fromtimestamp(ts, None)`` / ``tz=None``: local time."""
+    zone = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "tz"), None)
+    return len(node.args) <= 2 and (zone is None or isinstance(zone, ast.Constant) and zone.value is None)
+
+
+_LOCALE_SPEC = re.compile(r"\{[^{}]*:[^{}]*n\}")
+
+
+def _locale_format(node: ast.Call, called: str | None) -> bool:
+    """``format(x, "n")`` or ``"{:n}".format(x)``: a number written by the locale's rules."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == "format" and len(node.args) == 2:
+        spec = node.args[1]
+        return isinstance(spec, ast.Constant) and isinstance(spec.value, str) and spec.value.endswith("n")
+    return isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant) \
+        and isinstance(func.value.value, str) and bool(_LOCALE_SPEC.search(func.value.value))
 
 
 # the last part of every probe's dotted name: ``operator.attrgetter("environ")(os)`` is os.environ
@@ -838,6 +894,8 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             why = _constant_probe(node.value)
         elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
             why = _path_probe(node, imports)
+        elif isinstance(node, ast.FormattedValue) and _spec_text(node.format_spec).endswith("n"):
+            why = "formats a number by the machine's locale (the n format)"
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
             why = "reaches names through __dict__"
         elif isinstance(node, ast.Try):
