@@ -143,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
     _review_options(freeze)
     freeze.add_argument("--json", action="store_true")
 
+    ack = sub.add_parser("ack", help="acknowledge a review flag you have read (review: commit, oracle/acks.json)")
+    ack.add_argument("flag_id", help="the flag's id, as relconsole flags prints it (a unique prefix of 6 or more)")
+    ack.add_argument("--reason", required=True, help="what you checked in the flagged code")
+    _review_options(ack)
+    ack.add_argument("--json", action="store_true")
+
     bite_cmd = sub.add_parser("bite", help="mutate a relation's subject: does the relation catch it?")
     bite_cmd.add_argument("relation_id")
     _review_options(bite_cmd)
@@ -407,6 +413,21 @@ def cmd_freeze(args) -> int:
         review.close()
 
 
+def cmd_ack(args) -> int:
+    """One ``review:`` commit acknowledging a review flag (§9); 64 for an unknown flag id."""
+    from relconsole.engine import actions
+    review = _load(args)
+    try:
+        if review.errors:
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            return EXIT_BAD_INPUT
+        result = actions.acknowledge(review, args.flag_id, args.reason)
+        _emit(args, _commit_payload(result), [f"{result.sha[:12]} {one_line(result.message.splitlines()[0])}"])
+        return EXIT_PASS
+    finally:
+        review.close()
+
+
 def cmd_bite(args) -> int:
     """Exit 0 when the relation bites, 1 when it does not, 3 when it cannot be judged
     (blocked, or it misses unmutated), 64 for an unknown relation."""
@@ -505,7 +526,7 @@ def cmd_screenshots(args) -> int:
 
 
 COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease": cmd_lease,
-            "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze,
+            "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze, "ack": cmd_ack,
             "bite": cmd_bite, "replay": cmd_replay, "workspace": cmd_workspace,
             "check-split": cmd_check_split, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
 

@@ -44,7 +44,7 @@ def cmd_flags(args) -> int:
             print(json.dumps({
                 "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
                 "oracle_from": review.oracle_from, "unjudged": review.unjudged,
-                "flags": [f.to_json() for f in review.flags],
+                "flags": [_flag_json(review, f) for f in review.flags],
                 "checklist": [i.to_json() for i in items],
                 "decision": {"decision": decision.decision, "reason": decision.reason, "row": decision.row},
                 "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors],
@@ -55,7 +55,13 @@ def cmd_flags(args) -> int:
             print("oracle read from HEAD (--oracle-from HEAD): the patch's own catalog, leases and freezes")
         print(f"review flags in {span}: {len(review.flags) or 'none'}")
         for flag in review.flags:
-            print(f"  ⚑ {flag.name}  {one_line(flag.where())}  {one_line(flag.detail)}")
+            ack = review.acknowledgement(flag)
+            mark = "✓" if ack is not None else "⚑"
+            print(f"  {mark} {review.flag_id(flag)}  {flag.name}  {one_line(flag.where())}  {one_line(flag.detail)}")
+            if ack is not None:
+                print(f"      acknowledged by {one_line(ack.by)}: {one_line(ack.reason)}")
+        if any(review.acknowledgement(f) is None for f in review.flags):
+            print("  (a reviewer who has read a flagged line clears it: relconsole ack ID --reason TEXT)")
         print("merge checklist:")
         for item in items:
             print(f"  {MARK[item.state]}  {item.title}")
@@ -68,3 +74,9 @@ def cmd_flags(args) -> int:
     finally:
         review.close()
 
+
+
+def _flag_json(review, flag) -> dict:
+    ack = review.acknowledgement(flag)
+    return flag.to_json() | {"id": review.flag_id(flag), "acknowledged": None if ack is None else {
+        "by": ack.by, "reason": ack.reason, "date": ack.raw.get("date")}}

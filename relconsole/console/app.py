@@ -87,6 +87,8 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                 tooltip="commit the pending accepts as one catalog: commit (asks first)"),
         Binding("f", "freeze", "Freeze", id="freeze",
                 tooltip="relations: commit a freeze for the missed relation (you type the reason)"),
+        Binding("w", "acknowledge", "Acknowledge", show=False, id="acknowledge",
+                tooltip="acknowledge a review flag you have read (you type the reason; one review: commit)"),
         Binding("n", "renew", "Renew", id="renew", tooltip="leases: renew a lease you own (one lease: commit)"),
         Binding("h", "rehash", "Re-hash", id="rehash",
                 tooltip="leases: re-pin a drifted lease to its committed corpus (confirm old and new digest)"),
@@ -819,6 +821,39 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     def _renew(self, lease_id: str, until: str) -> None:
         review = self.review
         self.start_commit(lambda: actions.renew_lease(review, lease_id, dt.date.fromisoformat(until)))
+
+    # --- acknowledging a review flag ------------------------------------------------------
+
+    def action_acknowledge(self) -> None:
+        """``w``: pick a review flag (the highlighted path's first) and type why it is fine."""
+        review = self.review
+        if review is None or not review.flags:
+            self.notify("this review has no review flag", title="nothing to acknowledge")
+            return
+        pane = self.focused_pane()
+        path = views.touched_path(review, pane.highlighted_id) if pane is not None and pane.kind == "touched" else None
+        self.flags_to_acknowledge(review, path)
+
+    @work(thread=True, exclusive=True, group="evidence", description="flags")
+    def flags_to_acknowledge(self, review: Review, path: str | None) -> None:
+        """The flags' ids read from git off the UI thread, then the form."""
+        open_flags = [(review.flag_id(f), f) for f in review.flags if review.acknowledgement(f) is None]
+        self._from_thread(self._acknowledge_form, review, path, open_flags)
+
+    def _acknowledge_form(self, review: Review, path: str | None, open_flags: list) -> None:
+        if not open_flags:
+            self.notify("every review flag of this review is acknowledged", title="nothing to acknowledge")
+            return
+        first = next((fid for fid, f in open_flags if f.path == path), open_flags[0][0])
+
+        def check(values: dict) -> str | None:
+            return views.acknowledge_problem(open_flags, values)
+
+        fields = [("flag", "Flag id (from the list above)", first, "a flag id"),
+                  ("reason", "Reason (required: what you checked in the flagged code)", "", "read it: …")]
+        self.push_screen(FormScreen("Acknowledge a review flag", views.acknowledge_body(open_flags), fields, check),
+                         lambda values: values and self.start_commit(
+                             lambda: actions.acknowledge(review, values["flag"], values["reason"])))
 
     # --- help and quit --------------------------------------------------------------------
 

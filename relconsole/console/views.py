@@ -15,18 +15,21 @@ from relconsole.console import render
 from relconsole.console.render import lit
 from relconsole.console.screens.detail import (DetailView, candidate_text, lease_text, output_columns,
                                                relation_body, relation_text, replay_text, workspace_lease_text)
+from relconsole.engine.acks import MIN_PREFIX
 from relconsole.engine.actions import OVERRIDE
 from relconsole.engine.checklist import with_checklist
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.leases import check_renewal
+from relconsole.engine.literal import one_line
 from relconsole.engine.review import Review
 
 
 def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
     flagged: dict[str, list[str]] = {}
     for flag in review.flags:
-        flagged.setdefault(flag.path, []).append(flag.name)
+        acknowledged = review.acknowledgement(flag) is not None
+        flagged.setdefault(flag.path, []).append(f"{flag.name} ✓ acknowledged" if acknowledged else flag.name)
     return [(f"t:{i}", render.touched_prompt(b, flagged.get(b.path, [])), False)
             for i, b in enumerate(review.bindings)]
 
@@ -417,13 +420,22 @@ def checklist_view(review: Review, items) -> DetailView:
     body.append(f"Review flags in {review.merge_base[:10]}..{review.head_sha[:10]}: ", "bold")
     body.append(f"{len(review.flags)}\n" if review.flags else "none\n")
     for flag in review.flags:
-        body.append(f"  ⚑ {flag.name}  ", "bold yellow")
+        ack = review.acknowledgement(flag)
+        if ack is None:
+            body.append(f"  ⚑ {flag.name}  ", "bold yellow")
+        else:
+            body.append(f"  ✓ {flag.name} (acknowledged)  ", "green")
         body.append_text(lit(flag.where()))
+        body.append(f"  id {review.flag_id(flag)}", "dim")
         body.append("\n      ")
         body.append_text(lit(flag.detail, "dim"))
+        if ack is not None:
+            body.append("\n      acknowledged by ", "dim")
+            body.append_text(lit(f"{ack.by}: {ack.reason}", "dim"))
         body.append("\n")
     if review.flags:
-        body.append("  any flag makes the PR's decision reject (review_flag:<name>)\n", "dim")
+        body.append("  a flag makes the PR's decision reject (review_flag:<name>) until someone who is not the "
+                    "patch's author acknowledges it: w\n", "dim")
     body.append("\nMerge checklist\n", "bold")
     for item in items:
         word, style = CHECK_MARK[item.state]
@@ -486,3 +498,21 @@ def history_text(events, failed: str | None = None) -> Text:
         if event.note:
             text.append_text(lit(f"  ({event.note})", "dim"))
     return text
+
+
+def acknowledge_body(open_flags: list) -> str:
+    """The flags a reviewer may acknowledge, one per line: id, name, where, what (escaped)."""
+    lines = ["Each flag below rejects the PR until someone who is not the patch's author has read",
+             "the flagged line and says why it is fine. The acknowledgement is void once that line changes.", ""]
+    lines += [f"{fid}  {flag.name}  {one_line(flag.where())}\n    {one_line(flag.detail)}" for fid, flag in open_flags]
+    return "\n".join(lines)
+
+
+def acknowledge_problem(open_flags: list, values: dict) -> str | None:
+    """Why the form cannot be committed yet (an unknown flag id, no reason), or None."""
+    wanted = values.get("flag", "").strip().lower()
+    if len(wanted) < MIN_PREFIX or sum(fid.startswith(wanted) for fid, _ in open_flags) != 1:
+        return "type the id of one flag listed above (6 characters or more)"
+    if not values.get("reason", "").strip():
+        return "a reason is required: what you checked in the flagged code"
+    return None

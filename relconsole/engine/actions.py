@@ -1,4 +1,4 @@
-"""What a reviewer does to the oracle: accept, delete, renew, freeze (SPEC §4, §6, §9, §10).
+"""What a reviewer does to the oracle: accept, delete, renew, freeze, acknowledge (SPEC §4, §6, §9, §10).
 
 Each action re-reads the files it changes from the oracle branch's current tip, checks
 the rule it implements, and makes exactly one commit of one kind through
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Collection
 
 from relconsole.engine import textedit
+from relconsole.engine.acks import MIN_PREFIX, flagged_text, range_authors, same_person, with_ack
 from relconsole.engine.catalog import load_catalog
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.confirm import DISCARDED, candidate_state
@@ -23,6 +24,8 @@ from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, resolve
 from relconsole.engine.leases import check_renewal, rehash_preview
+from relconsole.engine.literal import literal, one_line
+from relconsole.engine.patchflags import BlobReader
 from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
 from relconsole.engine.review import Replayed, Review
 from relconsole.engine.sheets import Fences, decide_fenced
@@ -354,6 +357,56 @@ def freeze_evidence(review: Review, relation_id: str) -> Replayed | None:
         return Replayed(sheet, decide_fenced(sheet, fences), path)
     finally:
         fences.close()
+
+
+def find_flag(review: Review, flag_id: str):
+    """The review flag whose id (``Review.flag_id``) is ``flag_id`` or starts with it (at least
+    ``acks.MIN_PREFIX`` characters). Raises UsageError for none, or a prefix two flags share."""
+    wanted = flag_id.strip().lower()
+    if len(wanted) < MIN_PREFIX:
+        raise UsageError(f"a flag id has at least {MIN_PREFIX} characters, not {flag_id!r} "
+                         "(relconsole flags lists them)")
+    found = {review.flag_id(f): f for f in review.flags if review.flag_id(f).startswith(wanted)}
+    if len(found) != 1:
+        raise UsageError(f"{'no' if not found else 'more than one'} review flag {flag_id!r} in "
+                         f"{review.merge_base[:10]}..{review.head_sha[:10]} (relconsole flags lists them)")
+    return next(iter(found.values()))
+
+
+def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
+    """Acknowledge one review flag (§9): one ``review:`` commit adding its fingerprint, who and
+    why to the acks file on the oracle branch. The flag then no longer rejects this review,
+    until its line changes.
+
+    Raises UsageError (no such flag, an empty reason), CommitRefused when the git identity is
+    an author of a commit under review (an agent's acknowledgement of its own flags counts for
+    nothing) or has none, BadInputError for a malformed acks file on the branch.
+    """
+    if not reason.strip():
+        raise UsageError("an acknowledgement needs a reason: what you checked in the flagged code")
+    flag = find_flag(review, flag_id)
+    me = git_identity(review)
+    if any(same_person(f"{me.name} <{me.email}>", name, email) for name, email in review.authors
+           or range_authors(review.root, review.merge_base, review.head_sha)):
+        raise CommitRefused(f"{me.name} <{me.email}> wrote a commit under review: an acknowledgement by the "
+                            "patch's own author counts for nothing (ask another reviewer)")
+    path = review.layout.acks
+    row = {"id": review.flag_id(flag), "flag": flag.name, "commit": flag.commit, "path": flag.path,
+           "line": flag.line, "text": flagged_line(review, flag), "by": f"{me.name} <{me.email}>",
+           "reason": reason.strip(), "date": review.today.isoformat()}
+    new = with_ack(_tip_view(review).read_text(path), row, path)
+    return _commit(review, "review", f"acknowledge {flag.name} at {one_line(flag.where())}",
+                   [FileChange(path, new.encode("utf-8"))],
+                   f"Reason: {literal(reason.strip())}\nFlag: {row['id']}\n")
+
+
+def flagged_line(review: Review, flag) -> str:
+    """The text of the flagged line, as the flag's fingerprint reads it."""
+    reader = BlobReader(review.root)
+    try:
+        return flagged_text(reader, flag, review.head_sha)
+    finally:
+        reader.close()
 
 
 def commit_freeze(review: Review, row: dict) -> CommitResult:

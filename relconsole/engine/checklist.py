@@ -1,4 +1,4 @@
-"""The merge checklist: six questions a reviewer answers before merging, each from evidence.
+"""The merge checklist: seven questions a reviewer answers before merging, each from evidence.
 
 ``merge_checklist(review)`` returns one ``Item`` per question, in this order, each
 ``pass``, ``fail`` or ``unknown`` (the evidence is not there yet, e.g. relations not run)
@@ -13,6 +13,9 @@ with the evidence lines it was judged on:
    by a person other than its drafter (§10): the accepting commit's author is not the
    ``drafted_by`` its message records or, where none is recorded (drafted seed rows), not
    the author of the commit that put the draft in quarantine.
+7. ``flags_acknowledged``: every acknowledgement in use (a review flag it clears, §9 ``review:``)
+   is listed with who made it and why; one made by an author of the patch counts for
+   nothing and fails the item.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from relconsole.engine import gitio
+from relconsole.engine.acks import by_author, same_person
 from relconsole.engine.candidates import relation_of_seed_file
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import BadInputError
@@ -47,9 +51,9 @@ class Item:
 
 
 def merge_checklist(review) -> list[Item]:
-    """The six items for ``review`` (an engine ``Review``); never raises for missing evidence."""
+    """The seven items for ``review`` (an engine ``Review``); never raises for missing evidence."""
     return [_leases_fresh(review), _leases_allow(review), _no_golden(review), _freezes_preexisting(review),
-            _reruns_counted(review), _drafted_rows(review)]
+            _reruns_counted(review), _drafted_rows(review), _acknowledged(review)]
 
 
 def with_checklist(decision: Decision, items: list[Item]) -> Decision:
@@ -116,10 +120,13 @@ def _leases_allow(review) -> Item:
 
 def _no_golden(review) -> Item:
     key, title = "no_golden_literal", "the patch adds no golden literal"
-    golden = [f"{f.where()}: {f.detail}" for f in review.flags if f.name == "golden_literal"]
+    flags = [f for f in review.flags if f.name == "golden_literal"]
+    golden = [f"{f.where()}: {f.detail}" for f in flags if review.acknowledgement(f) is None]
+    cleared = [f"{f.where()}: acknowledged by {review.acknowledgement(f).by}" for f in flags
+               if review.acknowledgement(f) is not None]
     span = f"{review.merge_base[:10]}..{review.head_sha[:10]}"
     unread = [f"not judged: {note}" for note in review.unjudged]
-    return _item(key, title, golden, [] if golden or unread else
+    return _item(key, title, golden, cleared if golden or unread or cleared else
                  [f"no assertion of a call result against a literal in {span}"], unread)
 
 
@@ -213,7 +220,7 @@ def _drafted_rows(review) -> Item:
         drafters = _drafters(review, accept)
         who = f"{accept.author_name} <{accept.author_email}>"
         names = ", ".join(sorted(accept.relations & touched))
-        if any(_same_person(d, accept.author_name, accept.author_email) for d in drafters):
+        if any(same_person(d, accept.author_name, accept.author_email) for d in drafters):
             bad.append(f"{accept.sha[:10]} accepted {names} by {who}, who drafted it")
         elif not drafters:
             unknown.append(f"{accept.sha[:10]} accepted {names}: {who}; the drafter is not recorded")
@@ -301,10 +308,18 @@ def _candidate_adders(review, accept: _Accept) -> set[str]:
     return authors
 
 
-def _same_person(drafter: str, name: str, email: str) -> bool:
-    """True when ``drafter`` (a name, an email, or ``Name <email>``) names this author."""
-    text = drafter.strip().lower()
-    emails = set(re.findall(r"[^\s<>]+@[^\s<>]+", text))
-    if emails:
-        return email.lower() in emails
-    return bool(text) and text in (name.lower(), email.lower())
+
+
+def _acknowledged(review) -> Item:
+    title = "every acknowledged review flag was acknowledged by someone who is not the patch's author"
+    passes, failures = [], []
+    for flag in review.flags:
+        ack = review.matching_ack(flag)
+        if ack is None:
+            continue
+        line = f"{flag.name} at {flag.where()}: acknowledged by {ack.by} ({ack.raw.get('date', '?')}): {ack.reason}"
+        if by_author(ack, review.authors):
+            failures.append(f"void, made by an author of the patch: {line}")
+        else:
+            passes.append(line)
+    return _item("flags_acknowledged", title, failures, passes or ["no acknowledgement in use"])

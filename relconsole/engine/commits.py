@@ -26,7 +26,8 @@ from relconsole.engine.config import Layout
 from relconsole.engine.errors import CommitRefused, GitError, UsageError
 from relconsole.engine.gitio import clean_env
 
-KINDS = {"catalog": "catalog:", "freeze": "freeze:", "lease": "lease:", "quarantine": "quarantine:"}
+KINDS = {"catalog": "catalog:", "freeze": "freeze:", "lease": "lease:", "quarantine": "quarantine:",
+         "review": "review:"}
 
 _REGULAR_MODES = ("100644", "100755")
 
@@ -71,8 +72,8 @@ def check_kind(kind: str, changes: Sequence[FileChange], layout: Layout,
         raise UsageError(f"unknown commit kind {kind!r} (one of {', '.join(KINDS)})")
     if not changes:
         raise CommitRefused(f"{kind}: nothing to commit")
-    rule = {"catalog": _check_catalog, "freeze": _check_freeze,
-            "lease": _check_lease, "quarantine": _check_quarantine}[kind]
+    rule = {"catalog": _check_catalog, "freeze": _check_freeze, "lease": _check_lease,
+            "quarantine": _check_quarantine, "review": _check_review}[kind]
     rule(changes, layout, read_old)
 
 
@@ -97,6 +98,12 @@ def _check_freeze(changes, layout, read_old) -> None:
     for change in changes:
         if change.path != layout.freezes:
             raise CommitRefused(f"freeze: commit may contain only {layout.freezes}, not {change.path}")
+
+
+def _check_review(changes, layout, read_old) -> None:
+    for change in changes:
+        if change.path != layout.acks:
+            raise CommitRefused(f"review: commit may contain only {layout.acks}, not {change.path}")
 
 
 def _check_lease(changes, layout, read_old) -> None:

@@ -25,6 +25,7 @@ class Layout:
     catalog: str = "oracle/catalog.yaml"
     leases_dir: str = "oracle/leases"
     freezes: str = "oracle/freezes.json"
+    acks: str = "oracle/acks.json"  # reviewers' acknowledgements of review flags (§9 review:)
     pins: str = "oracle/pins.json"
     quarantine_dir: str = "oracle/quarantine"
     seeds_dir: str = "oracle/seeds"
@@ -51,7 +52,7 @@ _SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "catalog": _STR, "leases_dir": _STR, "freezes": _STR, "pins": _STR,
+        "catalog": _STR, "leases_dir": _STR, "freezes": _STR, "acks": _STR, "pins": _STR,
         "quarantine_dir": _STR, "seeds_dir": _STR, "base_ref": _STR, "oracle_branch": _STR,
         "protected": {"type": "array", "items": _STR},
         "import_paths": {"type": "array", "items": {"type": "string"}},

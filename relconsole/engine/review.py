@@ -36,6 +36,7 @@ from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_row
 from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
+from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
 from relconsole.engine.splitcheck import layout_at
 from relconsole.engine.runner import Cancel, RelationResult, RunPlan, run_all
@@ -104,9 +105,12 @@ class Review:
     candidate_states: dict = field(default_factory=dict)  # path -> confirm.ConfirmState (§10)
     lease_store_note: str = ""  # why workspace leases could not be listed, if so
     unjudged: list[str] = field(default_factory=list)  # test files the flag rules could not read
+    acks: list[Ack] = field(default_factory=list)  # reviewers' acknowledgements on the base ref (§9 review:)
+    authors: list[tuple[str, str]] = field(default_factory=list)  # (name, email) of the patch's authors
     finished: bool = True  # False until finish_review read what load_review(deferred=True) left out
     _lease_index: tuple | None = field(default=None, repr=False, compare=False)  # see lease()
     _owned: tuple | None = field(default=None, repr=False, compare=False)  # see touched_relations()
+    _flag_ids: tuple | None = field(default=None, repr=False, compare=False)  # see flag_id()
 
     @property
     def root(self) -> Path:
@@ -178,13 +182,36 @@ class Review:
             return reading_refusal(self.lease(relation.lease_id), relation.id, relation.lease_id)
         return self.seed_problems.get(relation.id)
 
+    def flag_id(self, flag: Flag) -> str:
+        """The flag's id (``acks.fingerprint``): what ``relconsole ack`` and ``w`` name it by.
+        The ids of the review's flags are read once (one ``git cat-file``) while they stay the same."""
+        members = tuple(self.flags)
+        if self._flag_ids is None or self._flag_ids[0] != members:
+            self._flag_ids = (members, flag_ids(self.root, self.head_sha, list(members)))
+        known = self._flag_ids[1]
+        return known[flag] if flag in known else flag_ids(self.root, self.head_sha, [flag])[flag]
+
+    def matching_ack(self, flag: Flag) -> Ack | None:
+        """The acknowledgement on the base ref whose fingerprint is this flag's, void or not."""
+        if not self.acks:
+            return None
+        wanted = self.flag_id(flag)
+        return next((a for a in self.acks if a.id == wanted), None)
+
+    def acknowledgement(self, flag: Flag) -> Ack | None:
+        """The acknowledgement that clears this flag (§9 ``review:``), or None: none matches,
+        or the one that does was made by an author of the patch and counts for nothing."""
+        ack = self.matching_ack(flag)
+        return None if ack is None or by_author(ack, self.authors) else ack
+
     def decision(self) -> Decision:
         """The PR's decision: worst of the touched relations' verdicts (§8).
 
         A replayed relation's decision is its sheet's (§8 table row); touched relations
         not yet run make it ``hold`` (evidence pending); a bad input file makes it
         ``abort`` with reason ``bad_input``; any review flag (§9) makes it at least
-        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's). A review loaded
+        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's), unless a reviewer who
+        is not the patch's author acknowledged it on the base ref (``acks``). A review loaded
         with ``deferred`` reads its flags first: no decision is ever made without them.
         """
         if not self.finished:
@@ -192,7 +219,7 @@ class Review:
         if self.errors:
             return Decision("abort", "bad_input", None, None, self.errors[0].one_line())
         verdicts = [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
-                    for f in self.flags]
+                    for f in self.flags if self.acknowledgement(f) is None]
         for rid in self.touched_relations():
             if rid in self.replays:
                 verdicts.append(self.replays[rid].decision)
@@ -280,6 +307,18 @@ def finish_review(review: Review) -> None:
     _load_quarantine(review, gitio.TreeView(review.repo, review.oracle_sha))
     _flag(review)
     _patch_catalog(review)
+    _load_acks(review)
+
+
+def _load_acks(review: Review) -> None:
+    """The acknowledgements of review flags, always from the base ref (a patch's own acks file,
+    even under ``--oracle-from HEAD``, acknowledges nothing), and the patch's authors, whose
+    own acknowledgements count for nothing."""
+    path = review.layout.acks
+    review.acks = _collect(review, parse_acks, gitio.TreeView(review.repo, review.base_tip).read_text(path),
+                           path) or []
+    if review.acks:
+        review.authors = range_authors(review.root, review.merge_base, review.head_sha)
 
 
 def _base(repo: git.Repo, base_ref: str | None) -> tuple[str, str]:

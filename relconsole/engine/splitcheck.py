@@ -136,6 +136,8 @@ def kind_of(path: str, layout: Layout) -> str | None:
         return "catalog"
     if path == layout.freezes:
         return "freeze"
+    if path == layout.acks:
+        return "review"
     if path.startswith(layout.leases_dir.rstrip("/") + "/"):
         return "lease"
     if path.startswith(layout.quarantine_dir.rstrip("/") + "/"):
