@@ -1101,6 +1101,19 @@ def test_a_rollout_bucket_from_the_salted_str_hash_is_flagged(sample, tmp_path):
     assert code != 0 and payload["reason"] == "review_flag:environment_probe", (code, payload["reason"])
 
 
+def test_a_rollout_listed_in_the_order_of_a_set_of_text_is_not_judged_alike_in_every_process(sample, tmp_path):
+    """Round 15: ``list({...})`` instead of ``sorted(...)``: the same users, in the order the
+    process's string hashing gives (PYTHONHASHSEED). The relation compares membership, so
+    every call of one server agrees; the repeated call's first answer, compared with a call
+    on the same input in the run's second server (another hash seed), is not the same list."""
+    as_set = ROLLOUT.replace("return sorted(uid for uid in user_ids(population) if bucket(salt, uid) < percent)",
+                             "return list({uid for uid in user_ids(population) if bucket(salt, uid) < percent})")
+    assert "return list({" in as_set
+    decisions = assert_not_passed(patched(sample, tmp_path, {"src/rollout.py": as_set}), replay=False)
+    decision, summary = decisions["rollout.monotonic"]
+    assert (decision, "another string-hash seed" in summary) == ("reject", True), decisions
+
+
 def test_a_store_that_skips_row_objects_it_has_seen_still_doubles_on_replay(sample, tmp_path):
     """Each ingest gets its rows as new objects, as a replay that reads the file again does."""
     by_identity = STORE.replace('''        batch = {row[KEY]: dict(row) for row in rows}

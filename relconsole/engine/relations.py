@@ -301,7 +301,7 @@ def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Out
     """The input's own order and ``shuffles`` random ones, in an order drawn from ``rng``; the
     first of them is the source. So neither "the corpus order" nor "a shuffle" tells a call
     whether it is the source, and a subject exact only off the corpus order is compared with it.
-    One follow-up, drawn, gets its rows as new objects (``fresh``): a subject that puts rows
+    Two follow-ups, drawn, get their rows as new objects (``fresh``): a subject that puts rows
     back in one fixed order by their addresses sees another order there."""
     check = Check(rel)
     shuffles = int((rel.get("params") or {}).get("shuffles", 6))
@@ -313,14 +313,17 @@ def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Out
     orders += [(_order(len(rows), rng), "") for _ in range(shuffles - len(structured))]
     rng.shuffle(orders)
     ops = {n: [["order", pack_order(order)]] for n, (order, _) in enumerate(orders)}
-    renewed = rng.randrange(1, shuffles + 1) if shuffles else None
-    if renewed is not None:  # one follow-up gets new row objects: ordering by id() finds no fixed order
-        ops[renewed].append(["fresh"])
+    # two follow-ups (one when there is one) get new row objects: ordering rows by id() finds no
+    # fixed order there; with two, a sum that agrees with the source's in one new order by chance
+    # must agree in another too
+    renewed = set(rng.sample(range(1, shuffles + 1), min(2, shuffles)))
+    for n in renewed:
+        ops[n].append(["fresh"])
     out = calls.run({f"order {n}": {"ops": ops[n]} for n in ops})
     base = out["order 0"]
     return _first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}"
                                      + (f", {orders[n][1]}" if orders[n][1] else "")
-                                     + (", new row objects" if n == renewed else ""))
+                                     + (", new row objects" if n in renewed else ""))
                        for n in range(1, shuffles + 1))
 
 

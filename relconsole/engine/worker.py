@@ -165,6 +165,36 @@ class ServerCalls:
         self.log["elsewhere"] = chosen
         return chosen
 
+    def _same_elsewhere(self, spec: dict, first) -> None:
+        """The repeated call's first answer (on ``quarter`` of its input, see ``harness.build_input``)
+        against a first call on that input in the second server, under another PYTHONHASHSEED
+        and the same clock and random seed, compared under the relation's own compare, a list's
+        order included unless the relation says ``order_free``: an output
+        that follows the process's string hashing (a list made from a set of text, a ``hash()``
+        in it) differs, though every relation compares its lists as bags. Raises SubjectFailed
+        for a difference. Nothing to check without a second server, without a first answer, or
+        for a call on an output only its own server keeps."""
+        from relconsole.engine.canon import NotComparable
+        from relconsole.engine.relations import Check, SubjectFailed
+        if self.second is None or not isinstance(first, list) or len(first) != 2 or spec.get("keep") \
+                or any(op[:1] == ["kept"] for op in spec.get("ops", [])):
+            return
+        call = {k: v for k, v in spec.items() if k not in ("repeat", "decoy")}
+        call["ops"] = list(spec.get("ops", [])) + [["quarter"]]
+        other = self.raw(call, "same input, other hash seed", server=self.second)
+        mine = ("raised", first[1]) if first[0] == "raised" else ("ok", first[1])
+        theirs = ("raised", (other.get("raised") or {}).get("type")) if "raised" in other else ("ok", other.get("ok"))
+        try:
+            same = mine[0] == theirs[0] and (Check(self.relation).outcome(mine[1], theirs[1]).held
+                                             if mine[0] == "ok" else mine[1] == theirs[1])
+        except (NotComparable, TypeError, ValueError, RecursionError):
+            same = False
+        if not same:
+            raise SubjectFailed({"type": "depends on the process", "where": "", "message": (
+                "the same input gave another answer in a process with another string-hash seed "
+                "(PYTHONHASHSEED): the output follows the process's hashing (a list made from a set "
+                "of text, a hash() in it), so it changes from run to run in production")})
+
     def run(self, calls: dict[str, dict]) -> dict:
         """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
         ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte; one
@@ -186,7 +216,12 @@ class ServerCalls:
             if key == repeated and self.decoy is not None:
                 spec["decoy"] = self.decoy
             expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
+            if key == repeated:  # its own seed, which the other server's call on its input must share
+                spec["seed"] = self.log["subject_seed"] ^ random.Random(
+                    f"same {self.log['subject_seed']} {self.input_index}").getrandbits(32)
             body = self.raw(spec, key, expect, self.second if key == elsewhere else None)
+            if key == repeated:
+                self._same_elsewhere(spec, body.get("first"))
             if "raised" in body:
                 raised = body["raised"]
                 raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
