@@ -423,3 +423,26 @@ def test_deleting_the_attributes_is_flagged_as_well(base_repo: Path):
     commit(base_repo, "drop them", {".gitattributes": None})
     flags, _ = _flags(base_repo)
     assert [(f.name, f.path) for f in flags if f.name == "source_rewritten"] == [("source_rewritten", ".gitattributes")]
+
+
+def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_on_the_rest(demo_repo: Path, capsys):
+    """Issue 16: a commit whose subject file does not parse, fixed in the next commit, crashed
+    run, flags, bind and replay (an uncaught pyscan.Unjudged). Its file is now unread with its
+    line (a flag a reviewer can acknowledge), and every command answers."""
+    git(demo_repo, "checkout", "-q", "agent/patch")
+    subject = demo_repo / "src" / "aggregator.py"
+    good = subject.read_text()
+    subject.write_text(good + "\ndef broken(:\n")
+    git(demo_repo, "commit", "-qam", "wip")
+    broken_line = len((good + "\ndef broken(:\n").splitlines())
+    subject.write_text(good)
+    git(demo_repo, "commit", "-qam", "fix the wip")
+    args = ["--repo", str(demo_repo), "--today", TODAY.isoformat()]
+    for command in ("bind", "run"):
+        assert main([command, *args]) in (0, 1, 2, 4), command  # an answer, not a crash (exit 1 by traceback)
+        assert "Traceback" not in capsys.readouterr().err
+    assert main(["flags", "--json", *args]) == 1
+    flags = json.loads(capsys.readouterr().out)["flags"]
+    unread = [f for f in flags if f["path"] == "src/aggregator.py" and "does not parse" in f["detail"]]
+    assert [f["line"] for f in unread] == [broken_line]
+    assert any(f["name"] == "golden_literal" for f in flags)  # the rest of the range is still judged

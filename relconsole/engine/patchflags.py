@@ -366,7 +366,7 @@ class _Rules:
         try:
             found = probescan.environment_probes(change.text("before"), change.text("after"))
         except pyscan.Unjudged as exc:
-            flag("environment_probe", None, f"not read for probes: {exc}")
+            flag("environment_probe", getattr(exc, "line", None), f"not read for probes: {exc}")
             return
         for item in found:
             flag("environment_probe", item.line, f"{item.detail}: a sandbox can always be told from production, "
@@ -398,7 +398,11 @@ class _Rules:
             self._catalog_kinds(change, flag)
         if change.new and change.new in self.bag_subjects:
             for qualname, relation_id in self.bag_subjects[change.new]:
-                for found in pyscan.output_sorts(change.text("before"), change.text("after"), qualname):
+                try:
+                    sorts = pyscan.output_sorts(change.text("before"), change.text("after"), qualname)
+                except pyscan.Unjudged:
+                    break  # a commit's file that does not parse (a WIP commit): the probe rule flags it, once
+                for found in sorts:
                     flag("bag_output_sorted", found.line,
                          f"{qualname} {found.detail}, but {relation_id} compares its output as a bag: "
                          "the sort hides nothing the relation checks and may mask an order bug")

@@ -37,7 +37,12 @@ COMPARE_OPS = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 
 
 class Unjudged(Exception):
-    """The source cannot be judged (syntax error, or nesting too deep to walk)."""
+    """The source cannot be judged (syntax error, or nesting too deep to walk); ``line``: the
+    1-based line Python stopped at, when it says."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,9 @@ def parse(source: str | None) -> ast.Module | None:
     try:
         return ast.parse(source.removeprefix("\ufeff"))
     except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
-        raise Unjudged(f"does not parse: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}") from None
+        line = getattr(exc, "lineno", None)
+        raise Unjudged(f"does not parse{f' at line {line}' if line else ''}: {exc.__class__.__name__}: "
+                       f"{getattr(exc, 'msg', exc)}", line) from None
     except (RecursionError, MemoryError):
         raise Unjudged("nested too deeply to parse") from None
 
