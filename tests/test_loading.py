@@ -676,3 +676,20 @@ def test_a_scale_is_a_whole_number_of_copies_of_a_leased_corpus_or_bad_input_at_
     with pytest.raises(BadInputError) as caught:
         load_catalog(text, "oracle/catalog.yaml")
     assert caught.value.line == len(text.splitlines()) and "scale" in caught.value.message
+
+
+@pytest.mark.parametrize("role,ref", [("subject", "semver.Version.parse"), ("subject", "semver:"),
+                                      ("inverse", "codec loads")])
+def test_a_callable_named_without_its_colon_gets_a_hint_not_a_regex(role, ref):
+    """Issue 16: ``semver.Version.parse`` for ``semver:Version.parse`` said only that it does
+    not match a regular expression; the message names the form, the value and the line."""
+    from relconsole.engine.catalog import load_catalog
+
+    text = ("relations:\n  - id: r\n    kind: roundtrip\n    subject: m:f\n    inverse: m:g\n"
+            "    input: {seeds: s.jsonl}\n    compare: exact\n    statement: s\n").replace(
+        f"    {role}: m:{'f' if role == 'subject' else 'g'}\n", f"    {role}: '{ref}'\n")
+    with pytest.raises(BadInputError) as caught:
+        load_catalog(text, "oracle/catalog.yaml")
+    message = caught.value.one_line()
+    assert caught.value.line == text.splitlines().index(f"    {role}: '{ref}'") + 1
+    assert "module:attribute" in message and repr(ref) in message and "^[" not in message

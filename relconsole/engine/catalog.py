@@ -18,7 +18,7 @@ import pathspec
 
 from relconsole.engine.config import check_instant
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.schemacheck import first_error, validate
+from relconsole.engine.schemacheck import REF_PATTERN, first_error, validate
 from relconsole.engine.yamlload import Loaded, load_yaml_text
 
 KINDS = ("permutation", "idempotence", "replay_ingest", "split_merge", "monotonic",
@@ -26,7 +26,7 @@ KINDS = ("permutation", "idempotence", "replay_ingest", "split_merge", "monotoni
 COMPARES = ("exact", "canon", "tolerance")
 ANSWER_KEYS = ("expected", "result", "output", "answer")
 
-_REF = {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"}
+_REF = {"type": "string", "pattern": REF_PATTERN}
 _FIELD_SPEC = {
     "oneOf": [
         {"enum": ["str", "int", "float", "bool", "date"]},

@@ -52,8 +52,15 @@ def describe(value: Any) -> str:
     return type(value).__name__
 
 
+REF_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # a callable named module:attribute
+# what a pattern asks for, in words (the regex itself helps nobody who mistyped a name)
+PATTERN_WORDS = {REF_PATTERN: "`module:attribute` (a module, a colon, then the attribute: pkg.mod:Class.method)"}
+
+
 def _message(error: jsonschema.ValidationError) -> str:
     where = ".".join(str(p) for p in error.absolute_path) or "top level"
+    if error.validator == "pattern" and error.validator_value in PATTERN_WORDS:
+        return f"{where}: expected {PATTERN_WORDS[error.validator_value]}, got {error.instance!r}"
     if error.validator == "type":
         wanted = error.validator_value
         wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
