@@ -122,9 +122,12 @@ def test_describe_inputs_never_raises_and_stays_small(kind, rows, seed, corpus, 
     inputs = [rows] if corpus else rows
     facts = describe_inputs({"kind": kind, "params": params}, inputs, seed, corpus)
     assert facts["records"] == len(rows)
-    first = list(map(str, rows[0])) if rows else []
-    assert facts["fields"] == first[:len(facts["fields"])] and facts["field_count"] == len(first)
+    union = list(dict.fromkeys(str(k) for r in rows for k in r))  # first seen first (issue 16)
+    assert facts["fields"] == union[:len(facts["fields"])] and facts["field_count"] == len(union)
     assert len(facts["fields"]) <= 20 and facts["followup"]
+    more = describe_inputs({"kind": kind, "params": params}, [rows + [{"optional": 1}]] if corpus
+                           else rows + [{"optional": 1}], seed, corpus)
+    assert more["field_count"] == facts["field_count"] + ("optional" not in union)  # a row adds, never hides
 
 
 # --- console: the columns ------------------------------------------------------------

@@ -561,15 +561,14 @@ def describe_inputs(rel: dict, inputs: list[Any], seed: int, corpus: bool) -> di
     one entry per seed for seeds. Returns a small dict, never a copy of the input::
 
         {"records": int,              # corpus rows, or seed rows
-         "fields": [str, ...],        # keys of the first row (at most FIELDS_SHOWN)
-         "field_count": int,          # how many keys the first row has
+         "fields": [str, ...],        # the rows' keys, first seen first (at most FIELDS_SHOWN)
+         "field_count": int,          # how many keys the rows have in all
          "followup": str}             # the follow-up transformation for this seed
 
     Never raises: a row it cannot read leaves the count and says less.
     """
     rows = inputs[0] if corpus and inputs and isinstance(inputs[0], list) else inputs
-    first = rows[0] if rows else None
-    keys = [str(k) for k in first] if isinstance(first, dict) else []
+    keys = _field_union(rows)
     try:
         followup = followup_words(rel, rows, seed, corpus)
     except Exception as exc:  # a row the words cannot read: the run itself reports the real error
@@ -578,6 +577,16 @@ def describe_inputs(rel: dict, inputs: list[Any], seed: int, corpus: bool) -> di
     if scale:
         followup += f"; then all again on the corpus repeated {scale} times ({scale * len(rows)} rows)"
     return {"records": len(rows), "fields": keys[:FIELDS_SHOWN], "field_count": len(keys), "followup": followup}
+
+
+FIELD_ROWS = 1000  # rows whose keys are read for the fields shown (a corpus's rows share its header)
+
+
+def _field_union(rows: list[Any]) -> list[str]:
+    """The keys of the mapping rows among the first FIELD_ROWS and the last, first seen first:
+    seed rows may each carry other optional keys, and the first row alone would hide them."""
+    sample = rows[:FIELD_ROWS] + rows[-1:] if len(rows) > FIELD_ROWS else rows
+    return list(dict.fromkeys(str(k) for row in sample if isinstance(row, dict) for k in row))
 
 
 def followup_words(rel: dict, rows: list[Any], seed: int, corpus: bool = True) -> str:
