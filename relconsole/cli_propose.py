@@ -180,5 +180,5 @@ def _seeds(args, review: Review, prompt: propose.Prompt, items: list) -> int:
 def _commit_lines(review: Review, hint: list[str]) -> list[str]:
     if not hint:
         return ["nothing written"]
-    return [f"nothing committed; the review reads quarantine from {review.layout.target_branch}. "
+    return [f"nothing committed; the review reads quarantine from {review.oracle_branch}. "
             "Commit the drafts there as one quarantine: commit:", *(f"  {line}" for line in hint)]

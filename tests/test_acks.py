@@ -221,3 +221,21 @@ def test_a_review_commit_holds_the_acks_file_alone(demo_repo: Path):
     offences = check_split(demo_repo, "main..mixed")
     assert {o.path for o in offences} == {"oracle/acks.json", "oracle/catalog.yaml"}
     assert all("review" in o.why and "catalog" in o.why for o in offences)
+
+
+def test_commits_go_to_the_base_the_review_names(demo_repo: Path, capsys):
+    """Issue 16: with ``--base release`` a console commit went to the configured ``main``.
+    The oracle branch is the review's base ref unless ``oracle_branch`` says otherwise (§9)."""
+    as_reviewer(demo_repo)
+    git(demo_repo, "branch", "release", "main")
+    main_tip = git(demo_repo, "rev-parse", "main")
+    args = ["--repo", str(demo_repo), "--base", "release", "--head", "agent/patch", "--today", TODAY.isoformat()]
+    assert main(["flags", "--json", *args]) == EXIT_REJECT
+    flag = next(f for f in json.loads(capsys.readouterr().out)["flags"] if f["name"] == GOLDEN)
+    assert main(["ack", flag["id"], "--reason", "read it", *args]) == EXIT_PASS
+    capsys.readouterr()
+    assert git(demo_repo, "rev-parse", "main") == main_tip
+    assert git(demo_repo, "log", "-1", "--format=%s", "release").startswith("review:")
+    assert main(["flags", "--json", *args]) == EXIT_REJECT  # read back from release: that flag is clear
+    again = next(f for f in json.loads(capsys.readouterr().out)["flags"] if f["id"] == flag["id"])
+    assert again["acknowledged"] is not None

@@ -186,7 +186,7 @@ def split_targets(oids: list[str]) -> tuple[list[str], list[str]]:
 def describe_change(review: Review, oids: list[str], what: str, overrides: set[str] = frozenset()) -> str:
     """Exactly what the commit will do, for the confirmation dialog; ``overrides`` are the
     candidate item ids the reviewer accepted unconfirmed."""
-    branch = review.layout.target_branch
+    branch = review.oracle_branch
     candidates, rows = split_targets(oids)
     lines = []
     if what == "accept":
@@ -329,7 +329,7 @@ def freeze_body(review: Review, row: dict) -> str:
     if old is not None:
         lines.append(f"REPLACES the {old.state} row expiring {old.raw['expires']} "
                      f"(reason: {old.raw.get('reason', '')})")
-    lines += [f"One freeze: commit on {review.layout.target_branch} writing only {review.layout.freezes}:",
+    lines += [f"One freeze: commit on {review.oracle_branch} writing only {review.layout.freezes}:",
               f"  relation {row['relation_id']} · lease {row['lease_id'] or '-'} · signature {row['signature'][:23]}…",
               f"  reruns {row['reruns']}, pass_needed {row['pass_needed']}, created_by {row['created_by']}"]
     return "\n".join(lines)
@@ -357,7 +357,7 @@ def renewal_body(review: Review, status, limit: dt.date) -> str:
         me = exc.one_line()
     return (f"Lease {status.id} ({status.state}: {status.reason})\n"
             f"owner: {', '.join(status.lease.owners)} · you: {me}\n"
-            f"One lease: commit on {review.layout.target_branch} with only {status.source};\n"
+            f"One lease: commit on {review.oracle_branch} with only {status.source};\n"
             f"sha256 stays {status.lease.sha256[:16]}…; at most {limit.isoformat()} "
             f"({review.layout.renew_max_days} days from today).")
 

@@ -58,7 +58,7 @@ def git_identity(review: Review) -> Identity:
 
 
 def _tip_view(review: Review) -> TreeView:
-    return TreeView(review.repo, resolve(review.repo, review.layout.target_branch))
+    return TreeView(review.repo, resolve(review.repo, review.oracle_branch))
 
 
 def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], body: str = "") -> CommitResult:
@@ -66,7 +66,7 @@ def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], 
     if review.today != real:  # an injected "today" moves every limit: the history must say so
         body = before_trailers(body, f"Judged as of {review.today.isoformat()} (--today / RELCONSOLE_TODAY); "
                                      f"the real date was {real.isoformat()}.\n")
-    return commit_changes(review.repo, review.layout.target_branch, kind, subject, changes, body,
+    return commit_changes(review.repo, review.oracle_branch, kind, subject, changes, body,
                           layout=review.layout)
 
 
@@ -139,7 +139,7 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
         raise CommitRefused(f"{candidate.id} was discarded: {state.reason}")
     data = view.read_bytes(candidate.path)
     if data is None or hashlib.sha256(data).hexdigest() != state.content_sha256:
-        raise CommitRefused(f"{candidate.path} changed on {review.layout.target_branch} since the "
+        raise CommitRefused(f"{candidate.path} changed on {review.oracle_branch} since the "
                             "review loaded; reload the review")
     if state.confirmed:
         return f"second replay: confirmed (content sha256 {state.content_sha256})"

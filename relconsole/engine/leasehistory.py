@@ -136,7 +136,7 @@ def lease_history(review: Review, lease_id: str) -> list[LeaseEvent]:
     GitError when the oracle branch does not exist.
     """
     status = review.lease_to_change(lease_id)
-    tip = resolve(review.repo, review.layout.target_branch)
+    tip = resolve(review.repo, review.oracle_branch)
     return renewal_history(review.root, tip, status.source)
 
 

@@ -356,7 +356,7 @@ class RehashPreview:
 def rehash_preview(review, lease_id: str) -> RehashPreview:
     """What re-pinning lease ``lease_id`` of ``review`` (a ``review.Review``) would write (§4).
 
-    Everything is read afresh from the oracle branch tip (``review.layout.target_branch``),
+    Everything is read afresh from the oracle branch tip (``review.oracle_branch``),
     where the ``lease:`` commit would land: the manifest, and the corpus blob, hashed
     streaming. The preview refuses (``refusal``) unless the lease is drifted there, the
     git identity owns it (as renewal requires) and the working tree copy, when there is
@@ -367,7 +367,7 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     from relconsole.engine.gitio import resolve
 
     status = review.lease_to_change(lease_id)
-    branch = review.layout.target_branch
+    branch = review.oracle_branch
     tip = resolve(review.repo, branch)
     try:
         who = git_identity(review)

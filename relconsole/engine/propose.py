@@ -1070,7 +1070,7 @@ def commit_hint(review: Review, paths: list[str], what: str) -> list[str]:
     quoted = " ".join(shlex.quote(p) for p in paths)
     message = shlex.quote(f"quarantine: {what} (relconsole propose)")
     commit = f"git add -- {quoted} && git commit -m {message} -- {quoted}"
-    branch = review.layout.target_branch
+    branch = review.oracle_branch
     if gitio.current_branch(review.repo) == branch:
         return [commit]
     return [f"git switch {shlex.quote(branch)} && {commit} && git switch -"]

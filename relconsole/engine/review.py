@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import datetime as dt
 import io
 import json
@@ -181,6 +182,18 @@ class Review:
         if relation.lease_id:
             return reading_refusal(self.lease(relation.lease_id), relation.id, relation.lease_id)
         return self.seed_problems.get(relation.id)
+
+    @functools.cached_property
+    def oracle_branch(self) -> str:
+        """The branch console commits go onto (§9): ``[tool.relconsole] oracle_branch`` when set,
+        else the review's base ref when it is a local branch (a remote-tracking ``origin/release``
+        whose local ``release`` exists counts as that), else the configured base branch."""
+        if self.layout.oracle_branch:
+            return self.layout.oracle_branch
+        for name in (self.base_ref, self.base_ref.split("/", 1)[-1]):
+            if gitio.run_git(self.root, "show-ref", "--verify", "--quiet", f"refs/heads/{name}", ok=None).returncode == 0:
+                return name
+        return self.layout.target_branch
 
     def flag_id(self, flag: Flag) -> str:
         """The flag's id (``acks.fingerprint``): what ``relconsole ack`` and ``w`` name it by.
