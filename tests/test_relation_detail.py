@@ -287,3 +287,26 @@ async def test_after_b_the_detail_shows_the_replay_sheet_and_its_row(demo_repo: 
             assert f"{side.upper()}" in section and f"missed {misses} of {runs} runs" in section
         evidence = replayed.sheet["evidence"]["head"]
         assert evidence and f"seed {evidence['seed']}" in section
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree, tree, st.sampled_from(["exact", "canon"]), st.one_of(st.none(), st.sampled_from([1e-6, 0.5])),
+       st.booleans())
+def test_a_miss_says_how_it_compared_and_shows_both_values_of_a_whole_output(source, followup, compare, quantum, bag):
+    """Issue 16: "disagree on (whole output)" said nothing of what was compared. The one line
+    names the comparison (exactly or under canon, the quantum, lists in order or as bags) and,
+    for a whole-output difference, both values, each cut to a short width."""
+    from relconsole.engine.relations import Check
+    from relconsole.engine.runner import SHORT, RunRecord
+    check = Check({"compare": compare, "quantum": quantum, "params": {"order_free": bag}})
+    outcome = check.outcome(source, followup, "shuffle 1 of 2")
+    record = RunRecord(outcome.held, 1, outcome.source, outcome.followup, outcome.differing, outcome.note,
+                       compared=outcome.compared)
+    line = record.describe()
+    if outcome.held:
+        assert line == "held"
+        return
+    assert outcome.compared in line and ("exactly" in line) == (compare == "exact")
+    assert ("as bags" in line) == bag and (quantum is None or str(quantum) in line)
+    if outcome.differing == ["(whole output)"]:
+        assert " vs " in line and len(line) < 2 * SHORT + len(outcome.compared) + 80

@@ -40,6 +40,7 @@ class Outcome:
     differing: list[str] = field(default_factory=list)
     note: str = ""
     vacuous: bool = False
+    compared: str = ""  # how the outputs were compared, in words ("exactly, lists in order")
 
 
 class SubjectFailed(Exception):
@@ -141,15 +142,23 @@ class Check:
     def canon(self, value: Any) -> Any:
         return canonical(value, self.compare, self.quantum, self.order_free)
 
+    def words(self, bag: bool = False) -> str:
+        """How this check compares, for a miss's one line: "exactly, lists in order",
+        "canonically (numbers to 1e-09), lists as bags"."""
+        how = "exactly" if self.compare == "exact" else f"under {self.compare}"
+        if self.quantum is not None:
+            how += f" (numbers to {self.quantum})"
+        return f"{how}, lists {'as bags' if self.order_free or bag else 'in order'}"
+
     def outcome(self, left: Any, right: Any, note: str = "", bag: bool = False) -> Outcome:
         same = _identical(left, right)
         if same is not None:  # equal as written: equal under every compare, no canonical walk needed
             kept = canonical(left, self.compare, self.quantum, self.order_free or bag) if same < SMALL_BYTES else None
-            return Outcome(True, kept, kept, [], note)
+            return Outcome(True, kept, kept, [], note, compared=self.words(bag))
         a = canonical(left, self.compare, self.quantum, self.order_free or bag)
         b = canonical(right, self.compare, self.quantum, self.order_free or bag)
         diff = differences(a, b, self.compare, self.quantum)
-        return Outcome(not diff, a, b, [path_text(p) for p in diff], note)
+        return Outcome(not diff, a, b, [path_text(p) for p in diff], note, compared=self.words(bag))
 
 
 def _empty(value: Any, depth: int = 0) -> bool:
@@ -422,7 +431,8 @@ def monotonic(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     out = calls.run({"before": {"ops": []}, "after": {"ops": [["raise", field_name, step, cap]]}})
     before, after = out["before"], out["after"]
     lost = never_below(before, after)
-    return Outcome(not lost, canonical(before), canonical(after), lost, f"{field_name} raised by {step}")
+    return Outcome(not lost, canonical(before), canonical(after), lost, f"{field_name} raised by {step}",
+                   compared="by order: no number below its source value, no member lost, anything else equal")
 
 
 def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) -> Outcome:

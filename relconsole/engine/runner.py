@@ -56,6 +56,7 @@ class RunRecord:
     blocked: str = ""  # why the outputs could not be compared (a type with no canon: adapter), else ""
     vacuous: bool = False  # held only on empty outputs for a non-empty input (SPEC §7)
     run: dict = field(default_factory=dict)  # sandbox, hashseed, clock, call order, tree files imported
+    compared: str = ""  # how the outputs were compared, in words (relations.Check.words)
 
     def describe(self) -> str:
         """One line: what missed and where."""
@@ -68,7 +69,24 @@ class RunRecord:
         if self.error_type:
             return f"{self.error_type}: {self.error}"
         keys = ", ".join(self.differing[:4]) + (" …" if len(self.differing) > 4 else "")
-        return f"disagree on {keys} ({self.note})" if keys else self.note or "missed"
+        if not keys:
+            return self.note or "missed"
+        how = f"; compared {self.compared}" if self.compared else ""
+        shown = f": {_short(self.source)} vs {_short(self.followup)}" if self.differing == [WHOLE] else ""
+        return f"disagree on {keys} ({self.note}{how}){shown}"
+
+
+WHOLE = "(whole output)"  # relations.path_text of the empty path
+SHORT = 60  # characters of a value shown in a one-line miss
+
+
+def _short(value: Any) -> str:
+    """``value`` as compact JSON, cut to SHORT characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    except (ValueError, TypeError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= SHORT else text[:SHORT - 1] + "…"
 
 
 @dataclass
@@ -286,7 +304,7 @@ def _record(reply: dict, seed: int, seconds: float) -> RunRecord:
         return RunRecord(False, seed, blocked=str(reply["blocked"]), seconds=seconds, inputs=read, run=run)
     return RunRecord(reply["held"], seed, reply["source"], reply["followup"],
                      reply["differing"], reply["note"], seconds=seconds, inputs=read,
-                     vacuous=bool(reply.get("vacuous")), run=run)
+                     vacuous=bool(reply.get("vacuous")), run=run, compared=str(reply.get("compared") or ""))
 
 
 def input_summary(plan: RunPlan, read: dict | None = None) -> dict:

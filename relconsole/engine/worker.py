@@ -464,7 +464,8 @@ class Server:
                 reply = {"held": outcome.held and not outcome.vacuous,
                          "source": trimmed(outcome.source, outcome.differing),
                          "followup": trimmed(outcome.followup, outcome.differing),
-                         "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous}
+                         "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous,
+                         "compared": outcome.compared}
         except SubjectFailed as exc:
             reply = {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
         except (AdapterRefused, NotComparable) as exc:
