@@ -113,7 +113,8 @@ class ServerCalls:
         rel = self.relation
         # each call its own random seed (drawn from the run's): calls agreeing only because
         # they drew the same "random" numbers would hide a subject that is not deterministic
-        spec = {"subject": rel["subject"], "seed": self.log["subject_seed"] ^ self.rng.getrandbits(32),
+        seed = call["seed"] if "seed" in call else self.log["subject_seed"] ^ self.rng.getrandbits(32)
+        spec = {"subject": rel["subject"], "seed": seed,
                 "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon"),
                 "oracle_roots": self.oracle_roots}
         spec.update(call)
@@ -216,9 +217,8 @@ class ServerCalls:
             if key == repeated and self.decoy is not None:
                 spec["decoy"] = self.decoy
             expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
-            if key == repeated:  # its own seed, which the other server's call on its input must share
-                spec["seed"] = self.log["subject_seed"] ^ random.Random(
-                    f"same {self.log['subject_seed']} {self.input_index}").getrandbits(32)
+            if key == repeated:  # drawn here, where raw() would draw it: the other server's call shares it
+                spec["seed"] = self.log["subject_seed"] ^ self.rng.getrandbits(32)
             body = self.raw(spec, key, expect, self.second if key == elsewhere else None)
             if key == repeated:
                 self._same_elsewhere(spec, body.get("first"))
