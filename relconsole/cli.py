@@ -28,7 +28,7 @@ from relconsole.engine import importmap
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
 from relconsole.engine.decision import worst
-from relconsole.engine.literal import one_line
+from relconsole.engine.literal import literal, one_line
 from relconsole.engine.report import replay_lines, replay_payload, run_payload
 from relconsole.engine.review import Review, finish_review, load_review, run_review
 from relconsole.engine.runner import prestart
@@ -292,7 +292,12 @@ def cmd_validate(args) -> int:
                  for c in review.candidates]
         lines += [f"seed row {one_line(r.key)}: " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
                   for r in review.seed_rows]
-        _emit(args, payload, lines or ([] if review.errors else ["ok"]), review.errors)
+        warnings = [f"relation {r.id} ({review.layout.catalog}:{r.line}) is named by no owner pattern: no touched "
+                    "path runs it, only run --all (add the paths it guards to owners)"
+                    for r in (review.catalog.unowned() if review.catalog else [])]
+        payload["warnings"] = warnings
+        _emit(args, payload, lines + [f"warning: {one_line(w)}" for w in warnings]
+              or ([] if review.errors else ["ok"]), review.errors)
         return EXIT_BAD_INPUT if review.errors else EXIT_PASS
     finally:
         review.close()
@@ -394,7 +399,9 @@ def cmd_accept_delete(args) -> int:
                                     unconfirmed_ok=others if args.override_unconfirmed else ())
         else:
             result = actions.delete(review, others, rows)
-        _emit(args, _commit_payload(result), [f"{result.sha[:12]} {result.message}"])
+        hints = actions.unowned_hints(review, others) if args.command == "accept" else []
+        _emit(args, _commit_payload(result) | {"warnings": hints},
+              [f"{result.sha[:12]} {literal(result.message)}"] + [f"warning: {one_line(h)}" for h in hints])
         return EXIT_PASS
     finally:
         review.close()

@@ -184,3 +184,18 @@ def test_a_run_reads_the_flags_while_it_judges_and_decides_as_a_full_load_does(d
     code, out, _ = cli(capsys, "run", "--json", *repo_args(demo_repo))
     assert json.loads(out)["reason"] == full.decision().reason and code == EXIT_REJECT
 
+
+
+def test_an_accepted_relation_no_owner_names_is_said_by_accept_and_by_validate(demo_repo: Path, capsys):
+    """Issue 16: an accepted relation with no owners entry ran only with --all, silently."""
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    assert json.loads(out)["warnings"] == []  # the sample's relations are all owned
+    code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--override-unconfirmed", "--json",
+                       *repo_args(demo_repo))
+    hints = json.loads(out)["warnings"]
+    assert code == EXIT_PASS and len(hints) == 1
+    assert "penguins.mass_permutation" in hints[0] and "'src/aggregator.py': [penguins.mass_permutation]" in hints[0]
+    git(demo_repo, "checkout", "-q", "main")
+    code, out, _ = cli(capsys, "validate", *repo_args(demo_repo))
+    assert code == EXIT_PASS and "warning: relation penguins.mass_permutation" in out
+    assert "only run --all" in out

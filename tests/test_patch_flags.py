@@ -446,3 +446,16 @@ def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_
     unread = [f for f in flags if f["path"] == "src/aggregator.py" and "does not parse" in f["detail"]]
     assert [f["line"] for f in unread] == [broken_line]
     assert any(f["name"] == "golden_literal" for f in flags)  # the rest of the range is still judged
+
+
+def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo: Path):
+    """Issue 16: a flag on an honest upstream test became the PR's reason even when a relation
+    missed. Both reject; the relation's miss is named, the flag is still there."""
+    from relconsole.engine.review import run_review
+    with load_review(demo_repo, "main", "agent/patch", TODAY) as review:
+        assert review.decision().reason.startswith("review_flag:")  # nothing run yet: the flag is all there is
+        run_review(review)
+        missed = [r for r in review.results.values() if r.verdict.decision == "reject"]
+        assert missed and any(f.name == "golden_literal" for f in review.flags)
+        decision = review.decision()
+        assert decision.decision == "reject" and decision.reason == missed[0].verdict.reason

@@ -127,6 +127,28 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
 
 
+def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
+    """For each of ``relation_ids`` that no owner pattern of the oracle branch's catalog names,
+    a line proposing one (the file of its subject's module, where the tree has it): unowned, a
+    relation runs only with ``run --all``, and nothing says so."""
+    view = _tip_view(review)
+    try:
+        catalog = load_catalog(view.read_text(review.layout.catalog) or "", review.layout.catalog)
+    except BadInputError:
+        return []
+    out = []
+    for relation in catalog.unowned():
+        if relation.id not in relation_ids:
+            continue
+        module = relation.subject.split(":", 1)[0].replace(".", "/")
+        found = next((p for p in (f"{root}{module}{tail}" for root in ("src/", "") for tail in (".py", "/__init__.py"))
+                      if view.read_text(p) is not None), None)
+        where = f"'{found}': [{relation.id}]" if found else f"'<the paths it guards>': [{relation.id}]"
+        out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
+                   f"run --all; add to owners in {review.layout.catalog}: {where}")
+    return out
+
+
 def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
     """The commit message line on a candidate's second replay (§10), or CommitRefused.
 
