@@ -199,3 +199,24 @@ def test_an_accepted_relation_no_owner_names_is_said_by_accept_and_by_validate(d
     code, out, _ = cli(capsys, "validate", *repo_args(demo_repo))
     assert code == EXIT_PASS and "warning: relation penguins.mass_permutation" in out
     assert "only run --all" in out
+
+
+def test_accept_refuses_a_relation_whose_seeds_its_own_schema_would_refuse(demo_repo: Path, capsys):
+    """Issue 16: accept --override-unconfirmed committed a candidate whose schema contradicts
+    the seeds it reads; afterwards every command exited 5 blaming a seeds file nobody changed."""
+    git(demo_repo, "checkout", "-q", "main")
+    (demo_repo / "oracle" / "quarantine" / "rollout.text_percent.yaml").write_text(
+        "id: rollout.text_percent\ntransform: monotonic\ncompare: exact\n"
+        "must_not: assert a literal list of admitted users in a test\nsubject: rollout:admitted\n"
+        "input:\n  seeds: oracle/seeds/rollout.jsonl\n  schema: {percent: str, salt: str, population: int}\n"
+        "params: {field: population, step: 10}\n"
+        "statement: Growing the population never drops a user admitted before.\n"
+        "drafted_by: llm -m local-coder-7b\ndrafted_at: \"2026-01-29T14:12:05Z\"\nsource: \"ticket GROW-1\"\n")
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-qm", "quarantine: a drafted candidate")
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "accept", "rollout.text_percent", "--override-unconfirmed", *repo_args(demo_repo))
+    assert tip(demo_repo) == before, "a relation that would not load was committed"
+    assert code != EXIT_PASS and "seeds would not load" in err and "oracle/seeds/rollout.jsonl:1" in err
+    code, _, _ = cli(capsys, "validate", *repo_args(demo_repo))
+    assert code == EXIT_PASS  # nothing broke
