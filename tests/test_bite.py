@@ -340,3 +340,40 @@ async def test_the_console_flags_a_relation_that_does_not_bite(weak_repo: Path):
         assert "does not bite" in shown["r:rows.count_invariant"]
         assert not any("does not bite" in text for oid, text in shown.items()
                        if oid != "r:rows.count_invariant")
+
+
+SHELF_IMPL = textwrap.dedent('''
+    def spread(xs):
+        """The largest value minus the smallest."""
+        low, high = xs[0], xs[0]
+        for x in xs[1:]:
+            if x < low:
+                low = x
+            if x > high:
+                high = x
+        return high - low
+''')
+
+
+@pytest.mark.parametrize("init", ["from .impl import spread\n", "from .impl import *\n",
+                                  "from shelf.impl import spread as spread\n", "from . import impl\nfrom .impl import spread\n"])
+def test_a_subject_re_exported_from_a_package_is_mutated_where_it_is_defined(demo_repo: Path, init: str):
+    """Issue 16: ``pkg:func`` where ``pkg/__init__.py`` re-exports ``func`` from ``pkg/impl.py``
+    crashed bite with a TargetNotFound traceback (exit 1, the "does not bite" code)."""
+    git(demo_repo, "checkout", "-q", "main")
+    (demo_repo / "src/shelf").mkdir()
+    (demo_repo / "src/shelf/__init__.py").write_text(init, encoding="utf-8")
+    (demo_repo / "src/shelf/impl.py").write_text(SHELF_IMPL, encoding="utf-8")
+    (demo_repo / "oracle/seeds/spread.jsonl").write_text("[3, 1, 2]\n[5, 4, 9, 1]\n[7]\n", encoding="utf-8")
+    with open(demo_repo / "oracle/catalog.yaml", "a", encoding="utf-8") as catalog:
+        catalog.write(WEAK_RELATION.replace("rows.count_invariant", "shelf.spread_order").replace(
+            "weak:count", "shelf:spread").replace("weak.jsonl", "spread.jsonl"))
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "shelf")
+    review = load_review(demo_repo, "main", "HEAD", TODAY)
+    try:
+        report = bite(review, "shelf.spread_order")
+    finally:
+        review.close()
+    assert report.subject_path == "src/shelf/impl.py" and report.baseline == "held"
+    assert report.total >= 3 and report.bites is True

@@ -15,6 +15,7 @@ running anything.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -156,6 +157,57 @@ def subject_file(review: Review, relation: Relation, tree: Path) -> str | None:
     return None
 
 
+MAX_REEXPORTS = 8  # ``from .a import f`` hops followed from the subject's module to the definition
+
+
+def defining_file(tree: Path, roots: list[str], path: str, attr: str) -> tuple[str, str]:
+    """(tree-relative path, attribute path) where ``attr`` of the module at ``path`` is defined,
+    following re-exports (``pkg/__init__.py``: ``from .impl import func``, ``from .impl import *``,
+    ``from pkg.impl import func as name``) to the module that defines it. ``roots``: the tree's
+    import roots (absolute imports). Where nothing defines it, the last module reached (the
+    mutation step then says what is missing)."""
+    seen = set()
+    for _ in range(MAX_REEXPORTS):
+        seen.add(path)
+        try:
+            module = ast.parse((tree / path).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            return path, attr
+        head, dot, rest = attr.partition(".")
+        if mutations.defines(module, head):
+            return path, attr
+        for source, level, name in mutations.reexport(module, head):
+            target = _module_file(tree, roots, path, source, level)
+            if target is not None and target not in seen:
+                path, attr = target, name + dot + rest
+                break
+        else:
+            return path, attr
+    return path, attr
+
+
+def _module_file(tree: Path, roots: list[str], path: str, module: str, level: int) -> str | None:
+    """The tree-relative file of ``module`` imported from the file ``path`` (``level`` dots)."""
+    if level:
+        base = PurePosixPath(path).parent
+        for _ in range(level - 1):
+            base = base.parent
+        bases = [base]
+    else:
+        bases = []
+        for root in roots:
+            try:
+                bases.append(PurePosixPath(Path(root).resolve().relative_to(tree.resolve()).as_posix()))
+            except ValueError:  # an import root outside the tree holds no code of the review
+                continue
+    name = module.replace(".", "/")
+    for base in bases:
+        for candidate in ((base / name).with_suffix(".py") if name else None, base / name / "__init__.py"):
+            if candidate is not None and (tree / candidate).is_file():
+                return candidate.as_posix().removeprefix("./")
+    return None
+
+
 def _head_bytes(review: Review, path: str) -> bytes | None:
     """The file as a run tree holds it: the oracle's for a protected path, else HEAD's."""
     if protected(review.layout.protected, path):
@@ -258,6 +310,8 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
     if path is None:
         raise RelconsoleError(f"{relation.id}: no source file for subject {relation.subject} "
                               "under the import paths")
+    attr = relation.subject.split(":", 1)[1]
+    path, attr = defining_file(tree, import_paths(review.layout, tree), path, attr)
     plan = plan_for(review, relation, tree)
     seed = _base_seed(relation)
     first = evaluate_once(plan, seed)
@@ -266,10 +320,13 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
                         first.describe(), cache_key(review, relation, original))
     if not first.held:
         return report
-    attr = relation.subject.split(":", 1)[1]
     quick = dataclasses.replace(plan, timeout_seconds=min(
         plan.timeout_seconds, max(MIN_MUTANT_TIMEOUT, 20 * first.seconds)))
-    for mutant in mutations.mutants(original.decode("utf-8"), attr):
+    try:
+        found = mutations.mutants(original.decode("utf-8"), attr)
+    except (SyntaxError, mutations.TargetNotFound) as exc:
+        raise RelconsoleError(f"{relation.id}: cannot mutate {relation.subject} in {path}: {exc}") from None
+    for mutant in found:
         result = _run_mutant(quick, tree / path, original, mutant, seed, path)
         report.results.append(result)
         if progress:

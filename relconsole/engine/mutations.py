@@ -104,6 +104,25 @@ def _resolve(module: ast.Module, attr_path: str) -> tuple[str, ast.AST]:
     return attr_path, node
 
 
+def defines(module: ast.Module, name: str) -> bool:
+    """Whether the module's top level defines a function or class ``name``."""
+    return name in _defs(module.body)
+
+
+def reexport(module: ast.Module, name: str) -> list[tuple[str, int, str]]:
+    """Where the module's top level imports ``name`` from, in source order: ``(module, level,
+    name there)`` for ``from .impl import name`` (or ``... as name``), and ``(module, level, name)``
+    for each ``from .impl import *`` (the name may be there). [] when it imports no such name."""
+    found = []
+    for node in module.body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            if alias.name == "*" or (alias.asname or alias.name) == name:
+                found.append((node.module or "", node.level, name if alias.name == "*" else alias.name))
+    return found
+
+
 def _called_names(func: ast.AST) -> list[str]:
     names = []
     for node in ast.walk(func):
