@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relconsole.cli import main
 from relconsole.engine.bite import bite, cached_bite
@@ -22,6 +24,7 @@ from tests.conftest import TODAY, git
 SNIPPET = textwrap.dedent('''
     """A module."""
     import math
+    import re
 
     LIMIT = 3
 
@@ -47,7 +50,9 @@ SNIPPET = textwrap.dedent('''
         out.setdefault("m", 2)
         vals = list(out.values())
         vals.sort()
-        return [math.fsum(vals), rows == rows, {k: v for k, v in out.items()}]
+        label = str(rows[0]).strip().lower() if rows and out else ""
+        head = rows[1:3]
+        return [math.fsum(vals), rows == rows, {k: v for k, v in out.items()}, re.match(r"^a+$", label), head]
 ''')
 
 STORE = textwrap.dedent('''
@@ -124,6 +129,14 @@ def test_every_operator_has_a_site_and_changes_only_the_target():
     ("drop_dedup", "out[r] = max(r, 0)", "out[str(r) + '#' + str(len(out))] = max(r, 0)"),
     ("uncompensated", "math.fsum(vals)", "sum(vals)"),
     ("return_early", "vals.sort()", "return\n"),
+    ("drop_call", "str(rows[0]).strip().lower() if", "str(rows[0]).strip() if"),
+    ("drop_call", "str(rows[0]).strip().lower() if", "str(rows[0]).lower() if"),
+    ("regex", "re.match('^a+$', label)", "re.match('a+$', label)"),
+    ("regex", "re.match('^a+$', label)", "re.match('^a+', label)"),
+    ("regex", "re.match('^a+$', label)", "re.match('^a*$', label)"),
+    ("and_or", "if rows and out else", "if rows or out else"),
+    ("slice_bound", "rows[1:3]", "rows[1 + 1:3]"),
+    ("slice_bound", "rows[1:3]", "rows[1:3 + 1]"),
 ])
 def test_operator_edits(operator, before, after):
     texts = [m.source for m in mutants(SNIPPET, "target", limit=1000) if m.operator == operator]
@@ -377,3 +390,20 @@ def test_a_subject_re_exported_from_a_package_is_mutated_where_it_is_defined(dem
         review.close()
     assert report.subject_path == "src/shelf/impl.py" and report.baseline == "held"
     assert report.total >= 3 and report.bites is True
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["survived", "caught by comparison", "caught by a crash"]), max_size=8))
+def test_a_relation_that_catches_only_by_crashes_bites_by_crash_only(fates):
+    """Issue 16: a mutant that raises is caught by any caller; a relation whose every catch was
+    a crash has its own verdict, never "bites"."""
+    from relconsole.engine.bite import BiteReport, MutationResult
+    report = BiteReport("r", "m:f", "m.py", "held", "held", results=[
+        MutationResult("op", "label", "m.py", 1, "f", "survived" if f == "survived" else "caught", "",
+                       crashed=f.endswith("crash")) for f in fates])
+    compared = "caught by comparison" in fates
+    crashed = "caught by a crash" in fates
+    assert report.bites is compared and report.crash_only is (crashed and not compared)
+    words = report.verdict()
+    assert (": bites:" in words, "bites by crash only" in words, "does not bite" in words) == (
+        compared, crashed and not compared, not crashed and not compared)

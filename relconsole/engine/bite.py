@@ -88,8 +88,15 @@ class BiteReport:
         return len(self.results)
 
     @property
+    def crash_only(self) -> bool:
+        """Every mutant it caught raised or timed out: any caller would have noticed those,
+        so the relation's own comparison caught nothing."""
+        return self.caught > 0 and self.crashed == self.caught
+
+    @property
     def bites(self) -> bool | None:
-        return None if self.baseline != "held" else self.caught > 0
+        """True when its comparison caught a mutant; False when none, or only by crashes."""
+        return None if self.baseline != "held" else self.caught > self.crashed
 
     def verdict(self) -> str:
         """One line for a terminal or a pane."""
@@ -101,6 +108,9 @@ class BiteReport:
         if self.bites:
             crashes = f" ({self.crashed} by an exception)" if self.crashed else ""
             return f"{self.relation_id}: bites: caught {self.caught} of {self.total} mutations{crashes}"
+        if self.crash_only:
+            return (f"{self.relation_id}: bites by crash only: caught {self.caught} of {self.total} mutations, "
+                    "every one by an exception or a timeout, none by the comparison")
         return f"{self.relation_id}: does not bite: caught 0 of {self.total} mutations"
 
     def to_json(self) -> dict:
@@ -108,7 +118,7 @@ class BiteReport:
         return {"relation_id": self.relation_id, "subject": self.subject,
                 "subject_path": self.subject_path, "baseline": self.baseline,
                 "baseline_detail": self.baseline_detail, "bites": self.bites,
-                "caught": self.caught, "crashed": self.crashed, "total": self.total,
+                "caught": self.caught, "crashed": self.crashed, "crash_only": self.crash_only, "total": self.total,
                 "verdict": self.verdict(),
                 "mutations": [dataclasses.asdict(r) for r in self.results]}
 
