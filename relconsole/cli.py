@@ -495,7 +495,7 @@ def cmd_check_split(args) -> int:
               "(check-split judges a merge by what it adds beyond its parents)", file=sys.stderr)
         return EXIT_PASS
     if args.staged:
-        found = splitcheck.offences(splitcheck.staged_commit(root), splitcheck.layout_at(root, "HEAD"))
+        found = splitcheck.staged_offences(root)
     else:
         found = splitcheck.check_split(root, args.range)
     payload = {"offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
