@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("accept", "accept a candidate or drafted seed rows (catalog: commit)"),
                        ("delete", "delete a candidate or drafted seed rows (quarantine: commit)")):
         cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("item", nargs="+", help="candidate id, or seed rows as PATH:LINE")
+        cmd.add_argument("item", nargs="+", help="candidate id, or a drafted seed row's id (row-…, validate lists them) or PATH:LINE")
         if name == "accept":
             cmd.add_argument("--override-unconfirmed", action="store_true",
                              help="accept candidates no second replay confirmed (recorded in the commit message)")
@@ -285,12 +285,12 @@ def cmd_validate(args) -> int:
                    "freezes": [{"relation_id": f.relation_id, "state": f.state, "why": f.why}
                                for f in review.freezes],
                    "candidates": [_candidate_payload(review, c) for c in review.candidates],
-                   "seed_rows": [{"key": r.key, "relation_id": r.relation_id, "valid": r.valid,
+                   "seed_rows": [{"id": r.id, "key": r.key, "relation_id": r.relation_id, "valid": r.valid,
                                   "reasons": r.reasons} for r in review.seed_rows]}
         lines = [f"candidate {one_line(c.id)}: " + (f"valid · {states[c.path].state.replace('_', ' ')}" if c.valid
                                                     else "rejected: " + one_line("; ".join(c.reasons)))
                  for c in review.candidates]
-        lines += [f"seed row {one_line(r.key)}: " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
+        lines += [f"seed row {r.id} ({one_line(r.key)}): " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
                   for r in review.seed_rows]
         warnings = [f"relation {r.id} ({review.layout.catalog}:{r.line}) is named by no owner pattern: no touched "
                     "path runs it, only run --all (add the paths it guards to owners)"
@@ -392,7 +392,7 @@ def cmd_accept_delete(args) -> int:
     from relconsole.engine import actions
     review = _load(args)
     try:
-        rows = [i for i in args.item if any(r.key == i for r in review.seed_rows)]
+        rows = [i for i in args.item if any(r.named_by(i) for r in review.seed_rows)]
         others = [i for i in args.item if i not in rows]
         if args.command == "accept":
             result = actions.accept(review, others, rows,

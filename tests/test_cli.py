@@ -220,3 +220,27 @@ def test_accept_refuses_a_relation_whose_seeds_its_own_schema_would_refuse(demo_
     assert code != EXIT_PASS and "seeds would not load" in err and "oracle/seeds/rollout.jsonl:1" in err
     code, _, _ = cli(capsys, "validate", *repo_args(demo_repo))
     assert code == EXIT_PASS  # nothing broke
+
+
+def test_a_drafted_seed_row_keeps_its_id_when_lines_move_and_no_other_row_takes_it(demo_repo: Path, capsys):
+    """Issue 16: rows were addressed PATH:LINE, and lines move after every accept or delete:
+    the number validate printed then failed, or named another row. A row's id is a hash of
+    its relation and canonical JSON."""
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    rows = json.loads(out)["seed_rows"]
+    assert len(rows) >= 3 and len({r["id"] for r in rows}) == len(rows)
+    first, second, third = rows[0], rows[1], rows[2]
+    assert first["key"].endswith(":1") and second["key"].endswith(":2")
+    drafted = git(demo_repo, "show", f"main:{second['key'].rsplit(':', 1)[0]}").splitlines()
+    code, _, _ = cli(capsys, "delete", first["id"], *repo_args(demo_repo))  # line 1 goes: the others move up
+    assert code == EXIT_PASS
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    after = {r["id"]: r["key"] for r in json.loads(out)["seed_rows"]}
+    assert first["id"] not in after and after[second["id"]].endswith(":1") and after[third["id"]].endswith(":2")
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "delete", first["id"], *repo_args(demo_repo))  # an old id names nothing now
+    assert code == EXIT_USAGE and first["id"] in err and tip(demo_repo) == before
+    code, _, _ = cli(capsys, "accept", second["id"], *repo_args(demo_repo))
+    assert code == EXIT_PASS
+    accepted = git(demo_repo, "show", "main:oracle/seeds/rollout.jsonl").splitlines()[-1]
+    assert json.loads(accepted) == json.loads(drafted[1])  # the row the id named, at whatever line

@@ -241,10 +241,11 @@ def _candidate(review: Review, candidate_id: str):
 
 
 def _rows(review: Review, keys: list[str]):
-    chosen = [r for r in review.seed_rows if r.key in keys]
-    missing = set(keys) - {r.key for r in chosen}
+    """The drafted seed rows ``keys`` name (stable ids, or PATH:LINE as they are now)."""
+    chosen = [r for r in review.seed_rows if any(r.named_by(k) for k in keys)]
+    missing = [k for k in keys if not any(r.named_by(k) for r in chosen)]
     if missing:
-        raise UsageError(f"no drafted seed row {sorted(missing)[0]!r}")
+        raise UsageError(f"no drafted seed row {missing[0]!r} (relconsole validate lists their ids)")
     return chosen
 
 
