@@ -28,7 +28,7 @@ from relconsole.engine import importmap
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
 from relconsole.engine.decision import worst
-from relconsole.engine.literal import one_line
+from relconsole.engine.literal import literal, one_line
 from relconsole.engine.report import replay_lines, replay_payload, run_payload
 from relconsole.engine.review import Review, finish_review, load_review, run_review
 from relconsole.engine.runner import prestart
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("accept", "accept a candidate or drafted seed rows (catalog: commit)"),
                        ("delete", "delete a candidate or drafted seed rows (quarantine: commit)")):
         cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("item", nargs="+", help="candidate id, or seed rows as PATH:LINE")
+        cmd.add_argument("item", nargs="+", help="candidate id, or a drafted seed row's id (row-…, validate lists them) or PATH:LINE")
         if name == "accept":
             cmd.add_argument("--override-unconfirmed", action="store_true",
                              help="accept candidates no second replay confirmed (recorded in the commit message)")
@@ -285,14 +285,19 @@ def cmd_validate(args) -> int:
                    "freezes": [{"relation_id": f.relation_id, "state": f.state, "why": f.why}
                                for f in review.freezes],
                    "candidates": [_candidate_payload(review, c) for c in review.candidates],
-                   "seed_rows": [{"key": r.key, "relation_id": r.relation_id, "valid": r.valid,
+                   "seed_rows": [{"id": r.id, "key": r.key, "relation_id": r.relation_id, "valid": r.valid,
                                   "reasons": r.reasons} for r in review.seed_rows]}
         lines = [f"candidate {one_line(c.id)}: " + (f"valid · {states[c.path].state.replace('_', ' ')}" if c.valid
                                                     else "rejected: " + one_line("; ".join(c.reasons)))
                  for c in review.candidates]
-        lines += [f"seed row {one_line(r.key)}: " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
+        lines += [f"seed row {r.id} ({one_line(r.key)}): " + ("valid" if r.valid else "rejected: " + one_line("; ".join(r.reasons)))
                   for r in review.seed_rows]
-        _emit(args, payload, lines or ([] if review.errors else ["ok"]), review.errors)
+        warnings = [f"relation {r.id} ({review.layout.catalog}:{r.line}) is named by no owner pattern: no touched "
+                    "path runs it, only run --all (add the paths it guards to owners)"
+                    for r in (review.catalog.unowned() if review.catalog else [])]
+        payload["warnings"] = warnings
+        _emit(args, payload, lines + [f"warning: {one_line(w)}" for w in warnings]
+              or ([] if review.errors else ["ok"]), review.errors)
         return EXIT_BAD_INPUT if review.errors else EXIT_PASS
     finally:
         review.close()
@@ -387,14 +392,16 @@ def cmd_accept_delete(args) -> int:
     from relconsole.engine import actions
     review = _load(args)
     try:
-        rows = [i for i in args.item if any(r.key == i for r in review.seed_rows)]
+        rows = [i for i in args.item if any(r.named_by(i) for r in review.seed_rows)]
         others = [i for i in args.item if i not in rows]
         if args.command == "accept":
             result = actions.accept(review, others, rows,
                                     unconfirmed_ok=others if args.override_unconfirmed else ())
         else:
             result = actions.delete(review, others, rows)
-        _emit(args, _commit_payload(result), [f"{result.sha[:12]} {result.message}"])
+        hints = actions.unowned_hints(review, others) if args.command == "accept" else []
+        _emit(args, _commit_payload(result) | {"warnings": hints},
+              [f"{result.sha[:12]} {literal(result.message)}"] + [f"warning: {one_line(h)}" for h in hints])
         return EXIT_PASS
     finally:
         review.close()
@@ -488,7 +495,7 @@ def cmd_check_split(args) -> int:
               "(check-split judges a merge by what it adds beyond its parents)", file=sys.stderr)
         return EXIT_PASS
     if args.staged:
-        found = splitcheck.offences(splitcheck.staged_commit(root), splitcheck.layout_at(root, "HEAD"))
+        found = splitcheck.staged_offences(root)
     else:
         found = splitcheck.check_split(root, args.range)
     payload = {"offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}

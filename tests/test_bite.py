@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relconsole.cli import main
 from relconsole.engine.bite import bite, cached_bite
@@ -22,6 +24,7 @@ from tests.conftest import TODAY, git
 SNIPPET = textwrap.dedent('''
     """A module."""
     import math
+    import re
 
     LIMIT = 3
 
@@ -47,7 +50,9 @@ SNIPPET = textwrap.dedent('''
         out.setdefault("m", 2)
         vals = list(out.values())
         vals.sort()
-        return [math.fsum(vals), rows == rows, {k: v for k, v in out.items()}]
+        label = str(rows[0]).strip().lower() if rows and out else ""
+        head = rows[1:3]
+        return [math.fsum(vals), rows == rows, {k: v for k, v in out.items()}, re.match(r"^a+$", label), head]
 ''')
 
 STORE = textwrap.dedent('''
@@ -124,6 +129,14 @@ def test_every_operator_has_a_site_and_changes_only_the_target():
     ("drop_dedup", "out[r] = max(r, 0)", "out[str(r) + '#' + str(len(out))] = max(r, 0)"),
     ("uncompensated", "math.fsum(vals)", "sum(vals)"),
     ("return_early", "vals.sort()", "return\n"),
+    ("drop_call", "str(rows[0]).strip().lower() if", "str(rows[0]).strip() if"),
+    ("drop_call", "str(rows[0]).strip().lower() if", "str(rows[0]).lower() if"),
+    ("regex", "re.match('^a+$', label)", "re.match('a+$', label)"),
+    ("regex", "re.match('^a+$', label)", "re.match('^a+', label)"),
+    ("regex", "re.match('^a+$', label)", "re.match('^a*$', label)"),
+    ("and_or", "if rows and out else", "if rows or out else"),
+    ("slice_bound", "rows[1:3]", "rows[1 + 1:3]"),
+    ("slice_bound", "rows[1:3]", "rows[1:3 + 1]"),
 ])
 def test_operator_edits(operator, before, after):
     texts = [m.source for m in mutants(SNIPPET, "target", limit=1000) if m.operator == operator]
@@ -340,3 +353,57 @@ async def test_the_console_flags_a_relation_that_does_not_bite(weak_repo: Path):
         assert "does not bite" in shown["r:rows.count_invariant"]
         assert not any("does not bite" in text for oid, text in shown.items()
                        if oid != "r:rows.count_invariant")
+
+
+SHELF_IMPL = textwrap.dedent('''
+    def spread(xs):
+        """The largest value minus the smallest."""
+        low, high = xs[0], xs[0]
+        for x in xs[1:]:
+            if x < low:
+                low = x
+            if x > high:
+                high = x
+        return high - low
+''')
+
+
+@pytest.mark.parametrize("init", ["from .impl import spread\n", "from .impl import *\n",
+                                  "from shelf.impl import spread as spread\n", "from . import impl\nfrom .impl import spread\n"])
+def test_a_subject_re_exported_from_a_package_is_mutated_where_it_is_defined(demo_repo: Path, init: str):
+    """Issue 16: ``pkg:func`` where ``pkg/__init__.py`` re-exports ``func`` from ``pkg/impl.py``
+    crashed bite with a TargetNotFound traceback (exit 1, the "does not bite" code)."""
+    git(demo_repo, "checkout", "-q", "main")
+    (demo_repo / "src/shelf").mkdir()
+    (demo_repo / "src/shelf/__init__.py").write_text(init, encoding="utf-8")
+    (demo_repo / "src/shelf/impl.py").write_text(SHELF_IMPL, encoding="utf-8")
+    (demo_repo / "oracle/seeds/spread.jsonl").write_text("[3, 1, 2]\n[5, 4, 9, 1]\n[7]\n", encoding="utf-8")
+    with open(demo_repo / "oracle/catalog.yaml", "a", encoding="utf-8") as catalog:
+        catalog.write(WEAK_RELATION.replace("rows.count_invariant", "shelf.spread_order").replace(
+            "weak:count", "shelf:spread").replace("weak.jsonl", "spread.jsonl"))
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "shelf")
+    review = load_review(demo_repo, "main", "HEAD", TODAY)
+    try:
+        report = bite(review, "shelf.spread_order")
+    finally:
+        review.close()
+    assert report.subject_path == "src/shelf/impl.py" and report.baseline == "held"
+    assert report.total >= 3 and report.bites is True
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["survived", "caught by comparison", "caught by a crash"]), max_size=8))
+def test_a_relation_that_catches_only_by_crashes_bites_by_crash_only(fates):
+    """Issue 16: a mutant that raises is caught by any caller; a relation whose every catch was
+    a crash has its own verdict, never "bites"."""
+    from relconsole.engine.bite import BiteReport, MutationResult
+    report = BiteReport("r", "m:f", "m.py", "held", "held", results=[
+        MutationResult("op", "label", "m.py", 1, "f", "survived" if f == "survived" else "caught", "",
+                       crashed=f.endswith("crash")) for f in fates])
+    compared = "caught by comparison" in fates
+    crashed = "caught by a crash" in fates
+    assert report.bites is compared and report.crash_only is (crashed and not compared)
+    words = report.verdict()
+    assert (": bites:" in words, "bites by crash only" in words, "does not bite" in words) == (
+        compared, crashed and not compared, not crashed and not compared)

@@ -885,3 +885,29 @@ def test_a_memo_that_forgets_part_of_a_seed_meets_another_seed_first(module, see
     rel = relation("monotonic", f"{name}:{subject}", params={"field": "percent", "step": 10, "max": 100})
     out, _ = evaluate_values(rel, ROLLOUT_SEEDS, seed, folder, [folder], protected=("**",), clock=Layout().frozen_clock)
     assert ("held" if out.held else "missed") == judged, out
+
+
+versions = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(versions, versions)
+def test_a_version_that_rises_holds_and_one_that_falls_misses(before, after):
+    """Issue 16: a version (a tuple, or a named tuple's fields) rising from 1.2.3 to 1.2.4 missed
+    with "disagree on (whole output)": ordered values are now ordered, as Python orders them."""
+    from collections import namedtuple
+
+    from relconsole.engine.relations import never_below
+    from relconsole.engine.subject.harness import Record
+    assert (never_below(before, after) == []) == (after >= before)
+    Version = namedtuple("Version", "major minor patch")  # noqa: F841 (as the wire decodes one:)
+    as_record = [Record("namedtuple", "semver.Version", dict(zip("abc", v))) for v in (before, after)]
+    assert never_below(*as_record) == never_below(before, after)
+    assert never_below({"v": before}, {"v": after}) == ([] if after >= before else ["v fell"])
+
+
+@pytest.mark.parametrize("before,after", [((1, "a"), (1, 2)), ("1.2", 12), (b"x", "x")])
+def test_values_with_no_order_between_them_are_incomparable_not_equal_or_below(before, after):
+    from relconsole.engine.relations import never_below
+    found = never_below(before, after)
+    assert len(found) == 1 and "incomparable" in found[0]

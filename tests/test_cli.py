@@ -184,3 +184,63 @@ def test_a_run_reads_the_flags_while_it_judges_and_decides_as_a_full_load_does(d
     code, out, _ = cli(capsys, "run", "--json", *repo_args(demo_repo))
     assert json.loads(out)["reason"] == full.decision().reason and code == EXIT_REJECT
 
+
+
+def test_an_accepted_relation_no_owner_names_is_said_by_accept_and_by_validate(demo_repo: Path, capsys):
+    """Issue 16: an accepted relation with no owners entry ran only with --all, silently."""
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    assert json.loads(out)["warnings"] == []  # the sample's relations are all owned
+    code, out, _ = cli(capsys, "accept", "penguins.mass_permutation", "--override-unconfirmed", "--json",
+                       *repo_args(demo_repo))
+    hints = json.loads(out)["warnings"]
+    assert code == EXIT_PASS and len(hints) == 1
+    assert "penguins.mass_permutation" in hints[0] and "'src/aggregator.py': [penguins.mass_permutation]" in hints[0]
+    git(demo_repo, "checkout", "-q", "main")
+    code, out, _ = cli(capsys, "validate", *repo_args(demo_repo))
+    assert code == EXIT_PASS and "warning: relation penguins.mass_permutation" in out
+    assert "only run --all" in out
+
+
+def test_accept_refuses_a_relation_whose_seeds_its_own_schema_would_refuse(demo_repo: Path, capsys):
+    """Issue 16: accept --override-unconfirmed committed a candidate whose schema contradicts
+    the seeds it reads; afterwards every command exited 5 blaming a seeds file nobody changed."""
+    git(demo_repo, "checkout", "-q", "main")
+    (demo_repo / "oracle" / "quarantine" / "rollout.text_percent.yaml").write_text(
+        "id: rollout.text_percent\ntransform: monotonic\ncompare: exact\n"
+        "must_not: assert a literal list of admitted users in a test\nsubject: rollout:admitted\n"
+        "input:\n  seeds: oracle/seeds/rollout.jsonl\n  schema: {percent: str, salt: str, population: int}\n"
+        "params: {field: population, step: 10}\n"
+        "statement: Growing the population never drops a user admitted before.\n"
+        "drafted_by: llm -m local-coder-7b\ndrafted_at: \"2026-01-29T14:12:05Z\"\nsource: \"ticket GROW-1\"\n")
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-qm", "quarantine: a drafted candidate")
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "accept", "rollout.text_percent", "--override-unconfirmed", *repo_args(demo_repo))
+    assert tip(demo_repo) == before, "a relation that would not load was committed"
+    assert code != EXIT_PASS and "seeds would not load" in err and "oracle/seeds/rollout.jsonl:1" in err
+    code, _, _ = cli(capsys, "validate", *repo_args(demo_repo))
+    assert code == EXIT_PASS  # nothing broke
+
+
+def test_a_drafted_seed_row_keeps_its_id_when_lines_move_and_no_other_row_takes_it(demo_repo: Path, capsys):
+    """Issue 16: rows were addressed PATH:LINE, and lines move after every accept or delete:
+    the number validate printed then failed, or named another row. A row's id is a hash of
+    its relation and canonical JSON."""
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    rows = json.loads(out)["seed_rows"]
+    assert len(rows) >= 3 and len({r["id"] for r in rows}) == len(rows)
+    first, second, third = rows[0], rows[1], rows[2]
+    assert first["key"].endswith(":1") and second["key"].endswith(":2")
+    drafted = git(demo_repo, "show", f"main:{second['key'].rsplit(':', 1)[0]}").splitlines()
+    code, _, _ = cli(capsys, "delete", first["id"], *repo_args(demo_repo))  # line 1 goes: the others move up
+    assert code == EXIT_PASS
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    after = {r["id"]: r["key"] for r in json.loads(out)["seed_rows"]}
+    assert first["id"] not in after and after[second["id"]].endswith(":1") and after[third["id"]].endswith(":2")
+    before = tip(demo_repo)
+    code, _, err = cli(capsys, "delete", first["id"], *repo_args(demo_repo))  # an old id names nothing now
+    assert code == EXIT_USAGE and first["id"] in err and tip(demo_repo) == before
+    code, _, _ = cli(capsys, "accept", second["id"], *repo_args(demo_repo))
+    assert code == EXIT_PASS
+    accepted = git(demo_repo, "show", "main:oracle/seeds/rollout.jsonl").splitlines()[-1]
+    assert json.loads(accepted) == json.loads(drafted[1])  # the row the id named, at whatever line

@@ -236,6 +236,9 @@ def test_a_whole_new_file_flags_what_the_file_holds(path: Path):
     ("assert f(x) == f(y)", False), ("assert f(x) is None", False), ("assert f(x) == []", False),
     ("assert f(x) is True", False), ("assert y == 3", False), ("assert f(x) < 3", False),
     ("assert f(x) == [y]", False), ("assert f(x) == pytest.approx(g(y))", False),
+    # issue 16: an input compared with a function of itself is a property, not an answer
+    ("assert loads(dumps(EXPECTED)) == EXPECTED", False), ("assert g(f([1, 2])) == [1, 2]", False),
+    ("assert loads(dumps(EXPECTED)) == 4", True),
 ])
 def test_what_counts_as_a_golden_value(assertion: str, golden: bool):
     source = f"import pytest\nEXPECTED = 4\n\n\ndef test_it(self=None):\n    {assertion}\n"
@@ -263,6 +266,19 @@ def test_golden_values_in_the_shapes_tests_write_them(shape: str):
     assert len(pyscan.golden_assertions(None, source)) == 1
     guarded = lambda module: module == "mod"  # noqa: E731 - f comes from the star import
     assert len(pyscan.golden_assertions(None, source, guarded)) == 1
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_a_name_reassigned_between_assertions_holds_each_answer_in_turn(count: int):
+    """Issue 16: ``r = f(a); assertEqual(r, "x"); r = f(b); assertEqual(r, "y")`` hid every
+    golden: a name bound more than once was not followed. Each assertion reads the value the
+    name holds at its line."""
+    body = "".join(f"    r = parse('{n}.0')\n    self.assertEqual(r, '{n}')\n" for n in range(count))
+    source = f"def test_versions(self=None):\n{body}"
+    found = pyscan.golden_assertions(None, source)
+    assert [f.line for f in found] == [2 * n + 3 for n in range(count)]
+    literal_first = source.replace("    r = parse('0.0')\n", "    r = 'z'\n    r = parse('0.0')\n", 1)
+    assert len(pyscan.golden_assertions(None, literal_first)) == count  # the literal binding before it is gone
 
 
 @pytest.mark.parametrize("move", ["rename", "into_class", "swap_sides"])
@@ -446,3 +462,16 @@ def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_
     unread = [f for f in flags if f["path"] == "src/aggregator.py" and "does not parse" in f["detail"]]
     assert [f["line"] for f in unread] == [broken_line]
     assert any(f["name"] == "golden_literal" for f in flags)  # the rest of the range is still judged
+
+
+def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo: Path):
+    """Issue 16: a flag on an honest upstream test became the PR's reason even when a relation
+    missed. Both reject; the relation's miss is named, the flag is still there."""
+    from relconsole.engine.review import run_review
+    with load_review(demo_repo, "main", "agent/patch", TODAY) as review:
+        assert review.decision().reason.startswith("review_flag:")  # nothing run yet: the flag is all there is
+        run_review(review)
+        missed = [r for r in review.results.values() if r.verdict.decision == "reject"]
+        assert missed and any(f.name == "golden_literal" for f in review.flags)
+        decision = review.decision()
+        assert decision.decision == "reject" and decision.reason == missed[0].verdict.reason

@@ -699,7 +699,14 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         review = self.review
         if what == "accept":
             overridden = [c for c in candidates if "c:" + c in self.overrides]
-            self.start_commit(lambda: actions.accept(review, candidates, rows, unconfirmed_ok=overridden), oids)
+
+            def accept_and_hint():  # in the git worker: the hint reads the new catalog from git
+                result = actions.accept(review, candidates, rows, unconfirmed_ok=overridden)
+                for hint in actions.unowned_hints(review, candidates):
+                    self._from_thread(self.notify, hint, title="accepted relation runs only with --all",
+                                      severity="warning", markup=False, timeout=30)
+                return result
+            self.start_commit(accept_and_hint, oids)
         else:
             self.start_commit(lambda: actions.delete(review, candidates, rows), oids)
 

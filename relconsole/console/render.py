@@ -190,7 +190,8 @@ def seed_group_prompt(relation_id: str, count: int) -> Text:
 def seed_row_prompt(row: SeedRow, marked: bool, pending: str | None) -> Text:
     """Two lines: mark box, line number and the row text; then its verdict."""
     box = "✚" if pending else ("☑" if marked else "☐")
-    head = Text.assemble(("  " + box + f" {row.line}: ", "bold cyan" if pending else "bold"), lit(row.text))
+    head = Text.assemble(("  " + box + f" {row.line}: ", "bold cyan" if pending else "bold"), lit(row.text),
+                         (f"  {row.id}", "dim"))
     second = Text("     ")
     if pending:
         second.append(f"{pending} pending (c commits) · ", "bold cyan")

@@ -259,7 +259,7 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
         text.append_text(Text.assemble("\n", ("provenance: ", "dim"),
                                        lit(" · ".join(f"{k} {v}" for k, v in item.provenance().items() if v), "dim")))
         return text
-    text = Text.assemble(lit(f"{item.path} line {item.line}", "bold"), "\n", lit(item.text))
+    text = Text.assemble(lit(f"{item.path} line {item.line}", "bold"), (f"  {item.id}", "dim"), "\n", lit(item.text))
     for reason in item.reasons:
         text.append("\n  • ")
         text.append_text(lit(reason, "red"))

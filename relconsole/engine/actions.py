@@ -27,7 +27,7 @@ from relconsole.engine.leases import check_renewal, rehash_preview
 from relconsole.engine.literal import literal, one_line
 from relconsole.engine.patchflags import BlobReader
 from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
-from relconsole.engine.review import Replayed, Review
+from relconsole.engine.review import Replayed, Review, seed_file_problem
 from relconsole.engine.sheets import Fences, decide_fenced
 from relconsole.engine.worktrees import slug
 from relconsole.engine.wslease import ENV_URL
@@ -118,6 +118,7 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     if candidates:
         changes += _catalog_with(view, review.layout.catalog, candidates)
     changes += _seeds_with(review, view, rows) + _shrink_quarantine(view, rows)
+    _refuse_unloadable(review, view, changes, candidates)
     names = [c.id for c in candidates] + ([f"{len(rows)} seed row(s) for "
                                           + ", ".join(sorted({r.relation_id for r in rows}))] if rows else [])
     body = "".join(f"Accepted from quarantine: {c.path}\n" + "".join(
@@ -125,6 +126,28 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         for c, note in zip(candidates, notes))
     body += "".join(f"Accepted seed row {r.key}: {r.text}\n" for r in rows)
     return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
+
+
+def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
+    """For each of ``relation_ids`` that no owner pattern of the oracle branch's catalog names,
+    a line proposing one (the file of its subject's module, where the tree has it): unowned, a
+    relation runs only with ``run --all``, and nothing says so."""
+    view = _tip_view(review)
+    try:
+        catalog = load_catalog(view.read_text(review.layout.catalog) or "", review.layout.catalog)
+    except BadInputError:
+        return []
+    out = []
+    for relation in catalog.unowned():
+        if relation.id not in relation_ids:
+            continue
+        module = relation.subject.split(":", 1)[0].replace(".", "/")
+        found = next((p for p in (f"{root}{module}{tail}" for root in ("src/", "") for tail in (".py", "/__init__.py"))
+                      if view.read_text(p) is not None), None)
+        where = f"'{found}': [{relation.id}]" if found else f"'<the paths it guards>': [{relation.id}]"
+        out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
+                   f"run --all; add to owners in {review.layout.catalog}: {where}")
+    return out
 
 
 def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
@@ -150,6 +173,32 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
     who = git_identity(review)
     return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "
             f"{state.content_sha256}); accepted unconfirmed by {who.name} <{who.email}>")
+
+
+def _refuse_unloadable(review: Review, view: TreeView, changes: list[FileChange], candidates) -> None:
+    """Raise CommitRefused when an accepted relation's seeds would not load under its schema
+    once the commit lands: every later command would then exit 5 and blame a seeds file
+    nobody changed."""
+    written = {c.path: c.content for c in changes}
+
+    def text(path: str) -> str | None:
+        if path not in written:
+            return view.read_text(path)
+        return None if written[path] is None else written[path].decode("utf-8", "replace")
+    if not candidates:
+        return
+    catalog = load_catalog(text(review.layout.catalog) or "", review.layout.catalog)
+    for candidate in candidates:
+        relation = catalog.get(candidate.id)
+        path = relation.seeds_path if relation is not None else None
+        if not path:
+            continue
+        seeds = text(path)
+        problem = (seed_file_problem(seeds, path, relation) if seeds is not None
+                   else BadInputError(path, "the seeds file is absent"))
+        if problem is not None:
+            raise CommitRefused(f"{candidate.id}: its seeds would not load under its input schema once "
+                                f"accepted ({problem.one_line()}); fix the candidate's schema or its seeds first")
 
 
 def _catalog_with(view: TreeView, path: str, candidates) -> list[FileChange]:
@@ -192,10 +241,11 @@ def _candidate(review: Review, candidate_id: str):
 
 
 def _rows(review: Review, keys: list[str]):
-    chosen = [r for r in review.seed_rows if r.key in keys]
-    missing = set(keys) - {r.key for r in chosen}
+    """The drafted seed rows ``keys`` name (stable ids, or PATH:LINE as they are now)."""
+    chosen = [r for r in review.seed_rows if any(r.named_by(k) for k in keys)]
+    missing = [k for k in keys if not any(r.named_by(k) for r in chosen)]
     if missing:
-        raise UsageError(f"no drafted seed row {sorted(missing)[0]!r}")
+        raise UsageError(f"no drafted seed row {missing[0]!r} (relconsole validate lists their ids)")
     return chosen
 
 

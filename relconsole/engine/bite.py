@@ -15,6 +15,7 @@ running anything.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -87,8 +88,15 @@ class BiteReport:
         return len(self.results)
 
     @property
+    def crash_only(self) -> bool:
+        """Every mutant it caught raised or timed out: any caller would have noticed those,
+        so the relation's own comparison caught nothing."""
+        return self.caught > 0 and self.crashed == self.caught
+
+    @property
     def bites(self) -> bool | None:
-        return None if self.baseline != "held" else self.caught > 0
+        """True when its comparison caught a mutant; False when none, or only by crashes."""
+        return None if self.baseline != "held" else self.caught > self.crashed
 
     def verdict(self) -> str:
         """One line for a terminal or a pane."""
@@ -100,6 +108,9 @@ class BiteReport:
         if self.bites:
             crashes = f" ({self.crashed} by an exception)" if self.crashed else ""
             return f"{self.relation_id}: bites: caught {self.caught} of {self.total} mutations{crashes}"
+        if self.crash_only:
+            return (f"{self.relation_id}: bites by crash only: caught {self.caught} of {self.total} mutations, "
+                    "every one by an exception or a timeout, none by the comparison")
         return f"{self.relation_id}: does not bite: caught 0 of {self.total} mutations"
 
     def to_json(self) -> dict:
@@ -107,7 +118,7 @@ class BiteReport:
         return {"relation_id": self.relation_id, "subject": self.subject,
                 "subject_path": self.subject_path, "baseline": self.baseline,
                 "baseline_detail": self.baseline_detail, "bites": self.bites,
-                "caught": self.caught, "crashed": self.crashed, "total": self.total,
+                "caught": self.caught, "crashed": self.crashed, "crash_only": self.crash_only, "total": self.total,
                 "verdict": self.verdict(),
                 "mutations": [dataclasses.asdict(r) for r in self.results]}
 
@@ -153,6 +164,57 @@ def subject_file(review: Review, relation: Relation, tree: Path) -> str | None:
         for name in (f"{module}.py", f"{module}/__init__.py"):
             if (root / name).is_file():
                 return (root / name).resolve().relative_to(tree.resolve()).as_posix()
+    return None
+
+
+MAX_REEXPORTS = 8  # ``from .a import f`` hops followed from the subject's module to the definition
+
+
+def defining_file(tree: Path, roots: list[str], path: str, attr: str) -> tuple[str, str]:
+    """(tree-relative path, attribute path) where ``attr`` of the module at ``path`` is defined,
+    following re-exports (``pkg/__init__.py``: ``from .impl import func``, ``from .impl import *``,
+    ``from pkg.impl import func as name``) to the module that defines it. ``roots``: the tree's
+    import roots (absolute imports). Where nothing defines it, the last module reached (the
+    mutation step then says what is missing)."""
+    seen = set()
+    for _ in range(MAX_REEXPORTS):
+        seen.add(path)
+        try:
+            module = ast.parse((tree / path).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            return path, attr
+        head, dot, rest = attr.partition(".")
+        if mutations.defines(module, head):
+            return path, attr
+        for source, level, name in mutations.reexport(module, head):
+            target = _module_file(tree, roots, path, source, level)
+            if target is not None and target not in seen:
+                path, attr = target, name + dot + rest
+                break
+        else:
+            return path, attr
+    return path, attr
+
+
+def _module_file(tree: Path, roots: list[str], path: str, module: str, level: int) -> str | None:
+    """The tree-relative file of ``module`` imported from the file ``path`` (``level`` dots)."""
+    if level:
+        base = PurePosixPath(path).parent
+        for _ in range(level - 1):
+            base = base.parent
+        bases = [base]
+    else:
+        bases = []
+        for root in roots:
+            try:
+                bases.append(PurePosixPath(Path(root).resolve().relative_to(tree.resolve()).as_posix()))
+            except ValueError:  # an import root outside the tree holds no code of the review
+                continue
+    name = module.replace(".", "/")
+    for base in bases:
+        for candidate in ((base / name).with_suffix(".py") if name else None, base / name / "__init__.py"):
+            if candidate is not None and (tree / candidate).is_file():
+                return candidate.as_posix().removeprefix("./")
     return None
 
 
@@ -258,6 +320,8 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
     if path is None:
         raise RelconsoleError(f"{relation.id}: no source file for subject {relation.subject} "
                               "under the import paths")
+    attr = relation.subject.split(":", 1)[1]
+    path, attr = defining_file(tree, import_paths(review.layout, tree), path, attr)
     plan = plan_for(review, relation, tree)
     seed = _base_seed(relation)
     first = evaluate_once(plan, seed)
@@ -266,10 +330,13 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
                         first.describe(), cache_key(review, relation, original))
     if not first.held:
         return report
-    attr = relation.subject.split(":", 1)[1]
     quick = dataclasses.replace(plan, timeout_seconds=min(
         plan.timeout_seconds, max(MIN_MUTANT_TIMEOUT, 20 * first.seconds)))
-    for mutant in mutations.mutants(original.decode("utf-8"), attr):
+    try:
+        found = mutations.mutants(original.decode("utf-8"), attr)
+    except (SyntaxError, mutations.TargetNotFound) as exc:
+        raise RelconsoleError(f"{relation.id}: cannot mutate {relation.subject} in {path}: {exc}") from None
+    for mutant in found:
         result = _run_mutant(quick, tree / path, original, mutant, seed, path)
         report.results.append(result)
         if progress:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import functools
+import hashlib
 import json
 import math
 import re
@@ -166,7 +167,24 @@ class SeedRow:
 
     @property
     def key(self) -> str:
+        """``PATH:LINE``: where the row is now (line numbers move after every accept or delete)."""
         return f"{self.path}:{self.line}"
+
+    @property
+    def id(self) -> str:
+        """A stable id: ``row-`` and 12 hex digits of the sha256 of its relation and its
+        canonical JSON (sorted keys; the raw text when it is not JSON). The same row keeps it
+        whatever line it moves to, and no other row ever takes it."""
+        try:
+            canonical = json.dumps(self.value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            canonical = self.text
+        digest = hashlib.sha256(f"{self.relation_id}\0{canonical}".encode("utf-8", "surrogateescape"))
+        return "row-" + digest.hexdigest()[:12]
+
+    def named_by(self, token: str) -> bool:
+        """Whether ``token`` (a stable id, or ``PATH:LINE`` as it is now) names this row."""
+        return token in (self.id, self.key)
 
 
 def _walk(value: Any, path: tuple = ()):

@@ -180,6 +180,12 @@ class Catalog:
         """The relation with that id, or None."""
         return self.relations.get(relation_id)
 
+    def unowned(self) -> list[Relation]:
+        """Relations no owner pattern names, in catalog order: no touched path binds them, so
+        they run only with ``run --all``."""
+        named = {rid for _, ids in self.owners for rid in ids}
+        return [r for r in self.relations.values() if r.id not in named]
+
 
 def _pattern_problem(pattern: str) -> str | None:
     """Why git would refuse ``pattern`` (a trailing unescaped backslash), or None.

@@ -27,6 +27,10 @@ return_early    a bare ``return`` before the function's last statement
 drop_dedup      ``set(x)`` -> ``list(x)``; an upsert ``d[k] = v``, ``d.setdefault(k, ...)``,
                 ``d.update(m)`` gets a fresh key per write (``str(k) + '#' + str(len(d))``)
 uncompensated   ``math.fsum(x)``/``fsum(x)`` -> ``sum(x)`` (a compensated reduction made plain)
+drop_call       one call of a method chain dropped (``x.strip().lower()`` -> ``x.strip()``)
+regex           a pattern given to ``re``: ``^``/``$`` dropped, ``+``/``?`` widened to ``*``
+and_or          ``and`` <-> ``or``
+slice_bound     a slice's bound moved by one (``x[a:b]`` -> ``x[a + 1:b]``, ``x[a:b + 1]``)
 ==============  ===========================================================================
 
 Why not an existing library: mutmut 3 (libcst) rewrites every file of a project into a
@@ -102,6 +106,25 @@ def _resolve(module: ast.Module, attr_path: str) -> tuple[str, ast.AST]:
             raise TargetNotFound(f"{attr_path}: no function or class {part!r} defined in the module")
         body = getattr(node, "body", [])
     return attr_path, node
+
+
+def defines(module: ast.Module, name: str) -> bool:
+    """Whether the module's top level defines a function or class ``name``."""
+    return name in _defs(module.body)
+
+
+def reexport(module: ast.Module, name: str) -> list[tuple[str, int, str]]:
+    """Where the module's top level imports ``name`` from, in source order: ``(module, level,
+    name there)`` for ``from .impl import name`` (or ``... as name``), and ``(module, level, name)``
+    for each ``from .impl import *`` (the name may be there). [] when it imports no such name."""
+    found = []
+    for node in module.body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            if alias.name == "*" or (alias.asname or alias.name) == name:
+                found.append((node.module or "", node.level, name if alias.name == "*" else alias.name))
+    return found
 
 
 def _called_names(func: ast.AST) -> list[str]:
@@ -302,11 +325,80 @@ def op_uncompensated(node: ast.AST):
             lambda n: ast.Call(ast.Name("sum", ast.Load()), n.args, [])
 
 
+# methods a text or sequence goes through that an agent drops or adds by mistake
+CHAIN_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize",
+                           "swapcase", "copy", "normalize"})
+
+
+def op_drop_call(node: ast.AST):
+    """``x.strip().lower()`` -> ``x.strip()``: one call of a method chain dropped."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CHAIN_METHODS \
+            and len(node.args) <= 1 and not node.keywords:
+        yield f"drop call: {_src(node)} -> {_src(node.func.value)}", lambda n: n.func.value
+
+
+REGEX_CALLS = frozenset({"compile", "match", "fullmatch", "search", "sub", "subn", "findall", "finditer", "split"})
+
+
+def _regex_edits(pattern: str) -> list[tuple[str, str]]:
+    """(words, new pattern) for each small edit: an anchor dropped, a quantifier widened."""
+    edits = []
+    if pattern.startswith("^"):
+        edits.append(("drop the ^ anchor", pattern[1:]))
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        edits.append(("drop the $ anchor", pattern[:-1]))
+    for quantifier, wider in (("+", "*"), ("?", "*")):
+        at = next((i for i, c in enumerate(pattern) if c == quantifier and (i == 0 or pattern[i - 1] != "\\")), None)
+        if at is not None and at > 0 and pattern[at - 1] not in "(*+?{":
+            edits.append((f"widen {quantifier} to {wider}", pattern[:at] + wider + pattern[at + 1:]))
+    return edits
+
+
+def op_regex(node: ast.AST):
+    """A regular expression literal given to ``re``: an anchor dropped, ``+``/``?`` widened to ``*``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REGEX_CALLS
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return
+    for words, pattern in _regex_edits(node.args[0].value):
+        def edit(n, pattern=pattern):
+            n.args[0] = ast.Constant(pattern)
+            return n
+        yield f"regex: {words} in {node.args[0].value!r}"[:80], edit
+
+
+def op_and_or(node: ast.AST):
+    """``a and b`` <-> ``a or b``."""
+    if isinstance(node, ast.BoolOp):
+        new = ast.Or if isinstance(node.op, ast.And) else ast.And
+        words = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+
+        def edit(n, new=new):
+            n.op = new()
+            return n
+        yield f"{words[0]} -> {words[1]}: {_src(node)}", edit
+
+
+def op_slice_bound(node: ast.AST):
+    """``x[a:b]``: each bound given moved by one (``a + 1``, ``b + 1``)."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)):
+        return
+    for bound in ("lower", "upper"):
+        if getattr(node.slice, bound) is None:
+            continue
+
+        def edit(n, bound=bound):
+            setattr(n.slice, bound, ast.BinOp(getattr(n.slice, bound), ast.Add(), ast.Constant(1)))
+            return n
+        yield f"off by one: {bound} bound of {_src(node)} + 1", edit
+
+
 OPERATORS: dict[str, Callable] = {
     "drop_sort": op_drop_sort, "boundary": _compare_op(_BOUNDARY, "boundary"),
     "negate": _compare_op(_NEGATE, "negate"), "drop_guard": op_drop_guard,
     "swap_args": op_swap_args, "constant": op_constant, "first_only": op_first_only,
     "drop_dedup": op_drop_dedup, "uncompensated": op_uncompensated,
+    "drop_call": op_drop_call, "regex": op_regex, "and_or": op_and_or, "slice_bound": op_slice_bound,
 }
 
 

@@ -293,12 +293,46 @@ def _calls(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[ast
     return found
 
 
+def _assignments(nodes) -> list[tuple[int, str, ast.AST]]:
+    """(line, name, value) of every plain assignment to one name among ``nodes``, in line order."""
+    out = []
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out.append((node.lineno, node.targets[0].id, node.value))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out.append((node.lineno, node.target.id, node.value))
+    return sorted(out, key=lambda item: item[0])
+
+
+def _names_at(line: int, module_names: dict[str, ast.AST], local: list[tuple[int, str, ast.AST]]) -> dict:
+    """What each name holds at ``line``: the last assignment above it in the function (a name
+    reassigned between two assertions, ``r = f(a); assert r == 1; r = f(b); assert r == 2``,
+    holds each value in turn), else the module's name bound once."""
+    names = dict(module_names)
+    for lineno, name, value in local:
+        if lineno >= line:
+            break
+        names[name] = value
+    return names
+
+
+def _of_itself(result: ast.AST, value: ast.AST) -> bool:
+    """The expected side is a name or a container that is also an input of the call
+    (``loads(dumps(ROWS)) == ROWS``): a property, not an answer the code restates."""
+    if not isinstance(value, (ast.Name, ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        return False
+    wanted = ast.dump(value)
+    return any(ast.dump(node) == wanted for node in ast.walk(result) if node is not result)
+
+
 def _golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None, guarded, module_level):
-    names = _bound_once(scope, module_level)
+    module_names = _bound_once(module, module_level)
+    local = [] if scope is module else _assignments(_own_nodes(scope))
     for node in _own_nodes(scope) if scope is not module else module.body:
+        names = _names_at(node.lineno, module_names, local) if hasattr(node, "lineno") else module_names
         for left, right, op in _pairs(node):
             for result, value in ((left, right), (right, left)):
-                if not _literal(value, names) or _literal(result, names):
+                if not _literal(value, names) or _literal(result, names) or _of_itself(result, value):
                     continue
                 calls = _calls(result, names)
                 if not calls or (guarded is not None and not any(

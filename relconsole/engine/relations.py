@@ -12,6 +12,8 @@ compared last (or that disagreed), and the disagreeing key paths.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import itertools
 import json
 import marshal
@@ -401,8 +403,16 @@ def _raise(value: Any, field_name: str, step: float, cap: float | None) -> Any:
     return raise_field(value, field_name, step, cap)
 
 
+ORDERED = (str, bytes, tuple, datetime.date, decimal.Decimal)  # values Python orders with < (dates and times too)
+
+
 def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
-    """Paths where ``after`` falls below ``before``: numbers drop, or members go missing."""
+    """Paths where ``after`` falls below ``before``: numbers drop, members of a list or set go
+    missing, an ordered value (a tuple such as a version, text, a date, a Decimal, a named
+    tuple's fields in order) falls, or two values cannot be ordered ("incomparable": neither
+    is below the other and they are not equal). Anything else must stay equal. A type the
+    judge does not order (a class of the subject's) is compared through a ``canon:`` adapter
+    that maps it to one of these (a version to its tuple of numbers)."""
     if isinstance(before, dict) and isinstance(after, dict):
         out = []
         for key in before:
@@ -411,13 +421,41 @@ def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
             else:
                 out.extend(never_below(before[key], after[key], path + (key,)))
         return out
-    if isinstance(before, (list, set, tuple, frozenset)) and isinstance(after, (list, set, tuple, frozenset)):
+    before, after = _fields_in_order(before), _fields_in_order(after)
+    if _ordered(before) or _ordered(after):  # with anything else, _fell finds no order: incomparable
+        return _fell(before, after, path)
+    if isinstance(before, (list, set, frozenset)) and isinstance(after, (list, set, frozenset)):
         kept = {canonical_key(v) for v in after}
         lost = [v for v in before if canonical_key(v) not in kept]
         return [f"{path_text(path)} lost {len(lost)} member(s), e.g. {lost[0]!r}"] if lost else []
     if isinstance(before, (int, float)) and isinstance(after, (int, float)):
         return [path_text(path)] if after < before else []
     return [] if before == after else [path_text(path)]
+
+
+def _fields_in_order(value: Any) -> Any:
+    """A named tuple's fields as a tuple (it orders as one); anything else as it is."""
+    if getattr(value, "kind", None) == "namedtuple" and isinstance(getattr(value, "value", None), dict):
+        return tuple(value.value.values())
+    return value
+
+
+def _ordered(value: Any) -> bool:
+    return isinstance(value, ORDERED) and not isinstance(value, bool)
+
+
+def _fell(before: Any, after: Any, path: tuple) -> list[str]:
+    """[path and the word] when ``after`` is below ``before`` ("fell") or cannot be ordered with
+    it ("incomparable"), else []. The values themselves are the outcome's source and follow-up."""
+    where = path_text(path)
+    try:
+        if after < before:
+            return [f"{where} fell"]
+        if before < after or before == after:
+            return []
+    except TypeError:
+        pass
+    return [f"{where} incomparable (no order between the two values)"]
 
 
 def canonical_key(value: Any) -> str:

@@ -223,7 +223,8 @@ class Review:
         A replayed relation's decision is its sheet's (§8 table row); touched relations
         not yet run make it ``hold`` (evidence pending); a bad input file makes it
         ``abort`` with reason ``bad_input``; any review flag (§9) makes it at least
-        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's), unless a reviewer who
+        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's, when no relation's
+        verdict is as bad: a relation's miss is the headline), unless a reviewer who
         is not the patch's author acknowledged it on the base ref (``acks``). A review loaded
         with ``deferred`` reads its flags first: no decision is ever made without them.
         """
@@ -231,8 +232,7 @@ class Review:
             finish_review(self)
         if self.errors:
             return Decision("abort", "bad_input", None, None, self.errors[0].one_line())
-        verdicts = [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
-                    for f in self.flags if self.acknowledgement(f) is None]
+        verdicts = []
         for rid in self.touched_relations():
             if rid in self.replays:
                 verdicts.append(self.replays[rid].decision)
@@ -240,6 +240,9 @@ class Review:
             result = self.results.get(rid)
             verdicts.append(result.verdict if result else
                             Decision("hold", "not_run", None, rid, "a touched relation has not run"))
+        # after the relations: a relation's miss is the headline, a flag as bad stands beside it
+        verdicts += [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
+                     for f in self.flags if self.acknowledgement(f) is None]
         return worst(verdicts)
 
     def exit_code(self) -> int:

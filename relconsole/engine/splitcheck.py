@@ -145,10 +145,16 @@ def kind_of(path: str, layout: Layout) -> str | None:
     return None
 
 
-def offences(commit: Commit, layout: Layout) -> list[Offence]:
+def offences(commit: Commit, layout: Layout, init: bool = False) -> list[Offence]:
     """What is wrong with one commit (§9): a protected path mixed with other paths; two
     kinds, or a kind's file beside a file of no kind (a freeze commit holds the freeze file
-    only); two lease manifests."""
+    only, a catalog commit the catalog, seeds and the adapters it names); two lease
+    manifests. ``init``: the commit creates the oracle (its parent has no catalog), the
+    ``oracle: init`` kind, which may hold every oracle file and ``pyproject.toml`` at once."""
+    if init:
+        return [Offence(commit.sha, p, "an oracle: init commit holds the oracle and pyproject.toml only")
+                for p in commit.paths if not (protected(layout.protected, p) or kind_of(p, layout)
+                                              or p == "pyproject.toml")]
     guarded = [p for p in commit.paths if protected(layout.protected, p) or kind_of(p, layout)]
     others = [p for p in commit.paths if p not in guarded]
     if guarded and others:
@@ -163,8 +169,10 @@ def offences(commit: Commit, layout: Layout) -> list[Offence]:
         found += [Offence(commit.sha, p, f"mixes commit kinds {' and '.join(named)}")
                   for kind in named for p in kinds[kind]]
     elif named and "" in kinds:
+        # a catalog row and the adapter it names land together (a module of the oracle)
+        loose = [p for p in kinds[""] if not (named == ["catalog"] and p.endswith(".py"))]
         found += [Offence(commit.sha, p, f"a {named[0]}: commit may not also change this oracle file")
-                  for p in kinds[""]]
+                  for p in loose]
     leases = kinds.get("lease", [])
     if len(leases) > 1 and not _one_renamed(commit, leases):
         found += [Offence(commit.sha, p, "a lease: commit changes one lease manifest only") for p in leases]
@@ -182,7 +190,17 @@ def check_split(repo_dir: str | Path, spec: str, layout: Layout | None = None) -
     if layout is None:
         base = spec.split("..")[0] or "HEAD"
         layout = layout_at(repo_dir, base)
-    return [o for commit in range_commits(repo_dir, spec) for o in offences(commit, layout)]
+    return [o for commit in range_commits(repo_dir, spec)
+            for o in offences(commit, layout, _creates_oracle(repo_dir, commit, layout))]
+
+
+def _creates_oracle(repo_dir: str | Path, commit: Commit, layout: Layout) -> bool:
+    """Whether ``commit`` adds the catalog to a parent that has none (the oracle's first commit)."""
+    if layout.catalog not in commit.paths or len(commit.parents) > 1:
+        return False
+    if not commit.parents:
+        return True
+    return run_git(repo_dir, "cat-file", "-e", f"{commit.parents[0]}:{layout.catalog}", ok=None).returncode != 0
 
 
 def layout_at(repo_dir: str | Path, ref: str) -> Layout:
@@ -197,7 +215,17 @@ def layout_at(repo_dir: str | Path, ref: str) -> Layout:
 
 
 def staged_commit(repo_dir: str | Path) -> Commit:
-    """The commit being made: the staged paths (for the pre-commit hook). Raises GitError."""
+    """The commit being made: the staged paths, its parent HEAD (none before the first
+    commit), for the pre-commit hook. Raises GitError."""
+    head = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=None).stdout.decode().strip()
     listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M").stdout
     commits = _parse_log(b"0" * 40 + b"\0" + listing)
-    return Commit("staged", (), commits[0].paths, commits[0].renames) if commits else Commit("staged", (), ())
+    parents = (head,) if head else ()
+    return Commit("staged", parents, commits[0].paths, commits[0].renames) if commits else Commit("staged", parents, ())
+
+
+def staged_offences(repo_dir: str | Path) -> list[Offence]:
+    """``offences`` of the commit being made, under HEAD's layout (the pre-commit hook)."""
+    commit = staged_commit(repo_dir)
+    layout = layout_at(repo_dir, "HEAD") if commit.parents else Layout()
+    return offences(commit, layout, _creates_oracle(repo_dir, commit, layout))
