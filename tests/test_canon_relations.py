@@ -750,34 +750,31 @@ def make_shared_store():
     return SharedStore()
 
 
-def fingerprinted(rows):
-    # round 13: a memo on the function itself, keyed by the length and the two ends: a caller
-    # who corrects a row in the middle and asks again gets the old answer
-    key = (len(rows), tuple(rows[0].items()), tuple(rows[-1].items())) if rows else None
-    last = getattr(fingerprinted, "last", None)
+def _remembered(function, key, rows):
+    # the memo both keep on the function itself: the last key and its answer (and the rows,
+    # so their ids stay theirs)
+    last = getattr(function, "last", None)
     if last is not None and last[0] == key:
         return dict(last[1])
     out = {}
     for row in rows:
         out.setdefault(row["k"], []).append(row["v"])
     result = {k: math.fsum(v) for k, v in out.items()}
-    fingerprinted.last = (key, dict(result))
+    function.last = (key, dict(result), rows)
     return result
+
+
+def fingerprinted(rows):
+    # round 13: a memo on the function itself, keyed by the length and the two ends: a caller
+    # who corrects a row in the middle and asks again gets the old answer
+    return _remembered(fingerprinted, (len(rows), tuple(rows[0].items()), tuple(rows[-1].items())) if rows else None,
+                       rows)
 
 
 def identified(rows):
     # a memo keyed by the length and the end rows' ids: a caller who replaces a row in the
     # middle of its list (the other rows the same objects) and asks again gets the old answer
-    key = (len(rows), id(rows[0]), id(rows[-1])) if rows else None
-    last = getattr(identified, "last", None)
-    if last is not None and last[0] == key:
-        return dict(last[1])
-    out = {}
-    for row in rows:
-        out.setdefault(row["k"], []).append(row["v"])
-    result = {k: math.fsum(v) for k, v in out.items()}
-    identified.last = (key, dict(result), rows)  # the rows kept: their ids stay theirs
-    return result
+    return _remembered(identified, (len(rows), id(rows[0]), id(rows[-1])) if rows else None, rows)
 
 
 _BUFFER = {}

@@ -203,12 +203,7 @@ def test_the_commit_that_creates_the_oracle_stands_alone_and_a_catalog_row_bring
     that creates the catalog (its parent has none) is the ``oracle: init`` kind (§9): every
     oracle file and pyproject.toml at once, nothing else. A catalog: commit may bring the
     adapter module its rows name."""
-    root = tmp_path / "r"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
-    commit(root, "code", {"src/app.py": "v1\n"})
-    git(root, "tag", "start")
+    root = _code_only(tmp_path / "r")
     commit(root, "oracle: init", {"oracle/catalog.yaml": "relations: []\n", "oracle/freezes.json": "[]\n",
                                   "oracle/leases/a.yaml": "id: a\n", "oracle/adapters.py": "\n",
                                   "pyproject.toml": "[tool.relconsole]\n"})
@@ -218,14 +213,19 @@ def test_the_commit_that_creates_the_oracle_stands_alone_and_a_catalog_row_bring
     bad = commit(root, "oracle: init again", {"oracle/freezes.json": "[1]\n", "oracle/catalog.yaml": "relations: [y]\n"})
     code, found = check(capsys, root)  # the catalog exists now: an ordinary mix of two kinds
     assert code == 1 and {o["commit"] for o in found} == {bad}
-    other = tmp_path / "o"
-    git(tmp_path, "init", "-q", "-b", "main", str(other))
-    git(other, "config", "user.name", "t")
-    git(other, "config", "user.email", "t@example.invalid")
-    commit(other, "code", {"src/app.py": "v1\n"})
-    git(other, "tag", "start")
+    other = _code_only(tmp_path / "o")
     commit(other, "oracle: init and code", {"oracle/catalog.yaml": "relations: []\n", "src/app.py": "v2\n"})
     code, found = check(capsys, other)
     assert code == 1 and [o["path"] for o in found] == ["src/app.py"]
     (other / "oracle").mkdir(exist_ok=True)
     assert main(["check-split", "--staged", "--repo", str(other)]) == 0
+
+
+def _code_only(root: Path) -> Path:
+    """A repository with code and no oracle yet, its first commit tagged ``start``."""
+    git(root.parent, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.invalid")
+    commit(root, "code", {"src/app.py": "v1\n"})
+    git(root, "tag", "start")
+    return root

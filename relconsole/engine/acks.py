@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.freezes import row_line_finder
+from relconsole.engine.freezes import json_rows
 from relconsole.engine.gitio import run_git
 from relconsole.engine.patchflags import BlobReader, Flag, source_text
 from relconsole.engine.schemacheck import first_error
@@ -105,26 +105,18 @@ def parse_acks(text: str | None, source: str) -> list[Ack]:
     """The rows of an acks file. Absent or blank: none. Raises BadInputError (file, line) for
     malformed JSON, a top level that is not a list, or a row the schema refuses (an empty
     reason, an id that is not a fingerprint)."""
-    if text is None or not text.strip():
-        return []
-    try:
-        rows = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
-    if not isinstance(rows, list):
-        raise BadInputError(source, "the acks file is a JSON list of rows", 1)
-    line_of = row_line_finder(text, source)
-    out = []
-    for index, row in enumerate(rows):
-        problem = first_error(row, ROW_SCHEMA)
-        if isinstance(row, dict) and isinstance(row.get("reason"), str) and not row["reason"].strip():
-            problem = "reason: an acknowledgement needs a reason (what the reviewer checked)"
-        if problem:
-            key = problem.split(":", 1)[0]
-            raise BadInputError(source, f"row {index + 1}: {problem}",
-                                line_of(index, key if isinstance(row, dict) and key in row else None))
-        out.append(Ack(row, line_of(index, None)))
-    return out
+    return [Ack(row, line) for row, line in json_rows(text, source, _row_problem, "the acks file")]
+
+
+def _row_problem(row) -> tuple[str | None, str | None]:
+    """(why the row is invalid, the key to blame) or (None, None)."""
+    if isinstance(row, dict) and isinstance(row.get("reason"), str) and not row["reason"].strip():
+        return "reason: an acknowledgement needs a reason (what the reviewer checked)", "reason"
+    problem = first_error(row, ROW_SCHEMA)
+    if not problem:
+        return None, None
+    key = problem.split(":", 1)[0]
+    return problem, key if isinstance(row, dict) and key in row else None
 
 
 def with_ack(text: str | None, row: dict, source: str) -> str:

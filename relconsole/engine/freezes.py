@@ -72,6 +72,14 @@ def parse_rows(text: str | None, source: str) -> list[tuple[dict, int | None]]:
     from 1) for malformed JSON, a non-list top level, a row with a ``skip`` key, an
     empty reason, ``pass_needed > reruns``, a wrong type or an impossible date.
     """
+    return json_rows(text, source, _row_problem, "the freeze file")
+
+
+def json_rows(text: str | None, source: str, row_problem, what: str) -> list[tuple[dict, int | None]]:
+    """The rows of a JSON list file (the freeze file, the acks file) with the line each
+    starts on; absent or blank: none. ``row_problem(row)`` gives (why it is invalid, the key
+    to blame) or (None, None). Raises BadInputError (file, line) for malformed JSON, a top
+    level that is not a list, or a row ``row_problem`` refuses."""
     if text is None or not text.strip():
         return []
     try:
@@ -79,11 +87,11 @@ def parse_rows(text: str | None, source: str) -> list[tuple[dict, int | None]]:
     except json.JSONDecodeError as exc:
         raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
     if not isinstance(rows, list):
-        raise BadInputError(source, "the freeze file is a JSON list of rows", 1)
+        raise BadInputError(source, f"{what} is a JSON list of rows", 1)
     line_of = row_line_finder(text, source)
     out = []
     for index, row in enumerate(rows):
-        problem, key = _row_problem(row)
+        problem, key = row_problem(row)
         if problem:
             raise BadInputError(source, f"row {index + 1}: {problem}", line_of(index, key))
         out.append((row, line_of(index, None)))
