@@ -33,8 +33,11 @@ class StatusLine(Static):
         gaps = len(review.gaps())
         if gaps:
             text.append(f" ✗ {gaps} unowned path{'s' if gaps > 1 else ''} (exit 2)", "bold red")
-        if review.flags:
-            text.append(f" ⚑ {len(review.flags)} review flag{'s' if len(review.flags) > 1 else ''} (m)", "bold yellow")
+        standing = [f for f in review.flags if review.acknowledgement(f) is None]
+        if standing:
+            text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} (m)", "bold yellow")
+        if len(standing) < len(review.flags):
+            text.append(f" ✓ {len(review.flags) - len(standing)} acknowledged", "green")
         if decision.relation_id:
             text.append(" · ")
             text.append_text(lit(decision.relation_id))
