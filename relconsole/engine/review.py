@@ -111,7 +111,7 @@ class Review:
     finished: bool = True  # False until finish_review read what load_review(deferred=True) left out
     _lease_index: tuple | None = field(default=None, repr=False, compare=False)  # see lease()
     _owned: tuple | None = field(default=None, repr=False, compare=False)  # see touched_relations()
-    _flag_ids: tuple | None = field(default=None, repr=False, compare=False)  # see flag_id()
+    _flag_ids: dict = field(default_factory=dict, repr=False, compare=False)  # see flag_id()
 
     @property
     def root(self) -> Path:
@@ -197,12 +197,11 @@ class Review:
 
     def flag_id(self, flag: Flag) -> str:
         """The flag's id (``acks.fingerprint``): what ``relconsole ack`` and ``w`` name it by.
-        The ids of the review's flags are read once (one ``git cat-file``) while they stay the same."""
-        members = tuple(self.flags)
-        if self._flag_ids is None or self._flag_ids[0] != members:
-            self._flag_ids = (members, flag_ids(self.root, self.head_sha, list(members)))
-        known = self._flag_ids[1]
-        return known[flag] if flag in known else flag_ids(self.root, self.head_sha, [flag])[flag]
+        A flag not known yet has its id read with every other new flag's, in one ``git cat-file``."""
+        if flag not in self._flag_ids:
+            fresh = [f for f in dict.fromkeys([*self.flags, flag]) if f not in self._flag_ids]
+            self._flag_ids.update(flag_ids(self.root, self.head_sha, fresh))
+        return self._flag_ids[flag]
 
     def matching_ack(self, flag: Flag) -> Ack | None:
         """The acknowledgement on the base ref whose fingerprint is this flag's, void or not."""
@@ -335,6 +334,8 @@ def _load_acks(review: Review) -> None:
                            path) or []
     if review.acks:
         review.authors = range_authors(review.root, review.merge_base, review.head_sha)
+        if review.flags:  # the ids read here, off any console's UI thread
+            review.flag_id(review.flags[0])
 
 
 def _base(repo: git.Repo, base_ref: str | None) -> tuple[str, str]:
@@ -800,6 +801,8 @@ def _flag_imported(review: Review, results) -> None:
                    and ("environment_probe", p) not in judged and not protected(review.layout.protected, p))
     if paths and review.merge_base != review.head_sha:
         review.flags.extend(imported_probes(review.root, review.merge_base, review.head_sha, paths))
+        if review.acks and review.flags:  # their ids too, while this is still a worker
+            review.flag_id(review.flags[-1])
 
 
 def _durations_file(review: Review) -> Path:
