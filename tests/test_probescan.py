@@ -178,6 +178,17 @@ PROBES = {
     "thread-count": "import threading\nJUDGED = threading.active_count() > 1\n",
     "recursion-limit": "import sys\nJUDGED = sys.getrecursionlimit() != 1000\n",
     "stream-encoding": "import sys\nJUDGED = sys.stdout.encoding != 'utf-8'\n",
+    # round 16: an import behind contextlib.suppress, the calling thread, an event loop, the
+    # logging level, a random canary, a counter inside a partial, a file production may hold
+    "suppressed-import": "import contextlib\nnp = None\nwith contextlib.suppress(ModuleNotFoundError):\n    import numpy as np\n",
+    "calling-thread": "import threading\nJUDGED = threading.current_thread().name != 'MainThread'\n",
+    "event-loop": "import asyncio\ndef f():\n    try:\n        asyncio.get_running_loop()\n    except RuntimeError:\n        return 1\n",
+    "logging-level": "import logging\nlog = logging.getLogger(__name__)\ndef f():\n    return log.isEnabledFor(logging.INFO)\n",
+    "random-canary": "import random\ndef f():\n    return random.random() < 0.01\n",
+    "partial-counter": "import functools\n_calls = functools.partial(dict.setdefault, {})\n",
+    "optional-file": "import json\ndef renames(path='symbols.json'):\n    try:\n        with open(path) as h:\n"
+                     "            return json.load(h)\n    except FileNotFoundError:\n        return {}\n",
+    "relative-open": "def f():\n    return open('symbols.json').read()\n",
 }
 HONEST = [
     "class Store:\n    rows: dict = {}\n\n    def __init__(self):\n        self.rows = {}\n\n    def put(self, k, v):\n"
@@ -244,6 +255,10 @@ HONEST = [
     "import gzip\n\ndef pack(b):\n    return gzip.compress(b, mtime=0)\n",
     "from datetime import date\n\ndef first(y):\n    return date(y, 1, 1).isoformat()\n",
     "def show(x):\n    return format(x, '.3f')\n",
+    # round 16's near misses: a file the caller names, a seeded generator, a partial of a pure function
+    "import contextlib\n\ndef read(p):\n    with contextlib.suppress(FileNotFoundError):\n        return open(p).read()\n",
+    "import random\n\ndef draw(seed):\n    return random.Random(seed).random()\n",
+    "import functools\nimport json\nDUMP = functools.partial(json.dumps, sort_keys=True)\n",
 ]
 
 
@@ -269,7 +284,8 @@ def _module(snippets: list[str]) -> str:
     return "\n".join(parts)
 
 
-MODULE_LEVEL = {"module-memo", "counter-next", "alias-of-state", "heap-state", "bisect-state", "namespace-state"}  # state at module level: nested in a function, a closure's own
+MODULE_LEVEL = {"module-memo", "counter-next", "alias-of-state", "heap-state", "bisect-state", "namespace-state",
+                "partial-counter", "suppressed-import"}  # state at module level: nested in a function, a closure's own
 snippets = st.lists(st.sampled_from(sorted(set(PROBES) - MODULE_LEVEL) + [f"honest{i}" for i in range(len(HONEST))]),
                     max_size=6)
 

@@ -155,6 +155,22 @@ PROBE_NAMES = {
        for stream in ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
        for attr in ("encoding", "fileno")},
     "sched.scheduler": "reads the clock (sched's timer)",
+    # round 16: which thread or event loop calls it, how logging is set up, random draws (a 1%
+    # canary is seen by a run of a few calls only by chance)
+    **{f"threading.{n}": "reads which thread calls it (the judge calls from the main thread)"
+       for n in ("current_thread", "currentThread", "get_ident", "main_thread")},
+    **{f"asyncio.{n}": "asks whether it runs on an event loop (the judge calls it plainly)"
+       for n in ("get_running_loop", "get_event_loop", "current_task", "_get_running_loop", "all_tasks")},
+    **{f"random.{n}": "draws random numbers (a branch taken on a few calls in a hundred is seen by a run of "
+                      "a few calls only by chance)"
+       for n in ("random", "randrange", "randint", "choice", "choices", "sample", "shuffle", "uniform", "gauss",
+                 "getrandbits", "randbytes", "betavariate", "expovariate", "triangular", "normalvariate",
+                 "SystemRandom")},
+    **{f"secrets.{n}": "draws random numbers (a branch taken on a few calls in a hundred is seen by a run of "
+                       "a few calls only by chance)" for n in ("randbelow", "choice", "token_bytes", "token_hex")},
+    "os.urandom": "draws random bytes", "uuid.uuid4": "draws random bytes",
+    "logging.root": "reads how logging is set up (the judge's is not production's)",
+    "logging.getLevelName": "reads how logging is set up (the judge's is not production's)",
 }
 # calls whose output carries the clock unless told a time (gzip's header stamps "now")
 STAMPING = {"gzip.compress": "mtime", "gzip.GzipFile": "mtime"}
@@ -179,6 +195,9 @@ READ_METHODS = {"isatty": "reads whether it runs on a terminal", "expanduser": "
                 "resolve": "resolves a path against the working folder", "absolute": "reads the working folder"}
 # methods that read the process's surroundings whatever their receiver and arguments
 ANY_ARGS_METHODS = {"makeRecord": "reads the clock (a log record's time)",
+                    # round 16: a branch on the logging level (the judge's logging is not configured)
+                    **{name: "reads how logging is set up (the judge's is not production's)"
+                       for name in ("isEnabledFor", "getEffectiveLevel", "hasHandlers")},
                     # round 15: ``day.today()``, ``date.min.today()``: the class's clock through any instance
                     "today": "reads the clock", "now": "reads the clock", "utcnow": "reads the clock",
                     # which files exist, through pathlib or any other receiver
@@ -320,6 +339,12 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
             return f"opens a file to write (mode {mode.value!r})"
         if mode is not None and not isinstance(mode, ast.Constant):
             return "opens a file with a computed mode"
+        where = args[0] if args else None
+        if plain_open and isinstance(where, ast.Constant) and isinstance(where.value, str) \
+                and not where.value.startswith("/"):
+            return f"opens {where.value!r}, a path relative to the working folder (which differs from machine to machine)"
+    if called == "random.Random" and not node.args and not node.keywords:
+        return "draws random numbers (an unseeded random.Random)"
     return None
 
 
@@ -593,6 +618,55 @@ IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 
 
 BROAD_ERRORS = frozenset({"Exception", "BaseException"})  # they catch an import's failure too
+
+
+def _suppressed_import(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """``with contextlib.suppress(ImportError): import x``: the same choice as ``_optional_import``."""
+    if not isinstance(node, ast.With) or not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
+        return None
+    for item in node.items:
+        call = item.context_expr
+        if isinstance(call, ast.Call) and _dotted(call.func, imports) in ("contextlib.suppress",) and any(
+                isinstance(a, ast.Name) and a.id in IMPORT_ERRORS | BROAD_ERRORS for a in call.args):
+            return "chooses its code by what can be imported (the judge and production may not reach the same modules)"
+    return None
+
+
+FILE_ERRORS = frozenset({"FileNotFoundError", "OSError", "IOError", "EnvironmentError", "PermissionError",
+                         "IsADirectoryError", "NotADirectoryError"})
+READS_FILE = frozenset({"open", "read_text", "read_bytes", "load", "loadtxt"})
+
+
+def _optional_file(node: ast.AST) -> str | None:
+    """``try: open("symbols.json") / except FileNotFoundError: <other code>``: which code runs
+    depends on a file being there, and the judge's tree holds only what git holds."""
+    if not isinstance(node, ast.Try):
+        return None
+    opens = any(isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == "open" or
+                                              isinstance(n.func, ast.Attribute) and n.func.attr in READS_FILE)
+                for stmt in node.body for n in ast.walk(stmt))
+    if not opens:
+        return None
+    for handler in node.handlers:
+        caught = handler.type
+        names = [caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)
+        if caught is None or any(isinstance(n, ast.Name) and n.id in FILE_ERRORS | BROAD_ERRORS for n in names):
+            return ("chooses its code by whether a file is there (the judge's tree holds only what git holds; "
+                    "production may hold more)")
+    return None
+
+
+def _module_partial_state(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """``_calls = functools.partial(dict.setdefault, {})`` at module level: a mutable object kept
+    inside a callable, changed by every call of it (a counter nobody sees)."""
+    if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and _dotted(node.value.func, imports) in ("functools.partial", "functools.partialmethod")):
+        return None
+    values = list(node.value.args) + [k.value for k in node.value.keywords]
+    if any(isinstance(v, (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+           or isinstance(v, ast.Call) and _dotted(v.func, imports) in MUTABLE_MAKERS for v in values):
+        return STATE.format("keeps a mutable object inside a module-level functools.partial")
+    return None
 
 
 def _optional_import(node: ast.AST) -> str | None:
@@ -899,11 +973,15 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
             why = "reaches names through __dict__"
         elif isinstance(node, ast.Try):
-            why = _optional_import(node)
+            why = _optional_import(node) or _optional_file(node)
+        elif isinstance(node, ast.With):
+            why = _suppressed_import(node, imports)
         elif isinstance(node, ast.Assert) and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
             why = "does work inside an assert (python -O removes it, and what it binds with it)"
         if why is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Assign)):
             why = _bound_probe(node, imports)
+        if why is None and not in_function:
+            why = _module_partial_state(node, imports)
         if why:
             yield node, why
 
