@@ -1,4 +1,4 @@
-"""The command line: ``relconsole review|demo|bind|run|replay|confirm|propose|decide|stats|workspace|flags|validate|lease|accept|delete|freeze|bite|check-split|screenshots``.
+"""The command line: ``relconsole review|demo|bind|run|replay|confirm|propose|decide|stats|workspace|flags|ack|validate|lease|accept|delete|freeze|bite|check-split|screenshots``.
 
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
 the engine, print text or ``--json``, and exit with the codes of SPEC §8.
@@ -62,7 +62,8 @@ def _review_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = _Parser(prog="relconsole", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="relconsole", description="Review AI-written patches with metamorphic relations: "
+                     "the console (review, demo) and its command-line twins (relconsole COMMAND --help).")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     review = sub.add_parser("review", help="open the review console")
@@ -429,7 +430,8 @@ def cmd_ack(args) -> int:
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
         result = actions.acknowledge(review, args.flag_id, args.reason)
-        _emit(args, _commit_payload(result), [f"{result.sha[:12]} {one_line(result.message.splitlines()[0])}"])
+        _emit(args, _commit_payload(result),
+              [f"{result.sha[:12]} on {one_line(result.branch)}: {one_line(result.message.splitlines()[0])}"])
         return EXIT_PASS
     finally:
         review.close()

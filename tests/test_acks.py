@@ -13,7 +13,8 @@ from relconsole.cli import main
 from relconsole.console.app import ReviewApp
 from relconsole.engine import actions
 from relconsole.engine.acks import fingerprint, parse_acks, with_ack
-from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError, CommitRefused
+from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError, CommitRefused,
+                                      UsageError)
 from relconsole.engine.patchflags import Flag
 from relconsole.engine.review import load_review
 from relconsole.engine.splitcheck import check_split
@@ -228,14 +229,76 @@ def test_commits_go_to_the_base_the_review_names(demo_repo: Path, capsys):
     The oracle branch is the review's base ref unless ``oracle_branch`` says otherwise (§9)."""
     as_reviewer(demo_repo)
     git(demo_repo, "branch", "release", "main")
-    main_tip = git(demo_repo, "rev-parse", "main")
+    main_tip = git(demo_repo, "rev-parse", "main").strip()
     args = ["--repo", str(demo_repo), "--base", "release", "--head", "agent/patch", "--today", TODAY.isoformat()]
     assert main(["flags", "--json", *args]) == EXIT_REJECT
     flag = next(f for f in json.loads(capsys.readouterr().out)["flags"] if f["name"] == GOLDEN)
     assert main(["ack", flag["id"], "--reason", "read it", *args]) == EXIT_PASS
     capsys.readouterr()
-    assert git(demo_repo, "rev-parse", "main") == main_tip
+    assert git(demo_repo, "rev-parse", "main").strip() == main_tip
     assert git(demo_repo, "log", "-1", "--format=%s", "release").startswith("review:")
     assert main(["flags", "--json", *args]) == EXIT_REJECT  # read back from release: that flag is clear
     again = next(f for f in json.loads(capsys.readouterr().out)["flags"] if f["id"] == flag["id"])
     assert again["acknowledged"] is not None
+    # a base that is no local branch: a commit would land where this review does not read
+    git(demo_repo, "update-ref", "refs/remotes/origin/main", main_tip)
+    other = next(f for f in json.loads((main(["flags", "--json", *args]), capsys.readouterr().out)[1])["flags"]
+                 if f["name"] == GOLDEN and f["acknowledged"] is None)
+    for base in ("origin/main", main_tip[:10]):
+        remote = ["--repo", str(demo_repo), "--base", base, "--head", "agent/patch", "--today", TODAY.isoformat()]
+        assert main(["ack", other["id"], "--reason", "read it", *remote]) == EXIT_USAGE
+        assert "not a local branch" in capsys.readouterr().err
+    assert git(demo_repo, "rev-parse", "main").strip() == main_tip
+
+
+def test_who_made_an_acknowledgement_is_who_committed_it_not_what_its_row_says(demo_repo: Path, monkeypatch):
+    """New-user finding: a row written by the agent's own commit, naming a reviewer in ``by``,
+    cleared the flag; and ``ack`` under GIT_AUTHOR_EMAIL of the agent passed the author check."""
+    review = review_of(demo_repo)
+    try:
+        flag = next(f for f in review.flags if f.name == GOLDEN)
+        fid = review.flag_id(flag)
+    finally:
+        review.close()
+    agent = git(demo_repo, "log", "-1", "--format=%an\t%ae", "agent/patch").strip().split("\t")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", agent[0])
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", agent[1])
+    as_reviewer(demo_repo)  # the configuration says Rita; git would author the commit as the agent
+    review = review_of(demo_repo)
+    try:
+        with pytest.raises(CommitRefused, match="own author"):
+            actions.acknowledge(review, fid, "looks fine")
+    finally:
+        review.close()
+    git(demo_repo, "checkout", "-q", "main")
+    row = {"id": fid, "flag": GOLDEN, "path": flag.path, "by": "Rita Reviewer <rita@example.org>", "reason": "trust me"}
+    (demo_repo / "oracle" / "acks.json").write_text(with_ack(None, row, "oracle/acks.json"))
+    git(demo_repo, "add", "oracle/acks.json")
+    git(demo_repo, "commit", "-q", "-m", "review: by hand")  # authored as the agent (the environment above)
+    git(demo_repo, "checkout", "-q", "agent/patch")
+    monkeypatch.delenv("GIT_AUTHOR_NAME")
+    monkeypatch.delenv("GIT_AUTHOR_EMAIL")
+    review = review_of(demo_repo)
+    try:
+        assert review.matching_ack(flag) is not None and review.acknowledgement(flag) is None
+    finally:
+        review.close()
+
+
+def test_a_second_acknowledgement_of_one_flag_never_replaces_the_first(demo_repo: Path):
+    as_reviewer(demo_repo)
+    review = review_of(demo_repo)
+    try:
+        flag = next(f for f in review.flags if f.name == GOLDEN)
+        actions.acknowledge(review, review.flag_id(flag), "first reviewer's reason")
+    finally:
+        review.close()
+    git(demo_repo, "config", "user.email", "sam@example.org")
+    tip = git(demo_repo, "rev-parse", "main")
+    review = review_of(demo_repo)
+    try:
+        with pytest.raises(UsageError, match="already acknowledged by Rita"):
+            actions.acknowledge(review, review.flag_id(flag), "again")
+    finally:
+        review.close()
+    assert git(demo_repo, "rev-parse", "main") == tip

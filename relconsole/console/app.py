@@ -87,7 +87,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                 tooltip="commit the pending accepts as one catalog: commit (asks first)"),
         Binding("f", "freeze", "Freeze", id="freeze",
                 tooltip="relations: commit a freeze for the missed relation (you type the reason)"),
-        Binding("w", "acknowledge", "Acknowledge", show=False, id="acknowledge",
+        Binding("w", "acknowledge", "Acknowledge", id="acknowledge",
                 tooltip="acknowledge a review flag you have read (you type the reason; one review: commit)"),
         Binding("n", "renew", "Renew", id="renew", tooltip="leases: renew a lease you own (one lease: commit)"),
         Binding("h", "rehash", "Re-hash", id="rehash",

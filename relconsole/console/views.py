@@ -225,7 +225,10 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
             text.append_text(lit(binding.pattern))
         for flag in review.flags:
             if flag.path in (binding.path, binding.touched.old_path):
-                text.append(f"\n⚑ {flag.name}: ", "bold yellow")
+                if review.acknowledgement(flag) is not None:
+                    text.append(f"\n✓ {flag.name} (acknowledged): ", "green")
+                else:
+                    text.append(f"\n⚑ {flag.name}: ", "bold yellow")
                 text.append_text(lit(flag.detail))
                 text.append_text(lit(f" ({flag.where()})", "dim"))
         if binding.state == "gap":

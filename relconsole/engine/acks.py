@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from relconsole.engine.errors import BadInputError
+from relconsole.engine.errors import BadInputError, UsageError
 from relconsole.engine.freezes import json_rows
 from relconsole.engine.gitio import run_git
 from relconsole.engine.patchflags import BlobReader, Flag, source_text
@@ -55,10 +55,13 @@ ROW_SCHEMA = {
 
 @dataclass(frozen=True)
 class Ack:
-    """One acknowledgement row (``raw``, as in the file) and the 1-based line it starts on."""
+    """One acknowledgement row (``raw``, as in the file), the 1-based line it starts on, and
+    ``maker``: (name, email) of the author of the commit that added it (``makers``), whoever
+    the row's ``by`` says made it."""
 
     raw: dict
     line: int | None
+    maker: tuple[str, str] | None = None
 
     @property
     def id(self) -> str:
@@ -120,10 +123,15 @@ def _row_problem(row) -> tuple[str | None, str | None]:
 
 
 def with_ack(text: str | None, row: dict, source: str) -> str:
-    """The acks file ``text`` with ``row`` added (replacing a row of the same id), one row per
-    line so each acknowledgement is its own line in a diff. Raises BadInputError as
-    ``parse_acks`` does, for the old text or the new row."""
-    rows = [a.raw for a in parse_acks(text, source) if a.id != row["id"]] + [row]
+    """The acks file ``text`` with ``row`` added, one row per line so each acknowledgement is
+    its own line in a diff. Raises UsageError when that flag is acknowledged already (another
+    reviewer's row is never replaced), BadInputError as ``parse_acks`` does, for the old text or
+    the new row."""
+    rows = [a.raw for a in parse_acks(text, source)]
+    held = next((r for r in rows if r["id"] == row["id"]), None)
+    if held is not None:
+        raise UsageError(f"flag {row['id']} is already acknowledged by {held['by']} ({held['reason']})")
+    rows.append(row)
     problem = first_error(row, ROW_SCHEMA)
     if problem:
         raise BadInputError(source, f"the new acknowledgement: {problem}")
@@ -150,5 +158,21 @@ def same_person(who: str, name: str, email: str) -> bool:
 
 
 def by_author(ack: Ack, authors: list[tuple[str, str]]) -> bool:
-    """Whether ``ack`` was made by an author of the patch (it then counts for nothing)."""
-    return any(same_person(ack.by, name, email) for name, email in authors)
+    """Whether ``ack`` was made by an author of the patch (it then counts for nothing): the row
+    says so, or the commit that added it was authored by one (a row written by hand, or by an
+    ``ack`` run under another name, in the agent's own commit)."""
+    maker = f"{ack.maker[0]} <{ack.maker[1]}>" if ack.maker else None
+    return any(same_person(ack.by, name, email) or (maker is not None and same_person(maker, name, email))
+               for name, email in authors)
+
+
+def with_makers(repo_dir: str | Path, rev: str, path: str, acks: list[Ack]) -> list[Ack]:
+    """``acks`` with each one's ``maker``: the author of the oldest commit reachable from
+    ``rev`` whose change to ``path`` added the row's id (``git log -S``). Raises GitError."""
+    out = []
+    for ack in acks:
+        log = run_git(repo_dir, "log", "--reverse", "--format=%an%x00%ae", f"-S{ack.id}", rev, "--", path).stdout
+        first = log.decode("utf-8", "replace").splitlines()[:1]
+        maker = tuple(first[0].split("\0", 1)) if first and "\0" in first[0] else None
+        out.append(Ack(ack.raw, ack.line, maker))
+    return out

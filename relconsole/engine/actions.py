@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from typing import Collection
 
@@ -48,17 +49,18 @@ class Identity:
 
 
 def git_identity(review: Review) -> Identity:
-    """The repository's configured identity. Raises CommitRefused when none is set."""
-    reader = review.repo.config_reader()
-    name = reader.get_value("user", "name", default="")
-    email = reader.get_value("user", "email", default="")
-    if not name and not email:
+    """The identity git would author a commit as (``git var GIT_AUTHOR_IDENT``: the
+    configuration, or GIT_AUTHOR_NAME/EMAIL when set). Raises CommitRefused when none is set."""
+    proc = subprocess.run(["git", "var", "GIT_AUTHOR_IDENT"], cwd=review.root, capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")})
+    found = re.match(r"^(.*) <(.*)> \d+ [+-]\d{4}$", proc.stdout.strip()) if proc.returncode == 0 else None
+    if found is None or not (found.group(1) or found.group(2)):
         raise CommitRefused("no git identity: set user.name and user.email")
-    return Identity(str(name), str(email))
+    return Identity(found.group(1), found.group(2))
 
 
 def _tip_view(review: Review) -> TreeView:
-    return TreeView(review.repo, resolve(review.repo, review.oracle_branch))
+    return TreeView(review.repo, resolve(review.repo, review.commit_branch()))
 
 
 def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], body: str = "") -> CommitResult:
@@ -66,7 +68,7 @@ def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], 
     if review.today != real:  # an injected "today" moves every limit: the history must say so
         body = before_trailers(body, f"Judged as of {review.today.isoformat()} (--today / RELCONSOLE_TODAY); "
                                      f"the real date was {real.isoformat()}.\n")
-    return commit_changes(review.repo, review.oracle_branch, kind, subject, changes, body,
+    return commit_changes(review.repo, review.commit_branch(), kind, subject, changes, body,
                           layout=review.layout)
 
 

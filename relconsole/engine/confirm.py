@@ -537,7 +537,7 @@ def _discard_commit(review: Review, candidate: Candidate, state: ConfirmState) -
     Raises ConfirmRefused when the file on the branch tip is not the replayed bytes (an
     edit voids the replays: it is a new candidate), CommitRefused when §9 refuses.
     """
-    branch = review.oracle_branch
+    branch = review.commit_branch()
     tip = resolve(review.repo, branch)
     data = TreeView(review.repo, tip).read_bytes(candidate.path)
     if data is None:

@@ -367,7 +367,7 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     from relconsole.engine.gitio import resolve
 
     status = review.lease_to_change(lease_id)
-    branch = review.oracle_branch
+    branch = review.commit_branch()
     tip = resolve(review.repo, branch)
     try:
         who = git_identity(review)

@@ -31,13 +31,13 @@ from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
 from relconsole.engine import importmap
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
-from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, GitError,
+from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, CommitRefused, GitError,
                                       RelconsoleError, UsageError)
 from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
 from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
-from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors
+from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
 from relconsole.engine.splitcheck import layout_at
 from relconsole.engine.runner import Cancel, RelationResult, RunPlan, run_all
@@ -186,14 +186,25 @@ class Review:
     @functools.cached_property
     def oracle_branch(self) -> str:
         """The branch console commits go onto (§9): ``[tool.relconsole] oracle_branch`` when set,
-        else the review's base ref when it is a local branch (a remote-tracking ``origin/release``
-        whose local ``release`` exists counts as that), else the configured base branch."""
+        else the review's base ref when it is a local branch, else the configured base branch
+        (for what a dialog says; ``commit_branch`` refuses to commit there)."""
         if self.layout.oracle_branch:
             return self.layout.oracle_branch
-        for name in (self.base_ref, self.base_ref.split("/", 1)[-1]):
-            if gitio.run_git(self.root, "show-ref", "--verify", "--quiet", f"refs/heads/{name}", ok=None).returncode == 0:
-                return name
+        if gitio.run_git(self.root, "show-ref", "--verify", "--quiet", f"refs/heads/{self.base_ref}",
+                         ok=None).returncode == 0:
+            return self.base_ref
         return self.layout.target_branch
+
+    def commit_branch(self) -> str:
+        """``oracle_branch``, where a console commit may go. Raises CommitRefused when the review's
+        base is not a local branch (a remote-tracking ``origin/main``, a tag, a commit) and no
+        ``oracle_branch`` is configured: the commit would land where this review does not read."""
+        branch = self.oracle_branch
+        if not self.layout.oracle_branch and branch != self.base_ref:
+            raise CommitRefused(f"the review's base {self.base_ref} is not a local branch, so a commit would land "
+                                f"on {branch}, which this review does not read: review with --base {branch}, or "
+                                "set [tool.relconsole] oracle_branch")
+        return branch
 
     def flag_id(self, flag: Flag) -> str:
         """The flag's id (``acks.fingerprint``): what ``relconsole ack`` and ``w`` name it by.
@@ -333,6 +344,7 @@ def _load_acks(review: Review) -> None:
     review.acks = _collect(review, parse_acks, gitio.TreeView(review.repo, review.base_tip).read_text(path),
                            path) or []
     if review.acks:
+        review.acks = with_makers(review.root, review.base_tip, path, review.acks)
         review.authors = range_authors(review.root, review.merge_base, review.head_sha)
         if review.flags:  # the ids read here, off any console's UI thread
             review.flag_id(review.flags[0])
