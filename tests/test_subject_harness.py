@@ -176,6 +176,8 @@ def test_a_value_of_another_type_is_refused_by_its_type_name(value):
 
 OVERRIDABLE = [(base, name) for base in (dict, list, str, float, int) for name in sorted(dir(base))
                if name not in harness.HARMLESS and name not in ("__class__", "__getattribute__")]
+# round 16: a hook the base calls without defining it: a dict's __missing__ (a sum computed on read)
+OVERRIDABLE += [(dict, name) for name in sorted(harness.LOOKUP_HOOKS)]
 
 
 @given(st.sampled_from(OVERRIDABLE))
@@ -719,3 +721,17 @@ def test_a_server_given_the_judge_s_rows_answers_as_one_that_read_the_corpus(tmp
         answers.append(result.body["ok"])
     assert answers[0] == answers[1]
     assert answers[0]["n"] == 41 and answers[0]["rows"][-1]["note"] is None and answers[0]["shared"] == 2
+
+
+def test_a_dict_subclass_that_answers_missing_keys_is_refused_but_the_standard_ones_are_their_storage():
+    """Round 16: a summary whose sums were computed on read by ``__missing__`` passed: the
+    stored data (without the sums) was all the judge compared."""
+    import collections
+
+    class OnRead(dict):
+        def __missing__(self, key):
+            return 0.0
+    with pytest.raises(harness.Unencodable, match=r"overrides dict\.__missing__"):
+        harness.encode({"Adelie": OnRead(count=3)})
+    for standard in (collections.defaultdict(int, a=1), collections.Counter("aab")):
+        assert harness.decode(harness.encode(standard)) == dict(standard)

@@ -179,9 +179,14 @@ def _overridden(cls):
         if klass in _TRUSTED:
             continue
         for name, attr in vars(klass).items():
-            if name not in HARMLESS and hasattr(base, name) and _redefines(attr, cls.__mro__):
+            if name not in HARMLESS and (hasattr(base, name) or name in LOOKUP_HOOKS) and _redefines(attr, cls.__mro__):
                 return f"{base.__name__}.{name}"
     return ""
+
+
+# hooks the built-in base does not define but calls when a class adds them: a dict subclass's
+# __missing__ answers a lookup of a key its storage never held (a sum computed on read, round 16)
+LOOKUP_HOOKS = frozenset({"__missing__"})
 
 
 def _base_value(value):
