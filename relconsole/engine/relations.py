@@ -350,15 +350,23 @@ def replay_ingest(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     return Check(rel).outcome(out["once"], out["twice"], "ingest twice vs ingest once")
 
 
+EDGE_ROWS = 2  # the drawn edge split leaves a part of at most this many rows
+
+
 def split_points(length: int, splits: Any, rng: random.Random | None = None) -> list[int]:
     """Split indexes for ``splits``: fractions in (0, 1) give fixed points; a count gives that
-    many points drawn from ``rng`` (evenly spaced without one)."""
+    many points drawn from ``rng`` (evenly spaced without one), the first of them at an edge:
+    a part of one or two rows, first or last (code that treats a small input otherwise, a
+    group too small to keep, is judged on one; no drawn point in the middle ever makes it)."""
     if isinstance(splits, list):
         points = [int(length * float(s)) for s in splits]
     else:
         count = int(splits)
         if rng is not None and length > 1:
             points = [rng.randint(1, length - 1) for _ in range(count)]
+            if points and length > 2 * EDGE_ROWS:
+                small = rng.randint(1, EDGE_ROWS)
+                points[0] = small if rng.random() < 0.5 else length - small
         else:
             points = [length * k // (count + 1) for k in range(1, count + 1)]
     return sorted({p for p in points if 0 <= p <= length})
