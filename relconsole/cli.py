@@ -30,7 +30,7 @@ from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT
 from relconsole.engine.decision import worst
 from relconsole.engine.literal import literal, one_line
 from relconsole.engine.report import replay_lines, replay_payload, run_payload
-from relconsole.engine.review import Review, finish_review, load_review, run_review
+from relconsole.engine.review import Review, finish_review, load_review, run_review, today_from_env
 from relconsole.engine.runner import prestart
 
 if TYPE_CHECKING:  # the commands import what they need: `run` never pays for replay or confirm
@@ -143,6 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="override: freeze with no replay sheet saying freeze (§8 row 8); the commit records it")
     _review_options(freeze)
     freeze.add_argument("--json", action="store_true")
+
+    init = sub.add_parser("init", help="write the first oracle of a repository (one oracle: init commit)")
+    init.add_argument("--repo", default=".", help="the repository (default: the current folder)")
+    init.add_argument("--base", default=None, help="the branch the oracle goes on (default: the checked-out one)")
+    init.add_argument("--corpus", action="append", default=[], metavar="PATH",
+                      help="a committed corpus (CSV with a header, or JSON lines) to lease; repeat for more")
+    init.add_argument("--subject", action="append", default=[], metavar="MODULE:FUNCTION",
+                      help="draft a candidate relation for this function into quarantine; repeat for more")
+    init.add_argument("--today", type=_date, default=None)
+    init.add_argument("--json", action="store_true")
 
     ack = sub.add_parser("ack", help="acknowledge a review flag you have read (review: commit, oracle/acks.json)")
     ack.add_argument("flag_id", help="the flag's id, as relconsole flags prints it (a unique prefix of 6 or more)")
@@ -421,6 +431,16 @@ def cmd_freeze(args) -> int:
         review.close()
 
 
+def cmd_init(args) -> int:
+    """One ``oracle: init`` commit on the base branch; 64 when the base has an oracle already."""
+    from relconsole.engine.bootstrap import init_oracle
+    result = init_oracle(args.repo, args.base, args.today or today_from_env(), args.corpus, args.subject)
+    _emit(args, _commit_payload(result.commit) | {"wrote": result.lines},
+          [f"{result.commit.sha[:12]} on {one_line(result.commit.branch)}: {one_line(result.commit.message.splitlines()[0])}"]
+          + [f"  {one_line(line)}" for line in result.lines])
+    return EXIT_PASS
+
+
 def cmd_ack(args) -> int:
     """One ``review:`` commit acknowledging a review flag (§9); 64 for an unknown flag id."""
     from relconsole.engine import actions
@@ -535,7 +555,7 @@ def cmd_screenshots(args) -> int:
 
 
 COMMANDS = {"bind": cmd_bind, "run": cmd_run, "validate": cmd_validate, "lease": cmd_lease,
-            "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze, "ack": cmd_ack,
+            "accept": cmd_accept_delete, "delete": cmd_accept_delete, "freeze": cmd_freeze, "ack": cmd_ack, "init": cmd_init,
             "bite": cmd_bite, "replay": cmd_replay, "workspace": cmd_workspace,
             "check-split": cmd_check_split, "review": cmd_review, "demo": cmd_demo, "screenshots": cmd_screenshots}
 

@@ -27,7 +27,7 @@ from relconsole.engine.errors import CommitRefused, GitError, UsageError
 from relconsole.engine.gitio import clean_env
 
 KINDS = {"catalog": "catalog:", "freeze": "freeze:", "lease": "lease:", "quarantine": "quarantine:",
-         "review": "review:"}
+         "review": "review:", "init": "oracle: init"}
 
 _REGULAR_MODES = ("100644", "100755")
 
@@ -73,7 +73,7 @@ def check_kind(kind: str, changes: Sequence[FileChange], layout: Layout,
     if not changes:
         raise CommitRefused(f"{kind}: nothing to commit")
     rule = {"catalog": _check_catalog, "freeze": _check_freeze, "lease": _check_lease,
-            "quarantine": _check_quarantine, "review": _check_review}[kind]
+            "quarantine": _check_quarantine, "review": _check_review, "init": _check_init}[kind]
     rule(changes, layout, read_old)
 
 
@@ -98,6 +98,15 @@ def _check_freeze(changes, layout, read_old) -> None:
     for change in changes:
         if change.path != layout.freezes:
             raise CommitRefused(f"freeze: commit may contain only {layout.freezes}, not {change.path}")
+
+
+def _check_init(changes, layout, read_old) -> None:
+    if read_old(layout.catalog) is not None:
+        raise CommitRefused(f"oracle: init: the branch already has {layout.catalog}")
+    oracle = layout.catalog.split("/", 1)[0] + "/"
+    for change in changes:
+        if not (change.path.startswith(oracle) or change.path == "pyproject.toml"):
+            raise CommitRefused(f"oracle: init may contain only the oracle and pyproject.toml, not {change.path}")
 
 
 def _check_review(changes, layout, read_old) -> None:

@@ -1,0 +1,114 @@
+"""``relconsole init`` on a repository with no oracle (issue 16): one ``oracle: init`` commit,
+then the ordinary review flow (validate, accept, owners, a patch caught)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from relconsole.cli import main
+from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE
+from relconsole.engine.splitcheck import check_split
+from tests.conftest import TODAY, git
+
+CORE = '''import json
+
+
+def normalize(rows):
+    """The words of each language, lower-cased, stripped and sorted."""
+    out = {}
+    for row in rows:
+        out.setdefault(row["lang"], set()).add(row["word"].strip().lower())
+    return {lang: sorted(words) for lang, words in out.items()}
+
+
+def dumps(rows):
+    return json.dumps(rows, ensure_ascii=False)
+
+
+def loads(text):
+    return json.loads(text)
+'''
+
+
+@pytest.fixture
+def textkit(tmp_path: Path) -> Path:
+    """A library nobody wrote for relconsole: a src/ package re-exporting from its module, a
+    test, a README and a committed corpus; no oracle."""
+    root = tmp_path / "textkit"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "Rita Reviewer")
+    git(root, "config", "user.email", "rita@example.org")
+    files = {"src/textkit/__init__.py": "from .core import dumps, loads, normalize\n", "src/textkit/core.py": CORE,
+             "tests/test_core.py": "def test_nothing():\n    pass\n", "README.md": "# textkit\n",
+             "data/words.csv": "word,lang\n Hello ,en\nhola,es\nWORLD,en\nmundo,es\nsun,en\nluna,es\nsky,en\n"}
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "textkit")
+    return root
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_init_writes_one_oracle_commit_a_review_can_read_and_refuses_a_second(textkit: Path, capsys):
+    before = git(textkit, "rev-parse", "HEAD").strip()
+    (textkit / "notes.txt").write_text("my own unstaged note\n")
+    code, out, _ = cli(capsys, "init", "--repo", str(textkit), "--corpus", "data/words.csv", "--subject",
+                       "textkit.core:normalize", "--subject", "textkit.core:dumps", "--today", TODAY.isoformat(),
+                       "--json")
+    assert code == EXIT_PASS
+    payload = json.loads(out)
+    assert payload["kind"] == "init" and payload["message"].startswith("oracle: init")
+    assert all(p.startswith("oracle/") for p in payload["paths"]) and "oracle/data/words.csv" in payload["paths"]
+    assert check_split(textkit, f"{before}..HEAD") == []  # the oracle's first commit stands alone
+    assert (textkit / "notes.txt").read_text() == "my own unstaged note\n"
+    lease = git(textkit, "show", "HEAD:oracle/leases/words.yaml")
+    blob = git(textkit, "rev-parse", f"{before}:data/words.csv").strip()
+    import hashlib
+    assert hashlib.sha256(git(textkit, "cat-file", "blob", blob).encode()).hexdigest() in lease
+    code, out, _ = cli(capsys, "validate", "--repo", str(textkit), "--json", "--today", TODAY.isoformat())
+    report = json.loads(out)
+    assert code == EXIT_PASS and report["errors"] == []
+    assert sorted(c["id"] for c in report["candidates"] if c["valid"]) == [
+        "textkit.core.dumps_roundtrip", "textkit.core.normalize_order"]  # drafted, valid, not accepted
+    catalog = git(textkit, "show", "HEAD:oracle/catalog.yaml")
+    assert "relations: []" in catalog and '# "src/textkit/**"' in catalog and '"tests/**": []' in catalog
+    tip = git(textkit, "rev-parse", "HEAD").strip()
+    code, _, err = cli(capsys, "init", "--repo", str(textkit), "--corpus", "data/words.csv")
+    assert code == EXIT_USAGE and "already has an oracle" in err and git(textkit, "rev-parse", "HEAD").strip() == tip
+
+
+@pytest.mark.parametrize("subject,words", [("textkit.core:nothing", "no function"), ("nope:f", "module:function"),
+                                           ("textkit.core", "module:function")])
+def test_init_refuses_a_subject_it_cannot_find_and_writes_nothing(textkit: Path, capsys, subject, words):
+    tip = git(textkit, "rev-parse", "HEAD").strip()
+    code, _, err = cli(capsys, "init", "--repo", str(textkit), "--corpus", "data/words.csv", "--subject", subject)
+    assert code == EXIT_USAGE and words in err and git(textkit, "rev-parse", "HEAD").strip() == tip
+
+
+def test_an_adopted_repository_catches_a_patch_once_its_relations_are_accepted_and_owned(textkit: Path, capsys):
+    args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
+    assert cli(capsys, "init", "--corpus", "data/words.csv", "--subject", "textkit.core:normalize", *args)[0] == 0
+    code, out, _ = cli(capsys, "accept", "textkit.core.normalize_order", "--override-unconfirmed", *args)
+    assert code == EXIT_PASS and "'src/textkit/core.py': [textkit.core.normalize_order]" in out
+    catalog = textkit / "oracle" / "catalog.yaml"
+    catalog.write_text(catalog.read_text().replace(
+        '  # "src/textkit/**": [ ]   # the relations that guard it; until then a coverage gap',
+        '  "src/textkit/**": [textkit.core.normalize_order]'))
+    git(textkit, "commit", "-q", "-am", "catalog: textkit is guarded")
+    git(textkit, "checkout", "-q", "-b", "patch")
+    core = textkit / "src" / "textkit" / "core.py"
+    patched = core.read_text().replace("set()).add(", "[]).append(").replace("sorted(words)", "words")
+    assert patched != core.read_text()
+    core.write_text(patched)  # the words in the order the rows came: a shuffle changes the answer
+    git(textkit, "commit", "-q", "-am", "agent: skip the sort")
+    code, out, _ = cli(capsys, "run", *args)
+    assert code == EXIT_REJECT and "textkit.core.normalize_order: REJECT" in out
