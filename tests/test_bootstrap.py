@@ -112,3 +112,20 @@ def test_an_adopted_repository_catches_a_patch_once_its_relations_are_accepted_a
     git(textkit, "commit", "-q", "-am", "agent: skip the sort")
     code, out, _ = cli(capsys, "run", *args)
     assert code == EXIT_REJECT and "textkit.core.normalize_order: REJECT" in out
+
+
+def test_a_subject_that_does_not_take_rows_gets_no_nonsense_candidate(textkit: Path, capsys):
+    """Tried on pypa/packaging: ``version:parse`` takes a str; a permutation of corpus rows
+    over it would be nonsense. init says so and drafts nothing for it; tests/ (a package
+    there) is exempt, never a gap too."""
+    core = textkit / "src" / "textkit" / "core.py"
+    core.write_text(core.read_text() + "\n\ndef parse(text: str) -> list:\n    return text.split()\n")
+    (textkit / "tests" / "__init__.py").write_text("")
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "parse")
+    code, out, _ = cli(capsys, "init", "--repo", str(textkit), "--corpus", "data/words.csv",
+                       "--subject", "textkit.core:parse", "--today", TODAY.isoformat())
+    assert code == EXIT_PASS and "no candidate for textkit.core:parse: it takes str" in out
+    assert git(textkit, "ls-tree", "--name-only", "HEAD", "oracle/quarantine/").strip() in ("", "oracle/quarantine/.gitkeep")
+    catalog = git(textkit, "show", "HEAD:oracle/catalog.yaml")
+    assert '"tests/**": []' in catalog and '# "tests/**"' not in catalog

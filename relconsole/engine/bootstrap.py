@@ -68,10 +68,12 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
     listing = gitio.run_git(repo.working_tree_dir, "ls-tree", "-r", "-z", "--name-only", tip).stdout
     files = {p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p}
     leases = [_lease(view, files, path, owner, today, layout) for path in corpora]
-    drafts = [_candidate(view, files, ref, leases[0] if leases else None, today) for ref in subjects]
+    drafted = [_candidate(view, files, ref, leases[0] if leases else None, today) for ref in subjects]
+    drafts = [d for d in drafted if "skipped" not in d]
     for lease in leases:  # a drafted relation, once accepted, reads its lease: the lease allows it now
         lease["allowed_relations"] = [d["id"] for d in drafts if d["input"]["lease"] == lease["id"]]
     changes, lines = _oracle_files(layout, files, leases, drafts, branch)
+    lines[-1:-1] = [d["skipped"] for d in drafted if "skipped" in d]
     message = f"the oracle of {PurePosixPath(repo.working_tree_dir).name}"
     commit = commit_changes(repo, branch, "init", message, changes,
                             "Written by relconsole init: exempt paths, leases, empty freezes and pins"
@@ -148,15 +150,22 @@ def _candidate(view, files: set[str], ref: str, lease: dict | None, today: dt.da
                 "inverse": f"{module}:{inverse}",
                 "must_not": f"assert a literal output of {name} in a test",
                 "statement": f"{inverse}({name}(rows)) gives back every row of {lease['id']} ({columns}) exactly."}
+    first = (defs[name].args.posonlyargs + defs[name].args.args)[:1]
+    hint = ast.unparse(first[0].annotation) if first and first[0].annotation is not None else ""
+    if hint and not re.search(r"\b(list|List|Sequence|Iterable|Collection|rows)\b", hint):
+        return {"skipped": f"no candidate for {ref}: it takes {hint}, not rows of the corpus; draft one with "
+                           "relconsole propose"}
     return {"id": f"{module}.{name}_order", "transform": "permute", **base, "params": {"shuffles": 4},
             "must_not": f"assert a literal output of {name} in a test",
             "statement": f"Shuffling the rows of {lease['id']} ({columns}) leaves the output of {name} unchanged."}
 
 
 def _packages(files: set[str]) -> list[str]:
-    """Top-level packages and modules, at the root or under src/ (test and setup files aside)."""
+    """Top-level packages and modules, at the root or under src/ (tests, docs and setup files aside)."""
     found = set()
     for path in files:
+        if any(PurePosixPath(path).match(p) or path.startswith(p.removesuffix("**")) for p in EXEMPT if "/" in p):
+            continue
         parts = PurePosixPath(path).parts
         rest = parts[1:] if parts[0] == "src" else parts
         if len(rest) == 2 and rest[1] == "__init__.py":
