@@ -360,7 +360,9 @@ def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_pat
         return records
     monkeypatch.setattr(replay_module, "run_sides", slow_run_sides)
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})
-    review, outcome = do_replay(repo, runs=2, ttl_seconds=0.6, workspace="short-ttl")
+    # a TTL of 3 s (renewed every second): the heartbeat renews twice while the runs are held
+    # back, with slack for a loaded machine, where a 0.6 s TTL expired between two renewals
+    review, outcome = do_replay(repo, runs=2, ttl_seconds=3.0, workspace="short-ttl")
     review.close()
     assert len(renewals) >= 2 and renewals[-1].expires_at > renewals[0].expires_at
     sheet = outcome.sheets["det.sum"]
