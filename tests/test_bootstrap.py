@@ -129,3 +129,22 @@ def test_a_subject_that_does_not_take_rows_gets_no_nonsense_candidate(textkit: P
     assert git(textkit, "ls-tree", "--name-only", "HEAD", "oracle/quarantine/").strip() in ("", "oracle/quarantine/.gitkeep")
     catalog = git(textkit, "show", "HEAD:oracle/catalog.yaml")
     assert '"tests/**": []' in catalog and '# "tests/**"' not in catalog
+
+
+def test_an_accepted_relation_over_an_oracle_adapter_is_not_told_to_own_the_adapter(textkit: Path, capsys):
+    """Tried on pypa/packaging: a relation whose subject is an adapter in oracle/ (calling the
+    library) was told to own the adapter's file; the code it guards is the library."""
+    args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
+    assert cli(capsys, "init", "--corpus", "data/words.csv", *args)[0] == EXIT_PASS
+    (textkit / "oracle" / "adapters.py").write_text(
+        "from textkit import normalize\n\n\ndef languages(rows):\n    return sorted(normalize(rows))\n")
+    (textkit / "oracle" / "quarantine" / "textkit.languages_order.yaml").write_text(
+        "id: textkit.languages_order\ntransform: permute\ncompare: exact\n"
+        "must_not: assert a literal list of languages in a test\nsubject: oracle.adapters:languages\n"
+        "input: {lease: words}\nparams: {shuffles: 3}\n"
+        "statement: Shuffling the rows of words (word, lang) leaves the languages found unchanged.\n"
+        "drafted_by: a script\ndrafted_at: \"2026-11-30T00:00:00Z\"\nsource: a test\n")
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "quarantine: an adapter and a candidate over it")
+    code, out, _ = cli(capsys, "accept", "textkit.languages_order", "--override-unconfirmed", *args)
+    assert code == EXIT_PASS and "<the paths of the code it guards>" in out and "oracle/adapters.py'" not in out

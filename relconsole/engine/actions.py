@@ -26,6 +26,7 @@ from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, resolve
 from relconsole.engine.leases import check_renewal, rehash_preview
 from relconsole.engine.literal import literal, one_line
+from relconsole.engine.owners import protected
 from relconsole.engine.patchflags import BlobReader
 from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
 from relconsole.engine.review import Replayed, Review, seed_file_problem
@@ -146,7 +147,9 @@ def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
         module = relation.subject.split(":", 1)[0].replace(".", "/")
         found = next((p for p in (f"{root}{module}{tail}" for root in ("src/", "") for tail in (".py", "/__init__.py"))
                       if view.read_text(p) is not None), None)
-        where = f"'{found}': [{relation.id}]" if found else f"'<the paths it guards>': [{relation.id}]"
+        if found is not None and protected(review.layout.protected, found):
+            found = None  # an adapter of the oracle: the code it guards is the library it calls, not itself
+        where = f"'{found}': [{relation.id}]" if found else f"'<the paths of the code it guards>': [{relation.id}]"
         out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
                    f"run --all; add to owners in {review.layout.catalog}: {where}")
     return out

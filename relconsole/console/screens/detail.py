@@ -185,7 +185,8 @@ def inputs_text(relation, record) -> Text:
     fields = facts.get("fields") or []
     if fields:
         more = int(facts.get("field_count", len(fields))) - len(fields)
-        text.append(f" · {facts.get('field_count', len(fields))} fields: ")
+        count = int(facts.get("field_count", len(fields)))
+        text.append(f" · {count} field{'s' if count != 1 else ''}: ")
         text.append_text(lit(", ".join(fields) + (f", … {more} more" if more > 0 else ""), "dim"))
     text.append("\n             sha256 ", "dim")
     text.append_text(lit(facts.get("sha256") or "?", "dim"))
