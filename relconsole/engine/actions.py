@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Collection
 
@@ -23,7 +22,7 @@ from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.confirm import DISCARDED, candidate_state
 from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.freezes import check_new_row
-from relconsole.engine.gitio import TreeView, resolve
+from relconsole.engine.gitio import TreeView, author_ident, resolve
 from relconsole.engine.leases import check_renewal, rehash_preview
 from relconsole.engine.literal import literal, one_line
 from relconsole.engine.owners import protected
@@ -52,12 +51,10 @@ class Identity:
 def git_identity(review: Review) -> Identity:
     """The identity git would author a commit as (``git var GIT_AUTHOR_IDENT``: the
     configuration, or GIT_AUTHOR_NAME/EMAIL when set). Raises CommitRefused when none is set."""
-    proc = subprocess.run(["git", "var", "GIT_AUTHOR_IDENT"], cwd=review.root, capture_output=True, text=True,
-                          env={k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")})
-    found = re.match(r"^(.*) <(.*)> \d+ [+-]\d{4}$", proc.stdout.strip()) if proc.returncode == 0 else None
-    if found is None or not (found.group(1) or found.group(2)):
+    ident = author_ident(review.root)
+    if ident is None:
         raise CommitRefused("no git identity: set user.name and user.email")
-    return Identity(found.group(1), found.group(2))
+    return Identity(*ident)
 
 
 def _tip_view(review: Review) -> TreeView:

@@ -84,11 +84,10 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
 
 def _identity(repo) -> str:
     """The email git would author a commit with (the lease owner)."""
-    out = gitio.run_git(repo.working_tree_dir, "var", "GIT_AUTHOR_IDENT", ok=None)
-    found = re.match(rb"^.* <(.*)> \d+ [+-]\d{4}$", out.stdout.strip()) if out.returncode == 0 else None
-    if found is None or not found.group(1):
+    ident = gitio.author_ident(repo.working_tree_dir)
+    if ident is None or not ident[1]:
         raise UsageError("no git identity: set user.name and user.email (the lease owner is you)")
-    return found.group(1).decode("utf-8", "replace")
+    return ident[1]
 
 
 def _lease(view, files: set[str], path: str, owner: str, today: dt.date, layout: Layout) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -29,6 +30,16 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
     env.update(extra or {})
     return env
+
+
+def author_ident(cwd: str | Path) -> tuple[str, str] | None:
+    """(name, email) git would author a commit as in ``cwd`` (``git var GIT_AUTHOR_IDENT``: the
+    configuration, or GIT_AUTHOR_NAME/EMAIL when set); None when it has none."""
+    proc = run_git(cwd, "var", "GIT_AUTHOR_IDENT", ok=None)
+    found = re.match(rb"^(.*) <(.*)> \d+ [+-]\d{4}$", proc.stdout.strip()) if proc.returncode == 0 else None
+    if found is None or not (found.group(1) or found.group(2)):
+        return None
+    return found.group(1).decode("utf-8", "replace"), found.group(2).decode("utf-8", "replace")
 
 
 def run_git(cwd: str | Path, *args: str, ok: tuple[int, ...] | None = (0,)) -> subprocess.CompletedProcess:
