@@ -2,16 +2,18 @@
 
 ``relconsole propose --drafter CMD [--ticket FILE] [--seeds RELATION_ID] [--timeout S] [--json]``
 builds a prompt (ticket, diff under review, input schemas, allowed output shape), pipes it
-to CMD, validates what CMD prints, and writes only what validates into the quarantine
-directory of the working tree. Nothing is committed; the output shows the ``quarantine:``
-commit to make. ``--print-prompt`` prints the prompt and runs nothing.
+to CMD, validates what CMD prints, and commits only what validates into quarantine: one
+``quarantine:`` commit onto the oracle branch (§9), built on a temporary index like every
+console commit, so the checked-out branch and the user's work are untouched.
+``--print-prompt`` prints the prompt and runs nothing.
 
-Exit codes (§8): 0 every drafted item was written; 1 at least one was rejected (the valid
-ones are still written); 3 the drafter failed (not found, timed out, non-zero exit, no
-output, not YAML): nothing written; 5 a bad ticket file (also a FIFO or device) or oracle
-file, or a quarantine directory or seeds file that is a symlink (anywhere on its path), not
-a regular file, or (seeds) not JSON lines; 64 usage (an unknown or lease-reading
-``--seeds`` relation, an empty drafter command).
+Exit codes (§8): 0 every drafted item was committed; 1 at least one was rejected (the valid
+ones are still committed); 3 the drafter failed (not found, timed out, non-zero exit, no
+output, not YAML): nothing committed; 5 a bad ticket file (also a FIFO or device) or oracle
+file, or an oracle branch whose quarantine directory or seeds file is a symlink or (seeds)
+not JSON lines; 64 usage (an unknown or lease-reading ``--seeds`` relation, an empty
+drafter command, no local oracle branch, a drafted path with uncommitted work where the
+oracle branch is checked out).
 """
 
 from __future__ import annotations
@@ -126,59 +128,63 @@ def _prompt_lines(prompt: propose.Prompt, args) -> list[str]:
     return lines
 
 
+def _commit_json(result) -> dict | None:
+    if result is None:
+        return None
+    return {"sha": result.sha, "branch": result.branch, "message": result.message, "paths": list(result.paths)}
+
+
+def _commit_lines(result) -> list[str]:
+    if result is None:
+        return ["nothing committed"]
+    subject = result.message.split("\n", 1)[0]
+    return [f"committed {result.sha[:10]} on {one_line(result.branch)}: {one_line(subject)}",
+            "  review it with: relconsole review (accept with a, delete with d)"]
+
+
 def _candidates(args, review: Review, prompt: propose.Prompt, ticket, items: list) -> int:
     stamp = propose.provenance(args.drafter, ticket, review)
-    drafted = propose.write_candidates(review, propose.judge_candidates(review, items, stamp))
+    drafted = propose.judge_candidates(review, items, stamp)
+    result = propose.commit_candidates(review, drafted, args.drafter)
     written = [d.path for d in drafted if d.written]
-    ids = [d.id for d in drafted if d.written]
-    hint = propose.commit_hint(review, written, f"drafted {', '.join(ids)}") if written else []
     code = EXIT_PASS if all(d.written for d in drafted) else EXIT_REJECT
     if args.json:
         print(json.dumps(_prompt_json(prompt, args) | {
             "provenance": stamp, "candidates": [d.to_json() for d in drafted],
-            "written": written, "commit": hint, "exit_code": code}, indent=2))
+            "written": written, "commit": _commit_json(result), "exit_code": code}, indent=2))
         return code
     lines = _prompt_lines(prompt, args)
     lines.append("provenance: drafted_by, drafted_at and source are relconsole's record "
                  "(the command it ran, when, from what), not the drafter's claim")
     for item in drafted:
         if item.written:
-            lines.append(f"written   {one_line(item.path)}")
+            lines.append(f"drafted   {one_line(item.path)}")
         else:
             lines.append(f"rejected  {one_line(item.id)}")
             lines += [f"          ✗ {one_line(reason)}" for reason in item.reasons]
         lines += [f"          · {one_line(note)}" for note in item.notes]
-    lines += _commit_lines(review, hint)
+    lines += _commit_lines(result)
     print("\n".join(lines))
     return code
 
 
 def _seeds(args, review: Review, prompt: propose.Prompt, items: list) -> int:
     rows = propose.judge_seed_rows(review, args.seeds, items)
-    path = propose.write_seed_rows(review, args.seeds, rows)
-    count = sum(r.valid for r in rows)
-    hint = propose.commit_hint(review, [path], f"{count} drafted seed row{'s' * (count != 1)} "
-                                               f"for {args.seeds}") if path else []
+    committed = propose.commit_seed_rows(review, args.seeds, rows, args.drafter)
+    path, result = committed if committed is not None else (None, None)
     code = EXIT_PASS if all(r.valid for r in rows) else EXIT_REJECT
     if args.json:
         print(json.dumps(_prompt_json(prompt, args) | {
             "relation_id": args.seeds, "path": path, "rows": [r.to_json() for r in rows],
-            "commit": hint, "exit_code": code}, indent=2))
+            "commit": _commit_json(result), "exit_code": code}, indent=2))
         return code
     lines = _prompt_lines(prompt, args)
     for row in rows:
         if row.valid:
-            lines.append(f"written   {one_line(path)}:{row.line}  {one_line(row.text)}")
+            lines.append(f"drafted   {row.id}  {one_line(path)}:{row.line}  {one_line(row.text)}")
         else:
             lines.append(f"rejected  row {row.index}  {one_line(row.text)}")
             lines += [f"          ✗ {one_line(reason)}" for reason in row.reasons]
-    lines += _commit_lines(review, hint)
+    lines += _commit_lines(result)
     print("\n".join(lines))
     return code
-
-
-def _commit_lines(review: Review, hint: list[str]) -> list[str]:
-    if not hint:
-        return ["nothing written"]
-    return [f"nothing committed; the review reads quarantine from {review.oracle_branch}. "
-            "Commit the drafts there as one quarantine: commit:", *(f"  {line}" for line in hint)]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import git
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from relconsole.engine import commits
 from relconsole.engine.commits import FileChange, check_kind, commit_changes
@@ -248,7 +249,10 @@ def _old(repo_path: Path):
 
 @pytest.mark.parametrize(("kind", "changes", "message"), [
     ("quarantine", [FileChange("oracle/quarantine/orders.order_invariant.seeds.jsonl",
-                               b'{"sku": "a"}\n{"sku": "b"}\n{"sku": "c"}\n{"sku": "d"}\n')], "removed or shrunk"),
+                               b'{"sku": "a"}\n{"sku": "b"}\n{"sku": "c"}\n{"sku": "d"}\n'),
+                    FileChange("oracle/quarantine/x.yaml", None)], "either adds drafts or removes them"),
+    ("quarantine", [FileChange("oracle/quarantine/orders.order_invariant.seeds.jsonl",
+                               b'{"sku": "A"}\n{"sku": "b"}\n{"sku": "c"}\n{"sku": "d"}\n')], "removed or shrunk"),
     ("quarantine", [FileChange("oracle/quarantine/orders.order_invariant.seeds.jsonl",
                                b'{"sku": "a"}\n{"sku": "B"}\n')], "removed or shrunk"),
     ("quarantine", [FileChange("oracle/catalog.yaml", None)], "oracle/catalog.yaml"),
@@ -274,6 +278,26 @@ def test_kind_rules_allow_shrink_and_follow_the_layout(repo_path: Path):
         check_kind("freeze", [FileChange("oracle/freezes.json", b"[]\n")], moved, _old(repo_path))
     with pytest.raises(UsageError):
         check_kind("golden", [shrink], Layout(), _old(repo_path))
+
+
+@settings(max_examples=200)
+@given(old=st.lists(st.sampled_from([b'{"sku": "a"}\n', b'{"sku": "b"}\n', b'[1]\n', b'"c"\n']), max_size=5),
+       new=st.lists(st.sampled_from([b'{"sku": "a"}\n', b'{"sku": "b"}\n', b'[1]\n', b'"c"\n']), max_size=6))
+def test_a_quarantine_commit_either_drafts_or_decides(old, new):
+    """The quarantine: kind takes a file that keeps every old byte and appends lines
+    (propose), or one with whole lines dropped (delete), and nothing else (§9)."""
+    path = "oracle/quarantine/orders.order_invariant.seeds.jsonl"
+    before, after = b"".join(old), b"".join(new)
+    appended = len(new) > len(old) and new[:len(old)] == old
+    kept = iter(old)
+    dropped = len(new) < len(old) and all(any(line == o for o in kept) for line in new)
+    allowed = appended or dropped
+    try:
+        check_kind("quarantine", [FileChange(path, after)], Layout(), lambda _p: before if old else None)
+    except CommitRefused:
+        assert not allowed
+    else:
+        assert allowed
 
 
 def test_unchanged_content_is_nothing_to_commit(repo_path: Path):
@@ -398,7 +422,6 @@ def _git_trailers(message: str) -> str:
                           text=True, check=True).stdout
 
 
-from hypothesis import given, strategies as st  # noqa: E402
 
 from relconsole.engine.actions import before_trailers  # noqa: E402
 

@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from relconsole.engine.candidates import validate_candidate, validate_seed_rows
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE)
 from relconsole.engine.review import load_review
+from relconsole.engine.splitcheck import check_split
 from relconsole.engine.yamlload import dump_yaml
 
 QUARANTINE = "oracle/quarantine"
@@ -93,6 +95,38 @@ def changed_files(before: dict, after: dict) -> set[str]:
     return {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
 
 
+def user_state(repo: Path) -> dict:
+    """What propose must leave alone whichever branch is checked out: the snapshot without
+    the oracle branch's ref, which its quarantine: commit moves."""
+    state = snapshot(repo)
+    del state["refs"]
+    return state
+
+
+def on_main(repo: Path, path: str) -> str | None:
+    """The file ``path`` as the oracle branch (main) holds it, or None."""
+    proc = subprocess.run(["git", "show", f"main:{path}"], cwd=repo, capture_output=True, text=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def main_commit(repo: Path, rev: str = "main") -> tuple[str, list[str]]:
+    """(subject, changed paths) of the commit ``rev``."""
+    subject = git(repo, "log", "-1", "--format=%s", rev).strip()
+    paths = git(repo, "show", "--format=", "--name-only", rev).split()
+    return subject, paths
+
+
+def commit_on_main(repo: Path, change) -> None:
+    """Run ``change(worktree)`` in a linked worktree of main, commit everything it did to
+    the oracle there, and remove that worktree: the user's checkout is never touched."""
+    other = repo.parent / f"main-{len(list(repo.parent.iterdir()))}"
+    git(repo, "worktree", "add", "-q", str(other), "main")
+    change(other)
+    git(other, "add", "-A", "oracle")
+    git(other, "commit", "-q", "-m", "quarantine: set up by the test")
+    git(repo, "worktree", "remove", "--force", str(other))
+
+
 def fenced(items) -> str:
     return f"Here are my candidates.\n\n```yaml\n{dump_yaml(items)}```\nHope this helps!\n"
 
@@ -147,32 +181,35 @@ def test_print_prompt_runs_nothing_and_writes_nothing(demo_repo, capsys):
 
 # --- candidates --------------------------------------------------------------------------
 
-def test_a_good_candidate_is_written_with_relconsoles_provenance_and_the_review_accepts_it(
+def test_a_good_candidate_is_committed_onto_the_oracle_branch_with_relconsoles_provenance(
         demo_repo, tmp_path, capsys):
     claimed = dict(GOOD, drafted_by="gpt-imaginary", drafted_at="1999-01-01T00:00:00Z", source="trust me")
     command = drafter(tmp_path, dump_yaml(claimed))
-    before = snapshot(demo_repo)
+    before = user_state(demo_repo)
+    main_before = git(demo_repo, "rev-parse", "main").strip()
     start = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     code, out = run_json(demo_repo, capsys, "--drafter", command)
     assert code == EXIT_PASS
     path = f"{QUARANTINE}/{GOOD['id']}.yaml"
     assert out["written"] == [path]
-    assert changed_files(before, snapshot(demo_repo)) == {path}
-    written = yaml.safe_load((demo_repo / path).read_text())
+    # one quarantine: commit on main holding exactly the drafted file; the agent's branch,
+    # its work tree and index are as they were (SPEC §9)
+    assert user_state(demo_repo) == before
+    assert git(demo_repo, "rev-parse", "main~1").strip() == main_before
+    subject, paths = main_commit(demo_repo)
+    assert subject.startswith("quarantine:") and GOOD["id"] in subject and paths == [path]
+    assert out["commit"]["sha"] == git(demo_repo, "rev-parse", "main").strip()
+    assert check_split(demo_repo, "main~1..main") == []
+    written = yaml.safe_load(on_main(demo_repo, path))
     assert written["drafted_by"] == command and written["source"] != "trust me"
     stamped = dt.datetime.fromisoformat(written["drafted_at"].replace("Z", "+00:00"))
     assert start <= stamped <= dt.datetime.now(dt.timezone.utc)
     assert {k: written[k] for k in GOOD} == GOOD
     notes = out["candidates"][0]["notes"]
     assert sum("replaced by relconsole" in n for n in notes) == 3
-    # committed as the hint says, onto main, the review reads it and finds it valid
-    git(demo_repo, "switch", "-q", "main")
-    git(demo_repo, "add", "--", path)
-    git(demo_repo, "commit", "-q", "-m", "quarantine: drafted", "--", path)
-    with load_review(demo_repo, today=TODAY) as review:
+    with load_review(demo_repo, today=TODAY) as review:  # the review reads it and finds it valid
         found = [c for c in review.candidates if c.id == GOOD["id"]]
         assert len(found) == 1 and found[0].valid, found[0].reasons if found else review.candidates
-    assert any("quarantine:" in line for line in out["commit"])
 
 
 def test_good_and_bad_candidates_are_judged_one_by_one(demo_repo, tmp_path, capsys):
@@ -180,12 +217,13 @@ def test_good_and_bad_candidates_are_judged_one_by_one(demo_repo, tmp_path, caps
     queued = dict(GOOD, id="penguins.mass_permutation")  # already in the sample's quarantine
     unsafe = dict(GOOD, id="../../escape")
     items = [GOOD, ANSWERING, VACUOUS, catalog_id, queued, unsafe, dict(GOOD), "just text", 7]
-    before = snapshot(demo_repo)
+    before = user_state(demo_repo)
     code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(items)))
     assert code == EXIT_REJECT
     verdicts = out["candidates"]
     assert [v["written"] for v in verdicts] == [True] + [False] * (len(items) - 1)
-    assert changed_files(before, snapshot(demo_repo)) == {f"{QUARANTINE}/{GOOD['id']}.yaml"}
+    assert main_commit(demo_repo)[1] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
+    assert user_state(demo_repo) == before
     reasons = [" ".join(v["reasons"]) for v in verdicts]
     assert "no_answers" in reasons[1] and "expected_total" in reasons[1]
     assert "references_input" in reasons[2]
@@ -196,22 +234,85 @@ def test_good_and_bad_candidates_are_judged_one_by_one(demo_repo, tmp_path, caps
     assert all("mapping" in r for r in reasons[7:])
 
 
-def test_an_existing_file_is_never_overwritten(demo_repo, tmp_path, capsys):
-    target = demo_repo / QUARANTINE / f"{GOOD['id']}.yaml"
-    target.write_bytes(b"# a reviewer's own draft, uncommitted\n")
+def test_a_file_the_oracle_branch_holds_is_never_replaced(demo_repo, tmp_path):
+    """Between judging and committing the branch gains a file at the candidate's name."""
+    path = f"{QUARANTINE}/{GOOD['id']}.yaml"
+    with load_review(demo_repo, today=TODAY) as review:
+        judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
+        assert judged[0].valid
+        commit_on_main(demo_repo, lambda repo: (repo / path).write_text("# a reviewer's own draft\n"))
+        tip = git(demo_repo, "rev-parse", "main").strip()
+        assert propose.commit_candidates(review, judged, "d") is None
+    assert not judged[0].written and "already exists on main" in " ".join(judged[0].reasons)
+    assert git(demo_repo, "rev-parse", "main").strip() == tip
+    assert on_main(demo_repo, path) == "# a reviewer's own draft\n"
+
+
+def test_the_checked_out_branchs_stale_quarantine_is_neither_read_nor_written(demo_repo, tmp_path, capsys):
+    """The agent's branch is checked out with its own (stale, edited) copies of quarantine
+    files: the draft goes onto main's copy, and every byte of the work tree stays."""
+    mine = demo_repo / QUARANTINE / f"{GOOD['id']}.yaml"
+    mine.write_bytes(b"# a reviewer's own draft, uncommitted\n")
+    stale = demo_repo / SEEDS_QUARANTINE
+    stale.write_text(stale.read_text() + '{"percent": 7, "salt": "only-here", "population": 7}\n')
+    before = user_state(demo_repo)
+    main_seeds = on_main(demo_repo, SEEDS_QUARANTINE)
     code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(GOOD)))
-    assert code == EXIT_REJECT and out["written"] == []
-    assert target.read_bytes() == b"# a reviewer's own draft, uncommitted\n"
+    assert code == EXIT_PASS and out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
+    row = {"percent": 7, "salt": "only-here", "population": 7}  # new to main: the stale copy is not read
+    code, out = run_json(demo_repo, capsys, "--seeds", "rollout.monotonic",
+                         "--drafter", drafter(tmp_path, json.dumps(row)))
+    assert code == EXIT_PASS, out["rows"]
+    assert on_main(demo_repo, SEEDS_QUARANTINE) == main_seeds + json.dumps(row) + "\n"
+    assert user_state(demo_repo) == before and mine.read_bytes() == b"# a reviewer's own draft, uncommitted\n"
 
 
-def test_the_written_file_is_exactly_the_validated_text(demo_repo, tmp_path):
+def test_the_committed_file_is_exactly_the_validated_text(demo_repo, tmp_path):
     with load_review(demo_repo, today=TODAY) as review:
         stamp = propose.provenance("drafter", None, review, dt.datetime(2031, 1, 2, tzinfo=dt.timezone.utc))
-        drafted = propose.write_candidates(review, propose.judge_candidates(review, [GOOD], stamp))
-        text = (demo_repo / drafted[0].path).read_text()
+        drafted = propose.judge_candidates(review, [GOOD], stamp)
+        result = propose.commit_candidates(review, drafted, "drafter")
+        text = on_main(demo_repo, drafted[0].path)
         again = validate_candidate(drafted[0].path, text, review.catalog, lambda i: ["flipper_length_mm"])
+    assert result.paths == (drafted[0].path,)
     assert drafted[0].written and text == drafted[0].text and again.valid
     assert stamp["drafted_at"] == "2031-01-02T00:00:00Z"
+
+
+def test_with_the_oracle_branch_checked_out_the_drafted_path_alone_is_updated_there(demo_repo, tmp_path, capsys):
+    git(demo_repo, "switch", "-q", "main")
+    (demo_repo / "README.md").write_text("an unstaged edit\n")
+    (demo_repo / "notes.txt").write_text("staged\n")
+    git(demo_repo, "add", "notes.txt")
+    status = git(demo_repo, "status", "--porcelain")
+    code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(GOOD)))
+    assert code == EXIT_PASS
+    path = out["written"][0]
+    assert (demo_repo / path).read_text() == on_main(demo_repo, path)
+    assert git(demo_repo, "status", "--porcelain") == status  # the draft is committed and clean
+    assert git(demo_repo, "diff", "--cached", "--name-only").split() == ["notes.txt"]
+
+
+def test_uncommitted_work_on_the_drafted_path_refuses_the_commit(demo_repo, tmp_path, capsys):
+    git(demo_repo, "switch", "-q", "main")
+    mine = demo_repo / SEEDS_QUARANTINE
+    edited = mine.read_text() + '{"percent": 9, "salt": "mine", "population": 9}\n'
+    mine.write_text(edited)
+    tip = git(demo_repo, "rev-parse", "main").strip()
+    row = '{"percent": 3, "salt": "new", "population": 9}\n'
+    assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, row)) == EXIT_USAGE
+    assert "uncommitted changes" in capsys.readouterr().err
+    assert git(demo_repo, "rev-parse", "main").strip() == tip and mine.read_text() == edited
+
+
+def test_drafts_go_to_the_reviews_base_branch(demo_repo, tmp_path, capsys):
+    """With --base release the oracle branch is release: main does not move (§9)."""
+    git(demo_repo, "branch", "release", "main")
+    main_tip = git(demo_repo, "rev-parse", "main").strip()
+    code, out = run_json(demo_repo, capsys, "--base", "release", "--drafter", drafter(tmp_path, dump_yaml(GOOD)))
+    assert code == EXIT_PASS and out["commit"]["branch"] == "release"
+    assert git(demo_repo, "rev-parse", "main").strip() == main_tip
+    assert main_commit(demo_repo, "release")[1] == out["written"]
 
 
 @pytest.mark.parametrize("field", propose.REQUIRED_FIELDS)
@@ -363,10 +464,9 @@ def test_a_bad_ticket_is_a_bad_input_file_named_before_the_drafter_runs(demo_rep
 # --- seed rows ---------------------------------------------------------------------------
 
 def test_drafted_seed_rows_are_appended_and_bad_ones_reported(demo_repo, tmp_path, capsys):
-    quarantined = demo_repo / SEEDS_QUARANTINE
-    old = quarantined.read_bytes()
+    old = on_main(demo_repo, SEEDS_QUARANTINE)
     existing = json.loads((demo_repo / SEEDS_FILE).read_text().splitlines()[0])
-    queued = json.loads(old.decode().splitlines()[0])  # a row already waiting in quarantine
+    queued = json.loads(old.splitlines()[0])  # a row already waiting in quarantine
     fresh = [{"percent": 1, "salt": "edge-low", "population": 1},
              {"percent": 100, "salt": "edge-high", "population": 100000}]
     bad = [existing, queued, dict(fresh[0]), {"percent": 101, "salt": "x", "population": 5},
@@ -374,20 +474,23 @@ def test_drafted_seed_rows_are_appended_and_bad_ones_reported(demo_repo, tmp_pat
            {"percent": 5, "salt": "x"}, {"percent": "5", "salt": "x", "population": 5},
            {"percent": 5, "salt": "x", "population": 5, "region": "eu"}, "text"]
     lines = "".join(json.dumps(r) + "\n" for r in fresh[:1] + bad + fresh[1:])
-    before = snapshot(demo_repo)
+    before = user_state(demo_repo)
     code, out = run_json(demo_repo, capsys, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, lines))
     assert code == EXIT_REJECT
-    assert changed_files(before, snapshot(demo_repo)) == {SEEDS_QUARANTINE}
-    now = quarantined.read_bytes()
+    assert user_state(demo_repo) == before and main_commit(demo_repo)[1] == [SEEDS_QUARANTINE]
+    now = on_main(demo_repo, SEEDS_QUARANTINE)
     assert now.startswith(old)
-    added = [json.loads(line) for line in now[len(old):].decode().splitlines()]
+    added = [json.loads(line) for line in now[len(old):].splitlines()]
     assert added == fresh
     rows = out["rows"]
     assert [r["valid"] for r in rows] == [True] + [False] * len(bad) + [True]
     assert all(r["reasons"] for r in rows[1:-1])
-    written = [r["line"] for r in rows if r["valid"]]
-    all_lines = now.decode().splitlines()
-    assert [json.loads(all_lines[n - 1]) for n in written] == fresh
+    all_lines = now.splitlines()
+    assert [json.loads(all_lines[r["line"] - 1]) for r in rows if r["valid"]] == fresh
+    # each committed row is listed by the stable id the review gives it
+    with load_review(demo_repo, today=TODAY) as review:
+        ids = {r.id: r.value for r in review.seed_rows if r.relation_id == "rollout.monotonic"}
+    assert [ids[r["id"]] for r in rows if r["valid"]] == fresh
 
 
 def test_seed_rows_in_a_fenced_yaml_list_are_accepted(demo_repo, tmp_path, capsys):
@@ -395,15 +498,15 @@ def test_seed_rows_in_a_fenced_yaml_list_are_accepted(demo_repo, tmp_path, capsy
     code, out = run_json(demo_repo, capsys, "--seeds", "rollout.monotonic",
                          "--drafter", drafter(tmp_path, fenced(rows)))
     assert code == EXIT_PASS and out["path"] == SEEDS_QUARANTINE
-    assert json.loads((demo_repo / SEEDS_QUARANTINE).read_text().splitlines()[-1]) == rows[0]
+    assert json.loads(on_main(demo_repo, SEEDS_QUARANTINE).splitlines()[-1]) == rows[0]
 
 
 def test_seed_rows_for_a_relation_with_no_quarantine_file_yet_create_it(demo_repo, tmp_path, capsys):
-    (demo_repo / SEEDS_QUARANTINE).unlink()
+    commit_on_main(demo_repo, lambda repo: (repo / SEEDS_QUARANTINE).unlink())
     rows = [{"percent": 3, "salt": "new", "population": 9}]
     assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter",
                drafter(tmp_path, json.dumps(rows[0]))) == EXIT_PASS
-    assert (demo_repo / SEEDS_QUARANTINE).read_text() == json.dumps(rows[0]) + "\n"
+    assert on_main(demo_repo, SEEDS_QUARANTINE) == json.dumps(rows[0]) + "\n"
 
 
 @pytest.mark.parametrize("relation", ["no.such.relation", "penguins.order_invariant"])
@@ -424,7 +527,7 @@ def test_a_bad_oracle_file_stops_before_the_drafter(demo_repo, tmp_path, capsys)
     assert not (tmp_path / "prompt.txt").exists()
 
 
-# --- the working tree is the agent's: no symlink is followed, nothing leaves the repository ---
+# --- the oracle branch's quarantine: no symlink is followed, nothing leaves the repository ---
 
 def _outside(tmp_path: Path) -> Path:
     outside = tmp_path / "outside"
@@ -440,47 +543,57 @@ def test_a_seeds_file_committed_as_a_symlink_is_refused_and_the_outside_file_unt
         demo_repo, tmp_path, capsys):
     victim = _outside(tmp_path) / "victim.txt"
     victim.write_bytes(b"secret: the operator's notes\n")
-    (demo_repo / SEEDS_QUARANTINE).unlink()
-    (demo_repo / SEEDS_QUARANTINE).symlink_to(victim)
-    git(demo_repo, "add", "--", SEEDS_QUARANTINE)
-    git(demo_repo, "commit", "-q", "-m", "agent: plant a symlink", "--", SEEDS_QUARANTINE)
+
+    def plant(repo: Path) -> None:
+        (repo / SEEDS_QUARANTINE).unlink()
+        (repo / SEEDS_QUARANTINE).symlink_to(victim)
+    commit_on_main(demo_repo, plant)
     before = snapshot(demo_repo)
     rows = '{"percent": 3, "salt": "new", "population": 9}\n'
     assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, rows)) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert SEEDS_QUARANTINE in err and "symlink" in err and len(err.strip().splitlines()) == 1
     assert victim.read_bytes() == b"secret: the operator's notes\n"
-    assert (demo_repo / SEEDS_QUARANTINE).is_symlink()
     assert snapshot(demo_repo) == before
     assert not (tmp_path / "prompt.txt").exists()  # refused before the drafter ran
 
 
-@pytest.mark.parametrize("linked", ["oracle/quarantine", "oracle"])
 @pytest.mark.parametrize("seeds", [False, True])
-def test_a_symlinked_directory_on_the_way_to_quarantine_is_refused(demo_repo, tmp_path, capsys, linked, seeds):
+def test_a_quarantine_directory_the_branch_holds_as_a_symlink_is_refused(demo_repo, tmp_path, capsys, seeds):
     moved = _outside(tmp_path) / "moved"
-    (demo_repo / linked).rename(moved)
-    (demo_repo / linked).symlink_to(moved, target_is_directory=True)
-    outside_before = _tree(moved)
+    moved.mkdir()
+
+    def plant(repo: Path) -> None:
+        git(repo, "rm", "-rq", QUARANTINE)
+        (repo / QUARANTINE).symlink_to(moved, target_is_directory=True)
+    commit_on_main(demo_repo, plant)
     before = snapshot(demo_repo)
     if seeds:
         args = ("--seeds", "rollout.monotonic", "--drafter",
                 drafter(tmp_path, '{"percent": 3, "salt": "new", "population": 9}\n'))
     else:
         args = ("--drafter", drafter(tmp_path, dump_yaml(GOOD)))
-    code = run(demo_repo, *args)
-    err = capsys.readouterr().err
-    if linked == "oracle" and code != EXIT_BAD_INPUT:  # the review may refuse the oracle first
-        pytest.fail(f"exit {code}: {err}")
-    assert code == EXIT_BAD_INPUT
-    assert f"{linked}: is a symlink; propose writes only into a real directory inside the repository" in err
-    assert _tree(moved) == outside_before
-    assert snapshot(demo_repo) == before
+    assert run(demo_repo, *args) == EXIT_BAD_INPUT
+    assert f"{QUARANTINE}: is a symlink on main" in capsys.readouterr().err
+    assert _tree(moved) == {} and snapshot(demo_repo) == before
+
+
+def test_with_the_oracle_branch_checked_out_a_symlinked_quarantine_in_the_work_tree_is_refused(
+        demo_repo, tmp_path, capsys):
+    git(demo_repo, "switch", "-q", "main")
+    moved = _outside(tmp_path) / "moved"
+    (demo_repo / QUARANTINE).rename(moved)
+    (demo_repo / QUARANTINE).symlink_to(moved, target_is_directory=True)
+    outside_before = _tree(moved)
+    tip = git(demo_repo, "rev-parse", "main").strip()
+    assert run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD))) == EXIT_USAGE
+    assert "symbolic link" in capsys.readouterr().err
+    assert _tree(moved) == outside_before and git(demo_repo, "rev-parse", "main").strip() == tip
 
 
 @pytest.mark.parametrize("seeds", [False, True])
-def test_the_directory_is_checked_again_when_writing(demo_repo, tmp_path, seeds):
-    """The quarantine directory swapped for a symlink after judging, before writing."""
+def test_the_branch_is_checked_again_when_committing(demo_repo, tmp_path, seeds):
+    """The branch's quarantine directory becomes a symlink after judging, before committing."""
     with load_review(demo_repo, today=TODAY) as review:
         if seeds:
             judged = propose.judge_seed_rows(review, "rollout.monotonic",
@@ -488,35 +601,36 @@ def test_the_directory_is_checked_again_when_writing(demo_repo, tmp_path, seeds)
         else:
             judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
         assert all(item.valid for item in judged)
-        moved = _outside(tmp_path) / "moved"
-        (demo_repo / QUARANTINE).rename(moved)
-        (demo_repo / QUARANTINE).symlink_to(moved, target_is_directory=True)
-        outside_before = _tree(moved)
-        with pytest.raises(propose.BadInputError, match="oracle/quarantine: is a symlink"):
+
+        def plant(repo: Path) -> None:
+            git(repo, "rm", "-rq", QUARANTINE)
+            (repo / QUARANTINE).symlink_to(_outside(tmp_path), target_is_directory=True)
+        commit_on_main(demo_repo, plant)
+        tip = git(demo_repo, "rev-parse", "main").strip()
+        with pytest.raises(propose.BadInputError, match="oracle/quarantine: is a symlink on main"):
             if seeds:
-                propose.write_seed_rows(review, "rollout.monotonic", judged)
+                propose.commit_seed_rows(review, "rollout.monotonic", judged, "d")
             else:
-                propose.write_candidates(review, judged)
-    assert _tree(moved) == outside_before
+                propose.commit_candidates(review, judged, "d")
+    assert git(demo_repo, "rev-parse", "main").strip() == tip and _tree(_outside(tmp_path)) == {}
 
 
-def test_a_dangling_symlink_at_the_candidates_name_is_neither_followed_nor_replaced(demo_repo, tmp_path):
+def test_a_symlink_at_the_candidates_name_on_the_branch_is_neither_followed_nor_replaced(demo_repo, tmp_path):
     aim = _outside(tmp_path) / "planted.yaml"
-    target = demo_repo / QUARANTINE / f"{GOOD['id']}.yaml"
+    name = f"{QUARANTINE}/{GOOD['id']}.yaml"
     with load_review(demo_repo, today=TODAY) as review:
         judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
         assert judged[0].valid
-        target.symlink_to(aim)  # appears between judging and writing
-        written = propose.write_candidates(review, judged)
-    assert not written[0].written and "already exists" in " ".join(written[0].reasons)
-    assert not aim.exists() and target.is_symlink()
-    assert not [p for p in (demo_repo / QUARANTINE).iterdir() if p.name.endswith(".tmp")]
+        commit_on_main(demo_repo, lambda repo: (repo / name).symlink_to(aim))  # appears after judging
+        tip = git(demo_repo, "rev-parse", "main").strip()
+        assert propose.commit_candidates(review, judged, "d") is None
+    assert not judged[0].written and "already exists" in " ".join(judged[0].reasons)
+    assert not aim.exists() and git(demo_repo, "rev-parse", "main").strip() == tip
 
 
 def test_an_existing_seeds_file_that_is_not_json_lines_is_refused_naming_its_line(demo_repo, tmp_path, capsys):
-    quarantined = demo_repo / SEEDS_QUARANTINE
-    old = quarantined.read_bytes().rstrip(b"\n") + b"\n"
-    quarantined.write_bytes(old + b"<<<<<<< a merge conflict\n")
+    old = on_main(demo_repo, SEEDS_QUARANTINE).rstrip("\n") + "\n"
+    commit_on_main(demo_repo, lambda repo: (repo / SEEDS_QUARANTINE).write_text(old + "<<<<<<< a merge conflict\n"))
     line = len(old.splitlines()) + 1
     before = snapshot(demo_repo)
     rows = '{"percent": 3, "salt": "new", "population": 9}\n'
@@ -525,13 +639,14 @@ def test_an_existing_seeds_file_that_is_not_json_lines_is_refused_naming_its_lin
     assert snapshot(demo_repo) == before
 
 
-def test_an_existing_seeds_name_that_is_a_fifo_is_refused_at_once(demo_repo, tmp_path, capsys):
+def test_a_fifo_in_the_work_tree_at_the_seeds_name_is_never_opened(demo_repo, tmp_path, capsys):
+    """The work tree is the agent's: propose reads the branch, so a FIFO planted there (which
+    would block a reader forever) is not even opened."""
     (demo_repo / SEEDS_QUARANTINE).unlink()
-    os.mkfifo(demo_repo / SEEDS_QUARANTINE)  # opening it for reading would wait for a writer
+    os.mkfifo(demo_repo / SEEDS_QUARANTINE)
     rows = '{"percent": 3, "salt": "new", "population": 9}\n'
-    assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, rows)) == EXIT_BAD_INPUT
-    err = capsys.readouterr().err
-    assert SEEDS_QUARANTINE in err and "FIFO" in err
+    assert run(demo_repo, "--seeds", "rollout.monotonic", "--drafter", drafter(tmp_path, rows)) == EXIT_PASS
+    assert on_main(demo_repo, SEEDS_QUARANTINE).endswith(rows)
 
 
 # --- the timeout is an upper bound --------------------------------------------------------
@@ -646,20 +761,26 @@ def test_an_id_differing_from_a_quarantine_candidate_only_by_case_is_rejected(de
     assert not judged[0].valid and "unique_id" in reasons and queued in reasons
 
 
-def test_ids_differing_only_by_case_collide_within_the_output_and_with_the_working_tree(
-        demo_repo, tmp_path, capsys):
-    (demo_repo / QUARANTINE / "penguins.Bill_Shuffle.yaml").write_text("# a reviewer's draft\n")
-    items = [GOOD, dict(GOOD, id=GOOD["id"].upper()), dict(GOOD, id="PENGUINS.MASS_PERMUTATION"),
-             dict(GOOD, id="penguins.bill_shuffle")]
-    before = snapshot(demo_repo)
+def test_ids_differing_only_by_case_collide_within_the_output(demo_repo, tmp_path, capsys):
+    items = [GOOD, dict(GOOD, id=GOOD["id"].upper()), dict(GOOD, id="PENGUINS.MASS_PERMUTATION")]
+    before = user_state(demo_repo)
     code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(items)))
     assert code == EXIT_REJECT
-    assert out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
-    assert changed_files(before, snapshot(demo_repo)) == {f"{QUARANTINE}/{GOOD['id']}.yaml"}
+    assert out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"] == main_commit(demo_repo)[1]
+    assert user_state(demo_repo) == before
     reasons = [" ".join(v["reasons"]) for v in out["candidates"]]
     assert GOOD["id"] in reasons[1] and "item 1" in reasons[1] and "case" in reasons[1]
     assert "penguins.mass_permutation" in reasons[2]
-    assert "penguins.Bill_Shuffle" in reasons[3]
+
+
+def test_an_id_colliding_by_case_with_a_file_new_on_the_branch_is_rejected(demo_repo):
+    """A file committed to the branch after the review loaded still takes its name."""
+    with load_review(demo_repo, today=TODAY) as review:
+        commit_on_main(demo_repo, lambda repo: (repo / QUARANTINE / "penguins.Bill_Shuffle.yaml")
+                       .write_text("# a reviewer's draft\n"))
+        judged = propose.judge_candidates(review, [dict(GOOD, id="penguins.bill_shuffle")],
+                                          propose.provenance("d", None, review))
+    assert not judged[0].valid and "penguins.Bill_Shuffle" in " ".join(judged[0].reasons)
 
 
 # --- seed rows: one line, one row; a key twice is a rejected row -----------------------------
@@ -687,6 +808,8 @@ def test_drafted_json_lines_keep_one_row_per_line(demo_repo, tmp_path, capsys):
     rows = out["rows"]
     assert [r["index"] for r in rows] == [1, 2, 3] and [r["valid"] for r in rows] == [False, False, True]
     assert "duplicate key 'percent'" in " ".join(rows[0]["reasons"])
-    written = (demo_repo / SEEDS_QUARANTINE).read_text().splitlines()
+    written = on_main(demo_repo, SEEDS_QUARANTINE).splitlines()
     assert json.loads(written[rows[2]["line"] - 1]) == fresh
     assert not any('"salt": "a"' in w or '"percent": 200' in w for w in written)
+
+

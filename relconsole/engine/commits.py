@@ -65,7 +65,7 @@ def check_kind(kind: str, changes: Sequence[FileChange], layout: Layout,
 
     ``read_old(path)`` gives the path's bytes on the target branch tip (None: absent); it
     decides whether a quarantine file was removed or shrunk (lines dropped, none added or
-    edited). Raises UsageError for an unknown kind and CommitRefused naming the first
+    edited) or drafted (created, or lines appended). Raises UsageError for an unknown kind and CommitRefused naming the first
     offending path, or when ``changes`` is empty.
     """
     if kind not in KINDS:
@@ -126,12 +126,30 @@ def _check_lease(changes, layout, read_old) -> None:
 
 
 def _check_quarantine(changes, layout, read_old) -> None:
+    """A quarantine: commit either removes or shrinks quarantine files (a reviewer deleted
+    drafts) or adds them (``propose``: new files, or rows appended with every old byte
+    kept), never both: a draft and a decision stay apart in the history."""
     for change in changes:
         if not _under(change.path, layout.quarantine_dir):
             raise CommitRefused(
-                f"quarantine: commit may only remove or shrink files under "
+                f"quarantine: commit may only add, remove or shrink files under "
                 f"{layout.quarantine_dir}/, not change {change.path}")
+    if all(_is_growth(read_old(c.path), c.content) for c in changes):
+        return
+    for change in changes:
+        if _is_growth(read_old(change.path), change.content):
+            raise CommitRefused(f"quarantine: {change.path} is drafted in a commit that also removes "
+                                "drafts; a quarantine: commit either adds drafts or removes them")
         _require_removed_or_shrunk(change, read_old(change.path), "quarantine")
+
+
+def _is_growth(old: bytes | None, new: bytes | None) -> bool:
+    """True when ``new`` creates the file or keeps every byte of ``old`` and appends lines."""
+    if new is None:
+        return False
+    if old is None:
+        return bool(new)
+    return len(new) > len(old) and new.startswith(old)
 
 
 def _require_removed_or_shrunk(change: FileChange, old: bytes | None, kind: str) -> None:

@@ -13,43 +13,45 @@ The flow, each step its own function so the console and tests can use any of the
 4. ``judge_candidates`` stamps true provenance (relconsole's, not the model's claim) and
    validates each candidate with ``validate_candidate`` exactly as the review validates a
    quarantine file; ``judge_seed_rows`` does the same with ``validate_seed_rows``.
-5. ``write_candidates`` / ``write_seed_rows`` write only what passed, into the quarantine
-   directory of the working tree, atomically, never overwriting a file. The directory is
-   reached from the repository root without following a symlink (``tree_dir``): the
-   working tree is the agent's branch. Nothing is committed.
+5. ``commit_candidates`` / ``commit_seed_rows`` commit only what passed onto the oracle
+   branch as one ``quarantine:`` commit (§9), built on a temporary index from the branch's
+   tip like every console commit (``commits.commit_changes``): never through the working
+   tree, which is the agent's branch, and never over a file the branch already holds.
+   Where the oracle branch is checked out, its drafted paths are brought up to date too.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import json
 import os
 import re
-import secrets
 import selectors
 import shlex
 import signal
-import stat
 import subprocess
 import time
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
 from relconsole.engine import gitio
 from relconsole.engine.candidates import (CANDIDATE_FIELDS, PROVENANCE, SEEDS_SUFFIX,
-                                          TRANSFORM_TO_KIND, SeedLineError, id_key, id_problem,
+                                          TRANSFORM_TO_KIND, SeedLineError, SeedRow, id_key, id_problem,
                                           parse_seed_line, validate_candidate, validate_seed_rows)
 from relconsole.engine.catalog import COMPARES, KIND_PARAMS, Relation
 from relconsole.engine.errors import BadInputError, EXIT_ABORT, RelconsoleError, UsageError
-from relconsole.engine.hashcache import file_kind, open_regular
+from relconsole.engine.hashcache import open_regular
+from relconsole.engine.gitio import TreeView
+from relconsole.engine.literal import one_line
 from relconsole.engine.review import Review, input_fields
 from relconsole.engine.textedit import append_jsonl_rows, jsonl_lines
 from relconsole.engine.yamlload import MAX_FILE_BYTES, dump_yaml, load_yaml_text
+
+if TYPE_CHECKING:  # `relconsole run` builds every command's parser: commits load when a draft is committed
+    from relconsole.engine.commits import CommitResult
 
 DIFF_LIMIT_BYTES = 100_000  # of `git diff` in the prompt (about 25k tokens); a note says when cut
 TICKET_LIMIT_BYTES = 200_000  # a ticket larger than this is a bad input file, not a prompt
@@ -286,27 +288,19 @@ def seeds_relation(review: Review, relation_id: str) -> Relation:
 
 
 def existing_seed_values(review: Review, relation: Relation) -> list[Any]:
-    """Seed values a drafted row may not repeat: the seeds file (base ref's and working
-    tree's) and the rows already in its quarantine file (base ref's and working tree's).
+    """Seed values a drafted row may not repeat: the relation's seeds file (the review's
+    oracle and the oracle branch's tip) and the rows already in its quarantine file (the
+    review's and the tip's).
 
-    Working-tree files are read without following a symlink anywhere on their path: the
-    quarantine file through ``read_seeds_file`` (BadInputError, exit 5, when it is a symlink,
-    not a regular file or not JSON lines), the seeds file quietly skipped when it is not a
-    plain file of the repository.
+    Raises BadInputError (exit 5) when the tip's quarantine seeds file is a symlink or not
+    JSON lines (``tip_seeds_text``); CommitRefused (exit 64) when there is no local oracle
+    branch to read.
     """
     values = _jsonl_values(review.oracle_dir / relation.seeds_path)
-    seeds_dir, _, seeds_name = relation.seeds_path.rpartition("/")
-    try:
-        with tree_dir(review.root, seeds_dir) as dir_fd:
-            found = _read_regular_at(dir_fd, seeds_name, relation.seeds_path) if dir_fd is not None else None
-    except BadInputError:
-        found = None
-    if found is not None:
-        values.extend(_jsonl_values_of(found[0].decode("utf-8", "replace")))
-    with tree_dir(review.root, review.layout.quarantine_dir) as dir_fd:
-        queued = read_seeds_file(review, relation.id, dir_fd)
-    if queued is not None:
-        values.extend(_jsonl_values_of(queued[0]))
+    branch, view = oracle_tip(review)
+    if view.symlink_target(relation.seeds_path) is None:
+        values.extend(_jsonl_values_of(view.read_text(relation.seeds_path) or ""))
+    values.extend(_jsonl_values_of(tip_seeds_text(review, relation.id, view, branch) or ""))
     values.extend(r.value for r in review.seed_rows if r.relation_id == relation.id and r.value is not None)
     return values
 
@@ -627,133 +621,48 @@ def drafted_items(text: str, seeds: bool = False) -> list[Any]:
 
 # --- the quarantine directory ------------------------------------------------------------
 #
-# The working tree is the agent's branch: anything in it may be a planted symlink. Every
-# file propose reads from or writes to the working tree is reached from the repository root
-# one directory descriptor at a time (O_NOFOLLOW), and files are created and replaced
-# relative to the last descriptor, so a component swapped for a symlink after the check
-# still cannot send a byte outside the repository. (commits._refuse_symlinked_parent checks
-# path components before a path-based write; here the descriptor walk is the check itself.)
+# Drafts go onto the oracle branch as a quarantine: commit built on a temporary index
+# (commits.commit_changes), never through the working tree, which is the agent's branch.
 
-_NOT_REAL_DIR = "propose writes only into a real directory inside the repository"
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NOT_REAL_DIR = "propose writes only into a real directory of the oracle branch"
 
 
-def _refusal(shown: str, mode: int) -> BadInputError:
-    if stat.S_ISLNK(mode):
-        return BadInputError(shown, f"is a symlink; {_NOT_REAL_DIR}")
-    return BadInputError(shown, f"is {file_kind(mode)}, not a directory; {_NOT_REAL_DIR}")
+def oracle_tip(review: Review) -> tuple[str, TreeView]:
+    """(branch, view of its tip): the oracle branch (``Review.commit_branch``, §9) that
+    drafts are committed onto, as it is now. Raises CommitRefused (exit 64) when the review's
+    base is not a local branch and no ``oracle_branch`` is configured."""
+    branch = review.commit_branch()
+    return branch, TreeView(review.repo, gitio.resolve(review.repo, branch))
 
 
-@contextmanager
-def tree_dir(root: str | Path, relative: str, create: bool = False) -> Iterator[int | None]:
-    """A read-only descriptor of directory ``relative`` under ``root``, opened one component
-    at a time without following a symlink (§10: propose writes only inside the repository).
-
-    Yields None when a component does not exist and ``create`` is False (with ``create``
-    the missing directories are made). Raises BadInputError (exit 5) naming the first
-    component that is a symlink (``oracle/quarantine: is a symlink; propose writes only into
-    a real directory inside the repository``), not a directory, or not a plain relative
-    path (``..``, empty), and for a directory that cannot be opened or made.
-    """
-    fd = _open_tree_dir(root, relative, create)
-    try:
-        yield fd
-    finally:
-        if fd is not None:
-            os.close(fd)
+def _check_tip_directory(view: TreeView, directory: str, branch: str) -> None:
+    """Refuse a quarantine directory that the branch holds, or holds a parent of, as a file
+    or a symlink: BadInputError (exit 5) naming that path."""
+    parts = directory.strip("/").split("/")
+    for number in range(1, len(parts) + 1):
+        shown = "/".join(parts[:number])
+        if view.symlink_target(shown) is not None:
+            raise BadInputError(shown, f"is a symlink on {branch}; {_NOT_REAL_DIR}")
+        if view.exists(shown):
+            raise BadInputError(shown, f"is a file on {branch}, not a directory; {_NOT_REAL_DIR}")
 
 
-def _open_tree_dir(root: str | Path, relative: str, create: bool) -> int | None:
-    parts = relative.split("/") if relative.strip("/") else []
-    if relative.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise BadInputError(relative, f"is not a plain path inside the repository; {_NOT_REAL_DIR}")
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-    try:
-        for number, part in enumerate(parts, 1):
-            shown = "/".join(parts[:number])
-            try:
-                try:
-                    info = os.stat(part, dir_fd=fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    if not create:
-                        os.close(fd)
-                        return None
-                    try:
-                        os.mkdir(part, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                    info = os.stat(part, dir_fd=fd, follow_symlinks=False)
-                if not stat.S_ISDIR(info.st_mode):
-                    raise _refusal(shown, info.st_mode)
-                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped for a symlink or a file just now
-                    raise BadInputError(shown, f"is a symlink or not a directory; {_NOT_REAL_DIR}") from None
-                raise BadInputError(shown, f"cannot open the directory: {exc.strerror or exc}") from None
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+def tip_seeds_text(review: Review, relation_id: str, view: TreeView, branch: str) -> str | None:
+    """The oracle branch's quarantine seeds file of ``relation_id`` as text, or None when the
+    branch has none.
 
-
-def _read_regular_at(dir_fd: int, name: str, shown: str,
-                     limit: int = SEEDS_FILE_LIMIT_BYTES) -> tuple[bytes, int] | None:
-    """(bytes, st_mode) of the regular file ``name`` in ``dir_fd``, or None when absent.
-
-    A symlink is never followed (O_NOFOLLOW) and anything but a regular file is refused
-    before it is opened and again on the descriptor (``hashcache.open_regular``'s checks, at
-    a directory descriptor). BadInputError (exit 5) naming ``shown`` for a symlink, a
-    non-regular file, an unreadable one, or more than ``limit`` bytes.
-    """
-    try:
-        before = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise BadInputError(shown, f"cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISLNK(before.st_mode):
-        raise BadInputError(shown, f"is a symlink; {_NOT_REAL_DIR}")
-    if not stat.S_ISREG(before.st_mode):
-        raise BadInputError(shown, f"is {file_kind(before.st_mode)}, not a regular file; {_NOT_REAL_DIR}")
-    flags = os.O_RDONLY | os.O_NONBLOCK | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        what = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be read ({exc.strerror or exc})"
-        raise BadInputError(shown, f"{what}; {_NOT_REAL_DIR}") from None
-    try:
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode):
-            raise BadInputError(shown, f"is {file_kind(opened.st_mode)}, not a regular file; {_NOT_REAL_DIR}")
-        data = _read_at_most(fd, limit + 1)
-    except OSError as exc:
-        raise BadInputError(shown, f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise BadInputError(shown, f"is larger than {limit} bytes; not appending to it")
-    return data, opened.st_mode
-
-
-def read_seeds_file(review: Review, relation_id: str, dir_fd: int | None) -> tuple[str, int] | None:
-    """(text, st_mode) of the working tree's quarantine seeds file of ``relation_id``, read
-    from the quarantine directory descriptor ``dir_fd`` (``tree_dir``), or None when it (or
-    the directory) does not exist.
-
-    Raises BadInputError (exit 5) naming the file when it is a symlink, not a regular file,
-    too large, not UTF-8, or a line is not JSON (with its line number): propose appends
-    only to a file it can read back as JSON lines.
+    Raises BadInputError (exit 5) naming the file when it is a symlink, larger than
+    ``SEEDS_FILE_LIMIT_BYTES``, not UTF-8, or a line is not JSON (with its line number):
+    propose appends only to a file it can read back as JSON lines.
     """
     shown = seeds_quarantine_path(review, relation_id)
-    found = _read_regular_at(dir_fd, shown.rsplit("/", 1)[-1], shown) if dir_fd is not None else None
-    if found is None:
+    if view.symlink_target(shown) is not None:
+        raise BadInputError(shown, f"is a symlink on {branch}; {_NOT_REAL_DIR}")
+    data = view.read_bytes(shown)
+    if data is None:
         return None
-    data, mode = found
+    if len(data) > SEEDS_FILE_LIMIT_BYTES:
+        raise BadInputError(shown, f"is larger than {SEEDS_FILE_LIMIT_BYTES} bytes; not appending to it")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -766,32 +675,50 @@ def read_seeds_file(review: Review, relation_id: str, dir_fd: int | None) -> tup
         except ValueError as exc:
             problem = getattr(exc, "msg", str(exc))
             raise BadInputError(shown, f"not a JSON line ({problem}); not appending to it", number) from None
-    return text, mode
+    return text
 
 
 def check_quarantine(review: Review, seeds_relation_id: str | None = None) -> None:
-    """Refuse up front (before a drafter runs) what ``write_candidates`` / ``write_seed_rows``
-    would refuse: a quarantine directory that is reached through a symlink or is not a
-    directory, and for ``seeds_relation_id`` an existing seeds file that is a symlink, not a
-    regular file, or not JSON lines. Raises BadInputError (exit 5). The writers check again
-    at the moment they write."""
-    with tree_dir(review.root, review.layout.quarantine_dir) as dir_fd:
-        if seeds_relation_id is not None:
-            read_seeds_file(review, seeds_relation_id, dir_fd)
+    """Refuse up front (before a drafter runs) what ``commit_candidates`` /
+    ``commit_seed_rows`` would refuse: no local oracle branch (CommitRefused, exit 64); a
+    quarantine directory the branch holds as a file or symlink, and for
+    ``seeds_relation_id`` a quarantine seeds file that is a symlink or not JSON lines
+    (BadInputError, exit 5). The committers check the tip again when they commit."""
+    branch, view = oracle_tip(review)
+    _check_tip_directory(view, review.layout.quarantine_dir, branch)
+    if seeds_relation_id is not None:
+        tip_seeds_text(review, seeds_relation_id, view, branch)
 
 
 def _quarantine_names(review: Review) -> dict[str, str]:
-    """``id_key`` -> an id already in quarantine: the base ref's candidates (their ids and
-    file names) and the working tree's ``*.yaml`` / ``*.yml`` file names."""
+    """``id_key`` -> an id already in quarantine: the review's candidates (their ids and file
+    names) and the ``*.yaml`` / ``*.yml`` file names on the oracle branch's tip."""
     names = {c.id for c in review.candidates}
     names |= {c.path.rsplit("/", 1)[-1].rsplit(".", 1)[0] for c in review.candidates}
-    with tree_dir(review.root, review.layout.quarantine_dir) as dir_fd:
-        listed = os.listdir(dir_fd) if dir_fd is not None else []
+    _branch, view = oracle_tip(review)
+    listed = [p.rsplit("/", 1)[-1] for p in view.list_files(review.layout.quarantine_dir)]
     names |= {n.rsplit(".", 1)[0] for n in listed if n.endswith((".yaml", ".yml"))}
     keys: dict[str, str] = {}
     for name in sorted(names):
         keys.setdefault(id_key(name), name)
     return keys
+
+
+def _commit_drafts(review: Review, branch: str, subject: str, changes: list[tuple[str, str]],
+                   drafter: str) -> CommitResult:
+    """One quarantine: commit of ``changes`` ((path, text) pairs) onto ``branch``."""
+    from relconsole.engine.commits import FileChange, commit_changes
+    body = (f"Drafted by a model through relconsole propose (SPEC §10) and validated; not accepted.\n"
+            f"drafter: {one_line(drafter)}\n"
+            "A reviewer accepts (a catalog: commit) or deletes (a quarantine: commit) each item.")
+    files = [FileChange(path, text.encode("utf-8")) for path, text in changes]
+    return commit_changes(review.repo, branch, "quarantine", one_line(subject), files, body,
+                          layout=review.layout)
+
+
+def _subject_ids(ids: list[str], limit: int = 60) -> str:
+    shown = ", ".join(ids)
+    return shown if len(shown) <= limit else f"{len(ids)} candidates ({shown[:limit - 1]}…)"
 
 
 # --- candidates --------------------------------------------------------------------------
@@ -905,76 +832,32 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
     return out
 
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+def commit_candidates(review: Review, drafted: list[Drafted], drafter: str) -> CommitResult | None:
+    """Commit each valid candidate as a new file in quarantine: one ``quarantine:`` commit
+    onto the oracle branch (§9, §10; a temporary index, the user's work untouched), or None
+    when nothing is valid. A path the branch already holds (anything at that name) is never
+    replaced: that candidate gets a reason instead. Sets ``written`` on what was committed.
 
-
-def _write_new_at(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
-    """Create ``name`` in ``dir_fd`` holding ``data`` (O_EXCL: FileExistsError for any
-    existing name, a dangling symlink included), flushed to disk; ``mode`` sets its
-    permission bits (default: 0o666 less the umask)."""
-    fd = os.open(name, _CREATE, 0o666, dir_fd=dir_fd)
-    with os.fdopen(fd, "wb") as handle:
-        if mode is not None:
-            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _temp_name(name: str) -> str:
-    return f".{name}.relconsole-{secrets.token_hex(4)}.tmp"
-
-
-def _unlink_at(dir_fd: int, name: str) -> None:
-    try:
-        os.unlink(name, dir_fd=dir_fd)
-    except FileNotFoundError:
-        pass
-
-
-def _create_exclusive(dir_fd: int, name: str, data: bytes) -> None:
-    """Write ``data`` as ``name`` in the directory ``dir_fd``, atomically and never over an
-    existing name: FileExistsError when ``name`` exists, even as a dangling symlink.
-
-    The bytes go to a temporary file in the same directory first and are hard-linked into
-    place (link(2) neither replaces nor follows an existing name); where hard links are not
-    supported, an O_EXCL|O_NOFOLLOW create is used.
-    """
-    tmp = _temp_name(name)
-    try:
-        _write_new_at(dir_fd, tmp, data)
-        try:
-            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
-                raise
-            _write_new_at(dir_fd, name, data)
-    finally:
-        _unlink_at(dir_fd, tmp)
-
-
-def write_candidates(review: Review, drafted: list[Drafted]) -> list[Drafted]:
-    """Write each valid candidate to its quarantine file in the working tree; return them.
-
-    The quarantine directory is reached through ``tree_dir`` at the moment of writing (made
-    when missing): BadInputError (exit 5), nothing written, when a component is a symlink or
-    not a directory. A name that exists meanwhile (a file, a symlink, anything) is never
-    overwritten or followed: the candidate gets a reason instead.
+    Raises CommitRefused (exit 64: no local oracle branch, the branch moved meanwhile, or a
+    drafted path has uncommitted work where the branch is checked out) and BadInputError
+    (exit 5: the branch holds the quarantine directory as a file or symlink).
     """
     pending = [item for item in drafted if item.valid and item.path is not None]
     if not pending:
-        return drafted
-    with tree_dir(review.root, review.layout.quarantine_dir, create=True) as dir_fd:
-        for item in pending:
-            try:
-                _create_exclusive(dir_fd, item.path.rsplit("/", 1)[-1], item.text.encode("utf-8"))
-            except FileExistsError:
-                item.reasons.append(f"unique_id: {item.path} already exists")
-                continue
-            item.written = True
-    return drafted
+        return None
+    branch, view = oracle_tip(review)
+    _check_tip_directory(view, review.layout.quarantine_dir, branch)
+    for item in pending:
+        if view.exists(item.path) or view.list_files(item.path):
+            item.reasons.append(f"unique_id: {item.path} already exists on {branch}")
+    pending = [item for item in pending if item.valid]
+    if not pending:
+        return None
+    changes = [(item.path, item.text) for item in pending]
+    result = _commit_drafts(review, branch, f"draft {_subject_ids([i.id for i in pending])}", changes, drafter)
+    for item in pending:
+        item.written = True
+    return result
 
 
 # --- seed rows ---------------------------------------------------------------------------
@@ -983,14 +866,15 @@ def write_candidates(review: Review, drafted: list[Drafted]) -> list[Drafted]:
 class DraftedRow:
     """One drafted seed row: its place in the draft, its JSON line, and why it is rejected.
 
-    ``line`` is its 1-based line in the quarantine file once written (``PATH:LINE`` is
-    what ``relconsole accept`` and ``delete`` take).
+    Once committed, ``line`` is its 1-based line in the quarantine file and ``id`` its stable
+    ``row-…`` id (what ``relconsole accept`` and ``delete`` take; the line moves, the id not).
     """
 
     index: int
     text: str
     reasons: list[str] = field(default_factory=list)
     line: int | None = None
+    id: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -998,7 +882,7 @@ class DraftedRow:
 
     def to_json(self) -> dict:
         return {"index": self.index, "row": self.text, "valid": self.valid,
-                "line": self.line, "reasons": self.reasons}
+                "line": self.line, "id": self.id, "reasons": self.reasons}
 
 
 def _plain_json(value: Any) -> str:
@@ -1033,44 +917,29 @@ def judge_seed_rows(review: Review, relation_id: str, items: list[Any]) -> list[
     return rows
 
 
-def write_seed_rows(review: Review, relation_id: str, rows: list[DraftedRow]) -> str | None:
-    """Append the valid rows to ``<quarantine dir>/<relation id>.seeds.jsonl`` in the working
-    tree (every existing byte kept; the file is replaced atomically). Returns its path, or
-    None when no row is valid.
+def commit_seed_rows(review: Review, relation_id: str, rows: list[DraftedRow],
+                     drafter: str) -> tuple[str, CommitResult] | None:
+    """Append the valid rows to ``<quarantine dir>/<relation id>.seeds.jsonl`` as the oracle
+    branch holds it now (every existing byte kept) in one ``quarantine:`` commit (§9, §10);
+    returns (that path, the commit), or None when no row is valid. Sets each committed
+    row's ``line`` and stable ``id``.
 
-    The directory is reached through ``tree_dir`` and the existing file read with
-    ``read_seeds_file`` at the moment of writing: BadInputError (exit 5), nothing written,
-    for a symlink anywhere on the path, a file that is not regular, or one that is not
-    JSON lines (file and line named).
+    Raises what ``commit_candidates`` raises, and BadInputError (exit 5) naming the file
+    when the branch's copy is a symlink or not JSON lines (``tip_seeds_text``).
     """
     valid = [r for r in rows if r.valid]
     if not valid:
         return None
+    branch, view = oracle_tip(review)
+    _check_tip_directory(view, review.layout.quarantine_dir, branch)
     relative = seeds_quarantine_path(review, relation_id)
-    name = relative.rsplit("/", 1)[-1]
-    with tree_dir(review.root, review.layout.quarantine_dir, create=True) as dir_fd:
-        found = read_seeds_file(review, relation_id, dir_fd)
-        before, mode = found if found is not None else ("", None)
-        after = append_jsonl_rows(before, [json.loads(r.text) for r in valid])
-        tmp = _temp_name(name)
-        try:
-            _write_new_at(dir_fd, tmp, after.encode("utf-8"), mode)
-            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # replaces a name, follows nothing
-        finally:
-            _unlink_at(dir_fd, tmp)
-    first = len(jsonl_lines(after)) - len(valid) + 1
+    before = tip_seeds_text(review, relation_id, view, branch) or ""
+    after = append_jsonl_rows(before, [json.loads(r.text) for r in valid])
+    count = len(valid)
+    result = _commit_drafts(review, branch, f"draft {count} seed row{'s' * (count != 1)} for {relation_id}",
+                            [(relative, after)], drafter)
+    first = len(jsonl_lines(after)) - count + 1
     for offset, row in enumerate(valid):
         row.line = first + offset
-    return relative
-
-
-def commit_hint(review: Review, paths: list[str], what: str) -> list[str]:
-    """Shell lines that commit ``paths`` as one ``quarantine:`` commit (§9) onto the oracle
-    branch, where the review reads quarantine from. relconsole never runs them."""
-    quoted = " ".join(shlex.quote(p) for p in paths)
-    message = shlex.quote(f"quarantine: {what} (relconsole propose)")
-    commit = f"git add -- {quoted} && git commit -m {message} -- {quoted}"
-    branch = review.oracle_branch
-    if gitio.current_branch(review.repo) == branch:
-        return [commit]
-    return [f"git switch {shlex.quote(branch)} && {commit} && git switch -"]
+        row.id = SeedRow(relative, relation_id, row.line, row.text, json.loads(row.text), []).id
+    return relative, result
