@@ -148,3 +148,64 @@ def test_an_accepted_relation_over_an_oracle_adapter_is_not_told_to_own_the_adap
     git(textkit, "commit", "-q", "-m", "quarantine: an adapter and a candidate over it")
     code, out, _ = cli(capsys, "accept", "textkit.languages_order", "--override-unconfirmed", *args)
     assert code == EXIT_PASS and "<the paths of the code it guards>" in out and "oracle/adapters.py'" not in out
+
+
+def _candidate(rid: str, inp: str, statement: str) -> str:
+    return (f"id: {rid}\ntransform: roundtrip\ncompare: exact\n"
+            "must_not: assert a literal encoding in a test\n"
+            "subject: textkit.core:dumps\ninverse: textkit.core:loads\n"
+            f"input: {inp}\nstatement: {statement}\n"
+            "drafted_by: a script\ndrafted_at: \"2026-11-30T00:00:00Z\"\nsource: a test\n")
+
+
+def test_sound_candidates_over_plain_and_heterogeneous_seeds_are_validated_confirmed_and_accepted(
+        textkit: Path, capsys):
+    """Tried on two real libraries: no candidate over existing seeds could reach confirmed.
+    Seeds of plain values (§3 lets them omit a schema) and object rows of which some lack a
+    key (declared ``optional``) now go through validate, confirm and accept, and run holds."""
+    args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
+    assert cli(capsys, "init", "--corpus", "data/words.csv", *args)[0] == EXIT_PASS
+    seeds = {"oracle/seeds/words.jsonl": ['"Hello"', '"mundo"', '"día"'],
+             "oracle/seeds/pairs.jsonl": ['{"word": "sun", "lang": "en"}', '{"word": "luna"}']}
+    for path, rows in seeds.items():
+        (textkit / path).parent.mkdir(parents=True, exist_ok=True)
+        (textkit / path).write_text("\n".join(rows) + "\n")
+    quarantine = textkit / "oracle" / "quarantine"
+    (quarantine / "textkit.plain_roundtrip.yaml").write_text(_candidate(
+        "textkit.plain_roundtrip", "{seeds: oracle/seeds/words.jsonl}",
+        "Decoding the encoding of each word gives the word back."))
+    (quarantine / "textkit.pairs_roundtrip.yaml").write_text(_candidate(
+        "textkit.pairs_roundtrip",
+        "{seeds: oracle/seeds/pairs.jsonl, schema: {word: str, lang: {type: str, optional: true}}}",
+        "Decoding the encoding of a word row (word, and lang where known) gives the row back."))
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "catalog and quarantine: seeds and two drafts")
+    code, out, _ = cli(capsys, "validate", "--json", *args)
+    verdicts = {c["id"]: c for c in json.loads(out)["candidates"]}
+    for rid in ("textkit.plain_roundtrip", "textkit.pairs_roundtrip"):
+        assert verdicts[rid]["valid"], verdicts[rid]
+        code, out, _ = cli(capsys, "confirm", rid, *args)
+        assert code == EXIT_PASS and f"{rid}: confirmed" in out
+        code, out, err = cli(capsys, "accept", rid, *args)
+        assert code == EXIT_PASS, err
+    code, out, _ = cli(capsys, "run", "--all", *args)
+    assert "textkit.plain_roundtrip: PASS" in out and "textkit.pairs_roundtrip: PASS" in out, out
+
+
+def test_a_drafted_schema_that_contradicts_its_seeds_is_rejected_by_validation(textkit: Path, capsys):
+    """A candidate's own input schema is checked against the rows it reads: a fake field
+    (``lang`` required where a row lacks it) is caught by validate, before confirm or accept."""
+    args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
+    assert cli(capsys, "init", "--corpus", "data/words.csv", *args)[0] == EXIT_PASS
+    (textkit / "oracle" / "seeds").mkdir(exist_ok=True)
+    (textkit / "oracle" / "seeds" / "pairs.jsonl").write_text('{"word": "sun", "lang": "en"}\n{"word": "luna"}\n')
+    (textkit / "oracle" / "quarantine" / "textkit.fake.yaml").write_text(_candidate(
+        "textkit.fake", "{seeds: oracle/seeds/pairs.jsonl, schema: {word: str, lang: str}}",
+        "Decoding the encoding of a row keeps its word and lang."))
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "a draft with a schema its seeds do not fit")
+    code, out, _ = cli(capsys, "validate", "--json", *args)
+    fake = next(c for c in json.loads(out)["candidates"] if c["id"] == "textkit.fake")
+    assert not fake["valid"] and any("row 2" in r and "lang" in r for r in fake["reasons"]), fake
+    code, _, err = cli(capsys, "accept", "textkit.fake", "--override-unconfirmed", *args)
+    assert code == EXIT_USAGE and "input.schema does not fit" in err and "row 2" in err

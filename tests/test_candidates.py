@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relconsole import cli
-from relconsole.engine.candidates import CANDIDATE_MAX_BYTES, RULES, validate_candidate, validate_seed_rows
+from relconsole.engine.candidates import (CANDIDATE_MAX_BYTES, RULES, InputShape, input_shape, validate_candidate,
+                                          validate_seed_rows)
 from relconsole.engine.catalog import load_catalog
 from relconsole.engine.demo import materialise
 from relconsole.engine.errors import EXIT_PASS
@@ -57,16 +58,15 @@ def _headers() -> dict[str, list[str]]:
 HEADERS = _headers()
 
 
-def input_fields(inp: dict) -> list[str] | None:
-    """The candidate input's fields, as the review tells them: schema, corpus header, seeds schema."""
-    if isinstance(inp.get("schema"), dict):
-        return list(inp["schema"])
-    if inp.get("lease"):
-        return HEADERS.get(inp["lease"])
-    for relation in CATALOG.relations.values():
-        if inp.get("seeds") and relation.seeds_path == inp["seeds"]:
-            return list(relation.input.get("schema") or {}) or None
-    return None
+def input_fields(inp: dict) -> InputShape:
+    """The candidate input's shape, as the review reads it from the sample's oracle: the
+    corpus header, the seeds file's rows, a catalog relation's schema for those seeds."""
+    seeds = inp.get("seeds")
+    rows = EXISTING_SEEDS if seeds == SEEDS_FILE else None
+    header = HEADERS.get(inp["lease"]) if inp.get("lease") else None
+    schema = next((r.input.get("schema") for r in CATALOG.relations.values()
+                   if seeds and r.seeds_path == seeds and r.input.get("schema")), None)
+    return input_shape(inp, rows, header, schema)
 
 
 BASE = {
@@ -164,6 +164,7 @@ BREAKS = {  # rule -> a base candidate with one thing changed that breaks exactl
     "no_answers": variant(expected_sum=558800.0),
     "no_skip": variant(statement="Shuffling keeps each species' body_mass_g sum; xfail on CI."),
     "no_freeze_fields": variant(freeze={"allowed": True, "max_days": 30}),
+    "input_schema": variant(input={"lease": "penguins", "schema": {"body_mass_g": "str", "wingspan_cm": "str"}}),
     "references_input": variant(statement="Shuffling the rows gives the same thing back."),
     "not_always_true": variant(params=params(shuffles=0)),
     "safe_id": variant(id="penguins..mass_permutation"),
@@ -436,7 +437,8 @@ def test_the_numbers_a_kind_takes_are_not_answers():
     assert failed(judge(variant(params={"shuffles": 6, "scale": 16}))) == {}  # a size, not a total
     assert failed(judge(variant(transform="split-merge", merge="oracle.adapters:merge_summaries",
                                 params={"splits": [0.25, 0.5]}))) == {}
-    schema = {"percent": {"type": "int", "min": 0, "max": 100, "choices": [0, 50, 100]},
+    seen = sorted({row["percent"] for row in EXISTING_SEEDS})  # choices every seed row fits
+    schema = {"percent": {"type": "int", "min": 0, "max": 100, "choices": seen},
               "salt": "str", "population": {"type": "int", "min": 1, "max": 5000}}
     monotonic = variant(**dict(MONOTONIC, input={"seeds": SEEDS_FILE, "schema": schema}))
     assert failed(judge(monotonic)) == {}
@@ -931,3 +933,68 @@ def test_answers_hidden_in_nested_or_padded_keys_fail_a_seed_row(row):
 
     reasons = check_row(row, None)
     assert reasons and all("answer-like" in r for r in reasons)
+
+
+# --- the candidate's own input schema is checked against the rows it reads (issue 16) -------
+
+ROWS = st.lists(st.dictionaries(st.sampled_from(["word", "lang", "tag"]), st.text(max_size=4), min_size=1),
+                min_size=1, max_size=6)
+
+
+def _schema_for(rows: list[dict]) -> dict:
+    """The schema that fits ``rows``: every key seen, optional where some row lacks it."""
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    return {k: "str" if all(k in row for row in rows) else {"type": "str", "optional": True} for k in keys}
+
+
+@given(ROWS)
+def test_a_schema_fits_exactly_when_each_missing_key_is_declared_optional(rows):
+    schema = _schema_for(rows)
+    fitted = input_shape({"seeds": "s.jsonl", "schema": schema}, rows, None)
+    assert fitted.problem is None and fitted.fields == list(schema)
+    for key, spec in schema.items():
+        if isinstance(spec, dict):  # the same key required: the first row without it is named
+            strict = input_shape({"seeds": "s.jsonl", "schema": dict(schema, **{key: "str"})}, rows, None)
+            first = next(n for n, row in enumerate(rows, 1) if key not in row)
+            assert f"row {first}:" in strict.problem and repr(key) in strict.problem
+
+
+@given(ROWS)
+def test_object_seeds_without_a_schema_offer_the_union_of_their_keys(rows):
+    shape = input_shape({"seeds": "s.jsonl"}, rows, None)
+    assert set(shape.fields) == {k for row in rows for k in row} and not shape.plain
+
+
+def test_plain_value_seeds_have_no_fields_and_cannot_be_raised():
+    rows = ["1.0", "2.0rc1", "1!3.post2"]
+    plain = lambda inp: input_shape(inp, rows, None)  # noqa: E731
+    roundtrip = variant(transform="roundtrip", subject="codec:dumps", inverse="codec:loads",
+                        input={"seeds": SEEDS_FILE}, params={}, compare="exact",
+                        statement="Decoding the encoding of a version gives it back.")
+    assert failed(judge(roundtrip, fields=plain)) == {}
+    rising = variant(**MONOTONIC)
+    assert "plain-value seeds have no field" in failed(judge(rising, fields=plain))["not_always_true"]
+
+
+def test_a_schema_naming_a_column_the_corpus_lacks_is_rejected():
+    drafted = variant(input={"lease": "penguins", "schema": {"body_mass_g": "str", "wingspan_cm": "str"}})
+    assert "wingspan_cm" in failed(judge(drafted))["input_schema"]
+    optional = variant(input={"lease": "penguins", "schema": {"body_mass_g": "str",
+                                                             "wingspan_cm": {"type": "str", "optional": True}}})
+    assert failed(judge(optional)) == {}
+
+
+def test_a_seeds_file_the_oracle_does_not_hold_is_named():
+    missing = variant(input={"seeds": "oracle/seeds/nowhere.jsonl", "schema": {"body_mass_g": "str"}})
+    assert "oracle/seeds/nowhere.jsonl is not in the oracle" in failed(judge(missing))["input_schema"]
+
+
+def test_an_optional_key_may_be_missing_from_a_seed_row_and_a_required_one_may_not():
+    schema = {"word": "str", "lang": {"type": "str", "optional": True}}
+    catalog = load_catalog(yaml.safe_dump({"relations": [{
+        "id": "t.rt", "kind": "roundtrip", "subject": "m:dumps", "inverse": "m:loads", "compare": "exact",
+        "input": {"seeds": "oracle/seeds/pairs.jsonl", "schema": schema}, "owner": "t",
+        "statement": "Decoding the encoding of a word row gives it back."}]}), "oracle/catalog.yaml")
+    rows = validate_seed_rows("oracle/quarantine/t.rt.seeds.jsonl",
+                              '{"word": "sun"}\n{"word": "sol", "lang": "es"}\n{"lang": "en"}\n', catalog, [])
+    assert [r.valid for r in rows] == [True, True, False] and "missing key 'word'" in rows[2].reasons[0]

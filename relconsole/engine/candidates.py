@@ -33,7 +33,7 @@ from typing import Any, Callable
 import yaml
 
 from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation,
-                                       answer_like, check_row)
+                                       answer_like, check_row, optional_fields)
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error
 from relconsole.engine.textedit import jsonl_lines
@@ -62,7 +62,7 @@ SAFE_ID = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,198}[A-Za-z0-9_])?")
 # rule names, in the order a reviewer reads them
 RULES = ("size_limit", "parses", "single_document", "no_aliases",
          "fields", "no_answers", "no_skip", "no_freeze_fields",
-         "references_input", "not_always_true", "safe_id", "unique_id",
+         "input_schema", "references_input", "not_always_true", "safe_id", "unique_id",
          "known_transform", "catalog_form")
 
 _MAX_DEPTH = 32  # nesting a candidate may use; its deepest real path is input.schema.<f>.choices.<i>
@@ -350,13 +350,65 @@ def _read(path: str, text: str) -> tuple[list[Verdict], Any]:
     return out + [Verdict("parses", True), single, no_alias], raw
 
 
+@dataclass(frozen=True)
+class InputShape:
+    """What a candidate's input holds, as the review reads it from the oracle (§3, §10).
+
+    ``fields``: the names a predicate may reference (the input schema's keys, a corpus
+    header, the union of the keys of object seeds), None when they cannot be known;
+    ``plain``: seeds of plain values (strings, numbers, lists): no fields, the subject is
+    compared on each whole value; ``problem``: why the candidate's own ``input.schema``
+    cannot be trusted (it contradicts the rows or the header it reads, or the seeds file is
+    missing), None when it can.
+    """
+
+    fields: list[str] | None = None
+    plain: bool = False
+    problem: str | None = None
+
+
+def input_shape(inp: dict, rows: list[Any] | None, header: list[str] | None,
+                catalog_schema: dict | None = None) -> InputShape:
+    """The InputShape of a candidate's ``input`` mapping, from what the oracle holds: the
+    seeds file's ``rows`` (parsed JSON values, None when the file is not in the oracle),
+    a lease corpus's ``header`` (None when unknown) and ``catalog_schema`` (a catalog
+    relation's schema for the same seeds file). A schema the candidate declares itself is
+    checked against every row (``check_row``: keys, types, bounds; keys declared
+    ``optional`` may be missing) or against the header, never trusted (§10)."""
+    schema = inp.get("schema") if isinstance(inp.get("schema"), dict) and inp.get("schema") else None
+    if inp.get("lease"):
+        if header is None or schema is None:
+            return InputShape(list(schema) if schema else header)
+        absent = [k for k in schema if k not in header and k not in optional_fields(schema)]
+        problem = (f"input.schema names {', '.join(map(repr, absent))}, which the corpus header does not have "
+                   f"({', '.join(header)})") if absent else None
+        return InputShape(list(schema), problem=problem)
+    seeds = inp.get("seeds")
+    if not isinstance(seeds, str):
+        return InputShape(list(schema) if schema else None)
+    if rows is None:
+        return InputShape(None, problem=f"the seeds file {seeds} is not in the oracle")
+    if schema is not None:
+        for number, row in enumerate(rows, 1):
+            reasons = check_row(row, schema)
+            if reasons:
+                return InputShape(list(schema), problem=f"input.schema does not fit {seeds} row {number}: {reasons[0]}")
+        return InputShape(list(schema))
+    if catalog_schema:
+        return InputShape(list(catalog_schema))
+    keys = list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row if isinstance(k, str)))
+    if keys:
+        return InputShape(keys)
+    return InputShape(None, plain=bool(rows))
+
+
 def validate_candidate(path: str, text: str, catalog: Catalog,
-                       input_fields: Callable[[dict], list[str] | None]) -> Candidate:
+                       input_fields: Callable[[dict], InputShape | list[str] | None]) -> Candidate:
     """Judge one candidate file (§10). Never raises for bad content: verdicts say why.
 
     ``path`` names the file in reasons; ``text`` is its content. ``input_fields(input_mapping)``
-    returns the field names of the candidate's input (a lease corpus header, a seeds schema)
-    or None when they cannot be known. The result's ``verdicts`` hold one verdict per rule
+    returns the candidate's InputShape (``input_shape``), or just the field names of its
+    input (a lease corpus header, a seeds schema), or None when they cannot be known. The result's ``verdicts`` hold one verdict per rule
     of ``RULES`` in that order, "not checked" where an earlier failure stopped a rule;
     ``row`` is the catalog form (§10 "on accept") when every rule holds, else None.
     """
@@ -367,9 +419,9 @@ def validate_candidate(path: str, text: str, catalog: Catalog,
             what = "an empty file" if raw is None else type(raw).__name__
             verdicts.append(Verdict("fields", False, f"{path}:1: a candidate is a YAML mapping, not {what}"))
         else:
-            names = _input_names(raw, input_fields)
-            verdicts += [_fields(raw), _answers(raw), _skips(raw), _freeze_fields(raw),
-                         _references(raw, names), _always_true(raw, names), _safe_id(raw),
+            shape = _input_shape(raw, input_fields)
+            verdicts += [_fields(raw), _answers(raw), _skips(raw), _freeze_fields(raw), _schema_fits(shape),
+                         _references(raw, shape), _always_true(raw, shape), _safe_id(raw),
                          _unique(raw, catalog), _transform(raw)]
             form, row = _catalog_form(raw)
             verdicts.append(form)
@@ -383,17 +435,18 @@ def validate_candidate(path: str, text: str, catalog: Catalog,
     return candidate
 
 
-def _input_names(raw: dict, input_fields: Callable[[dict], list[str] | None]) -> list[str] | None:
-    """The input's field names (stripped, empty names dropped), or None when unknown."""
+def _input_shape(raw: dict, input_fields: Callable[[dict], InputShape | list[str] | None]) -> InputShape:
+    """The input's shape, field names stripped and empty names dropped."""
     inp = raw.get("input")
     if not isinstance(inp, dict):
-        return None
+        return InputShape()
     try:
-        names = input_fields(inp)
+        found = input_fields(inp)
     except (OSError, ValueError):  # an unreadable or undecodable corpus: cannot tell
-        return None
-    cleaned = [n.strip() for n in names or () if isinstance(n, str) and n.strip()]
-    return cleaned or None
+        return InputShape()
+    shape = found if isinstance(found, InputShape) else InputShape(found)
+    cleaned = [n.strip() for n in shape.fields or () if isinstance(n, str) and n.strip()]
+    return InputShape(cleaned or None, shape.plain, shape.problem)
 
 
 # --- the content ------------------------------------------------------------------------
@@ -486,9 +539,21 @@ def _freeze_fields(raw: dict) -> Verdict:
     return Verdict("no_freeze_fields", True)
 
 
-def _references(raw: dict, names: list[str] | None) -> Verdict:
+def _schema_fits(shape: InputShape) -> Verdict:
+    """The candidate's own input schema fits the rows (or the header) it reads (§10: a
+    drafted schema is checked, never trusted)."""
+    if shape.problem:
+        return Verdict("input_schema", False, shape.problem)
+    return Verdict("input_schema", True)
+
+
+def _references(raw: dict, shape: InputShape) -> Verdict:
     """The statement or ``params.field`` names at least one input field as a whole word
-    (``body_mass_g`` inside ``body_mass_grams`` does not count)."""
+    (``body_mass_g`` inside ``body_mass_grams`` does not count). Seeds of plain values have
+    no fields: the kind compares the subject on each whole value, which holds."""
+    names = shape.fields
+    if shape.plain:
+        return Verdict("references_input", True, "plain-value seeds: compared on each whole value")
     if not names:
         return Verdict("references_input", False, "cannot tell the input's fields (no schema, no lease)")
     params = raw.get("params") if isinstance(raw.get("params"), dict) else {}
@@ -508,7 +573,7 @@ def _stdlib(ref: Any) -> bool:
     return module in sys.stdlib_module_names
 
 
-def _always_true(raw: dict, names: list[str] | None) -> Verdict:
+def _always_true(raw: dict, shape: InputShape) -> Verdict:
     """The comparison can fail: not a predicate that holds whatever the patch does.
 
     Always true: a ``tolerance`` or ``canon`` quantum of ``WIDE_QUANTUM`` or more (``.inf``
@@ -521,6 +586,8 @@ def _always_true(raw: dict, names: list[str] | None) -> Verdict:
     """
     def fail(why: str) -> Verdict:
         return Verdict("not_always_true", False, f"always true: {why}")
+
+    names = shape.fields
 
     compare = raw.get("compare")
     if compare in ("canon", "tolerance") and "quantum" in raw and _number(raw["quantum"]) >= WIDE_QUANTUM:
@@ -544,6 +611,8 @@ def _always_true(raw: dict, names: list[str] | None) -> Verdict:
         name, step = params.get("field"), params.get("step", 1)
         if not _text(name):
             return fail("no field to raise: the input never changes")
+        if shape.plain:
+            return fail(f"plain-value seeds have no field {name!r} to raise: the input never changes")
         if names and name not in names:
             return fail(f"raises {name!r}, which the input does not have: the input never changes")
         if _is_number(step) and step <= 0:

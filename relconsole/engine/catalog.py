@@ -33,7 +33,7 @@ _FIELD_SPEC = {
         {"type": "object", "additionalProperties": False, "required": ["type"],
          "properties": {"type": {"enum": ["str", "int", "float", "bool", "date"]},
                         "min": {"type": "number"}, "max": {"type": "number"},
-                        "choices": {"type": "array"}}},
+                        "choices": {"type": "array"}, "optional": {"type": "boolean"}}},
     ]
 }
 INPUT_SCHEMA = {
@@ -296,10 +296,17 @@ _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "bo
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
+def optional_fields(field_specs: dict[str, Any] | None) -> set[str]:
+    """Fields a row may leave out: those declared ``{type: ..., optional: true}`` (§3)."""
+    return {name for name, spec in (field_specs or {}).items()
+            if isinstance(spec, dict) and spec.get("optional") is True}
+
+
 def row_schema(field_specs: dict[str, Any]) -> dict:
     """JSON schema of one input row from an input ``schema`` (field -> type or spec).
 
-    Exactly the declared keys, each of its type and within ``min``/``max``/``choices``.
+    Only the declared keys, each of its type and within ``min``/``max``/``choices``; every
+    key is required except those declared ``optional: true`` (heterogeneous seed rows).
     """
     properties = {}
     for name, spec in field_specs.items():
@@ -314,7 +321,8 @@ def row_schema(field_specs: dict[str, Any]) -> dict:
         if "choices" in spec:
             prop["enum"] = spec["choices"]
         properties[name] = prop
-    return {"type": "object", "properties": properties, "required": sorted(properties),
+    required = sorted(set(properties) - optional_fields(field_specs))
+    return {"type": "object", "properties": properties, "required": required,
             "additionalProperties": False}
 
 
@@ -352,7 +360,7 @@ def check_row(row: Any, field_specs: dict[str, Any] | None) -> list[str]:
             for key in extra:
                 if not answer_like(str(key)):
                     reasons.append(f"key {key!r} is not in the input schema")
-            missing = sorted(set(field_specs) - set(row))
+            missing = sorted(set(field_specs) - set(row) - optional_fields(field_specs))
             for key in missing:
                 reasons.append(f"missing key {key!r} of the input schema")
             trimmed = {k: v for k, v in row.items() if k in field_specs}

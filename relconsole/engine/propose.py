@@ -46,7 +46,7 @@ from relconsole.engine.errors import BadInputError, EXIT_ABORT, RelconsoleError,
 from relconsole.engine.hashcache import open_regular
 from relconsole.engine.gitio import TreeView
 from relconsole.engine.literal import one_line
-from relconsole.engine.review import Review, input_fields
+from relconsole.engine.review import Review, input_fields, input_shape
 from relconsole.engine.textedit import append_jsonl_rows, jsonl_lines
 from relconsole.engine.yamlload import MAX_FILE_BYTES, dump_yaml, load_yaml_text
 
@@ -810,7 +810,7 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
         body = _ordered({k: v for k, v in raw.items() if k not in PROVENANCE} | stamp)
         path = quarantine_path(review, rid)
         text = dump_yaml(body)
-        candidate = validate_candidate(path, text, catalog, lambda inp: input_fields(review, inp))
+        candidate = validate_candidate(path, text, catalog, lambda inp: input_shape(review, inp))
         reasons = [f"{v.rule}: {v.reason}" for v in candidate.verdicts if not v.ok and v.checked]
         key = id_key(rid)
         alike = "(it differs only by case, spacing or look-alike letters)"

@@ -25,8 +25,9 @@ from typing import Callable
 import git
 
 from relconsole.engine import gitio
-from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, SeedRow, Verdict,
+from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, InputShape, SeedRow, Verdict,
                                           validate_candidate, validate_seed_rows)
+from relconsole.engine.candidates import input_shape as candidate_input_shape
 from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
 from relconsole.engine import importmap
 from relconsole.engine.config import Layout, layout_from_pyproject
@@ -541,6 +542,22 @@ def input_fields(review: Review, inp: dict) -> list[str] | None:
     return None
 
 
+def input_shape(review: Review, inp: dict, view: gitio.TreeView | None = None) -> InputShape:
+    """A candidate input's InputShape (``candidates.input_shape``), read from the oracle
+    (``view``, default the review's oracle commit): the seeds file's rows (a path the oracle
+    does not hold, ``..`` included, reads as missing), the lease corpus's header, and a
+    catalog relation's schema for the same seeds file."""
+    view = view or gitio.TreeView(review.repo, review.oracle_sha)
+    seeds = inp.get("seeds")
+    rows = None
+    if isinstance(seeds, str) and view.symlink_target(seeds) is None and view.exists(seeds):
+        rows = _seed_values(view, seeds)
+    header = input_fields(review, {"lease": inp["lease"]}) if inp.get("lease") else None
+    catalog_schema = next((r.input.get("schema") for r in review.relations
+                           if isinstance(seeds, str) and r.seeds_path == seeds and r.input.get("schema")), None)
+    return candidate_input_shape(inp, rows, header, catalog_schema)
+
+
 def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
     """Validate every quarantine file; without a catalog, say so on each item (fail closed)."""
     catalog = review.catalog or Catalog(review.layout.catalog, {}, [])
@@ -557,7 +574,7 @@ def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
                 row.reasons = [no_catalog]
             review.seed_rows.extend(rows)
         elif path.endswith((".yaml", ".yml")):
-            candidate = validate_candidate(path, text, catalog, lambda inp: input_fields(review, inp))
+            candidate = validate_candidate(path, text, catalog, lambda inp: input_shape(review, inp, view))
             if review.catalog is None:
                 candidate.verdicts = [Verdict("unique_id", False, no_catalog) if v.rule == "unique_id" else v
                                       for v in candidate.verdicts]
