@@ -471,7 +471,7 @@ def cmd_bite(args) -> int:
             if not args.json:
                 print(f"{result.outcome:<8}  {one_line(result.label)}  {result.path}:{result.line}", flush=True)
         report = bite(review, args.relation_id, show)
-        _emit(args, report.to_json(), [one_line(report.verdict())])
+        _emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())])
         return {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
     finally:
         review.close()

@@ -386,10 +386,12 @@ def test_a_subject_re_exported_from_a_package_is_mutated_where_it_is_defined(dem
     review = load_review(demo_repo, "main", "HEAD", TODAY)
     try:
         report = bite(review, "shelf.spread_order")
+        known = cached_bite(review, "shelf.spread_order")  # keyed on the defining file, not __init__.py
     finally:
         review.close()
     assert report.subject_path == "src/shelf/impl.py" and report.baseline == "held"
-    assert report.total >= 3 and report.bites is True
+    assert report.total >= 3 and report.bites is True and known is True
+    assert {r.path for r in report.results} == {"src/shelf/impl.py"} and not report.notes
 
 
 @settings(max_examples=100, deadline=None)
@@ -407,3 +409,298 @@ def test_a_relation_that_catches_only_by_crashes_bites_by_crash_only(fates):
     words = report.verdict()
     assert (": bites:" in words, "bites by crash only" in words, "does not bite" in words) == (
         compared, crashed and not compared, not crashed and not compared)
+
+
+# --- an adapter of the oracle: bite mutates the library it calls (issue 16) ------------------
+
+VERS_CORE = textwrap.dedent('''
+    """Versions as tuples of numbers."""
+
+
+    class Version:
+        """A dotted version; trailing zeros do not count."""
+
+        def __init__(self, text):
+            parts = [int(p) for p in str(text).strip().split(".")]
+            while len(parts) > 1 and parts[-1] == 0:
+                parts.pop()
+            self.parts = tuple(parts)
+
+        def __str__(self):
+            return ".".join(str(p) for p in self.parts)
+
+        def __lt__(self, other):
+            return self.parts < other.parts
+
+        def _debug(self):
+            return repr(self.parts)
+
+
+    def bump(version, index=-1):
+        parts = list(version.parts)
+        parts[index] = parts[index] + 1
+        return Version(".".join(str(p) for p in parts))
+''')
+VERS_LIBRARY = {"src/vers/__init__.py": "from .core import Version, bump\n", "src/vers/core.py": VERS_CORE,
+                "src/vers/extra.py": "def spare(x):\n    return x > 1\n"}
+VERS_CATALOG = textwrap.dedent('''
+    owners:
+      "src/**": [vers.pad_invariant]
+    relations:
+      - id: vers.pad_invariant
+        kind: invariance
+        subject: SUBJECT
+        transform: oracle.transforms:pad
+        input: {seeds: oracle/seeds/versions.jsonl}
+        compare: exact
+        statement: A trailing .0 does not change how a version is written.
+''')
+# the transform module imports nothing of the tree: adapters a relation names are loaded
+# before the tree is importable
+VERS_ORACLE = {"oracle/transforms.py": 'def pad(x):\n    return x + ".0"\n',
+               "oracle/seeds/versions.jsonl": '"1.2"\n"3.0.1"\n"10"\n"2.5.0"\n'}
+
+# adapter variants: (files of the oracle, subject); each calls Version of the library
+ADAPTERS = {
+    "reexported": ({"oracle/adapters.py": "from vers import Version\n\n\ndef normal(x):\n"
+                                          "    return str(Version(x))\n"}, "oracle.adapters:normal"),
+    "import_in_function": ({"oracle/adapters.py": "def normal(x):\n    from vers import Version\n\n"
+                                                  "    return str(Version(x))\n"}, "oracle.adapters:normal"),
+    "star_import": ({"oracle/adapters.py": "from vers import *\n\n\ndef normal(x):\n"
+                                           "    return str(Version(x))\n"}, "oracle.adapters:normal"),
+    "module_attribute": ({"oracle/adapters.py": "import vers.core as vc\n\n\ndef normal(x):\n"
+                                                "    return str(vc.Version(x))\n"}, "oracle.adapters:normal"),
+    "same_basename_as_the_library": ({"oracle/core.py": "from vers import Version\n\n\ndef normal(x):\n"
+                                                        "    return str(Version(x))\n"}, "oracle.core:normal"),
+    "through_an_oracle_helper": ({
+        "oracle/adapters.py": "from oracle.parsing import parse\n\n\ndef normal(x):\n    return str(parse(x))\n",
+        "oracle/parsing.py": "def parse(x):\n    from vers.core import Version\n\n    return Version(x)\n"},
+        "oracle.adapters:normal"),
+    "guarded_import_and_a_key_function": ({
+        "oracle/adapters.py": "try:\n    from vers import Version\nexcept ImportError:\n    Version = None\n\n\n"
+                              "def normal(x):\n    return str(max([x], key=Version))\n"}, "oracle.adapters:normal"),
+}
+
+
+def vers_repo(root: Path, oracle: dict[str, str], subject: str, library: dict[str, str] | None = None) -> Path:
+    from tests.conftest import reviewed_repo
+    files = {**(VERS_LIBRARY if library is None else library), **VERS_ORACLE, **oracle,
+             "oracle/catalog.yaml": VERS_CATALOG.replace("SUBJECT", subject), "README.md": "versions\n"}
+    return reviewed_repo(root, files)
+
+
+def tree_files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (symlinks as their target text), bytecode caches left out."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if ".git" in path.relative_to(root).parts or "__pycache__" in relative:
+            continue
+        if path.is_symlink():
+            out[relative] = ("-> " + str(path.readlink())).encode()
+        elif path.is_file():
+            out[relative] = path.read_bytes()
+    return out
+
+
+def run_tree(repo: Path, dest: Path) -> dict[str, bytes]:
+    """The files of a fresh run tree of HEAD (the oracle overlaid), as bite builds one."""
+    from relconsole.engine.workspace import build_run_tree
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, dest)
+    finally:
+        review.close()
+    return tree_files(dest)
+
+
+@pytest.mark.parametrize("variant", list(ADAPTERS))
+def test_an_adapter_reaches_the_library_it_calls_statically(tmp_path: Path, variant: str):
+    """The static resolution alone (no run): each way of importing ``Version`` from the oracle
+    reaches the class in the library's defining file, and nothing of the oracle."""
+    from relconsole.engine.bite import adapter_reach, defining_file
+
+    oracle, subject = ADAPTERS[variant]
+    tree = tmp_path / "tree"
+    for path, text in {**VERS_LIBRARY, **VERS_ORACLE, **oracle}.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    module, attr = subject.split(":")
+    roots = [str(tree), str(tree / "src")]
+    path, attr = defining_file(tree, roots, module.replace(".", "/") + ".py", attr)
+    reach = adapter_reach(tree, roots, path, attr, lambda p: p.startswith("oracle/"))
+    assert reach.targets == {"src/vers/core.py": ["Version"]} and not reach.skipped
+    assert path in reach.consulted and "src/vers/extra.py" not in reach.consulted
+
+
+@pytest.mark.parametrize("variant", ["reexported", "import_in_function", "star_import",
+                                     "same_basename_as_the_library"])
+def test_bite_on_an_adapter_mutates_the_library_never_the_oracle(tmp_path: Path, variant: str):
+    oracle, subject = ADAPTERS[variant]
+    repo = vers_repo(tmp_path / "repo", oracle, subject)
+    before = tree_files(repo)
+    expected = run_tree(repo, tmp_path / "expected")
+    tree = tmp_path / "tree"
+    during: list[bool] = []
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        report = bite(review, "vers.pad_invariant", lambda r: during.append(
+            tree_files(tree) == expected), tree=tree)
+    finally:
+        review.close()
+    adapter = next(p for p in oracle if p.startswith("oracle/"))
+    assert report.baseline == "held" and report.subject_path == adapter, report.verdict()
+    assert report.total == len(report.results) > 0
+    assert {r.path for r in report.results} == {"src/vers/core.py"}
+    # what the adapter calls: Version's constructor, dunder and public methods; never a private
+    # method, nor a function it does not call, nor anything of the oracle
+    assert {r.function.split(".")[0] for r in report.results} == {"Version"}
+    assert not any(r.function.endswith("._debug") for r in report.results)
+    assert any(r.outcome == "caught" and not r.crashed for r in report.results)
+    assert report.bites is True
+    assert any("src/vers/core.py" in note and adapter in note for note in report.notes)
+    # the file was restored after every mutant, the run tree and the repository are untouched
+    assert during and all(during) and len(during) == report.total
+    assert tree_files(tree) == expected
+    assert tree_files(repo) == before and git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_failing_progress_callback_still_restores_the_library_file(tmp_path: Path):
+    oracle, subject = ADAPTERS["reexported"]
+    repo = vers_repo(tmp_path / "repo", oracle, subject)
+    expected = run_tree(repo, tmp_path / "expected")
+
+    def explode(result):
+        raise RuntimeError("stop after the first mutant")
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        with pytest.raises(RuntimeError):
+            bite(review, "vers.pad_invariant", explode, tree=tmp_path / "tree")
+    finally:
+        review.close()
+    assert tree_files(tmp_path / "tree") == expected
+
+
+def test_an_adapter_that_reaches_only_the_standard_library_is_mutated_itself_and_says_so(tmp_path: Path):
+    adapter = ("import re\n\n\ndef normal(x):\n    parts = re.split(r'\\.', x)\n"
+               "    while len(parts) > 1 and parts[-1] == '0':\n        parts.pop()\n    return '.'.join(parts)\n")
+    repo = vers_repo(tmp_path / "repo", {"oracle/adapters.py": adapter}, "oracle.adapters:normal")
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        report = bite(review, "vers.pad_invariant")
+    finally:
+        review.close()
+    assert report.baseline == "held" and report.total > 0, report.verdict()
+    assert {r.path for r in report.results} == {"oracle/adapters.py"} == {report.subject_path}
+    assert report.notes and all("oracle/adapters.py" in note for note in report.notes)
+    assert report.to_json()["notes"] == report.notes
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_library_file_reached_through_a_symlink_is_never_written(tmp_path: Path, link: str):
+    """The library's file (or its package folder) is a link to another place in the tree: it
+    is skipped with a reason, and the adapter is not mutated in its place."""
+    library = {"vendor/vers/__init__.py": VERS_LIBRARY["src/vers/__init__.py"], "vendor/vers/core.py": VERS_CORE}
+    if link == "file":
+        library["src/vers/__init__.py"] = VERS_LIBRARY["src/vers/__init__.py"]
+    repo = vers_repo(tmp_path / "repo", ADAPTERS["reexported"][0], "oracle.adapters:normal", library)
+    if link == "file":
+        (repo / "src/vers/core.py").symlink_to("../../vendor/vers/core.py")
+    else:
+        (repo / "src").mkdir()
+        (repo / "src/vers").symlink_to("../vendor/vers")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the library through a link")
+    expected = run_tree(repo, tmp_path / "expected")
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        report = bite(review, "vers.pad_invariant", tree=tmp_path / "tree")
+    finally:
+        review.close()
+    assert report.baseline == "held", report.verdict()  # the link works for Python
+    assert not report.results and report.bites is not True
+    assert any("src/vers" in note and "symlink" in note for note in report.notes)
+    assert tree_files(tmp_path / "tree") == expected
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_library_file_linked_out_of_the_tree_is_skipped_not_a_target(tmp_path: Path):
+    from relconsole.engine.bite import adapter_reach
+
+    outside = tmp_path / "outside" / "core.py"
+    outside.parent.mkdir()
+    outside.write_text(VERS_CORE)
+    tree = tmp_path / "tree"
+    for path, text in {"src/vers/__init__.py": VERS_LIBRARY["src/vers/__init__.py"],
+                       **ADAPTERS["reexported"][0]}.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    (tree / "src/vers/core.py").symlink_to(outside)
+    reach = adapter_reach(tree, [str(tree), str(tree / "src")], "oracle/adapters.py", "normal",
+                          lambda p: p.startswith("oracle/"))
+    assert reach.targets == {}
+    assert len(reach.skipped) == 1 and "src/vers/core.py" in reach.skipped[0] and str(outside) in reach.skipped[0]
+    assert outside.read_text() == VERS_CORE
+
+
+def test_the_cache_key_follows_the_library_file_an_adapter_reaches(tmp_path: Path):
+    oracle, subject = ADAPTERS["reexported"]
+    repo = vers_repo(tmp_path / "repo", oracle, subject)
+
+    def bite_once() -> tuple[bool | None, object]:
+        review = load_review(repo, "main", "HEAD", TODAY)
+        try:
+            known = cached_bite(review, "vers.pad_invariant")
+            return known, bite(review, "vers.pad_invariant")
+        finally:
+            review.close()
+
+    def cached() -> bool | None:
+        review = load_review(repo, "main", "HEAD", TODAY)
+        try:
+            return cached_bite(review, "vers.pad_invariant")
+        finally:
+            review.close()
+
+    def commit(path: str, text: str) -> None:
+        (repo / path).write_text(text)
+        git(repo, "commit", "-q", "-am", f"change {path}")
+
+    known, first = bite_once()
+    assert known is None and first.bites is True and cached() is True
+    commit("README.md", "versions, told differently\n")  # no file bite read or mutated
+    commit("src/vers/extra.py", "def spare(x):\n    return x >= 1\n")
+    assert cached() is True
+    commit("src/vers/core.py", VERS_CORE + "\n\ndef later(x):\n    return x\n")  # the mutated file
+    known, second = bite_once()
+    assert known is None and second.key != first.key and cached() is second.bites
+
+
+def test_entry_functions_of_a_class_and_choose_spreads_over_functions():
+    from relconsole.engine.mutations import choose, entry_functions, module_mutants
+
+    module = ast.parse(VERS_CORE)
+    assert [name for name, _ in entry_functions(module, "Version")] == \
+        ["Version.__init__", "Version.__str__", "Version.__lt__"]
+    found = module_mutants(VERS_CORE, ["Version", "bump"])
+    functions = {m.function for m in found}
+    assert functions >= {"Version.__init__", "bump"} and "Version._debug" not in functions
+    # one long function with many sites of one operator does not crowd out the others
+    items = [("a.py", "f", i) for i in range(30)] + [("b.py", "g", 0)]
+    chosen = choose(items, 3, lambda item: "op", lambda item: (item[0], item[1]))
+    assert len(chosen) == 3 and ("b.py", "g", 0) in chosen
+    assert chosen == [item for item in items if item in chosen]
+
+
+def test_the_cli_shows_library_paths_and_the_note_for_an_adapter(tmp_path: Path, capsys):
+    oracle, subject = ADAPTERS["module_attribute"]
+    repo = vers_repo(tmp_path / "repo", oracle, subject)
+    code, out = cli(capsys, "bite", "vers.pad_invariant", "--repo", str(repo), "--today", TODAY.isoformat())
+    lines = out.strip().splitlines()
+    progress = [line for line in lines if line.startswith(("caught", "survived"))]
+    assert code == EXIT_PASS and progress
+    assert all(re.search(r"  src/vers/core\.py:\d+$", line) for line in progress)
+    assert not any("oracle/" in line for line in progress)
+    notes = [line for line in lines if line not in progress][:-1]
+    assert notes and any("src/vers/core.py" in line and "oracle/adapters.py" in line for line in notes)
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

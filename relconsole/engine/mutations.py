@@ -12,6 +12,13 @@ What is mutated (``target_functions``):
   the methods of a same-module class it calls (a factory), one level deep;
 - a class subject (``Store``): its methods; a method subject (``Store.ingest``): that method.
 
+For a subject that is an adapter of the oracle (issue 16), ``relconsole.engine.bite`` mutates
+the library the adapter calls instead: ``entry_functions`` says what a call from another
+module reaches (a class: its ``__init__``, dunder and public methods), ``module_mutants``
+gives every mutant of those in one library file, and ``choose`` bounds the mutants of all
+the files together. ``import_bindings``, ``top_imports``, ``inner_imports`` and
+``references`` read the adapter's imports and the dotted names it uses.
+
 Operators (``OPERATORS``; each site is a separate mutant with a label and a line):
 
 ==============  ===========================================================================
@@ -47,7 +54,7 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 DEFAULT_LIMIT = 40
 
@@ -127,6 +134,15 @@ def reexport(module: ast.Module, name: str) -> list[tuple[str, int, str]]:
     return found
 
 
+def find(module: ast.Module, attr_path: str) -> ast.AST | None:
+    """The function or class node ``attr_path`` (``f``, ``Cls``, ``Cls.method``) names in the
+    module, or None when it names nothing defined there."""
+    try:
+        return _resolve(module, attr_path)[1]
+    except TargetNotFound:
+        return None
+
+
 def _called_names(func: ast.AST) -> list[str]:
     names = []
     for node in ast.walk(func):
@@ -150,8 +166,120 @@ def target_functions(module: ast.Module, attr_path: str) -> list[tuple[str, ast.
         if helper is None or helper is node:
             continue
         found.extend(_methods(helper, callee) if isinstance(helper, ast.ClassDef) else [(callee, helper)])
+    return _unique(found)
+
+
+def _unique(found: list[tuple[str, ast.AST]]) -> list[tuple[str, ast.AST]]:
     seen: set[int] = set()
     return [(n, f) for n, f in found if not (id(f) in seen or seen.add(id(f)))]
+
+
+def is_entry_method(name: str) -> bool:
+    """Whether another module's code is meant to reach method ``name`` of a class it calls:
+    ``__init__`` and the other dunder methods, and public methods (not ``_private`` ones)."""
+    return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
+
+
+def entry_functions(module: ast.Module, attr_path: str) -> list[tuple[str, ast.AST]]:
+    """(qualified name, function node) pairs a caller in ANOTHER module reaches by calling
+    ``attr_path`` (issue 16: a library function an adapter of the oracle calls).
+
+    A class: its ``__init__``, dunder and public methods (``is_entry_method``), each with what
+    ``target_functions`` adds for it (the same-module functions it calls by name). A function
+    or a method: ``target_functions``. Raises TargetNotFound when ``attr_path`` names nothing
+    defined in the module.
+    """
+    name, node = _resolve(module, attr_path)
+    if not isinstance(node, ast.ClassDef):
+        return target_functions(module, attr_path)
+    found = []
+    for qualname, method in _methods(node, name):
+        if is_entry_method(method.name):
+            found.extend(target_functions(module, qualname))
+    return _unique(found)
+
+
+# --- what an adapter imports and names (issue 16) -------------------------------------------
+
+@dataclass(frozen=True)
+class Binding:
+    """What an import binds a name to: the module ``module`` (dotted; relative by ``level``
+    dots, like ``ast.ImportFrom``), or with ``name`` the attribute ``name`` of that module
+    (``from module import name``; ``"*"`` for a star import)."""
+
+    module: str
+    level: int = 0
+    name: str | None = None
+
+
+def _nested_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of ``body`` and of the blocks under them (if/try/with/for), never inside a
+    function or class body."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            yield from _nested_statements(getattr(stmt, name, None) or [])
+        for handler in getattr(stmt, "handlers", None) or []:
+            yield from _nested_statements(handler.body)
+
+
+def top_imports(module: ast.Module) -> list[ast.stmt]:
+    """The module's own import statements, in source order, including those under a top-level
+    ``if``/``try`` (``try: from fast import f except ImportError: ...``), not those in a function."""
+    return [s for s in _nested_statements(module.body) if isinstance(s, (ast.Import, ast.ImportFrom))]
+
+
+def inner_imports(func: ast.AST) -> list[ast.stmt]:
+    """The import statements anywhere in a function's body, in source order."""
+    found = [n for n in ast.walk(func) if isinstance(n, (ast.Import, ast.ImportFrom)) and n is not func]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def import_bindings(statements: Iterable[ast.stmt]) -> tuple[dict[str, Binding], list[Binding]]:
+    """(name -> Binding, star imports) of import statements, a later binding of a name winning.
+
+    ``import a.b`` binds ``a`` to module ``a``; ``import a.b as x`` binds ``x`` to ``a.b``;
+    ``from .m import n as k`` binds ``k`` to attribute ``n`` of ``.m``; ``from m import *`` is
+    listed among the star imports (``Binding(m, level, "*")``), which may bind any name.
+    """
+    names: dict[str, Binding] = {}
+    stars: list[Binding] = []
+    for stmt in statements:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                bound = alias.asname or alias.name.split(".", 1)[0]
+                names[bound] = Binding(alias.name if alias.asname else bound)
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                binding = Binding(stmt.module or "", stmt.level, alias.name)
+                if alias.name == "*":
+                    stars.append(binding)
+                else:
+                    names[alias.asname or alias.name] = binding
+    return names, stars
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else None
+
+
+def references(func: ast.AST) -> list[list[str]]:
+    """The dotted names a function reads, in order of first appearance: ``Version(x)`` gives
+    ``["Version"]``, ``vers.core.bump(v)`` gives ``["vers", "core", "bump"]`` (and its prefixes),
+    ``map(canonical, xs)`` gives ``["canonical"]`` too. Names it assigns are not references."""
+    found: list[list[str]] = []
+    for node in ast.walk(func):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            dotted = _dotted(node)
+            if dotted and dotted not in found:
+                found.append(dotted)
+    return found
 
 
 # --- walking with paths ----------------------------------------------------------------
@@ -451,9 +579,28 @@ def mutants(source: str, attr_path: str, limit: int = DEFAULT_LIMIT) -> list[Mut
     does not parse and TargetNotFound when ``attr_path`` is not defined in it.
     """
     module = ast.parse(source)
-    original = ast.unparse(module)
-    out, seen = [], {original}
-    for qualname, func in target_functions(module, attr_path):
+    out = _module_mutants(module, target_functions(module, attr_path))
+    chosen = _spread(out, limit, lambda m: m.operator)
+    return sorted(chosen, key=lambda m: (m.line, out.index(m)))
+
+
+def module_mutants(source: str, attr_paths: list[str]) -> list[Mutant]:
+    """EVERY mutant (no limit; bound them with ``choose``) of the functions a caller in another
+    module reaches through ``attr_paths`` in module ``source`` (``entry_functions`` of each;
+    a function reached twice is mutated once), in source order of the functions.
+
+    Deterministic; a mutant whose text equals the original or another's is dropped. Raises
+    SyntaxError for a module that does not parse, TargetNotFound when an attribute path is
+    not defined in it.
+    """
+    module = ast.parse(source)
+    functions = _unique([pair for attr in attr_paths for pair in entry_functions(module, attr)])
+    return _module_mutants(module, functions)
+
+
+def _module_mutants(module: ast.Module, functions: list[tuple[str, ast.AST]]) -> list[Mutant]:
+    out, seen = [], {ast.unparse(module)}
+    for qualname, func in functions:
         func_path = _path_to(module, func)
         for site in sites(func):
             text = _apply(module, func_path + site.path, site.edit)
@@ -461,8 +608,26 @@ def mutants(source: str, attr_path: str, limit: int = DEFAULT_LIMIT) -> list[Mut
                 continue
             seen.add(text)
             out.append(Mutant(site.operator, site.label, site.line, qualname, text))
-    chosen = _spread(out, limit, lambda m: m.operator)
-    return sorted(chosen, key=lambda m: (m.line, out.index(m)))
+    return out
+
+
+T = TypeVar("T")
+
+
+def choose(items: list[T], limit: int, operator: Callable[[T], str], owner: Callable[[T], object]) -> list[T]:
+    """At most ``limit`` of ``items``, round-robin across operators as ``mutants`` does, and
+    within one operator across owners (the functions mutated, in several files), so that the
+    sites of one long function do not crowd out every other function. The chosen items keep
+    their order in ``items``. Deterministic."""
+    rank: dict = {}
+    ranked = []
+    for index, item in enumerate(items):
+        group = (operator(item), owner(item))
+        rank[group] = rank.get(group, -1) + 1
+        ranked.append((rank[group], index, item))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    chosen = _spread(ranked, limit, lambda r: operator(r[2]))
+    return [item for _, _, item in sorted(chosen, key=lambda r: r[1])]
 
 
 def _path_to(module: ast.Module, target: ast.AST) -> Path_:
