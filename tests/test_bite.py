@@ -704,3 +704,13 @@ def test_the_cli_shows_library_paths_and_the_note_for_an_adapter(tmp_path: Path,
     notes = [line for line in lines if line not in progress][:-1]
     assert notes and any("src/vers/core.py" in line and "oracle/adapters.py" in line for line in notes)
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+@given(st.text(alphabet="{}ab01 ", min_size=1, max_size=6))
+def test_a_comparison_with_braces_in_its_source_is_mutated_and_labelled(literal):
+    """Tried on pypa/packaging: ``letter in {"a", "b", "rc"}`` crashed bite (the label was
+    built with str.format over the source text)."""
+    source = f"def f(x):\n    return x in {{{literal!r}, 'b'}} and x < {literal!r}\n"
+    found = mutants(source, "f")
+    labels = [m.label for m in found]
+    assert any("not in" in label for label in labels) and any(" <= " in label for label in labels), labels

@@ -360,8 +360,8 @@ def _compare_op(table: dict, verb: str):
                 n.ops[i] = new()
                 return n
             left = node.left if index == 0 else node.comparators[index - 1]
-            pair = f"{_src(left, 25)} {{}} {_src(node.comparators[index], 25)}"
-            yield f"{verb}: {pair.format(_SYMBOL[type(cmp)])} -> {pair.format(_SYMBOL[new])}", edit
+            lhs, rhs = _src(left, 25), _src(node.comparators[index], 25)  # source text may hold braces
+            yield f"{verb}: {lhs} {_SYMBOL[type(cmp)]} {rhs} -> {lhs} {_SYMBOL[new]} {rhs}", edit
     return op
 
 
