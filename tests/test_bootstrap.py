@@ -209,3 +209,60 @@ def test_a_drafted_schema_that_contradicts_its_seeds_is_rejected_by_validation(t
     assert not fake["valid"] and any("row 2" in r and "lang" in r for r in fake["reasons"]), fake
     code, _, err = cli(capsys, "accept", "textkit.fake", "--override-unconfirmed", *args)
     assert code == EXIT_USAGE and "input.schema does not fit" in err and "row 2" in err
+
+
+def _holds_nowhere(textkit: Path, capsys) -> list[str]:
+    """An adopted textkit with a candidate that misses on every side (it encodes a word
+    twice and calls that the word), confirmed; returns the CLI's repository arguments."""
+    args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
+    assert cli(capsys, "init", "--corpus", "data/words.csv", *args)[0] == EXIT_PASS
+    (textkit / "oracle" / "seeds").mkdir(exist_ok=True)
+    (textkit / "oracle" / "seeds" / "words.jsonl").write_text('"Hello"\n"mundo"\n')
+    broken = _candidate("textkit.twice_encoded", "{seeds: oracle/seeds/words.jsonl}",
+                        "Encoding a word twice gives the word back.").replace("inverse: textkit.core:loads",
+                                                                              "inverse: textkit.core:dumps")
+    (textkit / "oracle" / "quarantine" / "textkit.twice_encoded.yaml").write_text(broken)
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "catalog and quarantine: seeds and a draft that cannot hold")
+    code, out, _ = cli(capsys, "confirm", "textkit.twice_encoded", *args)
+    assert "confirmed" in out and "missed on head and base" in out
+    return args
+
+
+def test_a_candidate_that_misses_on_head_and_base_is_not_accepted_as_confirmed(textkit: Path, capsys):
+    """Tried on pypa/packaging: a roundtrip whose replays agreed that it misses on both sides
+    was "confirmed" and accepted, and then failed every review. accept refuses it unless the
+    reviewer overrides, and confirm says so."""
+    args = _holds_nowhere(textkit, capsys)
+    tip = git(textkit, "rev-parse", "main").strip()
+    code, _, err = cli(capsys, "accept", "textkit.twice_encoded", *args)
+    assert code == EXIT_USAGE and "holds on no side" in err and git(textkit, "rev-parse", "main").strip() == tip
+    code, out, _ = cli(capsys, "accept", "textkit.twice_encoded", "--override-unconfirmed", *args)
+    assert code == EXIT_PASS and "accepted anyway by Rita Reviewer" in git(textkit, "log", "-1", "--format=%B")
+
+
+async def test_the_console_asks_before_accepting_a_confirmed_candidate_that_holds_nowhere(textkit: Path, capsys):
+    """The Quarantine pane says the candidate misses on head and base; a asks for the override
+    (n leaves the branch alone), y then c y commits it with the override in the message."""
+    from relconsole.console.app import ReviewApp
+    from relconsole.console.screens.confirm import ConfirmScreen
+    from tests.test_console import SIZE, goto, prompts, settle
+    _holds_nowhere(textkit, capsys)
+    path = "oracle/quarantine/textkit.twice_encoded.yaml"
+    tip = git(textkit, "rev-parse", "main").strip()
+    app = ReviewApp(repo=str(textkit), today=TODAY)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, "quarantine", f"c:{path}")
+        assert "misses on head and base" in prompts(app, "quarantine")[f"c:{path}"]
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "holds nowhere" in str(app.screen.title_text)
+        await pilot.press("n")
+        await pilot.pause()
+        assert "accept pending" not in prompts(app, "quarantine")[f"c:{path}"]
+        assert git(textkit, "rev-parse", "main").strip() == tip
+        await pilot.press("a", "y")
+        await pilot.press("c", "y")
+        await settle(pilot)
+    assert "accepted anyway by Rita Reviewer" in git(textkit, "log", "-1", "--format=%B", "main")

@@ -159,8 +159,9 @@ class OwnerWorkflows:
 
     def ask_override(self, oid: str, state, then) -> None:
         """A second confirmation before an unconfirmed candidate may be accepted."""
-        self.push_screen(ConfirmScreen("Accept without a confirming second replay?",
-                                       views.unconfirmed_question(self.review, oid, state)),
+        title = ("Accept a candidate that holds nowhere?" if state is not None and state.confirmed
+                 else "Accept without a confirming second replay?")
+        self.push_screen(ConfirmScreen(title, views.unconfirmed_question(self.review, oid, state)),
                          lambda yes: yes and then())
 
     def _show_progress(self, message: str) -> None:

@@ -151,9 +151,20 @@ def confirm_state(review: Review, oid: str):
     return review.candidate_states.get(candidate.path) if candidate else None
 
 
+def sound_confirmation(state) -> bool:
+    """Confirmed by a second replay, and holding on some side it ran (§10)."""
+    return bool(state is not None and state.confirmed and not state.holds_nowhere)
+
+
 def unconfirmed_question(review: Review, oid: str, state) -> str:
-    """The override dialog's text: why the candidate is not confirmed, what the commit records."""
+    """The override dialog's text: why the candidate is not confirmed (or holds nowhere),
+    what the commit records."""
     name = item_label(review, oid)
+    if state is not None and state.confirmed and state.holds_nowhere:
+        return (f"{name} is confirmed, but it missed on head and base ({state.holds_nowhere}).\n"
+                "As a catalog relation it would fail every review: fix the candidate instead.\n\n"
+                "Accept it anyway as the reviewer's override? The catalog: commit message records "
+                "the override and your git identity.")
     why = (f"{state.state.replace('_', ' ')}: {state.reason or 'no replay has run'}" if state
            else "its replay state is unknown")
     return (f"{name} is not confirmed ({why}).\n"

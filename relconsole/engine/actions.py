@@ -166,8 +166,17 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
     if data is None or hashlib.sha256(data).hexdigest() != state.content_sha256:
         raise CommitRefused(f"{candidate.path} changed on {review.oracle_branch} since the "
                             "review loaded; reload the review")
-    if state.confirmed:
+    nowhere = state.holds_nowhere
+    if state.confirmed and not nowhere:
         return f"second replay: confirmed (content sha256 {state.content_sha256})"
+    if state.confirmed:
+        if not override:
+            raise CommitRefused(f"{candidate.id} is confirmed but holds on no side it ran (head and base "
+                                f"missed: {one_line(nowhere)}): as a relation it would fail every review; fix the "
+                                "candidate, or accept it anyway with --override-unconfirmed")
+        who = git_identity(review)
+        return (f"second replay: confirmed (content sha256 {state.content_sha256}) but missed on head and base; "
+                f"accepted anyway by {who.name} <{who.email}>")
     if not override:
         raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
                             f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "

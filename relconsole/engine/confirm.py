@@ -130,6 +130,18 @@ class ConfirmState:
     def confirmed(self) -> bool:
         return self.state == CONFIRMED
 
+    @property
+    def holds_nowhere(self) -> str | None:
+        """When every side of the recorded replays missed (head and base): what the first
+        miss said, else None. Such a candidate is confirmed (the replays agree) yet as a
+        catalog relation it would fail every review."""
+        records = [r for r in (self.first, self.second) if r]
+        sides = [side for record in records for side in record["sides"].values()]
+        if not sides or any(side["outcome"] != "missed" for side in sides):
+            return None
+        seeds = [seed for side in sides for seed in side.get("per_seed", ())]
+        return next((s["describe"] for s in seeds if s.get("describe")), "missed")
+
     def to_json(self) -> dict:
         """The state file's content (``file`` is where it is, not part of it)."""
         return {"relconsole_candidate_state": STATE_VERSION, "candidate_id": self.candidate_id,
