@@ -218,9 +218,41 @@ def test_deselected_relations_are_not_run(demo_repo, tmp_path):
     git(demo_repo, "reset", "-q", "--hard", "HEAD~3")  # only the code commit: no review flag decides
     run = run_pytest(demo_repo, tmp_path, "-k", "split_merge")
     assert [r["relation_id"] for r in run.results["relations"]] == ["penguins.split_merge"]
-    assert run.code == 0, run.out
-    # a touched relation that did not run leaves the PR's decision pending, never a pass
+    # a touched relation that did not run leaves the PR's decision pending, never a pass:
+    # every item passed, yet the session fails on the hold, unless it only reports
     assert (run.results["decision"], run.results["reason"]) == ("hold", "not_run")
+    assert run.code == 1 and "decision hold (not_run): the session fails" in run.out, run.out
+    reported = run_pytest(demo_repo, tmp_path, "-k", "split_merge", "--relconsole-report-only")
+    assert reported.code == 0 and reported.results["decision"] == "hold", reported.out
+
+
+def test_a_flag_only_reject_fails_the_session_though_every_item_passes(demo_repo, tmp_path):
+    """A golden-literal test on an otherwise honest branch: no relation is touched, every
+    test passes, and the review rejects on the flag; the session must not exit 0 (§8)."""
+    git(demo_repo, "checkout", "-q", "-b", "honest", "main")
+    golden = git(demo_repo, "show", "agent/patch:tests/test_totals.py")
+    (demo_repo / "tests" / "test_totals.py").write_text(golden)
+    git(demo_repo, "add", "tests/test_totals.py")
+    git(demo_repo, "commit", "-q", "-m", "test: pin the penguin totals")
+    run = run_pytest(demo_repo, tmp_path)
+    assert run.results["decision"] == "reject" and run.results["reason"].startswith("review_flag:")
+    assert all(c.find("failure") is None for c in run.junit.iter("testcase")), run.out
+    assert run.code == 1 and "the session fails" in run.out
+    assert cli_run(demo_repo)["decision"] == run.results["decision"]  # the same decision as run
+    assert run_pytest(demo_repo, tmp_path, "--relconsole-report-only").code == 0
+
+
+def test_without_the_flag_the_plugin_loads_no_engine(tmp_path):
+    """Installed, the plugin loads in every pytest run: without --relconsole it must not
+    import the engine (jsonschema, GitPython, the runner: about a second)."""
+    (tmp_path / "test_probe.py").write_text(
+        "import sys\n\ndef test_probe():\n"
+        "    assert not [m for m in sys.modules if m.startswith(('relconsole.engine', 'git', 'jsonschema'))]\n"
+        "    assert 'relconsole.pytest_plugin' in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", *_plugin_args(),
+                           "-q", "-p", "no:cacheprovider", str(tmp_path / "test_probe.py")],
+                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 # --- hand-written relation tests ----------------------------------------------------------
@@ -235,7 +267,9 @@ def test_hand_written_relation_under_a_live_freeze(demo_repo, tmp_path, fail_on)
                        reruns=RERUNS, pass_needed=PASS_NEEDED)
     add_flaky_test(demo_repo)
     counter = tmp_path / "counter"
+    # the catalog's items are deselected (its decision holds): the session's code is the items'
     run = run_pytest(demo_repo, tmp_path, "tests/test_replay_relation.py", "-k", "not relconsole",
+                     "--relconsole-report-only",
                      FLAKY_COUNTER=str(counter), FLAKY_FAIL_ON=",".join(map(str, fail_on)))
     # expected from the counter logic: attempt 1 is the first run, 2..RERUNS+1 the reruns
     first_held = 1 not in fail_on

@@ -1,0 +1,388 @@
+"""The ``--relconsole`` session of the pytest plugin (see ``relconsole.pytest_plugin``).
+
+Loaded only when ``pytest --relconsole`` is given, so a pytest run without it pays nothing
+for the engine (jsonschema, GitPython, the runner): ``relconsole.pytest_plugin`` registers
+``RelconsoleSession`` from here in ``pytest_configure``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+from relconsole.engine.decision import Decision, worst
+from relconsole.engine.errors import RelconsoleError
+from relconsole.engine.literal import one_line
+from relconsole.engine.owners import protected
+from relconsole.engine.report import counted_verdict, decision_fields, run_payload
+from relconsole.engine.review import Review, load_review, run_review
+from relconsole.engine.runner import RelationResult
+from relconsole.pytest_plugin import MARKER
+
+COLLECTOR_NAME = "relconsole"
+SECTION = "relconsole"
+DEFAULT_JSON = Path("relconsole") / "pytest-results.json"  # under the git directory
+_PASSING = ("pass", "freeze")
+
+
+class RelationMiss(Exception):
+    """A catalog relation missed or was blocked; its one-line message is the failure."""
+
+
+class RelationCatalog(pytest.Collector):
+    """The parent of the relation items (node id ``relconsole``); it collects nothing itself."""
+
+    def collect(self):
+        return []
+
+
+class RelationItem(pytest.Item):
+    """One catalog relation as a test item, ``relconsole::<relation id>``."""
+
+    def __init__(self, *, relation_id: str, plugin: RelconsoleSession, **kwargs):
+        super().__init__(**kwargs)
+        self.relation_id = relation_id
+        self.plugin = plugin
+
+    def runtest(self) -> None:
+        result = self.plugin.result_for(self.relation_id)
+        self.user_properties.extend(_result_properties(result))
+        self.add_report_section("call", SECTION, _result_section(result))
+        if result.verdict.decision not in _PASSING:
+            raise RelationMiss(_result_line(result))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, RelationMiss):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        relation = self.plugin.review.catalog.get(self.relation_id)
+        line = relation.line - 1 if relation and relation.line else None
+        return self.plugin.catalog_path, line, f"relation {self.relation_id}"
+
+
+class RelconsoleSession:
+    """The plugin's state for one pytest session; registered only under ``--relconsole``."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.base = config.getoption("relconsole_base")
+        self.all = config.getoption("relconsole_all")
+        self.today = _parse_today(config.getoption("relconsole_today"))
+        self.review: Review | None = None
+        self.selected: list[str] = []
+        self.results: dict[str, RelationResult] = {}
+        self.ran = False
+        self.run_error: str | None = None
+        self.marked: dict[str, str] = {}  # nodeid -> relation id
+        self.tests: list[dict] = []
+        self.tests_verdicts: list[Decision] = []
+        self.json_path: Path | None = None
+        self.failing = ""  # why the decision fails the session ('' when it passes)
+
+    # --- the review -------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        try:
+            review = load_review(self.config.rootpath, self.base, "HEAD", self.today)
+        except RelconsoleError as exc:
+            raise pytest.UsageError(f"relconsole: {one_line(exc.one_line())}") from None
+        if review.errors:
+            review.close()
+            raise pytest.UsageError(*[f"relconsole: bad input file: {one_line(e.one_line())}"
+                                      for e in review.errors])
+        self.review = review
+        option = self.config.getoption("relconsole_json")
+        self.json_path = (self.config.invocation_params.dir / option if option
+                          else Path(review.repo.git_dir) / DEFAULT_JSON)
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.review.root / self.review.layout.catalog
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        if self.review is None:
+            return []
+        r = self.review
+        lines = [(f"relconsole: oracle from {r.base_ref} ({r.base_tip[:12]}), HEAD {r.head_sha[:12]}, "
+                  f"merge base {r.merge_base[:12]}, today {r.today.isoformat()}, "
+                  f"relations: {'all' if self.all else 'touched'}")]
+        if r.repo.is_dirty(untracked_files=False):
+            lines.append("relconsole: the work tree has uncommitted changes; catalog relations "
+                         "run HEAD's commit, not them")
+        return lines
+
+    # --- collection -------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pycollect_makeitem(self, collector, name, obj):
+        result = yield
+        if result is None or isinstance(result, pytest.Item | pytest.Collector):
+            nodes = [result] if result is not None else []
+        else:
+            result = list(result)
+            nodes = result
+        for node in nodes:
+            if isinstance(node, pytest.Function):
+                self._check_marker(node)
+        return result
+
+    def _check_marker(self, item: pytest.Function) -> None:
+        """Record a marked test's relation id; a bad or unknown id is a collection error."""
+        mark = item.get_closest_marker(MARKER)
+        if mark is None:
+            return
+        if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], str):
+            raise pytest.Collector.CollectError(
+                f"{item.nodeid}: @pytest.mark.{MARKER} takes one relation id string, "
+                f"got args={mark.args!r} kwargs={mark.kwargs!r}")
+        relation_id = mark.args[0]
+        if self.review.catalog.get(relation_id) is None:
+            known = ", ".join(r.id for r in self.review.relations)
+            raise pytest.Collector.CollectError(
+                f"{item.nodeid}: @pytest.mark.{MARKER}({relation_id!r}) names no relation in "
+                f"{self.review.layout.catalog} on {self.review.base_ref} (known: {known})")
+        self.marked[item.nodeid] = relation_id
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config, items: list) -> None:
+        """Put the relation items first, before ``-k``/``-m`` deselection sees the list."""
+        ids = [r.id for r in self.review.relations] if self.all else self.review.touched_relations()
+        parent = RelationCatalog.from_parent(session, name=COLLECTOR_NAME, nodeid=COLLECTOR_NAME)
+        items[:0] = [RelationItem.from_parent(parent, name=rid, relation_id=rid, plugin=self)
+                     for rid in ids]
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.selected = [it.relation_id for it in session.items if isinstance(it, RelationItem)]
+
+    # --- catalog relations --------------------------------------------------------------
+
+    def result_for(self, relation_id: str) -> RelationResult:
+        """The relation's result; the first call runs every selected relation at once."""
+        if not self.ran:
+            self.ran = True
+            try:
+                for result in run_review(self.review, self.selected):
+                    self.results[result.relation_id] = result
+            except RelconsoleError as exc:
+                self.run_error = one_line(exc.one_line())
+        if self.run_error is not None:
+            raise RelationMiss(f"{relation_id}: ABORT: relations could not run: {self.run_error}")
+        return self.results[relation_id]
+
+    # --- hand-written relation tests --------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
+        relation_id = self.marked.get(item.nodeid)
+        if relation_id is None:
+            return None
+        ihook = item.ihook
+        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        freeze = self.review.freeze_for(relation_id)
+        attempts = [runtestprotocol(item, log=False, nextitem=nextitem)]
+        if not _held(attempts[0]) and freeze is not None and freeze.state == "live":
+            attempts += [runtestprotocol(item, log=False, nextitem=nextitem)
+                         for _ in range(freeze.reruns)]
+        outcome, verdict, summary = counted_verdict(
+            relation_id, _held(attempts[0]), _miss_line(attempts[0]),
+            [_held(a) for a in attempts[1:]], freeze)
+        records = [_attempt_record(n, a) for n, a in enumerate(attempts)]
+        entry = {"test_id": item.nodeid, "relation_id": relation_id,
+                 "path": _relative(item.path, self.review.root),
+                 "in_protected_tree": _in_protected_tree(item.path, self.review),
+                 "outcome": outcome, "decision": verdict.decision, "reason": verdict.reason,
+                 "row": verdict.row, "summary": summary, "first_run": records[0],
+                 "reruns": records[1:],
+                 "freeze": dict(freeze.raw, state=freeze.state, why=freeze.why) if freeze else None}
+        self.tests.append(entry)
+        self.tests_verdicts.append(verdict)
+        for report in _final_reports(attempts, entry, verdict):
+            ihook.pytest_runtest_logreport(report=report)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    # --- results ----------------------------------------------------------------------
+
+    def payload(self) -> dict:
+        """The results document (module docstring): ``run_payload`` plus the tests."""
+        review = self.review
+        results = [self.results[rid] for rid in self.selected if rid in self.results]
+        if self.run_error is not None:
+            decision = Decision("abort", "run_failed", None, None, self.run_error)
+        elif self.all:
+            decision = worst([r.verdict for r in results])
+        else:
+            decision = review.decision()
+        payload = run_payload(review, results, decision)
+        overall = worst([decision, *self.tests_verdicts])
+        payload |= decision_fields(overall)
+        not_run = [rid for rid in review.touched_relations() if rid not in self.results]
+        payload |= {"tests": self.tests, "scope": "all" if self.all else "touched", "not_run": not_run,
+                    "base": review.base_ref, "base_tip": review.base_tip,
+                    "merge_base": review.merge_base, "head": review.head_sha,
+                    "today": review.today.isoformat(), "oracle_from": review.oracle_from}
+        return payload
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.review is None or self.config.option.collectonly:
+            self.json_path = None
+            return
+        payload = self.payload()
+        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+        self.json_path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        self.failing = _failing(payload)
+        if self.failing and not self.config.getoption("relconsole_report_only") and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that passed nothing it decided against
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.review is None or self.json_path is None:
+            return
+        payload = self.payload()
+        write = terminalreporter.write_line
+        row = f", §8 row {payload['row']}" if payload["row"] else ""
+        about = f" on {payload['relation_id']}" if payload["relation_id"] else ""
+        detail = f": {one_line(payload['detail'])}" if payload["detail"] else ""
+        write(f"relconsole: decision {payload['decision']} ({payload['reason']}{row}){about}{detail}")
+        if payload["gaps"]:
+            write("relconsole: touched paths no relation owns (coverage gaps): "
+                  + ", ".join(one_line(p) for p in payload["gaps"]))
+        write(f"relconsole: results in {self.json_path}")
+        if self.failing:
+            verb = ("reported only (--relconsole-report-only)" if self.config.getoption("relconsole_report_only")
+                    else "the session fails")
+            write(f"relconsole: {self.failing}: {verb}", red=True, bold=True)
+
+    def pytest_unconfigure(self, config) -> None:
+        if self.review is not None:
+            self.review.close()
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _failing(payload: dict) -> str:
+    """Why the session's decision fails it ('' when it passes): a §8 decision other than
+    pass or a counted freeze, or a touched path no relation owns (a coverage gap, exit 2)."""
+    if payload["decision"] not in _PASSING:
+        return f"decision {payload['decision']} ({payload['reason']})"
+    if payload["gaps"]:
+        return f"{len(payload['gaps'])} touched path(s) no relation owns (coverage gap)"
+    return ""
+
+
+def _parse_today(text: str | None) -> dt.date | None:
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise pytest.UsageError(f"--relconsole-today {text!r} is not a YYYY-MM-DD date") from None
+
+
+def _result_line(result: RelationResult) -> str:
+    """One line for a failing relation item: decision, reason, summary, first miss."""
+    verdict = result.verdict
+    line = f"{result.relation_id}: {verdict.decision.upper()} ({verdict.reason}): {result.summary}"
+    if result.reruns and result.first is not None:
+        line += f"; first run: {result.first.describe()}"
+    return one_line(line)
+
+
+def _result_section(result: RelationResult) -> str:
+    lines = [_result_line(result)]
+    if result.freeze is not None:
+        lines.append(f"freeze: {result.freeze.state} ({result.freeze.why})")
+    lines += [f"rerun {n}: {r.describe()}" for n, r in enumerate(result.reruns, 1)]
+    return "\n".join(one_line(line) for line in lines)
+
+
+def _result_properties(result: RelationResult) -> list[tuple[str, object]]:
+    props = [("relation_id", result.relation_id), ("outcome", result.outcome),
+             ("decision", result.verdict.decision), ("reason", result.verdict.reason),
+             ("summary", one_line(result.summary))]
+    if result.freeze is not None:
+        props += [("freeze_state", result.freeze.state), ("reruns", len(result.reruns)),
+                  ("rerun_passes", result.rerun_passes)]
+    return props
+
+
+def _held(reports: list[pytest.TestReport]) -> bool:
+    """A test run held when it ran its call and every phase passed (a skip is not a hold)."""
+    return any(r.when == "call" for r in reports) and all(r.passed for r in reports)
+
+
+def _miss_line(reports: list[pytest.TestReport]) -> str:
+    """What went wrong in one run, as one line ('' when it held)."""
+    for report in reports:
+        if report.passed:
+            continue
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            why = f"xfail: {report.wasxfail}" if hasattr(report, "wasxfail") else reason
+            return one_line(f"skipped in {report.when} ({why}): a relation is never skipped")
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else str(report.longrepr).strip()
+        message = (message.splitlines() or [""])[0]
+        return one_line(f"{report.when} failed: {message}")
+    return ""
+
+
+def _attempt_record(index: int, reports: list[pytest.TestReport]) -> dict:
+    return {"attempt": index, "held": _held(reports), "error": _miss_line(reports),
+            "seconds": round(sum(r.duration for r in reports), 6)}
+
+
+def _final_reports(attempts: list[list[pytest.TestReport]], entry: dict,
+                   verdict: Decision) -> list[pytest.TestReport]:
+    """The reports pytest logs for a marked test: a held run's, or the first run's failure.
+
+    The verdict's line heads the failure; the reruns are a report section; the relation
+    id, verdict and counts are ``user_properties`` of the main report and of the teardown
+    report (the one junitxml reads them from).
+    """
+    section = "\n".join([one_line(f"{entry['relation_id']}: {verdict.decision.upper()} "
+                                  f"({verdict.reason}): {entry['summary']}")]
+                        + [f"rerun {r['attempt']}: {'held' if r['held'] else r['error']}"
+                           for r in entry["reruns"]])
+    props = [("relation_id", entry["relation_id"]), ("outcome", entry["outcome"]),
+             ("decision", verdict.decision), ("reason", verdict.reason),
+             ("summary", one_line(entry["summary"]))]
+    if entry["freeze"] is not None:
+        props += [("freeze_state", entry["freeze"]["state"]), ("reruns", len(entry["reruns"])),
+                  ("rerun_passes", sum(1 for r in entry["reruns"] if r["held"]))]
+    if verdict.decision in _PASSING:
+        reports = next(a for a in reversed(attempts) if _held(a))
+        main = next(r for r in reports if r.when == "call")
+    else:
+        reports = attempts[0]
+        main = next(r for r in reports if not r.passed)
+        original = (f"skipped: {main.longrepr[2]}" if isinstance(main.longrepr, tuple)
+                    else str(main.longrepr))
+        main.outcome = "failed"
+        if hasattr(main, "wasxfail"):
+            del main.wasxfail
+        main.longrepr = one_line(f"{entry['relation_id']}: {verdict.decision.upper()} "
+                                 f"({verdict.reason}): {entry['summary']}") + "\n" + original
+    main.sections.append((f"{SECTION} {entry['relation_id']}", section))
+    for report in {id(r): r for r in (main, reports[-1])}.values():  # junit reads teardown's
+        report.user_properties.extend(props)
+    return reports
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _in_protected_tree(path: Path, review: Review) -> bool:
+    """True when the test file is under a protected path (§2), where §3 keeps such tests."""
+    relative = _relative(path, review.root)
+    return not Path(relative).is_absolute() and protected(review.layout.protected, relative)
