@@ -373,3 +373,15 @@ def test_relconsole_options_need_the_flag(demo_repo, tmp_path):
 def test_bad_today_is_a_usage_error(demo_repo, tmp_path):
     run = run_pytest(demo_repo, tmp_path, "--relconsole-today", "2026-02-30")
     assert run.code == 4 and "is not a YYYY-MM-DD date" in run.out
+
+
+def test_relconsole_raises_no_warning_under_w_error(demo_repo, tmp_path):
+    """An honest patch's suite run with -W error must not fail on relconsole's own warnings
+    (the blob reader left its stdout pipe open: ResourceWarning: unclosed file)."""
+    git(demo_repo, "checkout", "-q", "-b", "honest", "main")
+    (demo_repo / "tests" / "test_more.py").write_text("def test_more():\n    assert 1 + 1 == 2\n")
+    git(demo_repo, "add", "tests/test_more.py")
+    git(demo_repo, "commit", "-q", "-m", "test: one more")
+    run = run_pytest(demo_repo, tmp_path, "-W", "error", "-W", "ignore::pytest.PytestDeprecationWarning",
+                     "-W", "ignore::DeprecationWarning", "--relconsole-report-only")
+    assert run.code == 0 and "Warning" not in run.out, run.out

@@ -150,9 +150,11 @@ class BlobReader:
             count -= len(chunk)
 
     def close(self) -> None:
+        """End the batch process and close both of its pipes (no ResourceWarning under -W error)."""
         if self._proc is not None:
             self._proc.stdin.close()
             self._proc.wait()
+            self._proc.stdout.close()
             self._proc = None
 
 
