@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from relconsole.cli import main
 from tests.conftest import git
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ODD = ['src/a file.py', 'src/"quoted".py', 'src/naïve-ü.py']
 
@@ -229,3 +234,32 @@ def _code_only(root: Path) -> Path:
     commit(root, "code", {"src/app.py": "v1\n"})
     git(root, "tag", "start")
     return root
+
+
+@pytest.mark.parametrize("mix, clean", [
+    (["-a"], ["--", "src/app.py"]),
+    (["--", "src/app.py", "oracle/freezes.json"], ["--", "src/app.py"]),
+    (["-i", "oracle/freezes.json"], ["-i", "src/app.py"]),  # src/app.py staged beforehand
+])
+def test_the_hook_judges_the_index_git_commits_with_commit_a_and_paths(repo, mix, clean):
+    """``git commit -a`` and ``git commit -- PATHS`` commit a temporary index named by
+    GIT_INDEX_FILE; the hook read the repository's own index and let a mix through (issue 17)."""
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\nexec {sys.executable} -m relconsole check-split --staged\n")
+    hook.chmod(0o755)
+    (repo / "src" / "app.py").write_text("v3\n")
+    (repo / "oracle" / "freezes.json").write_text("[9]\n")
+    if mix[0] == "-i":
+        git(repo, "add", "src/app.py")
+    tip = git(repo, "rev-parse", "HEAD")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"PYTHONPATH": str(ROOT)}
+
+    def commit_with(args: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "commit", "-q", "-m", "by the hook", *args], cwd=repo, env=env,
+                              capture_output=True, text=True, check=False)
+    refused = commit_with(mix)
+    assert refused.returncode != 0 and "mixes the protected path" in refused.stdout + refused.stderr, refused
+    assert git(repo, "rev-parse", "HEAD") == tip
+    git(repo, "checkout", "--", "oracle/freezes.json")
+    assert commit_with(clean).returncode == 0
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/app.py"]

@@ -42,13 +42,15 @@ def author_ident(cwd: str | Path) -> tuple[str, str] | None:
     return found.group(1).decode("utf-8", "replace"), found.group(2).decode("utf-8", "replace")
 
 
-def run_git(cwd: str | Path, *args: str, ok: tuple[int, ...] | None = (0,)) -> subprocess.CompletedProcess:
-    """``git ARGS`` in ``cwd`` with the redirecting variables scrubbed; stdout and stderr as bytes.
+def run_git(cwd: str | Path, *args: str, ok: tuple[int, ...] | None = (0,),
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``git ARGS`` in ``cwd`` with the redirecting variables scrubbed (``extra_env`` set
+    after the scrub, for a caller that means one); stdout and stderr as bytes.
 
     Raises GitError (abort) naming the git command and its first error line when the exit
     status is not in ``ok`` (``ok=None``: never raises; the caller reads ``returncode``).
     """
-    proc = subprocess.run(["git", *args], cwd=cwd, env=clean_env(), capture_output=True)
+    proc = subprocess.run(["git", *args], cwd=cwd, env=clean_env(extra_env), capture_output=True)
     if ok is not None and proc.returncode not in ok:
         command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
         lines = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()

@@ -11,6 +11,8 @@ manifest), quarantine (quarantine files, allowed beside a catalog change).
 
 from __future__ import annotations
 
+import os
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,11 +216,16 @@ def layout_at(repo_dir: str | Path, ref: str) -> Layout:
         raise BadInputError("pyproject.toml", f"not UTF-8 text (in {ref})") from None
 
 
-def staged_commit(repo_dir: str | Path) -> Commit:
+def staged_commit(repo_dir: str | Path, index_file: str | None = None) -> Commit:
     """The commit being made: the staged paths, its parent HEAD (none before the first
-    commit), for the pre-commit hook. Raises GitError."""
+    commit), for the pre-commit hook. ``index_file`` is the index git is committing (default:
+    ``$GIT_INDEX_FILE``, which ``git commit -a`` and ``git commit -- PATHS`` point at a
+    temporary index; relative to the current directory), else the repository's own index.
+    Raises GitError."""
+    index_file = index_file if index_file is not None else os.environ.get("GIT_INDEX_FILE")
+    index_env = {"GIT_INDEX_FILE": os.path.abspath(index_file)} if index_file else None
     head = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=None).stdout.decode().strip()
-    listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M").stdout
+    listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", extra_env=index_env).stdout
     commits = _parse_log(b"0" * 40 + b"\0" + listing)
     parents = (head,) if head else ()
     return Commit("staged", parents, commits[0].paths, commits[0].renames) if commits else Commit("staged", parents, ())
