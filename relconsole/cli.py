@@ -60,10 +60,20 @@ def _review_options(parser: argparse.ArgumentParser) -> None:
                         help="read the oracle from the base ref (default) or, explicitly, from HEAD")
 
 
+def _version() -> str:
+    """The installed distribution's version (package metadata), or a note when it is not installed."""
+    from importlib import metadata
+    try:
+        return metadata.version("relconsole")
+    except metadata.PackageNotFoundError:
+        return "(not installed: run from a source tree)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = _Parser(prog="relconsole", description="Review AI-written patches with metamorphic relations: "
                      "the console (review, demo) and its command-line twins (relconsole COMMAND --help).")
+    parser.add_argument("--version", action="version", version=f"relconsole {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     review = sub.add_parser("review", help="open the review console")

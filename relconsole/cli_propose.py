@@ -77,7 +77,12 @@ def cmd_propose(args) -> int:
         else:
             prompt = propose.candidate_prompt(review, ticket)
         if args.print_prompt:
-            sys.stdout.write(prompt.text)
+            if args.json:
+                print(json.dumps({"prompt": prompt.text, "prompt_bytes": len(prompt.text.encode("utf-8")),
+                                  "diff": {"bytes_shown": prompt.diff_bytes, "bytes_total": prompt.diff_total,
+                                           "truncated": prompt.diff_truncated}}, indent=2))
+            else:
+                sys.stdout.write(prompt.text)
             return EXIT_PASS
         propose.check_quarantine(review, args.seeds)  # a symlinked quarantine: refused before the drafter runs
         try:

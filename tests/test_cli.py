@@ -248,3 +248,13 @@ def test_a_drafted_seed_row_keeps_its_id_when_lines_move_and_no_other_row_takes_
     assert code == EXIT_PASS
     accepted = git(demo_repo, "show", "main:oracle/seeds/rollout.jsonl").splitlines()[-1]
     assert json.loads(accepted) == json.loads(drafted[1])  # the row the id named, at whatever line
+
+
+def test_version_is_the_projects(capsys):
+    """``relconsole --version`` prints the version pyproject.toml declares (installed metadata)."""
+    import tomllib
+    declared = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.split() == ["relconsole", declared]

@@ -813,3 +813,11 @@ def test_drafted_json_lines_keep_one_row_per_line(demo_repo, tmp_path, capsys):
     assert not any('"salt": "a"' in w or '"percent": 200' in w for w in written)
 
 
+
+
+def test_print_prompt_with_json_prints_json_holding_the_same_prompt(demo_repo, capsys):
+    assert run(demo_repo, "--print-prompt") == EXIT_PASS
+    text = capsys.readouterr().out
+    code, out = run_json(demo_repo, capsys, "--print-prompt")
+    assert code == EXIT_PASS and out["prompt"] == text
+    assert out["prompt_bytes"] == len(text.encode("utf-8")) and out["diff"]["bytes_shown"] <= out["diff"]["bytes_total"]
