@@ -998,3 +998,10 @@ def test_an_optional_key_may_be_missing_from_a_seed_row_and_a_required_one_may_n
     rows = validate_seed_rows("oracle/quarantine/t.rt.seeds.jsonl",
                               '{"word": "sun"}\n{"word": "sol", "lang": "es"}\n{"lang": "en"}\n', catalog, [])
     assert [r.valid for r in rows] == [True, True, False] and "missing key 'word'" in rows[2].reasons[0]
+
+
+@pytest.mark.parametrize("transform", ["idempotence", "permutation", "other"])
+def test_an_unknown_transform_is_told_every_transform_it_may_use(transform):
+    from relconsole.engine.candidates import TRANSFORM_TO_KIND
+    reason = failed(judge(variant(transform=transform)))["known_transform"]
+    assert all(name in reason for name in TRANSFORM_TO_KIND), reason

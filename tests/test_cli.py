@@ -258,3 +258,19 @@ def test_version_is_the_projects(capsys):
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.split() == ["relconsole", declared]
+
+
+def test_validate_rejects_a_candidate_whose_subject_does_not_resolve(demo_repo: Path, capsys):
+    git(demo_repo, "checkout", "-q", "main")
+    good = git(demo_repo, "show", "main:oracle/quarantine/penguins.mass_permutation.yaml")
+    broken = good.replace("id: penguins.mass_permutation", "id: penguins.typo_subject").replace(
+        "subject: aggregator:summarize", "subject: aggregator:summarise")
+    assert broken != good
+    (demo_repo / "oracle" / "quarantine" / "penguins.typo_subject.yaml").write_text(broken)
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-qm", "quarantine: a draft with a typo in its subject")
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    found = {c["id"]: c for c in json.loads(out)["candidates"]}
+    assert found["penguins.mass_permutation"]["valid"]
+    typo = found["penguins.typo_subject"]
+    assert not typo["valid"] and any("aggregator:summarise" in r and "does not resolve" in r for r in typo["reasons"])

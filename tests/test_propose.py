@@ -821,3 +821,15 @@ def test_print_prompt_with_json_prints_json_holding_the_same_prompt(demo_repo, c
     code, out = run_json(demo_repo, capsys, "--print-prompt")
     assert code == EXIT_PASS and out["prompt"] == text
     assert out["prompt_bytes"] == len(text.encode("utf-8")) and out["diff"]["bytes_shown"] <= out["diff"]["bytes_total"]
+
+
+def test_a_drafted_subject_that_does_not_resolve_on_the_base_is_rejected_not_committed(demo_repo, tmp_path, capsys):
+    """Tried on pallets/markupsafe: ``subject: oracle.adapters:nope`` was committed, validated,
+    "confirmed" and refused only at accept. It is now rejected before the commit."""
+    missing = dict(GOOD, id="penguins.missing_subject", subject="aggregator:summarise_everything")
+    tip = git(demo_repo, "rev-parse", "main").strip()
+    code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml([missing, GOOD])))
+    assert code == EXIT_REJECT and out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
+    reasons = " ".join(out["candidates"][0]["reasons"])
+    assert "subject_resolves" in reasons and "summarise_everything" in reasons
+    assert main_commit(demo_repo)[1] == out["written"] and git(demo_repo, "rev-parse", "main~1").strip() == tip

@@ -678,11 +678,16 @@ def _keys_of(ids: tuple[str, ...]) -> dict[str, str]:
 
 
 def _transform(raw: dict) -> Verdict:
+    """One of §10's transforms, each becoming its catalog kind; the reason lists them (a
+    drafter, or a person, who writes a catalog kind such as ``idempotence`` learns the words)."""
     transform = raw.get("transform")
+    allowed = ", ".join(f"{t} (kind {k})" for t, k in TRANSFORM_TO_KIND.items())
     if transform == "other":
-        return Verdict("known_transform", False, "transform 'other' cannot be accepted without an edit")
+        return Verdict("known_transform", False, f"transform 'other' cannot be accepted without an edit to one of: "
+                                                 f"{allowed}")
     if not isinstance(transform, str) or transform not in TRANSFORM_TO_KIND:
-        return Verdict("known_transform", False, f"unknown transform {transform!r}")
+        return Verdict("known_transform", False, f"unknown transform {transform!r}: a candidate's transform is one "
+                                                 f"of {allowed} (SPEC §10); other catalog kinds are written by hand")
     return Verdict("known_transform", True)
 
 

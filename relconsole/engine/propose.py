@@ -792,6 +792,7 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
     if catalog is None:
         raise BadInputError(review.layout.catalog, "the catalog did not load: candidates cannot be judged")
     out: list[Drafted] = []
+    judged: list[tuple[Drafted, Any]] = []  # (drafted item, its Candidate) for the import check
     seen: dict[str, tuple[str, int]] = {}  # id_key -> (id, item) drafted earlier in this output
     queued = _quarantine_names(review)
     for index, raw in enumerate(items, 1):
@@ -829,7 +830,23 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
                                f"{queued[key]!r} {alike}")
         seen.setdefault(key, (rid, index))
         out.append(Drafted(index, rid, path, text, reasons, notes + list(candidate.notes)))
+        judged.append((out[-1], candidate))
+    _reject_unresolved(review, judged)
     return out
+
+
+def _reject_unresolved(review: Review, judged: list[tuple[Drafted, Any]]) -> None:
+    """A drafted subject (or inverse, transform, canon) that does not resolve on the base is
+    rejected before it is committed: importing it happens in a subject process (§10)."""
+    from relconsole.engine.subjectcheck import CANDIDATE_RULE, reject_unresolved_candidates
+    alive = [(item, candidate) for item, candidate in judged if item.valid]
+    if not alive:
+        return
+    reject_unresolved_candidates(review, [candidate for _item, candidate in alive])
+    for item, candidate in alive:
+        verdict = candidate.verdict(CANDIDATE_RULE)
+        if verdict is not None and not verdict.ok:
+            item.reasons.append(f"{CANDIDATE_RULE}: {verdict.reason}")
 
 
 def commit_candidates(review: Review, drafted: list[Drafted], drafter: str) -> CommitResult | None:

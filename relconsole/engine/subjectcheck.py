@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 
+from relconsole.engine.candidates import Verdict
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.review import Review, checkout_name, import_paths
 from relconsole.engine.subject.server import ForkServer, ServerFault, bwrap_path
@@ -35,33 +36,59 @@ def unresolved_subjects(review: Review, timeout: float = 60.0) -> list[BadInputE
     ServerFault when no subject process can be started."""
     if review.catalog is None:
         return []
+    items = {relation.id: (relation.subject, [relation.raw[r] for r in ROLES if relation.raw.get(r)])
+             for relation in review.relations}
+    problems = unresolved_refs(review, items, timeout)
+    return [BadInputError(review.layout.catalog, f"relation {relation.id!r}: {problems[relation.id]}", relation.line)
+            for relation in review.relations if relation.id in problems]
+
+
+CANDIDATE_RULE = "subject_resolves"
+
+
+def reject_unresolved_candidates(review: Review, candidates: list, timeout: float = 60.0) -> None:
+    """Add a failed ``subject_resolves`` verdict (not one of the text rules: it imports) to
+    each valid candidate whose subject, inverse, transform or canon does not resolve on the
+    base tip, so it is rejected before a replay or an accept (§10 fail closed). Raises
+    ServerFault when no subject process can be started."""
+    valid = [c for c in candidates if c.valid and c.row is not None]
+    items = {c.path: (c.row["subject"], [c.row[r] for r in ROLES if c.row.get(r)]) for c in valid}
+    problems = unresolved_refs(review, items, timeout) if items else {}
+    for candidate in valid:
+        if candidate.path in problems:
+            candidate.verdicts.append(Verdict(CANDIDATE_RULE, False, f"does not resolve on the base: "
+                                                                    f"{problems[candidate.path]}"))
+
+
+def unresolved_refs(review: Review, items: dict[str, tuple[str, list[str]]],
+                    timeout: float = 60.0) -> dict[str, str]:
+    """key -> why, for each ``items`` entry (key -> (subject, [module:attr refs])) whose
+    subject or a ref does not import and resolve on the base tip's tree with the oracle
+    overlaid (one call per entry in a subject process; nothing of the tree runs in this
+    process). Raises ServerFault when no subject process can be started."""
     scratch = scratch_dir("tmp")
     tree = scratch / checkout_name(review)
-    errors = []
+    found: dict[str, str] = {}
     try:
         build_run_tree(review.repo, review.base_tip, review.oracle_dir, review.layout.protected, tree,
                        link=bwrap_path() is not None)
         server = ForkServer(tree, import_paths(review.layout, tree), None, None,
                             sandbox="bwrap" if review.layout.require_sandbox else "auto")
         try:
-            for relation in review.relations:
-                refs = [relation.raw[r] for r in ROLES if relation.raw.get(r)]
-                result = server.call({"subject": relation.subject, "mode": "resolve", "refs": refs, "ops": []},
-                                     timeout)
+            for key, (subject, refs) in items.items():
+                result = server.call({"subject": subject, "mode": "resolve", "refs": refs, "ops": []}, timeout)
                 if result.status != "ok" or "ok" not in result.body:
                     why = result.detail or str((result.body.get("raised") or {}).get("message", ""))
-                    problems = [(relation.subject, {"type": result.status, "message": why})]
+                    problems = [(subject, {"type": result.status, "message": why})]
                 else:
                     problems = [(str(ref), raised) for ref, raised in result.body["ok"] or []]
                 for ref, raised in problems[:1]:
-                    errors.append(BadInputError(review.layout.catalog, f"relation {relation.id!r}: "
-                                                + _problem(ref, raised if isinstance(raised, dict) else {}),
-                                                relation.line))
+                    found[key] = _problem(ref, raised if isinstance(raised, dict) else {})
         finally:
             server.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return errors
+    return found
 
 
-__all__ = ["unresolved_subjects", "ServerFault"]
+__all__ = ["unresolved_subjects", "unresolved_refs", "reject_unresolved_candidates", "ServerFault"]
