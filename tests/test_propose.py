@@ -833,3 +833,19 @@ def test_a_drafted_subject_that_does_not_resolve_on_the_base_is_rejected_not_com
     reasons = " ".join(out["candidates"][0]["reasons"])
     assert "subject_resolves" in reasons and "summarise_everything" in reasons
     assert main_commit(demo_repo)[1] == out["written"] and git(demo_repo, "rev-parse", "main~1").strip() == tip
+
+
+def test_the_prompt_offers_seeds_files_no_relation_reads_yet(demo_repo, capsys):
+    """Tried on pallets/markupsafe: seeds committed for a relation to come were not in the
+    prompt ("the catalog has no relations"), so a model had no input to name."""
+    def add(repo: Path) -> None:
+        (repo / "oracle" / "seeds" / "words.jsonl").write_text('"Hello"\n"día"\n')
+        (repo / "oracle" / "seeds" / "pairs.jsonl").write_text('{"word": "sun"}\n{"word": "sol", "lang": "es"}\n')
+    commit_on_main(demo_repo, add)
+    assert run(demo_repo, "--print-prompt") == EXIT_PASS
+    prompt = capsys.readouterr().out
+    words = next(line for line in prompt.splitlines() if line.startswith("seeds oracle/seeds/words.jsonl"))
+    pairs = next(line for line in prompt.splitlines() if line.startswith("seeds oracle/seeds/pairs.jsonl"))
+    assert "2 rows" in words and "plain values" in words
+    assert "word" in pairs and "lang" in pairs
+    assert not any(line.startswith(f"seeds {SEEDS_FILE}:") and "rows" in line for line in prompt.splitlines())

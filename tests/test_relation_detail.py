@@ -310,3 +310,14 @@ def test_a_miss_says_how_it_compared_and_shows_both_values_of_a_whole_output(sou
     assert ("as bags" in line) == bag and (quantum is None or str(quantum) in line)
     if outcome.differing == ["(whole output)"]:
         assert " vs " in line and len(line) < 2 * SHORT + len(outcome.compared) + 80
+
+
+def test_every_compared_kind_names_its_two_sides_and_a_roundtrip_shows_its_input():
+    """The two columns of a missed relation say what was compared (a roundtrip compares
+    inverse(f(x)) with its input x: calling x an 'output' misled a new user)."""
+    from relconsole.console.views import COLUMN_TITLES
+    from relconsole.engine.catalog import KINDS
+    assert set(KINDS) - {"bound"} <= set(COLUMN_TITLES)  # bound checks one literal edge: one side
+    assert all(left != right for left, right in COLUMN_TITLES.values())
+    left, right = COLUMN_TITLES["roundtrip"]
+    assert "input" in left and "output" not in left and "inverse" in right

@@ -293,6 +293,17 @@ def relation_header(review: Review, relation, full: bool = True) -> Text:
     return text.append_text(replay_text(replayed)) if replayed and full else text
 
 
+COLUMN_TITLES = {  # kind -> what the two compared sides are (§3): a roundtrip's left side is its input
+    "permutation": ("f(x)", "f(shuffled x)"),
+    "idempotence": ("f(x)", "f(f(x))"),
+    "replay_ingest": ("ingest x once", "ingest x twice"),
+    "split_merge": ("f(A ++ B)", "merge(f(A), f(B))"),
+    "monotonic": ("f(x)", "f(x, field raised)"),
+    "roundtrip": ("the input x", "inverse(f(x))"),
+    "invariance": ("f(x)", "f(transform(x))"),
+}
+
+
 def detail_view(review: Review, kind: str, oid: str | None) -> DetailView | None:
     """The full-screen view opened with enter, or None."""
     if not oid:
@@ -306,8 +317,8 @@ def detail_view(review: Review, kind: str, oid: str | None) -> DetailView | None
         if first is None or first.source is None:
             return DetailView(header, body=body)
         left, right = output_columns(first.source, first.followup, first.differing)
-        return DetailView(header, ("source output (canonical)", left),
-                            ("follow-up output (canonical)", right), body=body)
+        source, followup = COLUMN_TITLES.get(relation.kind, ("source output", "follow-up output"))
+        return DetailView(header, (f"{source} (canonical)", left), (f"{followup} (canonical)", right), body=body)
     if kind == "leases" and oid.startswith("w:"):
         lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
         return DetailView(workspace_lease_text(lease)) if lease else None

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
 from relconsole.engine import gitio
+from relconsole.engine.candidates import input_shape as candidate_input_shape
 from relconsole.engine.candidates import (CANDIDATE_FIELDS, PROVENANCE, SEEDS_SUFFIX,
                                           TRANSFORM_TO_KIND, SeedLineError, SeedRow, id_key, id_problem,
                                           parse_seed_line, validate_candidate, validate_seed_rows)
@@ -215,7 +216,25 @@ def _inputs_section(review: Review) -> str:
         lines.append("Seeds inputs (input: {seeds: PATH, schema: SCHEMA}); one row is one call's input:")
     for relation in seeded:
         lines.append(f"seeds {relation.seeds_path}: schema {_json(relation.input['schema'])}")
+    lines += _unused_seed_files(review, {r.seeds_path for r in review.relations if r.seeds_path})
     return _section(head, "\n".join(lines) or "(the catalog has no relations)")
+
+
+def _unused_seed_files(review: Review, described: set[str]) -> list[str]:
+    """Seeds files of the oracle that no relation describes yet (committed for a relation to
+    come): their fields as ``input_shape`` reads them, and a first row."""
+    view = TreeView(review.repo, review.oracle_sha)
+    paths = [p for p in view.list_files(review.layout.seeds_dir) if p.endswith(".jsonl") and p not in described]
+    lines = ["Seeds files no relation reads yet (input: {seeds: PATH}, a schema optional); "
+             "the subject is called with one row at a time:"] if paths else []
+    for path in paths:
+        rows = _jsonl_values_of(view.read_text(path) or "")
+        shape = candidate_input_shape({"seeds": path}, rows, None)
+        what = ("plain values (a whole row is the input)" if shape.plain
+                else f"fields {', '.join(shape.fields)}" if shape.fields else "(no rows)")
+        first = f"; e.g. {_json(rows[0])[:200]}" if rows else ""
+        lines.append(f"seeds {path}: {len(rows)} row{'s' * (len(rows) != 1)}, {what}{first}")
+    return lines
 
 
 def _taken_ids(review: Review) -> list[str]:
