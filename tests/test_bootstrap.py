@@ -266,3 +266,26 @@ async def test_the_console_asks_before_accepting_a_confirmed_candidate_that_hold
         await pilot.press("c", "y")
         await settle(pilot)
     assert "accepted anyway by Rita Reviewer" in git(textkit, "log", "-1", "--format=%B", "main")
+
+
+def test_init_names_every_path_of_the_tree_exempt_or_as_a_listed_gap(textkit: Path, capsys):
+    """Tried on pallets/markupsafe: uv.lock, MANIFEST.in and .devcontainer/ were neither exempt
+    nor listed, so the first patch touching them was a gap nobody had been shown. Every path
+    of the tree is now under an exempt pattern or a commented-out owners line."""
+    import fnmatch
+    extra = {"uv.lock": "lock\n", "MANIFEST.in": "include *.md\n", "bench.py": "print(1)\n",
+             ".gitattributes": "* text=auto\n", "scripts/release.sh": "echo\n", ".devcontainer/x.json": "{}\n"}
+    for path, text in extra.items():
+        (textkit / path).parent.mkdir(parents=True, exist_ok=True)
+        (textkit / path).write_text(text)
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "more files")
+    assert cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())[0] == EXIT_PASS
+    catalog = git(textkit, "show", "HEAD:oracle/catalog.yaml")
+    patterns = [line.split('"')[1] for line in catalog.splitlines() if line.strip().startswith(('"', '# "'))]
+
+    def named(path: str) -> bool:
+        return any(fnmatch.fnmatch(path, p) or (p.endswith("/**") and path.startswith(p[:-2])) for p in patterns)
+    tree = git(textkit, "ls-tree", "-r", "--name-only", "HEAD~1").split()
+    assert [p for p in tree if not named(p)] == []
+    assert '# ".gitattributes"' in catalog  # shown to the reviewer, never silently exempt

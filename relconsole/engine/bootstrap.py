@@ -30,7 +30,9 @@ from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import UsageError
 
 EXEMPT = ("tests/**", "test/**", "docs/**", "doc/**", "*.md", "*.rst", "*.txt", ".github/**", "LICENSE*",
-          ".gitignore", "pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "conftest.py")
+          ".gitignore", "pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "conftest.py",
+          ".editorconfig", ".readthedocs.yaml", ".readthedocs.yml", ".pre-commit-config.yaml",
+          ".devcontainer/**", "MANIFEST.in", "CHANGES*", ".coveragerc", ".flake8")
 INVERSES = {"dumps": "loads", "dump": "load", "encode": "decode", "serialize": "deserialize",
             "to_json": "from_json", "format": "parse", "render": "parse", "pack": "unpack",
             "compress": "decompress", "encrypt": "decrypt", "quote": "unquote", "escape": "unescape"}
@@ -174,18 +176,42 @@ def _packages(files: set[str]) -> list[str]:
     return sorted(found)
 
 
+def _others(files: set[str], layout: Layout) -> list[str]:
+    """Top-level paths that are neither exempt, nor a package or module, nor the oracle (a
+    lock file, a script folder, .gitattributes): listed so the reviewer decides, never silent."""
+    packages = _packages(files)
+    oracle = layout.catalog.split("/", 1)[0]
+    found = set()
+    for path in files:
+        if _matches_any(path, EXEMPT) or _matches_any(path, packages):
+            continue
+        top, _, rest = path.partition("/")
+        if top in (oracle, "src"):
+            continue
+        found.add(f"{top}/**" if rest else top)
+    return sorted(found)
+
+
+def _matches_any(path: str, patterns) -> bool:
+    return any(PurePosixPath(path).match(p) or (p.endswith("/**") and path.startswith(p[:-2])) for p in patterns)
+
+
 def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: list[dict],
                   branch: str) -> tuple[list[FileChange], list[str]]:
     exempt = [p for p in EXEMPT if any(PurePosixPath(f).match(p) or f.startswith(p.removesuffix("**"))
                                        for f in files)]
     owners = "".join(f'  "{p}": []\n' for p in exempt)
     gaps = "".join(f'  # "{p}": [ ]   # the relations that guard it; until then a coverage gap\n' for p in _packages(files))
+    others = _others(files, layout)
+    gaps += "".join(f'  # "{p}": [ ]   # not code relconsole knows: exempt it ([]) or name the relations that '
+                    'guard it; until then a coverage gap\n' for p in others)
     catalog = ("# The oracle: relations a patch must keep (SPEC §3), written by relconsole init.\n"
                "# Accept drafted candidates from oracle/quarantine/ (relconsole review), then name them below.\n"
                f"owners:\n{owners}{gaps}relations: []\n")
     changes = [FileChange(layout.catalog, catalog.encode()), FileChange(layout.freezes, b"[]\n"),
                FileChange(layout.pins, b"{}\n")]
-    lines = [f"{layout.catalog}: {len(exempt)} exempt patterns, {len(_packages(files))} packages left as gaps"]
+    lines = [f"{layout.catalog}: {len(exempt)} exempt patterns, {len(_packages(files))} packages and modules "
+             f"and {len(others)} other top-level paths left as gaps (commented out in owners)"]
     for lease in leases:
         manifest = {k: v for k, v in lease.items() if k not in ("columns", "from", "data")}
         path = f"{layout.leases_dir}/{lease['id']}.yaml"
