@@ -226,5 +226,8 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
         lines.append(f"{path}: drafted {draft['transform']} candidate for {draft['subject']} (not accepted)")
     if not drafts:
         changes.append(FileChange(f"{layout.quarantine_dir}/.gitkeep", b""))
-    lines.append(f"committed on {branch} as one oracle: init commit; next: relconsole review")
+    step = ("relconsole review: confirm (o) and accept (a) the drafted candidates" if drafts else
+            "relconsole propose --drafter CMD to draft relations (README: Adopt it in your repository; "
+            "no corpus? commit seeds first)")
+    lines.append(f"committed on {branch} as one oracle: init commit; next: {step}")
     return changes, lines
