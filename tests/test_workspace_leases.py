@@ -398,3 +398,17 @@ def test_passwords_never_appear_in_a_redacted_url(url):
     from relconsole.engine.wslease import redact
     shown = redact(url)
     assert "s3cret" not in shown and "***" in shown and redact(shown) == shown
+
+
+def test_a_redis_url_without_the_redis_client_is_one_line_and_exit_64(tmp_path):
+    """redis is the optional extra relconsole[redis]: without it a redis:// URL is a usage
+    error naming the extra, not a traceback (issue 17)."""
+    probe = ("import sys; sys.modules['redis'] = None\n"
+             "from relconsole.engine.errors import UsageError\n"
+             "from relconsole.engine.wslease import open_store\n"
+             "try:\n    open_store('redis://:secret@127.0.0.1:1/0', sys.argv[1])\n"
+             "except UsageError as exc:\n    print(exc.exit_code, exc.one_line())\n")
+    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], check=False)
+    code, _, message = proc.stdout.strip().partition(" ")
+    assert code == "64" and "relconsole[redis]" in message and "secret" not in message, proc

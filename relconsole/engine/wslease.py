@@ -412,9 +412,13 @@ class RedisLeaseStore(LeaseStore):
     GEN_PREFIX = "relconsole:wsgen:"
 
     def __init__(self, url: str):
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
+        try:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError:
+            raise UsageError(f"--lease-url {redact(url)} needs the Redis client: "
+                             "pip install 'relconsole[redis]'") from None
 
         self.url = redact(url)  # what sheets and messages show: never a password
         self._errors = (redis.exceptions.RedisError, OSError)
