@@ -24,17 +24,13 @@ from relconsole.cli_propose import register as register_propose
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.cli_options import workspace_lease_options
-from relconsole.engine import importmap
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
-from relconsole.engine.decision import worst
 from relconsole.engine.literal import literal, one_line
-from relconsole.engine.report import replay_lines, replay_payload, run_payload
-from relconsole.engine.review import Review, finish_review, load_review, run_review, today_from_env
-from relconsole.engine.runner import prestart
 
-if TYPE_CHECKING:  # the commands import what they need: `run` never pays for replay or confirm
+if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     from relconsole.engine.replay import Shard
+    from relconsole.engine.review import Review
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,11 +65,24 @@ def _version() -> str:
         return "(not installed: run from a source tree)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is read from package metadata only when asked for (reading it
+    costs every start 40 ms otherwise)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print relconsole's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"relconsole {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = _Parser(prog="relconsole", description="Review AI-written patches with metamorphic relations: "
                      "the console (review, demo) and its command-line twins (relconsole COMMAND --help).")
-    parser.add_argument("--version", action="version", version=f"relconsole {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     review = sub.add_parser("review", help="open the review console")
@@ -216,6 +225,7 @@ def _seed(text: str) -> int:
 
 
 def _load(args) -> Review:
+    from relconsole.engine.review import load_review
     return load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
 
 
@@ -235,6 +245,7 @@ def _errors_payload(review: Review) -> list[dict]:
 
 
 def cmd_bind(args) -> int:
+    from relconsole.engine import importmap
     review = _load(args)
     try:
         if not review.errors:
@@ -258,6 +269,10 @@ def cmd_bind(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from relconsole.engine import importmap
+    from relconsole.engine.report import run_payload
+    from relconsole.engine.review import finish_review, load_review, run_review
+    from relconsole.engine.runner import prestart
     prestart()  # the judge's processes boot while the review loads
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True)
     try:
@@ -289,6 +304,7 @@ def cmd_run(args) -> int:
 
 
 def _worst_of(results):
+    from relconsole.engine.decision import worst
     return worst([r.verdict for r in results])
 
 
@@ -430,6 +446,7 @@ def cmd_accept_delete(args) -> int:
 
 
 def cmd_freeze(args) -> int:
+    from relconsole.engine.review import run_review
     from relconsole.engine import actions
     review = _load(args)
     try:
@@ -444,6 +461,7 @@ def cmd_freeze(args) -> int:
 
 def cmd_init(args) -> int:
     """One ``oracle: init`` commit on the base branch; 64 when the base has an oracle already."""
+    from relconsole.engine.review import today_from_env
     from relconsole.engine.bootstrap import init_oracle
     result = init_oracle(args.repo, args.base, args.today or today_from_env(), args.corpus, args.subject)
     _emit(args, _commit_payload(result.commit) | {"wrote": result.lines},
@@ -490,6 +508,8 @@ def cmd_bite(args) -> int:
 
 def cmd_replay(args) -> int:
     """Exit with the worst §8 decision of the sheets; 3 when the workspace lease is held or lost."""
+    from relconsole.engine import importmap
+    from relconsole.engine.report import replay_lines, replay_payload
     from relconsole.engine.replay import ReplayOptions, Shard, replay
     from relconsole.engine.wslease import open_store
     review = _load(args)

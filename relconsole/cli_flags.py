@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 
-from relconsole.engine.checklist import merge_checklist, with_checklist
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS
 from relconsole.engine.literal import one_line
-from relconsole.engine.review import load_review, run_review
 
 MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
 
@@ -31,6 +29,8 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_flags(args) -> int:
     """Print the flags and checklist of the review ``args`` names; return the exit code."""
+    from relconsole.engine.checklist import merge_checklist, with_checklist
+    from relconsole.engine.review import load_review, run_review
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
     try:
         if args.run and not review.errors:

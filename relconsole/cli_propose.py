@@ -22,11 +22,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from relconsole.engine import propose
 from relconsole.engine.errors import EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, UsageError
 from relconsole.engine.literal import literal, one_line
-from relconsole.engine.review import Review, load_review
+from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
+
+if TYPE_CHECKING:  # the commands import the engine: building the parser loads none of it
+    from relconsole.engine import propose
+    from relconsole.engine.review import Review
 
 
 def _seconds(text: str) -> float:
@@ -51,9 +55,9 @@ def register(subparsers, commands: dict, review_options) -> None:
                         help="text of the ticket the patch is for, put in the prompt")
     parser.add_argument("--seeds", default=None, metavar="RELATION_ID",
                         help="draft input rows for this seeds relation instead of candidate relations")
-    parser.add_argument("--timeout", type=_seconds, default=propose.DEFAULT_TIMEOUT_SECONDS,
+    parser.add_argument("--timeout", type=_seconds, default=DRAFTER_TIMEOUT_SECONDS,
                         metavar="SECONDS",
-                        help=f"stop the drafter after this long (default: {propose.DEFAULT_TIMEOUT_SECONDS:g})")
+                        help=f"stop the drafter after this long (default: {DRAFTER_TIMEOUT_SECONDS:g})")
     parser.add_argument("--print-prompt", action="store_true",
                         help="print the prompt and exit; run no drafter, write nothing")
     review_options(parser)
@@ -63,6 +67,8 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_propose(args) -> int:
     """Run ``propose`` for parsed ``args``; return the §8 exit code (see the module doc)."""
+    from relconsole.engine import propose
+    from relconsole.engine.review import load_review
     if not args.drafter and not args.print_prompt:
         raise UsageError("propose needs --drafter CMD (or --print-prompt to see the prompt)")
     if args.drafter:
@@ -126,6 +132,7 @@ def _prompt_json(prompt: propose.Prompt, args) -> dict:
 
 
 def _prompt_lines(prompt: propose.Prompt, args) -> list[str]:
+    from relconsole.engine import propose
     lines = [f"drafter: {one_line(args.drafter)}"]
     if prompt.diff_truncated:
         lines.append(f"prompt: the diff was cut to {prompt.diff_bytes} of {prompt.diff_total} bytes "
@@ -148,6 +155,7 @@ def _commit_lines(result) -> list[str]:
 
 
 def _candidates(args, review: Review, prompt: propose.Prompt, ticket, items: list) -> int:
+    from relconsole.engine import propose
     stamp = propose.provenance(args.drafter, ticket, review)
     drafted = propose.judge_candidates(review, items, stamp)
     result = propose.commit_candidates(review, drafted, args.drafter)
@@ -174,6 +182,7 @@ def _candidates(args, review: Review, prompt: propose.Prompt, ticket, items: lis
 
 
 def _seeds(args, review: Review, prompt: propose.Prompt, items: list) -> int:
+    from relconsole.engine import propose
     rows = propose.judge_seed_rows(review, args.seeds, items)
     committed = propose.commit_seed_rows(review, args.seeds, rows, args.drafter)
     path, result = committed if committed is not None else (None, None)
