@@ -84,9 +84,9 @@ def lines(outcome: ConfirmOutcome) -> list[str]:
         out.append(f"  {which} replay: {sides}  (lease generation {record['lease']['generation']}, "
                    f"{record['worktree']} worktree{'' if which in outcome.ran else ', recorded earlier'})")
     out += [f"  {one_line(line)}" for line in state.reason.splitlines() if line.strip()]
-    if state.holds_nowhere:
-        out.append(f"  warning: it missed on head and base ({one_line(state.holds_nowhere)}): as a relation it "
-                   "would fail every review; accept refuses it unless --override-unconfirmed")
+    if state.base_miss:
+        out.append(f"  warning: it misses on the base ({one_line(state.base_miss)}); accept refuses it unless "
+                   "--override-unconfirmed")
     if outcome.commit is not None:
         out.append(f"  {outcome.commit.sha[:12]} {one_line(outcome.commit.message.splitlines()[0])}")
     out += [f"  note: {one_line(note)}" for note in outcome.notes]

@@ -211,7 +211,7 @@ def test_a_drafted_schema_that_contradicts_its_seeds_is_rejected_by_validation(t
     assert code == EXIT_USAGE and "input.schema does not fit" in err and "row 2" in err
 
 
-def _holds_nowhere(textkit: Path, capsys) -> list[str]:
+def _misses_on_base(textkit: Path, capsys) -> list[str]:
     """An adopted textkit with a candidate that misses on every side (it encodes a word
     twice and calls that the word), confirmed; returns the CLI's repository arguments."""
     args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
@@ -225,7 +225,7 @@ def _holds_nowhere(textkit: Path, capsys) -> list[str]:
     git(textkit, "add", "-A")
     git(textkit, "commit", "-q", "-m", "catalog and quarantine: seeds and a draft that cannot hold")
     code, out, _ = cli(capsys, "confirm", "textkit.twice_encoded", *args)
-    assert "confirmed" in out and "missed on head and base" in out
+    assert "confirmed" in out and "misses on the base" in out
     return args
 
 
@@ -233,31 +233,31 @@ def test_a_candidate_that_misses_on_head_and_base_is_not_accepted_as_confirmed(t
     """Tried on pypa/packaging: a roundtrip whose replays agreed that it misses on both sides
     was "confirmed" and accepted, and then failed every review. accept refuses it unless the
     reviewer overrides, and confirm says so."""
-    args = _holds_nowhere(textkit, capsys)
+    args = _misses_on_base(textkit, capsys)
     tip = git(textkit, "rev-parse", "main").strip()
     code, _, err = cli(capsys, "accept", "textkit.twice_encoded", *args)
-    assert code == EXIT_USAGE and "holds on no side" in err and git(textkit, "rev-parse", "main").strip() == tip
+    assert code == EXIT_USAGE and "misses on the base" in err and git(textkit, "rev-parse", "main").strip() == tip
     code, out, _ = cli(capsys, "accept", "textkit.twice_encoded", "--override-unconfirmed", *args)
     assert code == EXIT_PASS and "accepted anyway by Rita Reviewer" in git(textkit, "log", "-1", "--format=%B")
 
 
-async def test_the_console_asks_before_accepting_a_confirmed_candidate_that_holds_nowhere(textkit: Path, capsys):
+async def test_the_console_asks_before_accepting_a_confirmed_candidate_that_misses_on_the_base(textkit: Path, capsys):
     """The Quarantine pane says the candidate misses on head and base; a asks for the override
     (n leaves the branch alone), y then c y commits it with the override in the message."""
     from relconsole.console.app import ReviewApp
     from relconsole.console.screens.confirm import ConfirmScreen
     from tests.test_console import SIZE, goto, prompts, settle
-    _holds_nowhere(textkit, capsys)
+    _misses_on_base(textkit, capsys)
     path = "oracle/quarantine/textkit.twice_encoded.yaml"
     tip = git(textkit, "rev-parse", "main").strip()
     app = ReviewApp(repo=str(textkit), today=TODAY)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await goto(pilot, "quarantine", f"c:{path}")
-        assert "misses on head and base" in prompts(app, "quarantine")[f"c:{path}"]
+        assert "misses on the base" in prompts(app, "quarantine")[f"c:{path}"]
         await pilot.press("a")
         await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen) and "holds nowhere" in str(app.screen.title_text)
+        assert isinstance(app.screen, ConfirmScreen) and "misses on the base" in str(app.screen.title_text)
         await pilot.press("n")
         await pilot.pause()
         assert "accept pending" not in prompts(app, "quarantine")[f"c:{path}"]

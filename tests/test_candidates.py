@@ -981,7 +981,7 @@ def test_a_schema_naming_a_column_the_corpus_lacks_is_rejected():
     assert "wingspan_cm" in failed(judge(drafted))["input_schema"]
     optional = variant(input={"lease": "penguins", "schema": {"body_mass_g": "str",
                                                              "wingspan_cm": {"type": "str", "optional": True}}})
-    assert failed(judge(optional)) == {}
+    assert "wingspan_cm" in failed(judge(optional))["input_schema"]  # every corpus row has the header's keys
 
 
 def test_a_seeds_file_the_oracle_does_not_hold_is_named():
@@ -1005,3 +1005,22 @@ def test_an_unknown_transform_is_told_every_transform_it_may_use(transform):
     from relconsole.engine.candidates import TRANSFORM_TO_KIND
     reason = failed(judge(variant(transform=transform)))["known_transform"]
     assert all(name in reason for name in TRANSFORM_TO_KIND), reason
+
+
+def test_an_optional_field_no_row_has_is_a_ghost_and_rejected():
+    """Red team: ``ghost: {type: int, optional: true}`` raised by a monotonic changed no row,
+    so the relation held whatever the patch did (and its choices smuggled numbers in)."""
+    rows = [{"word": "sun"}, {"word": "sol", "lang": "es"}]
+    ghost = input_shape({"seeds": "s.jsonl", "schema": {"word": "str", "lang": {"type": "str", "optional": True},
+                                                         "ghost": {"type": "int", "optional": True}}}, rows, None)
+    assert ghost.problem and "'ghost'" in ghost.problem and "'lang'" not in ghost.problem
+    over_lease = input_shape({"lease": "w", "schema": {"word": "str", "ghost": {"type": "int", "optional": True}}},
+                             None, ["word", "lang"])
+    assert over_lease.problem and "ghost" in over_lease.problem
+    assert "no rows" in input_shape({"seeds": "s.jsonl", "schema": {"word": "str"}}, [], None).problem
+
+
+@pytest.mark.parametrize("rid", ["con", "NUL", "com1.orders", "lpt9", "aux.x"])
+def test_an_id_windows_reserves_for_a_device_is_not_a_safe_file_name(rid):
+    assert "safe_id" in failed(judge(variant(id=rid)))
+    assert "safe_id" not in failed(judge(variant(id="my" + rid)))  # only the device name itself

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from relconsole.cli import main
-from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE
+from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE
 from relconsole.engine.leases import parse_lease
 from tests.conftest import TODAY, git
 
@@ -274,3 +274,39 @@ def test_validate_rejects_a_candidate_whose_subject_does_not_resolve(demo_repo: 
     assert found["penguins.mass_permutation"]["valid"]
     typo = found["penguins.typo_subject"]
     assert not typo["valid"] and any("aggregator:summarise" in r and "does not resolve" in r for r in typo["reasons"])
+
+
+@pytest.mark.parametrize("seeds", ["/oracle/seeds/rollout.jsonl", "oracle/seeds/rollout.jsonl/", "./oracle/seeds/rollout.jsonl",
+                                   "tests/test_rollout.py", "oracle/quarantine/rollout.monotonic.seeds.jsonl",
+                                   "oracle/catalog.yaml"])
+def test_a_seeds_path_outside_the_protected_seeds_is_refused_in_catalog_and_quarantine(demo_repo: Path, capsys, seeds):
+    """Red team: an absolute path read the host's file, a path outside the protected tree
+    let the patch choose the inputs, a quarantine or YAML file read as plain-value seeds."""
+    git(demo_repo, "checkout", "-q", "main")
+    draft = git(demo_repo, "show", "main:oracle/quarantine/penguins.mass_permutation.yaml")
+    draft = draft.replace("id: penguins.mass_permutation", "id: penguins.elsewhere")
+    draft = draft.replace("input: {lease: penguins}", f"input: {{seeds: {json.dumps(seeds)}}}")
+    assert json.dumps(seeds) in draft
+    (demo_repo / "oracle" / "quarantine" / "penguins.elsewhere.yaml").write_text(draft)
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-qm", "quarantine: a draft reading seeds from elsewhere")
+    code, out, _ = cli(capsys, "validate", "--json", *repo_args(demo_repo))
+    found = next(c for c in json.loads(out)["candidates"] if c["id"] == "penguins.elsewhere")
+    assert not found["valid"] and any(seeds.rstrip("/") in r and "seeds path" in r for r in found["reasons"]), found
+    # the same path in a catalog row is a bad input file naming the catalog line (exit 5)
+    catalog = demo_repo / "oracle" / "catalog.yaml"
+    text = catalog.read_text()
+    catalog.write_text(text.replace("seeds: oracle/seeds/rollout.jsonl", f"seeds: {json.dumps(seeds)}", 1))
+    assert catalog.read_text() != text
+    git(demo_repo, "commit", "-qam", "catalog: the rollout seeds moved")
+    code, _, err = cli(capsys, "validate", *repo_args(demo_repo))
+    assert code == EXIT_BAD_INPUT and "oracle/catalog.yaml:" in err and "seeds path" in err
+
+
+def test_commits_are_refused_when_the_review_reads_the_oracle_from_head(demo_repo: Path, capsys):
+    """Red team: under --oracle-from HEAD the patch's [tool.relconsole] chose the quarantine
+    directory and the branch a propose commit went to."""
+    tip = git(demo_repo, "rev-parse", "main").strip()
+    code, _, err = cli(capsys, "delete", "penguins.mass_permutation", "--oracle-from", "HEAD", *repo_args(demo_repo))
+    assert code == EXIT_USAGE and "--oracle-from HEAD" in err
+    assert git(demo_repo, "rev-parse", "main").strip() == tip

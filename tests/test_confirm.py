@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from relconsole import cli
-from relconsole.engine.confirm import (CONFIRMED, DISCARDED, REPLAYED_ONCE, UNREPLAYED, ConfirmOptions,
+from relconsole.engine.confirm import (CONFIRMED, DISCARDED, REPLAYED_ONCE, UNREPLAYED, ConfirmOptions, ConfirmState,
                                        ConfirmRefused, _disagreement, candidate_state, confirm_candidate,
                                        state_dir)
 from relconsole.engine.decision import decide
@@ -372,3 +372,32 @@ def test_replays_agree_exactly_when_every_run_on_every_side_agrees(record, side,
     reason = _disagreement(record, other)
     assert reason is not None and ("HEAD" if side == "head" else "merge base") in reason
     assert f"seed {runs[index]['seed']}" in reason
+
+
+def _side(runs: int, misses: int, why: str = "disagree on total") -> dict:
+    return {"outcome": "held" if not misses else "missed" if misses == runs else "mixed", "runs": runs,
+            "misses": misses, "per_seed": [{"seed": n, "held": n >= misses, "describe": "held" if n >= misses else why}
+                                           for n in range(runs)]}
+
+
+@given(st.integers(1, 6), st.integers(0, 6), st.integers(0, 6), st.integers(0, 6))
+def test_a_confirmed_candidate_is_sound_only_when_the_base_never_missed(runs, head1, base1, base2):
+    """Red team: 'holds on no side' let a candidate that missed 2 of 3 runs on the base be
+    accepted. Any base miss in either replay marks it; head misses alone (a catch of the
+    patch) never do."""
+    head1, base1, base2 = min(head1, runs), min(base1, runs), min(base2, runs)
+    state = ConfirmState("c", "oracle/quarantine/c.yaml", "0" * 64, CONFIRMED,
+                         first={"sides": {"head": _side(runs, head1), "base": _side(runs, base1)}},
+                         second={"sides": {"head": _side(runs, head1), "base": _side(runs, base2)}})
+    assert (state.base_miss is None) == (base1 + base2 == 0)
+    if state.base_miss:
+        assert f"{base1 + base2} of {2 * runs} base runs missed" in state.base_miss
+    assert not state.subject_not_on_base
+
+
+def test_a_subject_the_patch_adds_is_told_to_wait_for_the_merge():
+    from relconsole.engine.actions import base_miss_advice
+    missing = "AttributeError: module 'aggregator' has no attribute 'partial'"
+    state = ConfirmState("c", "p", "0" * 64, CONFIRMED,
+                         first={"sides": {"head": _side(3, 3), "base": _side(3, 3, missing)}})
+    assert state.subject_not_on_base and "merged" in base_miss_advice(state)

@@ -159,7 +159,7 @@ class OwnerWorkflows:
 
     def ask_override(self, oid: str, state, then) -> None:
         """A second confirmation before an unconfirmed candidate may be accepted."""
-        title = ("Accept a candidate that holds nowhere?" if state is not None and state.confirmed
+        title = ("Accept a candidate that misses on the base?" if state is not None and state.confirmed
                  else "Accept without a confirming second replay?")
         self.push_screen(ConfirmScreen(title, views.unconfirmed_question(self.review, oid, state)),
                          lambda yes: yes and then())

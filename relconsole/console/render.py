@@ -160,8 +160,8 @@ def replay_state_line(state, valid: bool = True) -> Text:
     if not valid:
         return Text("")
     words, style = REPLAY_STATES.get(state.state if state else "", ("? replay state unknown", "dim"))
-    if state is not None and state.confirmed and state.holds_nowhere:
-        words, style = "● confirmed, ✗ but misses on head and base", "bold red"
+    if state is not None and state.confirmed and state.base_miss:
+        words, style = "● confirmed, ✗ but misses on the base", "bold red"
     return Text.assemble((" · ", "dim"), (words, style))
 
 

@@ -16,7 +16,7 @@ from relconsole.console.render import lit
 from relconsole.console.screens.detail import (DetailView, candidate_text, lease_text, output_columns,
                                                relation_body, relation_text, replay_text, workspace_lease_text)
 from relconsole.engine.acks import MIN_PREFIX
-from relconsole.engine.actions import OVERRIDE
+from relconsole.engine.actions import OVERRIDE, base_miss_advice
 from relconsole.engine.checklist import with_checklist
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.freezes import check_new_row
@@ -153,16 +153,16 @@ def confirm_state(review: Review, oid: str):
 
 def sound_confirmation(state) -> bool:
     """Confirmed by a second replay, and holding on some side it ran (§10)."""
-    return bool(state is not None and state.confirmed and not state.holds_nowhere)
+    return bool(state is not None and state.confirmed and not state.base_miss)
 
 
 def unconfirmed_question(review: Review, oid: str, state) -> str:
-    """The override dialog's text: why the candidate is not confirmed (or holds nowhere),
+    """The override dialog's text: why the candidate is not confirmed (or misses on the base),
     what the commit records."""
     name = item_label(review, oid)
-    if state is not None and state.confirmed and state.holds_nowhere:
-        return (f"{name} is confirmed, but it missed on head and base ({state.holds_nowhere}).\n"
-                "As a catalog relation it would fail every review: fix the candidate instead.\n\n"
+    if state is not None and state.confirmed and state.base_miss:
+        return (f"{name} is confirmed, but it misses on the base ({state.base_miss}).\n"
+                f"{base_miss_advice(state).capitalize()}.\n\n"
                 "Accept it anyway as the reviewer's override? The catalog: commit message records "
                 "the override and your git identity.")
     why = (f"{state.state.replace('_', ' ')}: {state.reason or 'no replay has run'}" if state

@@ -166,17 +166,16 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
     if data is None or hashlib.sha256(data).hexdigest() != state.content_sha256:
         raise CommitRefused(f"{candidate.path} changed on {review.oracle_branch} since the "
                             "review loaded; reload the review")
-    nowhere = state.holds_nowhere
-    if state.confirmed and not nowhere:
+    base_miss = state.base_miss
+    if state.confirmed and not base_miss:
         return f"second replay: confirmed (content sha256 {state.content_sha256})"
     if state.confirmed:
         if not override:
-            raise CommitRefused(f"{candidate.id} is confirmed but holds on no side it ran (head and base "
-                                f"missed: {one_line(nowhere)}): as a relation it would fail every review; fix the "
-                                "candidate, or accept it anyway with --override-unconfirmed")
+            raise CommitRefused(f"{candidate.id} is confirmed but misses on the base ({one_line(base_miss)}): "
+                                + base_miss_advice(state) + "; or accept it anyway with --override-unconfirmed")
         who = git_identity(review)
-        return (f"second replay: confirmed (content sha256 {state.content_sha256}) but missed on head and base; "
-                f"accepted anyway by {who.name} <{who.email}>")
+        return (f"second replay: confirmed (content sha256 {state.content_sha256}) but misses on the base "
+                f"({one_line(base_miss)}); accepted anyway by {who.name} <{who.email}>")
     if not override:
         raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
                             f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "
@@ -184,6 +183,14 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
     who = git_identity(review)
     return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "
             f"{state.content_sha256}); accepted unconfirmed by {who.name} <{who.email}>")
+
+
+def base_miss_advice(state) -> str:
+    """What a reviewer should do with a candidate that misses on the base (§10)."""
+    if state.subject_not_on_base:
+        return ("its subject is not on the base (code the patch adds): accept it once the patch has merged, "
+                "or every other review would miss it")
+    return "as a relation it would hold or reject reviews of code that is not broken; fix the candidate"
 
 
 def _refuse_unloadable(review: Review, view: TreeView, changes: list[FileChange], candidates) -> None:

@@ -14,10 +14,8 @@ drafted and validated, never accepted: a person accepts them (§10).
 from __future__ import annotations
 
 import ast
-import csv
 import datetime as dt
 import hashlib
-import io
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -28,6 +26,7 @@ from relconsole.engine import gitio
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import UsageError
+from relconsole.engine.leases import header_fields
 
 EXEMPT = ("tests/**", "test/**", "docs/**", "doc/**", "*.md", "*.rst", "*.txt", ".github/**", "LICENSE*",
           ".gitignore", "pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "conftest.py",
@@ -109,18 +108,10 @@ def _lease(view, files: set[str], path: str, owner: str, today: dt.date, layout:
 def _columns(path: str, data: bytes) -> list[str]:
     """The corpus's field names: a CSV header, or the keys of a JSON-lines file's first row."""
     import gzip
-    import json
     if path.endswith(".gz"):
         data = gzip.decompress(data)
     text = data.decode("utf-8", "replace")
-    if path.removesuffix(".gz").endswith((".jsonl", ".json")):
-        first = next((line for line in text.splitlines() if line.strip()), "{}")
-        try:
-            row = json.loads(first)
-        except ValueError:
-            return []
-        return [str(k) for k in row] if isinstance(row, dict) else []
-    return next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+    return header_fields(path, next((line for line in text.splitlines() if line.strip()), ""))
 
 
 def _module_file(files: set[str], module: str) -> str | None:

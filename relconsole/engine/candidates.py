@@ -33,7 +33,7 @@ from typing import Any, Callable
 import yaml
 
 from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation,
-                                       answer_like, check_row, optional_fields)
+                                       answer_like, check_row)
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error
 from relconsole.engine.textedit import jsonl_lines
@@ -379,7 +379,7 @@ def input_shape(inp: dict, rows: list[Any] | None, header: list[str] | None,
     if inp.get("lease"):
         if header is None or schema is None:
             return InputShape(list(schema) if schema else header)
-        absent = [k for k in schema if k not in header and k not in optional_fields(schema)]
+        absent = [k for k in schema if k not in header]  # optional or not: every corpus row has the header's keys
         problem = (f"input.schema names {', '.join(map(repr, absent))}, which the corpus header does not have "
                    f"({', '.join(header)})") if absent else None
         return InputShape(list(schema), problem=problem)
@@ -388,11 +388,17 @@ def input_shape(inp: dict, rows: list[Any] | None, header: list[str] | None,
         return InputShape(list(schema) if schema else None)
     if rows is None:
         return InputShape(None, problem=f"the seeds file {seeds} is not in the oracle")
+    if not rows:
+        return InputShape(None, problem=f"the seeds file {seeds} has no rows")
     if schema is not None:
         for number, row in enumerate(rows, 1):
             reasons = check_row(row, schema)
             if reasons:
                 return InputShape(list(schema), problem=f"input.schema does not fit {seeds} row {number}: {reasons[0]}")
+        ghosts = [k for k in schema if not any(isinstance(row, dict) and k in row for row in rows)]
+        if ghosts:  # an optional field no row has: raising or comparing it changes nothing
+            return InputShape(list(schema), problem=f"input.schema declares {', '.join(map(repr, ghosts))}, which no "
+                                                    f"row of {seeds} has")
         return InputShape(list(schema))
     if catalog_schema:
         return InputShape(list(catalog_schema))
@@ -634,7 +640,12 @@ def id_problem(rid: Any) -> str | None:
     if not SAFE_ID.fullmatch(rid) or ".." in rid:
         return (f"id {rid!r} is not a safe file name: ASCII letters, digits, '_', '.', '-', "
                 "at most 200, no leading or trailing '.' or '-', no '..'")
+    if rid.split(".", 1)[0].lower() in _WINDOWS_RESERVED:
+        return f"id {rid!r} starts with a name Windows reserves for a device ({rid.split('.', 1)[0]})"
     return None
+
+
+_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{n}" for n in range(1, 10)), *(f"lpt{n}" for n in range(1, 10))}
 
 
 def _safe_id(raw: dict) -> Verdict:

@@ -131,16 +131,27 @@ class ConfirmState:
         return self.state == CONFIRMED
 
     @property
-    def holds_nowhere(self) -> str | None:
-        """When every side of the recorded replays missed (head and base): what the first
-        miss said, else None. Such a candidate is confirmed (the replays agree) yet as a
-        catalog relation it would fail every review."""
-        records = [r for r in (self.first, self.second) if r]
-        sides = [side for record in records for side in record["sides"].values()]
-        if not sides or any(side["outcome"] != "missed" for side in sides):
+    def base_miss(self) -> str | None:
+        """When a recorded replay missed on the base (the merge base: code before the
+        patch) in any run: how often and what the first miss said, else None. Such a
+        candidate may be confirmed (the replays agree), yet as a catalog relation it would
+        hold or reject reviews on the base's own code, or, for code the patch adds (the
+        subject is not on the base), every review until the patch has merged."""
+        sides = [record["sides"]["base"] for record in (self.first, self.second)
+                 if record and "base" in record.get("sides", {})]
+        missed = sum(side["misses"] for side in sides)
+        if not missed:
             return None
-        seeds = [seed for side in sides for seed in side.get("per_seed", ())]
-        return next((s["describe"] for s in seeds if s.get("describe")), "missed")
+        runs = sum(side["runs"] for side in sides)
+        first = next((seed["describe"] for side in sides for seed in side.get("per_seed", ())
+                      if not seed.get("held") and seed.get("describe")), "missed")
+        return f"{missed} of {runs} base runs missed: {first}"
+
+    @property
+    def subject_not_on_base(self) -> bool:
+        """Whether the base misses are the subject's absence (code the patch adds)."""
+        why = self.base_miss or ""
+        return any(word in why for word in ("AttributeError", "ModuleNotFoundError", "ImportError"))
 
     def to_json(self) -> dict:
         """The state file's content (``file`` is where it is, not part of it)."""

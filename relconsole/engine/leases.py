@@ -8,7 +8,9 @@ flat; a caller may pass its own ``digest`` (the review looks corpora up by blob 
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import json
 import re
 import stat
@@ -111,6 +113,19 @@ def sha256_file(path: Path) -> str:
 
 def _any_file(path: Path, _relative: str) -> str:
     return sha256_stream(path)
+
+
+def header_fields(path: str, first_line: str) -> list[str]:
+    """A corpus's field names from its first non-empty line: the CSV header, or the keys of
+    the first row of a JSON-lines file (``.jsonl``/``.ndjson``/``.json``, gzip or not, as the
+    subject harness reads them); [] when that row is not an object."""
+    if path.removesuffix(".gz").endswith((".jsonl", ".ndjson", ".json")):
+        try:
+            row = json.loads(first_line)
+        except ValueError:
+            return []
+        return [str(k) for k in row] if isinstance(row, dict) else []
+    return next(csv.reader(io.StringIO(first_line)), [])
 
 
 def corpus_file(root: Path, relative: str) -> tuple[Path | None, str]:

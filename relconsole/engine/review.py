@@ -9,11 +9,10 @@ The console, the CLI and the pytest plugin all go through this module.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import functools
 import datetime as dt
-import io
+import functools
+import gzip
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadIn
 from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_rows
 from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
+from relconsole.engine.leases import header_fields
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
@@ -199,7 +199,11 @@ class Review:
     def commit_branch(self) -> str:
         """``oracle_branch``, where a console commit may go. Raises CommitRefused when the review's
         base is not a local branch (a remote-tracking ``origin/main``, a tag, a commit) and no
-        ``oracle_branch`` is configured: the commit would land where this review does not read."""
+        ``oracle_branch`` is configured: the commit would land where this review does not read;
+        and when the review reads its oracle from HEAD (the patch's layout would choose)."""
+        if self.oracle_from == "HEAD":  # the layout, quarantine dir and branch would be the patch's choice
+            raise CommitRefused("this review reads the oracle from HEAD (--oracle-from HEAD): the patch's "
+                                "[tool.relconsole] would decide where a commit goes; review from the base to commit")
         branch = self.oracle_branch
         if not self.layout.oracle_branch and branch != self.base_ref:
             raise CommitRefused(f"the review's base {self.base_ref} is not a local branch, so a commit would land "
@@ -443,6 +447,12 @@ def _check_seeds(review: Review, view: gitio.TreeView) -> None:
         path = relation.seeds_path
         if not path:
             continue
+        misplaced = seeds_path_problem(review.layout, path)
+        if misplaced:
+            review.seed_problems[relation.id] = misplaced
+            review.errors.append(BadInputError(review.layout.catalog, f"relation {relation.id!r}: {misplaced}",
+                                               relation.line))
+            continue
         if path not in texts:  # thousands of relations share a few seeds files
             texts[path] = view.read_text(path)
         text = texts[path]
@@ -457,6 +467,23 @@ def _check_seeds(review: Review, view: gitio.TreeView) -> None:
         if problem:
             review.seed_problems[relation.id] = problem.one_line()
             review.errors.append(problem)
+
+
+def seeds_path_problem(layout, path: str) -> str | None:
+    """Why ``path`` cannot name a seeds file (§3), or None: a plain repository-relative POSIX
+    path (no leading ``/``, ``..``, ``.``, empty part, backslash or trailing ``/``) to a
+    ``.jsonl`` file inside the protected tree and outside quarantine. A seeds file elsewhere
+    would come from the patch's tree (the oracle overlays only the protected tree), and an
+    absolute path would read the host's file."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
+        return f"seeds path {path!r} is not a plain path inside the repository"
+    if not path.endswith(".jsonl"):
+        return f"seeds path {path!r} is not a .jsonl file"
+    if not protected(layout.protected, path) or path.startswith(layout.quarantine_dir.rstrip("/") + "/"):
+        return (f"seeds path {path!r} is outside the protected tree ({', '.join(layout.protected)}; not quarantine): "
+                "the patch would choose the relation's inputs")
+    return None
 
 
 def seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError | None:
@@ -530,11 +557,13 @@ def input_fields(review: Review, inp: dict) -> list[str] | None:
         if status is None or status.lease is None:
             return None
         corpus = review.oracle_dir / status.lease.path
+        opener = gzip.open if status.lease.path.endswith(".gz") else open
         try:
-            with open(corpus, encoding="utf-8", newline="") as handle:
-                return next(csv.reader(io.StringIO(handle.readline())), None)
-        except OSError:
+            with opener(corpus, "rt", encoding="utf-8", newline="") as handle:
+                first = next((line for line in handle if line.strip()), "")
+        except (OSError, EOFError):
             return None
+        return header_fields(status.lease.path, first) or None
     if inp.get("seeds") and review.catalog:
         for relation in review.relations:
             if relation.seeds_path == inp["seeds"] and relation.input.get("schema"):
@@ -550,8 +579,16 @@ def input_shape(review: Review, inp: dict, view: gitio.TreeView | None = None) -
     view = view or gitio.TreeView(review.repo, review.oracle_sha)
     seeds = inp.get("seeds")
     rows = None
-    if isinstance(seeds, str) and view.symlink_target(seeds) is None and view.exists(seeds):
-        rows = _seed_values(view, seeds)
+    if isinstance(seeds, str):
+        misplaced = seeds_path_problem(review.layout, seeds)
+        if misplaced:
+            return InputShape(None, problem=misplaced)
+        if view.symlink_target(seeds) is None and view.exists(seeds):
+            text = view.read_text(seeds) or ""
+            unread = next((n for n, line in enumerate(jsonl_lines(text), 1) if line.strip() and not _is_json(line)), None)
+            if unread is not None:
+                return InputShape(None, problem=f"seeds file {seeds} line {unread} is not JSON")
+            rows = _seed_values(view, seeds)
     header = input_fields(review, {"lease": inp["lease"]}) if inp.get("lease") else None
     catalog_schema = next((r.input.get("schema") for r in review.relations
                            if isinstance(seeds, str) and r.seeds_path == seeds and r.input.get("schema")), None)
@@ -598,6 +635,14 @@ def _candidate_notes(review: Review, candidate: Candidate) -> list[str]:
     if status.state not in ("ok", "expiring"):
         notes.append(f"lease {lease_id} is {status.state}: {status.reason}")
     return notes
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _seed_values(view: gitio.TreeView, path: str) -> list:
