@@ -289,3 +289,29 @@ def test_init_names_every_path_of_the_tree_exempt_or_as_a_listed_gap(textkit: Pa
     tree = git(textkit, "ls-tree", "-r", "--name-only", "HEAD~1").split()
     assert [p for p in tree if not named(p)] == []
     assert '# ".gitattributes"' in catalog  # shown to the reviewer, never silently exempt
+
+
+@pytest.mark.parametrize("corpus", ["data/words.jsonl", "data/words.jsonl.gz"])
+def test_a_candidate_over_a_json_lines_lease_names_its_keys(textkit: Path, capsys, corpus):
+    """Red team: the first line of a JSON-lines corpus was CSV-split as a header, so every
+    candidate over it was vacuous or had its schema refused."""
+    import gzip
+    rows = "".join(json.dumps({"word": w, "lang": lang}) + "\n" for w, lang in (("sun", "en"), ("sol", "es")))
+    data = gzip.compress(rows.encode()) if corpus.endswith(".gz") else rows.encode()
+    (textkit / corpus).write_bytes(data)
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "a JSON-lines corpus")
+    args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
+    assert cli(capsys, "init", "--corpus", corpus, *args)[0] == EXIT_PASS
+    lease = git(textkit, "ls-tree", "--name-only", "HEAD", "oracle/leases/").split()[0].rsplit("/", 1)[-1][:-5]
+    (textkit / "oracle" / "quarantine" / "textkit.words_order.yaml").write_text(
+        "id: textkit.words_order\ntransform: permute\ncompare: exact\n"
+        "must_not: assert a literal list of words in a test\nsubject: textkit.core:normalize\n"
+        f"input: {{lease: {lease}, schema: {{word: str, lang: str}}}}\nparams: {{shuffles: 3}}\n"
+        "statement: Shuffling the rows keeps each lang's sorted words.\n"
+        "drafted_by: a script\ndrafted_at: \"2026-11-30T00:00:00Z\"\nsource: a test\n")
+    git(textkit, "add", "-A")
+    git(textkit, "commit", "-q", "-m", "quarantine: a draft over the JSON-lines lease")
+    code, out, _ = cli(capsys, "validate", "--json", *args)
+    found = next(c for c in json.loads(out)["candidates"] if c["id"] == "textkit.words_order")
+    assert found["valid"], found["reasons"]
