@@ -639,10 +639,13 @@ def test_a_shutdown_stuck_on_a_dead_terminal_is_cut_short():
 
 def _child_with_scratch(code: str) -> tuple[subprocess.Popen, Path]:
     """Run ``code`` (which prints its scratch directory) in a child on this checkout; returns
-    the child and that directory."""
+    the child and that directory. The child starts with SIGHUP and SIGTERM at their defaults,
+    as under a terminal, even when the suite itself runs under ``nohup`` (which ignores SIGHUP
+    and so, rightly, keeps relconsole from taking it over)."""
     import sys
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    prelude = "import signal\nfor _n in (signal.SIGHUP, signal.SIGTERM):\n    signal.signal(_n, signal.SIG_DFL)\n"
+    proc = subprocess.Popen([sys.executable, "-c", prelude + code], stdout=subprocess.PIPE, text=True, env=env)
     return proc, Path(proc.stdout.readline().strip())
 
 
