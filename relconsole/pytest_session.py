@@ -84,6 +84,13 @@ class RelconsoleSession:
         self.tests_verdicts: list[Decision] = []
         self.json_path: Path | None = None
         self.failing = ""  # why the decision fails the session ('' when it passes)
+        # only the person running pytest may waive the gate: the option counts on the command line,
+        # never from addopts in the patch's pyproject.toml or pytest.ini
+        self.report_only = ("--relconsole-report-only" in config.invocation_params.args
+                            and config.getoption("relconsole_report_only"))
+        if config.getoption("relconsole_report_only") and not self.report_only:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(
+                "--relconsole-report-only from the configuration (addopts) is ignored: give it on the command line"), 2)
 
     # --- the review -------------------------------------------------------------------
 
@@ -238,7 +245,7 @@ class RelconsoleSession:
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
         self.json_path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
         self.failing = _failing(payload)
-        if self.failing and not self.config.getoption("relconsole_report_only") and session.exitstatus == 0:
+        if self.failing and not self.report_only and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that passed nothing it decided against
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -255,7 +262,7 @@ class RelconsoleSession:
                   + ", ".join(one_line(p) for p in payload["gaps"]))
         write(f"relconsole: results in {self.json_path}")
         if self.failing:
-            verb = ("reported only (--relconsole-report-only)" if self.config.getoption("relconsole_report_only")
+            verb = ("reported only (--relconsole-report-only)" if self.report_only
                     else "the session fails")
             write(f"relconsole: {self.failing}: {verb}", red=True, bold=True)
 

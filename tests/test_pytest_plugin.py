@@ -385,3 +385,20 @@ def test_relconsole_raises_no_warning_under_w_error(demo_repo, tmp_path):
     run = run_pytest(demo_repo, tmp_path, "-W", "error", "-W", "ignore::pytest.PytestDeprecationWarning",
                      "-W", "ignore::DeprecationWarning", "--relconsole-report-only")
     assert run.code == 0 and "Warning" not in run.out, run.out
+
+
+def test_the_patch_cannot_waive_the_gate_through_addopts(demo_repo, tmp_path):
+    """A patch that adds ``addopts = "--relconsole-report-only"`` to its pyproject.toml would turn
+    the gate off for itself: only the command line may waive it."""
+    git(demo_repo, "checkout", "-q", "-b", "honest", "main")
+    (demo_repo / "tests" / "test_totals.py").write_text(git(demo_repo, "show", "agent/patch:tests/test_totals.py"))
+    pyproject = demo_repo / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace("[tool.pytest.ini_options]\n",
+                                      '[tool.pytest.ini_options]\naddopts = "--relconsole-report-only"\n'))
+    assert pyproject.read_text() != text
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-q", "-m", "test: pin the totals, and quiet the gate")
+    run = run_pytest(demo_repo, tmp_path)
+    assert run.results["decision"] == "reject" and run.code == 1, run.out
+    assert "ignored" in run.out
