@@ -1024,3 +1024,11 @@ def test_an_optional_field_no_row_has_is_a_ghost_and_rejected():
 def test_an_id_windows_reserves_for_a_device_is_not_a_safe_file_name(rid):
     assert "safe_id" in failed(judge(variant(id=rid)))
     assert "safe_id" not in failed(judge(variant(id="my" + rid)))  # only the device name itself
+
+
+@pytest.mark.parametrize("step, always_true", [(0.5, True), (1e-9, True), (1, False), (1.5, False)])
+def test_a_step_below_one_on_an_integer_field_is_always_true(step, always_true):
+    schema = {"percent": {"type": "int", "min": 0, "max": 100}, "salt": "str", "population": "int"}
+    drafted = variant(**dict(MONOTONIC, input={"seeds": SEEDS_FILE, "schema": schema},
+                             params={"field": "percent", "step": step, "max": 100}))
+    assert ("not_always_true" in failed(judge(drafted))) == always_true

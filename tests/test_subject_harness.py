@@ -735,3 +735,16 @@ def test_a_dict_subclass_that_answers_missing_keys_is_refused_but_the_standard_o
         harness.encode({"Adelie": OnRead(count=3)})
     for standard in (collections.defaultdict(int, a=1), collections.Counter("aab")):
         assert harness.decode(harness.encode(standard)) == dict(standard)
+
+
+@given(st.lists(st.integers(-1000, 1000), min_size=1, max_size=8), st.floats(0.001, 3.0))
+def test_a_step_changes_nothing_exactly_when_every_raised_integer_rounds_back(values, step):
+    """Red team: step 0.5 on an integer field wrote every row back unchanged, so a monotonic
+    compared f(x) with itself and held whatever the patch did."""
+    from relconsole.engine.subject.harness import raise_field, step_changes_nothing
+    rows = [{"n": v, "k": "x"} for v in values]
+    unchanged = all(raise_field(r, "n", step, None) == r for r in rows)
+    assert step_changes_nothing(rows, "n", step) == unchanged
+    assert unchanged == all(int(v + step) == v for v in values)
+    assert not step_changes_nothing([{"n": float(v)} for v in values], "n", step)  # floats always move
+    assert not step_changes_nothing([{"k": "x"}], "n", step)  # no row has it: check_raisable's to say

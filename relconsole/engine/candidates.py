@@ -626,6 +626,9 @@ def _always_true(raw: dict, shape: InputShape) -> Verdict:
         schema = raw["input"].get("schema") if isinstance(raw.get("input"), dict) else None
         spec = schema.get(name) if isinstance(schema, dict) else None
         low = spec.get("min") if isinstance(spec, dict) else None
+        declared = spec.get("type") if isinstance(spec, dict) else spec
+        if declared == "int" and _is_number(step) and step < 1:
+            return fail(f"step {step} on the integer field {name} rounds back to the same value: the input never changes")
         if _is_number(params.get("max")) and _is_number(low) and params["max"] <= low:
             return fail(f"max {params['max']} is at or below {name}'s minimum {low}: nothing can rise")
     return Verdict("not_always_true", True)

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from relconsole.engine.canon import canonical, differences, path_text
-from relconsole.engine.subject.harness import check_raisable, kept_type, pack_order, raise_field, same_value
+from relconsole.engine.subject.harness import (check_raisable, kept_type, pack_order, raise_field, same_value,
+                                               step_changes_nothing)
 
 
 @dataclass
@@ -474,6 +475,10 @@ def monotonic(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     params = rel.get("params") or {}
     field_name, step, cap = params.get("field"), params.get("step", 1), params.get("max")
     check_raisable(x, field_name)  # a field that is not a number fails here, in the judge
+    if step_changes_nothing(x, field_name, step):
+        return Outcome(True, None, None, [], f"raising {field_name} by {step} changes no row (an integer field "
+                       "raised by less than 1 is written back as it was): f(x) was compared with itself",
+                       vacuous=True)
     out = calls.run({"before": {"ops": []}, "after": {"ops": [["raise", field_name, step, cap]]}})
     before, after = out["before"], out["after"]
     lost = never_below(before, after)

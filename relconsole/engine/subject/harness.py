@@ -396,6 +396,26 @@ def raise_field(value, name, step, cap):
     return raised
 
 
+def step_changes_nothing(value, name, step):
+    """Whether raising ``name`` by ``step`` (ignoring any cap) leaves every row that has the
+    field as it was: an integer field raised by less than 1 is written back unchanged, so the
+    follow-up input is the source input and the relation compares f(x) with itself. False
+    when no row has the field (``check_raisable`` reports that)."""
+    rows = value if isinstance(value, list) else [value]
+    seen = False
+    for row in rows:
+        if isinstance(row, list):
+            if not step_changes_nothing(row, name, step):
+                return False
+            continue
+        if not isinstance(row, dict) or name not in row:
+            continue
+        seen = True
+        if raise_field(row, name, step, None) != row:
+            return False
+    return seen
+
+
 def check_raisable(value, name):
     """Raise ValueError where ``raise_field(value, name, ...)`` would, building nothing
     (the judge's check that the field is a number in every row)."""
