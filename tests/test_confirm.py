@@ -401,3 +401,30 @@ def test_a_subject_the_patch_adds_is_told_to_wait_for_the_merge():
     state = ConfirmState("c", "p", "0" * 64, CONFIRMED,
                          first={"sides": {"head": _side(3, 3), "base": _side(3, 3, missing)}})
     assert state.subject_not_on_base and "merged" in base_miss_advice(state)
+
+
+def test_a_confirmation_made_under_another_base_does_not_accept_here(demo_repo):
+    """Red team: the state is keyed by the candidate's bytes; a confirm under --base agent/patch
+    (where the base held) was reused by a plain accept whose base misses."""
+    with review_of(demo_repo) as review:
+        valid = candidate(review, DEMO_CANDIDATE)
+        state = candidate_state(review, valid)
+        record = {"head": review.head_sha, "merge_base": review.merge_base, "oracle": review.oracle_sha,
+                  "sides": {"head": {"runs": 3, "misses": 0}, "base": {"runs": 3, "misses": 0}}}
+        here = ConfirmState(state.candidate_id, state.path, state.content_sha256, CONFIRMED,
+                            first=dict(record), second=dict(record))
+        assert here.elsewhere(review) is None
+        moved = ConfirmState(state.candidate_id, state.path, state.content_sha256, CONFIRMED,
+                             first=dict(record, merge_base=review.head_sha), second=dict(record))
+        why = moved.elsewhere(review)
+        assert why and review.head_sha[:12] in why and review.merge_base[:12] in why
+
+
+def test_the_cli_refuses_to_accept_on_a_confirmation_from_another_base(demo_repo, capsys):
+    base = ["--repo", str(demo_repo), "--today", TODAY.isoformat()]
+    assert cli.main(["confirm", DEMO_CANDIDATE, "--base", "agent/patch", *base]) == EXIT_PASS
+    assert "confirmed" in capsys.readouterr().out
+    tip = git(demo_repo, "rev-parse", "main").strip()
+    assert cli.main(["accept", DEMO_CANDIDATE, *base]) == EXIT_USAGE
+    assert "confirmed for another review" in capsys.readouterr().err
+    assert git(demo_repo, "rev-parse", "main").strip() == tip

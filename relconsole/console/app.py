@@ -661,7 +661,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             self.refresh_quarantine()
             return
         unconfirmed = [o for o in targets if o.startswith("c:") and o not in self.overrides
-                       and not views.sound_confirmation(views.confirm_state(self.review, o))]
+                       and not views.sound_confirmation(self.review, views.confirm_state(self.review, o))]
         if unconfirmed:  # one at a time: each override is its own second confirmation
             oid = unconfirmed[0]
 

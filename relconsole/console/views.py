@@ -151,15 +151,21 @@ def confirm_state(review: Review, oid: str):
     return review.candidate_states.get(candidate.path) if candidate else None
 
 
-def sound_confirmation(state) -> bool:
-    """Confirmed by a second replay, and holding on some side it ran (§10)."""
-    return bool(state is not None and state.confirmed and not state.base_miss)
+def sound_confirmation(review: Review, state) -> bool:
+    """Confirmed by a second replay for this review's merge base and oracle, with no miss on
+    the base (§10)."""
+    return bool(state is not None and state.confirmed and not state.base_miss and not state.elsewhere(review))
 
 
 def unconfirmed_question(review: Review, oid: str, state) -> str:
     """The override dialog's text: why the candidate is not confirmed (or misses on the base),
     what the commit records."""
     name = item_label(review, oid)
+    if state is not None and state.confirmed and state.elsewhere(review):
+        return (f"{name} was confirmed for another review ({state.elsewhere(review)}).\n"
+                "Press n, then o to confirm it here.\n\n"
+                "Accept it anyway as the reviewer's override? The catalog: commit message records "
+                "the override and your git identity.")
     if state is not None and state.confirmed and state.base_miss:
         return (f"{name} is confirmed, but it misses on the base ({state.base_miss}).\n"
                 f"{base_miss_advice(state).capitalize()}.\n\n"

@@ -166,6 +166,14 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
     if data is None or hashlib.sha256(data).hexdigest() != state.content_sha256:
         raise CommitRefused(f"{candidate.path} changed on {review.oracle_branch} since the "
                             "review loaded; reload the review")
+    elsewhere = state.elsewhere(review) if state.confirmed else None
+    if elsewhere:
+        if not override:
+            raise CommitRefused(f"{candidate.id} was confirmed for another review: {elsewhere}; run "
+                                f"`relconsole confirm {candidate.id}` here, or override with --override-unconfirmed")
+        who = git_identity(review)
+        return (f"second replay: OVERRIDDEN, confirmed for another review ({elsewhere}); accepted by "
+                f"{who.name} <{who.email}>")
     base_miss = state.base_miss
     if state.confirmed and not base_miss:
         return f"second replay: confirmed (content sha256 {state.content_sha256})"

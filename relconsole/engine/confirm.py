@@ -130,6 +130,17 @@ class ConfirmState:
     def confirmed(self) -> bool:
         return self.state == CONFIRMED
 
+    def elsewhere(self, review: Review) -> str | None:
+        """Why this state's replays do not speak for ``review`` (they ran on another merge
+        base or oracle commit: a confirm under another --base or --oracle-from), else None.
+        The state is keyed by the candidate's bytes alone, so an accept must check it."""
+        for which, record in (("first", self.first), ("second", self.second)):
+            if record and (record.get("merge_base"), record.get("oracle")) != (review.merge_base, review.oracle_sha):
+                return (f"its {which} replay ran on merge base {str(record.get('merge_base'))[:12]} with oracle "
+                        f"{str(record.get('oracle'))[:12]}, not this review's {review.merge_base[:12]} and "
+                        f"{review.oracle_sha[:12]}")
+        return None
+
     @property
     def base_miss(self) -> str | None:
         """When a recorded replay missed on the base (the merge base: code before the
