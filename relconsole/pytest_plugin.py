@@ -102,5 +102,25 @@ def pytest_configure(config: pytest.Config) -> None:
         if given:
             raise pytest.UsageError(f"{', '.join(given)} needs --relconsole")
         return
+    _refuse_configured_options(config)
     from relconsole.pytest_session import RelconsoleSession  # the engine loads only under --relconsole
     config.pluginmanager.register(RelconsoleSession(config), "relconsole-session")
+
+
+_GATE_OPTIONS = ("--relconsole-base", "--relconsole-today", "--relconsole-all", "--relconsole-json")
+
+
+def _refuse_configured_options(config: pytest.Config) -> None:
+    """The gate's options count only on the command line: from ``addopts`` (the patch's own
+    ``pyproject.toml``/``pytest.ini``) a patch could read its oracle from itself
+    (``--relconsole-base HEAD``), move the day, or collect only. A usage error names them."""
+    given = [str(a) for a in config.invocation_params.args]
+    def on_command_line(flag: str) -> bool:
+        return any(a == flag or a.startswith(flag + "=") for a in given)
+    configured = [flag for flag in _GATE_OPTIONS
+                  if config.getoption(flag.lstrip("-").replace("-", "_")) and not on_command_line(flag)]
+    if config.option.collectonly and not any(on_command_line(f) for f in ("--co", "--collect-only")):
+        configured.append("--collect-only")
+    if configured:
+        raise pytest.UsageError(f"relconsole: {', '.join(configured)} came from the configuration (addopts), "
+                                "not the command line: the reviewed tree may not set the gate's options")

@@ -402,3 +402,14 @@ def test_the_patch_cannot_waive_the_gate_through_addopts(demo_repo, tmp_path):
     run = run_pytest(demo_repo, tmp_path)
     assert run.results["decision"] == "reject" and run.code == 1, run.out
     assert "ignored" in run.out
+
+
+@pytest.mark.parametrize("addopts", ["--relconsole-base HEAD", "--co", "--relconsole-today 2031-01-01"])
+def test_the_patch_cannot_set_the_gates_options_through_addopts(demo_repo, tmp_path, addopts):
+    """Red team: addopts in the patch's pytest.ini read the oracle from the patch itself
+    (decision pass) or collected only (exit 0, no decision)."""
+    (demo_repo / "pytest.ini").write_text(f"[pytest]\npythonpath = src\naddopts = {addopts}\n")
+    git(demo_repo, "add", "pytest.ini")
+    git(demo_repo, "commit", "-q", "-m", "test: configure pytest")
+    run = run_pytest(demo_repo, tmp_path)
+    assert run.code == 4 and "came from the configuration" in run.out, run.out
