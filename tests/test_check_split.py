@@ -263,3 +263,29 @@ def test_the_hook_judges_the_index_git_commits_with_commit_a_and_paths(repo, mix
     git(repo, "checkout", "--", "oracle/freezes.json")
     assert commit_with(clean).returncode == 0
     assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/app.py"]
+
+
+def test_the_hook_judges_an_amended_commit_as_a_whole(repo):
+    """Red team: ``git commit --amend`` folds the staged paths into HEAD; the hook compared the
+    index with HEAD (the commit being replaced) and let code plus a seeds row through."""
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\nexec {sys.executable} -m relconsole check-split --staged\n")
+    hook.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"PYTHONPATH": str(ROOT)}
+
+    def git_commit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "commit", "-q", *args], cwd=repo, env=env, capture_output=True, text=True,
+                              check=False)
+    (repo / "src" / "app.py").write_text("v4\n")
+    git(repo, "add", "src/app.py")
+    assert git_commit("-m", "code").returncode == 0
+    code_commit = git(repo, "rev-parse", "HEAD")
+    (repo / "oracle" / "seeds" / "s.jsonl").write_text("{}\n{\"a\": 1}\n")
+    git(repo, "add", "oracle/seeds/s.jsonl")
+    refused = git_commit("--amend", "--no-edit")
+    assert refused.returncode != 0 and "mixes the protected path" in refused.stdout + refused.stderr, refused
+    assert git(repo, "rev-parse", "HEAD") == code_commit
+    git(repo, "reset", "-q", "oracle/seeds/s.jsonl")
+    (repo / "src" / "app.py").write_text("v5\n")
+    git(repo, "add", "src/app.py")
+    assert git_commit("--amend", "--no-edit").returncode == 0  # code amended with code: fine

@@ -216,19 +216,50 @@ def layout_at(repo_dir: str | Path, ref: str) -> Layout:
         raise BadInputError("pyproject.toml", f"not UTF-8 text (in {ref})") from None
 
 
-def staged_commit(repo_dir: str | Path, index_file: str | None = None) -> Commit:
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree: the parent of a root commit
+
+
+def staged_commit(repo_dir: str | Path, index_file: str | None = None, amend: bool | None = None) -> Commit:
     """The commit being made: the staged paths, its parent HEAD (none before the first
     commit), for the pre-commit hook. ``index_file`` is the index git is committing (default:
     ``$GIT_INDEX_FILE``, which ``git commit -a`` and ``git commit -- PATHS`` point at a
     temporary index; relative to the current directory), else the repository's own index.
-    Raises GitError."""
+    ``amend`` (default: ``amending()``): the commit replaces HEAD, so it is the index against
+    HEAD's parent, and HEAD's own paths count. Raises GitError."""
     index_file = index_file if index_file is not None else os.environ.get("GIT_INDEX_FILE")
     index_env = {"GIT_INDEX_FILE": os.path.abspath(index_file)} if index_file else None
     head = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=None).stdout.decode().strip()
+    amend = amending() if amend is None else amend
+    if amend and head:
+        parent = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^1^{commit}", ok=None).stdout.decode().strip()
+        listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", parent or EMPTY_TREE,
+                          extra_env=index_env).stdout
+        commits = _parse_log(b"0" * 40 + b"\0" + listing)
+        parents = (parent,) if parent else ()
+        return Commit("staged", parents, commits[0].paths, commits[0].renames) if commits else Commit("staged", parents, ())
     listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", extra_env=index_env).stdout
     commits = _parse_log(b"0" * 40 + b"\0" + listing)
     parents = (head,) if head else ()
     return Commit("staged", parents, commits[0].paths, commits[0].renames) if commits else Commit("staged", parents, ())
+
+
+def amending(pid: int | None = None, depth: int = 6) -> bool:
+    """Whether a ``git commit --amend`` is among this process's ancestors (Linux ``/proc``;
+    elsewhere False): git tells a pre-commit hook nothing else about an amend."""
+    pid = os.getppid() if pid is None else pid
+    for _ in range(depth):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat_fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return False
+        words = [a.decode("utf-8", "replace") for a in argv if a]
+        if words and Path(words[0]).name == "git" and "commit" in words and "--amend" in words:
+            return True
+        pid = int(stat_fields[1])  # the parent's pid
+        if pid <= 1:
+            return False
+    return False
 
 
 def staged_offences(repo_dir: str | Path) -> list[Offence]:
