@@ -983,6 +983,26 @@ def test_reached_library_paths_reads_git_objects_and_writes_nothing(tmp_path: Pa
     assert tree_files(repo) == before and git(repo, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+def test_a_name_a_package_re_exports_under_a_try_import_is_followed_to_its_source(tmp_path: Path):
+    """``pkg/__init__.py``: ``try: from ._speedups import escape except ImportError: from
+    ._escape import escape``; the adapter calls ``pkg.escape``: the compiled module has no
+    source, the definition in ``_escape.py`` is the target."""
+    from relconsole.engine.bite import adapter_reach
+
+    tree = tmp_path / "tree"
+    for path, text in {
+            "src/pkg/__init__.py": "try:\n    from ._speedups import escape\nexcept ImportError:\n"
+                                   "    from ._escape import escape\n",
+            "src/pkg/_escape.py": "def escape(s):\n    return s.replace('&', '&amp;')\n",
+            "oracle/adapters.py": "import pkg\n\n\ndef esc(x):\n    return pkg.escape(x)\n"}.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    reach = adapter_reach(tree, [str(tree), str(tree / "src")], "oracle/adapters.py", "esc",
+                          lambda p: p.startswith("oracle/"))
+    assert reach.targets == {"src/pkg/_escape.py": ["escape"]}
+    assert reach.functions == {"src/pkg/_escape.py": ["escape"]}
+
+
 def test_reached_library_paths_of_other_subjects(tmp_path: Path):
     from relconsole.engine.bite import reached_library_paths
 

@@ -126,11 +126,14 @@ def defines(module: ast.Module, name: str) -> bool:
 
 
 def reexport(module: ast.Module, name: str) -> list[tuple[str, int, str]]:
-    """Where the module's top level imports ``name`` from, in source order: ``(module, level,
-    name there)`` for ``from .impl import name`` (or ``... as name``), and ``(module, level, name)``
-    for each ``from .impl import *`` (the name may be there). [] when it imports no such name."""
+    """Where the module's own imports (``top_imports``: also under a top-level ``if``/``try``)
+    take ``name`` from, in source order: ``(module, level, name there)`` for ``from .impl
+    import name`` (or ``... as name``), and ``(module, level, name)`` for each ``from .impl
+    import *`` (the name may be there). ``try: from ._speedups import f`` then ``except
+    ImportError: from ._native import f`` gives both, the ``try`` first: a caller takes the
+    first with a source file. [] when it imports no such name."""
     found = []
-    for node in module.body:
+    for node in top_imports(module):
         if not isinstance(node, ast.ImportFrom):
             continue
         for alias in node.names:
