@@ -714,3 +714,383 @@ def test_a_comparison_with_braces_in_its_source_is_mutated_and_labelled(literal)
     found = mutants(source, "f")
     labels = [m.label for m in found]
     assert any("not in" in label for label in labels) and any(" <= " in label for label in labels), labels
+
+
+# --- a library shaped like pallets/markupsafe (found by a new user on it) ---------------------
+# ``escape`` calls ``_escape_inner``, imported from a compiled ``._speedups`` (no source in the
+# tree) or else from ``._native``; ``Markup`` has many public methods (in markupsafe's order),
+# of which the adapter uses ``unescape`` only. The old bite spent its 40 mutants on escape and
+# Markup's methods, caught only two by a crash ("bites by crash only"), and never mutated the
+# function that escapes.
+
+MARKS_INIT = textwrap.dedent('''
+    try:
+        from ._speedups import _escape_inner
+    except ImportError:
+        from ._native import _escape_inner
+
+
+    def escape(s):
+        if type(s) is str:
+            return Markup(_escape_inner(s))
+        if hasattr(s, "__html__"):
+            return Markup(s.__html__())
+        return Markup(_escape_inner(str(s)))
+
+
+    class Markup(str):
+        def __new__(cls, base="", encoding=None, errors="strict"):
+            if hasattr(base, "__html__"):
+                base = base.__html__()
+            if encoding is None:
+                return super().__new__(cls, base)
+            return super().__new__(cls, base, encoding, errors)
+
+        def __html__(self):
+            return self
+
+        def __add__(self, value):
+            if isinstance(value, str) or hasattr(value, "__html__"):
+                return self.__class__(super().__add__(escape(value)))
+            return NotImplemented
+
+        def __radd__(self, value):
+            if isinstance(value, str) or hasattr(value, "__html__"):
+                return escape(value).__add__(self)
+            return NotImplemented
+
+        def __mul__(self, value):
+            return self.__class__(super().__mul__(value))
+
+        def __rmul__(self, value):
+            return self.__class__(super().__mul__(value))
+
+        def __mod__(self, value):
+            if isinstance(value, tuple):
+                value = tuple(escape(x) for x in value)
+            elif hasattr(type(value), "__getitem__") and not isinstance(value, str):
+                value = {k: escape(v) for k, v in value.items()}
+            else:
+                value = (escape(value),)
+            return self.__class__(super().__mod__(value))
+
+        def __repr__(self):
+            return f"{self.__class__.__name__}({super().__repr__()})"
+
+        def join(self, items):
+            return self.__class__(super().join([escape(x) for x in items]))
+
+        def split(self, sep=None, maxsplit=-1):
+            return [self.__class__(v) for v in super().split(sep, maxsplit)]
+
+        def rsplit(self, sep=None, maxsplit=-1):
+            return [self.__class__(v) for v in super().rsplit(sep, maxsplit)]
+
+        def splitlines(self, keepends=False):
+            return [self.__class__(v) for v in super().splitlines(keepends)]
+
+        def unescape(self):
+            from html import unescape
+            return unescape(str(self))
+
+        def striptags(self):
+            value = str(self)
+            while (start := value.find("<!--")) != -1:
+                if (end := value.find("-->", start)) == -1:
+                    break
+                value = value[:start] + value[end + 3:]
+            while (start := value.find("<")) != -1:
+                if (end := value.find(">", start)) == -1:
+                    break
+                value = value[:start] + value[end + 1:]
+            return self.__class__(" ".join(value.split())).unescape()
+
+        def center(self, width, fillchar=" "):
+            if width < 0 or width > 1000:
+                raise ValueError(width)
+            return self.__class__(super().center(width, escape(fillchar)))
+
+        def ljust(self, width, fillchar=" "):
+            if width <= 0:
+                return self
+            return self.__class__(super().ljust(width, escape(fillchar)))
+
+        def lower(self):
+            return self.__class__(super().strip().lower())
+
+        def upper(self):
+            return self.__class__(super().strip().upper())
+
+        def capitalize(self):
+            return self.__class__(super().strip().capitalize())
+''')
+MARKS_NATIVE = textwrap.dedent('''
+    def _escape_inner(s, /):
+        return (
+            s.replace("&", "&amp;")
+            .replace(">", "&gt;")
+            .replace("<", "&lt;")
+            .replace("'", "&#39;")
+            .replace('"', "&#34;")
+        )
+''')
+MARKS_ADAPTERS = textwrap.dedent('''
+    from marks import Markup, escape
+
+
+    def escape_text(row):
+        return str(escape(row["text"]))
+
+
+    def unescape_text(escaped):
+        return {"text": Markup(escaped).unescape()}
+''')
+MARKS_CATALOG = textwrap.dedent('''
+    owners:
+      "src/**": [marks.escape_roundtrip]
+    relations:
+      - id: marks.escape_roundtrip
+        kind: roundtrip
+        subject: oracle.adapters:escape_text
+        inverse: oracle.adapters:unescape_text
+        input:
+          seeds: oracle/seeds/marks.jsonl
+          schema:
+            text: str
+        compare: exact
+        params:
+          encoded: str
+        statement: Escaping a row's text for HTML and unescaping it again gives back the same text.
+''')
+MARKS_SEEDS = "".join(json.dumps({"text": t}) + "\n" for t in [
+    "plain words", "<script>alert('x')</script>", 'Tom & Jerry say "hi"', "already &amp; escaped &lt;b&gt;",
+    "a > b && c < d", ""])
+MARKS = {"src/marks/__init__.py": MARKS_INIT, "src/marks/_native.py": MARKS_NATIVE,
+         "src/marks/_speedups.pyi": "def _escape_inner(s: str, /) -> str: ...\n",  # built from C: no .py
+         "oracle/adapters.py": MARKS_ADAPTERS, "oracle/catalog.yaml": MARKS_CATALOG,
+         "oracle/seeds/marks.jsonl": MARKS_SEEDS, "README.md": "marks\n"}
+# what the relation runs: escape_text -> escape -> _escape_inner (in _native.py) and Markup(...)
+# (its constructor, its __html__); unescape_text -> Markup(...).unescape()
+MARKS_RUN = {("src/marks/__init__.py", "escape"), ("src/marks/__init__.py", "Markup.__new__"),
+             ("src/marks/__init__.py", "Markup.__html__"), ("src/marks/__init__.py", "Markup.unescape"),
+             ("src/marks/_native.py", "_escape_inner")}
+
+
+@pytest.fixture(scope="module")
+def marks_report(tmp_path_factory) -> tuple[Path, object]:
+    from tests.conftest import reviewed_repo
+    repo = reviewed_repo(tmp_path_factory.mktemp("marks") / "repo", MARKS)
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        report = bite(review, "marks.escape_roundtrip")
+    finally:
+        review.close()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    return repo, report
+
+
+def test_an_adapter_s_library_callee_behind_a_try_import_is_mutated(marks_report):
+    """``escape`` calls ``_escape_inner``, bound by ``try: from ._speedups ... except
+    ImportError: from ._native ...``: the compiled module has no source, the fallback is
+    followed one level into ``_native.py``, and its function is mutated."""
+    _, report = marks_report
+    assert report.baseline == "held", report.verdict()
+    native = [r for r in report.results if r.path == "src/marks/_native.py"]
+    assert native and {r.function for r in native} == {"_escape_inner"}
+    # a swapped replace("&", "&amp;") loses an escape: the roundtrip's comparison sees it
+    assert any(r.outcome == "caught" and not r.crashed for r in native)
+    assert any("src/marks/_native.py" in note and "_escape_inner" in note for note in report.notes)
+
+
+def test_most_mutants_are_in_what_the_adapter_runs_not_in_unused_public_methods(marks_report):
+    _, report = marks_report
+    ran = [r for r in report.results if (r.path, r.function) in MARKS_RUN]
+    unused = [r for r in report.results if (r.path, r.function) not in MARKS_RUN]
+    assert report.total > 0 and len(ran) > len(unused), [(r.path, r.function) for r in report.results]
+    # the method the adapter calls on an instance is mutated, and so is the function it calls
+    assert {"Markup.unescape", "escape"} <= {r.function for r in ran}
+    # the notes name what was mutated first: the adapter's functions, not only ``escape``
+    first = next(note for note in report.notes if "adapter of the oracle" in note)
+    assert all(name in first for _, name in MARKS_RUN)
+    assert "Markup.striptags" not in first
+
+
+def test_the_markup_shaped_relation_bites_by_comparison(marks_report):
+    _, report = marks_report
+    assert report.bites is True and not report.crash_only, report.verdict()
+    assert report.caught > report.crashed
+    assert report.summary.verdict == "bites"
+
+
+def test_import_alternatives_keep_each_branch_of_a_try_in_order():
+    from relconsole.engine.mutations import Binding, import_alternatives
+
+    names, stars = import_alternatives(ast.parse(MARKS_INIT).body)
+    assert names["_escape_inner"] == [Binding("_speedups", 1, "_escape_inner"), Binding("_native", 1, "_escape_inner")]
+    assert not stars
+    source = "from a import f\nif X:\n    from b import f\nimport c\nimport c as d\n"
+    names, _ = import_alternatives(ast.parse(source).body)
+    assert names["f"] == [Binding("b", 0, "f"), Binding("a", 0, "f")]  # the branch may not run
+    assert names["c"] == [Binding("c")] and names["d"] == [Binding("c")]
+
+
+def test_library_functions_prefer_what_the_caller_uses():
+    from relconsole.engine.mutations import library_functions
+
+    module = ast.parse(MARKS_INIT)
+    first, later = library_functions(module, "Markup", {"unescape"})
+    assert set(first) == {"Markup.__new__", "Markup.__html__", "Markup.unescape"}
+    assert {"Markup.striptags", "Markup.__add__", "Markup.lower"} <= set(later) and not set(first) & set(later)
+    # a function: itself and, one level, the class it calls: the constructor first
+    first, later = library_functions(module, "escape")
+    assert first[0] == "escape" and "Markup.__new__" in first and "Markup.unescape" not in first
+    assert "Markup.striptags" in later
+    # a method calling its own class's method on self: that method is reached too
+    assert library_functions(module, "Markup.striptags") == (["Markup.striptags"], [])
+    first, _ = library_functions(ast.parse("class C:\n    def a(self):\n        return self._b()\n\n"
+                                           "    def _b(self):\n        return 1\n"), "C.a")
+    assert first == ["C.a", "C._b"]
+
+
+def relconsole_files(repo: Path) -> dict[str, bytes]:
+    return tree_files(repo / ".git" / "relconsole") if (repo / ".git" / "relconsole").is_dir() else {}
+
+
+def test_reached_library_paths_reads_git_objects_and_writes_nothing(tmp_path: Path):
+    from relconsole.engine.bite import reached_library_paths
+    from tests.conftest import reviewed_repo
+
+    # the patch makes escape call a function of a new module, which calls one of another
+    init = MARKS_INIT.replace("from ._native import _escape_inner\n",
+                              "from ._native import _escape_inner\nfrom ._quote import quote\n").replace(
+        "return Markup(_escape_inner(s))", "return Markup(quote(_escape_inner(s)))")
+    repo = reviewed_repo(tmp_path / "repo", MARKS, {
+        "src/marks/__init__.py": init, "src/marks/_deep.py": "def same(s):\n    return s\n",
+        "src/marks/_quote.py": "from ._deep import same\n\n\ndef quote(s):\n    return same(s)\n"})
+    before = tree_files(repo)
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        kept = relconsole_files(repo)
+        relation = review.catalog.get("marks.escape_roundtrip")
+        head = reached_library_paths(review, relation)
+        base = reached_library_paths(review, "marks.escape_roundtrip", review.merge_base)
+        assert relconsole_files(repo) == kept  # no tree store, no cache entry
+    finally:
+        review.close()
+    assert base == ["src/marks/__init__.py", "src/marks/_native.py"]
+    # one level into other modules: _quote.py is escape's callee; _deep.py is _quote's, not reached
+    assert head == ["src/marks/__init__.py", "src/marks/_native.py", "src/marks/_quote.py"]
+    assert tree_files(repo) == before and git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_name_a_package_re_exports_under_a_try_import_is_followed_to_its_source(tmp_path: Path):
+    """``pkg/__init__.py``: ``try: from ._speedups import escape except ImportError: from
+    ._escape import escape``; the adapter calls ``pkg.escape``: the compiled module has no
+    source, the definition in ``_escape.py`` is the target."""
+    from relconsole.engine.bite import adapter_reach
+
+    tree = tmp_path / "tree"
+    for path, text in {
+            "src/pkg/__init__.py": "try:\n    from ._speedups import escape\nexcept ImportError:\n"
+                                   "    from ._escape import escape\n",
+            "src/pkg/_escape.py": "def escape(s):\n    return s.replace('&', '&amp;')\n",
+            "oracle/adapters.py": "import pkg\n\n\ndef esc(x):\n    return pkg.escape(x)\n"}.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    reach = adapter_reach(tree, [str(tree), str(tree / "src")], "oracle/adapters.py", "esc",
+                          lambda p: p.startswith("oracle/"))
+    assert reach.targets == {"src/pkg/_escape.py": ["escape"]}
+    assert reach.functions == {"src/pkg/_escape.py": ["escape"]}
+
+
+def test_reached_library_paths_of_other_subjects(tmp_path: Path):
+    from relconsole.engine.bite import reached_library_paths
+
+    adapter = ("import re\n\n\ndef normal(x):\n    return '.'.join(re.split(r'\\.', x))\n")
+    stdlib_only = vers_repo(tmp_path / "stdlib", {"oracle/adapters.py": adapter}, "oracle.adapters:normal")
+    library = vers_repo(tmp_path / "library", {}, "vers:bump")
+    linked = vers_repo(tmp_path / "oracle_helper", *ADAPTERS["through_an_oracle_helper"])
+    found = {}
+    for name, repo in (("stdlib", stdlib_only), ("library", library), ("helper", linked)):
+        review = load_review(repo, "main", "HEAD", TODAY)
+        try:
+            found[name] = reached_library_paths(review, "vers.pad_invariant")
+        finally:
+            review.close()
+    assert found == {"stdlib": [], "library": ["src/vers/core.py"], "helper": ["src/vers/core.py"]}
+
+
+def test_reached_library_paths_agree_with_what_bite_mutates(marks_report):
+    from relconsole.engine.bite import reached_library_paths
+
+    repo, report = marks_report
+    review = load_review(repo, "main", "HEAD", TODAY)
+    try:
+        paths = reached_library_paths(review, "marks.escape_roundtrip")
+    finally:
+        review.close()
+    assert set(paths) >= {r.path for r in report.results} and paths == sorted(paths)
+
+
+# --- the verdict word, cached and shown as the CLI prints it ------------------------------------
+
+# every row (a list) has a first element; a mutant reading the second crashes on the
+# one-element row, and nothing else the subject does changes with the order of the rows
+CRASHY_SUBJECT = textwrap.dedent('''
+    def count(rows):
+        """How many rows there are."""
+        total = 0
+        for row in rows:
+            total = total + 1
+            row[0]
+        return total
+''')
+
+
+@pytest.fixture
+def crashy_repo(weak_repo: Path) -> Path:
+    (weak_repo / "src/weak.py").write_text(CRASHY_SUBJECT, encoding="utf-8")
+    (weak_repo / "oracle/seeds/weak.jsonl").write_text("[[3, 4], [1], [2, 5]]\n[[5, 6]]\n", encoding="utf-8")
+    git(weak_repo, "add", "src/weak.py", "oracle/seeds/weak.jsonl")
+    git(weak_repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "crashy")
+    return weak_repo
+
+
+async def test_the_console_and_run_json_say_what_the_cli_said_of_a_crash_only_relation(crashy_repo: Path, capsys):
+    """The console said "does not bite" of a relation bite had found to bite by crash only
+    (the cache kept a boolean): it shows the CLI's own words now, as ``run --json`` does."""
+    from relconsole.console import views
+    from relconsole.console.app import ReviewApp
+    from tests.test_console import prompts, settle
+
+    common = ["--repo", str(crashy_repo), "--today", TODAY.isoformat()]
+    code, out = cli(capsys, "bite", "rows.count_invariant", *common)
+    said = out.strip().splitlines()[-1]
+    rid, _, words = said.partition(": ")
+    assert rid == "rows.count_invariant" and code == EXIT_REJECT
+    word = words.split(":")[0]
+    assert word == "bites by crash only", said  # the case this test is about
+
+    app = ReviewApp(repo=str(crashy_repo), head_ref="main", today=TODAY, autorun=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        shown = prompts(app, "relations")
+        header = views.relation_header(app.review, app.review.catalog.get(rid)).plain
+    assert f"⚠ {word}" in shown[f"r:{rid}"] and "does not bite" not in shown[f"r:{rid}"]
+    assert f"⚠ {words}" in header.splitlines() and "does not bite" not in header
+
+    from relconsole.engine.bite import cached_verdict
+    review = load_review(crashy_repo, "main", "HEAD", TODAY)
+    try:
+        cached = cached_verdict(review, rid)
+        assert cached_bite(review, rid) is False
+    finally:
+        review.close()
+    assert cached is not None and cached.verdict == word and cached.words() == words
+    assert cached.caught == cached.crashed > 0
+
+    code, out = cli(capsys, "run", "--json", "--relation", rid, "--relation", "rollout.monotonic", *common)
+    rows = {r["relation_id"]: r for r in json.loads(out)["relations"]}
+    assert rows[rid]["bites"] is False and rows[rid]["bite"]["verdict"] == word
+    assert (rows[rid]["bite"]["caught"], rows[rid]["bite"]["total"]) == (cached.caught, cached.total)
+    assert rows["rollout.monotonic"]["bite"] is None and rows["rollout.monotonic"]["bites"] is None

@@ -35,7 +35,7 @@ from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine import actions, checklist, gatehealth
-from relconsole.engine.bite import cached_bite
+from relconsole.engine.bite import cached_verdict
 from relconsole.engine.confirm import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal
@@ -230,7 +230,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         try:
             review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
                                  self.oracle_from, hash_progress=self._hash_reporter())
-            review.bites = {r.id: cached_bite(review, r.id) for r in review.relations}
+            review.bites = {r.id: cached_verdict(review, r.id) for r in review.relations}
             load_candidate_states(review)
             load_workspace_leases(review)
             carried = self._carry_over(self.review, review)

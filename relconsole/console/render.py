@@ -85,9 +85,11 @@ def replay_words(replayed) -> Text:
 
 
 def relation_prompt(relation, result, blocked, touched, running, freeze, identity_changed,
-                    bites: bool | None = None, replayed=None) -> Text:
-    """Two lines: result symbol and id; then result words, decision row, identity, freeze,
-    kind. A replayed relation gets a third line: the sheet's §8 row and both sides' misses."""
+                    bites=None, replayed=None) -> Text:
+    """Two lines: result symbol and id; then result words, decision row, identity, bite
+    verdict when it does not bite by comparison (``bites``: the cached ``bite.BiteVerdict``,
+    its word as ``relconsole bite`` printed it), freeze, kind. A replayed relation gets a
+    third line: the sheet's §8 row and both sides' misses."""
     symbol, words = result_text(result, blocked, touched, running)
     colour = words.spans[0].style if words.spans else words.style
     head = Text.assemble((symbol + " ", colour))
@@ -100,8 +102,8 @@ def relation_prompt(relation, result, blocked, touched, running, freeze, identit
         second.append(f" {result.verdict.decision}{row}", DECISION_STYLE[result.verdict.decision])
     if identity_changed:
         second.append(" Δ", "bold yellow")
-    if bites is False:
-        second.append(" · ⚠ does not bite", "bold yellow")
+    if bites is not None and not bites.bites:
+        second.append(f" · ⚠ {bites.verdict}", "bold yellow")
     if freeze is not None:  # also after a run: the reruns say whether the freeze covers the miss
         live = freeze.state == "live"
         second.append(" · ❄ frozen" if live else f" · freeze {freeze.state}", "cyan" if live else "dim")

@@ -276,6 +276,10 @@ class TreeView:
         return {path: None if blob is None else data[blob.hexsha].decode("utf-8", "replace")
                 for path, blob in blobs.items()}
 
+    def is_dir(self, path: str) -> bool:
+        """True when ``path`` is a directory (a tree, not a symlink) in this commit."""
+        return self._directory(path.strip("/")) is not None
+
     def list_files(self, directory: str) -> list[str]:
         """Repository-relative paths of the files directly under ``directory``, sorted."""
         directory = directory.strip("/")

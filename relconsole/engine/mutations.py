@@ -13,11 +13,16 @@ What is mutated (``target_functions``):
 - a class subject (``Store``): its methods; a method subject (``Store.ingest``): that method.
 
 For a subject that is an adapter of the oracle (issue 16), ``relconsole.engine.bite`` mutates
-the library the adapter calls instead: ``entry_functions`` says what a call from another
-module reaches (a class: its ``__init__``, dunder and public methods), ``module_mutants``
-gives every mutant of those in one library file, and ``choose`` bounds the mutants of all
-the files together. ``import_bindings``, ``top_imports``, ``inner_imports`` and
-``references`` read the adapter's imports and the dotted names it uses.
+the library the adapter calls instead: ``library_functions`` says what a call from another
+module reaches, in two tiers (a function: itself and its same-module helpers; a class: the
+methods the caller is seen to use, ``used_attributes``, and its construction and rendering
+dunders, ``CONSTRUCTION_METHODS``, first; its other public methods later),
+``function_mutants`` gives every mutant of named functions of one library file, and
+``choose`` bounds the mutants of all the files together. ``entry_functions`` and
+``module_mutants`` are the untiered forms (a class: every ``__init__``, dunder and public
+method). ``import_alternatives``, ``import_bindings``, ``top_imports``, ``inner_imports``,
+``references`` and ``called_references`` read a module's imports (each alternative of a
+``try: ... except ImportError:``) and the dotted names a function uses or calls.
 
 Operators (``OPERATORS``; each site is a separate mutant with a label and a line):
 
@@ -121,11 +126,14 @@ def defines(module: ast.Module, name: str) -> bool:
 
 
 def reexport(module: ast.Module, name: str) -> list[tuple[str, int, str]]:
-    """Where the module's top level imports ``name`` from, in source order: ``(module, level,
-    name there)`` for ``from .impl import name`` (or ``... as name``), and ``(module, level, name)``
-    for each ``from .impl import *`` (the name may be there). [] when it imports no such name."""
+    """Where the module's own imports (``top_imports``: also under a top-level ``if``/``try``)
+    take ``name`` from, in source order: ``(module, level, name there)`` for ``from .impl
+    import name`` (or ``... as name``), and ``(module, level, name)`` for each ``from .impl
+    import *`` (the name may be there). ``try: from ._speedups import f`` then ``except
+    ImportError: from ._native import f`` gives both, the ``try`` first: a caller takes the
+    first with a source file. [] when it imports no such name."""
     found = []
-    for node in module.body:
+    for node in top_imports(module):
         if not isinstance(node, ast.ImportFrom):
             continue
         for alias in node.names:
@@ -199,6 +207,122 @@ def entry_functions(module: ast.Module, attr_path: str) -> list[tuple[str, ast.A
     return _unique(found)
 
 
+# methods a caller reaches by making or showing an instance, without naming them
+CONSTRUCTION_METHODS = frozenset({"__init__", "__new__", "__post_init__", "__str__", "__html__",
+                                  "__format__", "__bytes__"})
+
+# the special method a builtin call, an operator or a subscript reaches on its operand
+_BUILTIN_DUNDERS = {"str": ("__str__",), "repr": ("__repr__",), "len": ("__len__",), "iter": ("__iter__",),
+                    "hash": ("__hash__",), "bool": ("__bool__",), "int": ("__int__",), "float": ("__float__",),
+                    "bytes": ("__bytes__",), "format": ("__format__",), "sorted": ("__lt__",),
+                    "min": ("__lt__",), "max": ("__gt__", "__lt__"), "reversed": ("__reversed__",)}
+_COMPARE_DUNDERS = {ast.Lt: ("__lt__", "__gt__"), ast.Gt: ("__gt__", "__lt__"), ast.LtE: ("__le__", "__ge__"),
+                    ast.GtE: ("__ge__", "__le__"), ast.Eq: ("__eq__",), ast.NotEq: ("__ne__", "__eq__"),
+                    ast.In: ("__contains__",), ast.NotIn: ("__contains__",)}
+_BINOP_DUNDERS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+                  ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+                  ast.LShift: "lshift", ast.RShift: "rshift", ast.MatMult: "matmul"}
+
+
+def used_attributes(func: ast.AST) -> set[str]:
+    """The method names a function is seen to use on the objects it handles: every attribute
+    it reads (``Markup(s).unescape()`` gives ``unescape``, ``v.parts`` gives ``parts``), and the
+    special methods its builtin calls (``str(x)``: ``__str__``, ``len``, ``sorted``...),
+    operators (``+``: ``__add__``/``__radd__``, ``<``, ``==``, ``in``) and subscripts
+    (``__getitem__``) reach. Over-approximate: it only orders what is mutated first."""
+    found: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            found.update(_BUILTIN_DUNDERS.get(node.func.id, ()))
+        elif isinstance(node, ast.Compare):
+            for op in node.ops:
+                found.update(_COMPARE_DUNDERS.get(type(op), ()))
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _BINOP_DUNDERS:
+            name = _BINOP_DUNDERS[type(node.op)]
+            found.update({f"__{name}__", f"__r{name}__", f"__i{name}__"})
+        elif isinstance(node, ast.Subscript):
+            found.add("__getitem__")
+    return found
+
+
+def _preferred(method: str, used: set[str] | frozenset[str]) -> bool:
+    return method in CONSTRUCTION_METHODS or method in used
+
+
+def _helpers(module: ast.Module, qualname: str, used) -> tuple[list[str], list[str]]:
+    """(first, later) qualified names function ``qualname`` reaches in its own module, one level:
+    the top-level functions it calls by name; for a class it calls by name, the methods it is
+    seen to use (``used`` plus ``used_attributes`` of the function) and the construction and
+    rendering dunders first, its other public methods later; for a method, the methods of its
+    own class it calls on ``self`` or ``cls`` (private ones too)."""
+    func = find(module, qualname)
+    if func is None:
+        return [], []
+    wanted = set(used) | used_attributes(func)
+    top = _defs(module.body)
+    first: list[str] = []
+    later: list[str] = []
+    for callee in _called_names(func):
+        helper = top.get(callee)
+        if helper is None or helper is func:
+            continue
+        if isinstance(helper, ast.ClassDef):
+            for name, method in _methods(helper, callee):
+                if is_entry_method(method.name):
+                    (first if _preferred(method.name, wanted) else later).append(name)
+        else:
+            first.append(callee)
+    owner, dot, _ = qualname.rpartition(".")
+    cls = find(module, owner) if dot else None
+    if isinstance(cls, ast.ClassDef):
+        methods = {n.name for n in cls.body if _is_func(n)}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls") \
+                    and node.func.attr in methods:
+                first.append(f"{owner}.{node.func.attr}")
+    return first, later
+
+
+def library_functions(module: ast.Module, attr_path: str, used=frozenset(),
+                      helpers: bool = True) -> tuple[list[str], list[str]]:
+    """(first, later): qualified names of the functions a caller in ANOTHER module reaches
+    through ``attr_path``, in two tiers (issue 16: a library function or class an adapter of
+    the oracle uses). ``used``: the method names the caller is seen to use (``used_attributes``).
+
+    A function or a method: itself first. A class: first its public or dunder methods
+    (``is_entry_method``) the caller uses or that make and show an instance
+    (``CONSTRUCTION_METHODS``: ``__init__``, ``__new__``, ``__str__``, ``__html__``...), later
+    its other public and dunder methods. With ``helpers``, each function then adds what it
+    reaches in the module one level down (``_helpers``: the functions it calls by name, the
+    used methods of a class it calls, its own class's methods it calls on ``self``), to the
+    tier it is in (a class's other methods always later). Each name appears once, in the
+    first tier that has it. Raises TargetNotFound when ``attr_path`` names nothing defined.
+    """
+    name, node = _resolve(module, attr_path)
+    if isinstance(node, ast.ClassDef):
+        entries = [(q, m) for q, m in _methods(node, name) if is_entry_method(m.name)]
+        first = [q for q, m in entries if _preferred(m.name, used)]
+        later = [q for q, m in entries if not _preferred(m.name, used)]
+    else:
+        first, later = [name], []
+    if helpers:
+        more_first: list[str] = []
+        more_later: list[str] = []
+        for qualname in first:
+            found, spare = _helpers(module, qualname, used)
+            more_first += found
+            more_later += spare
+        for qualname in later:
+            found, spare = _helpers(module, qualname, used)
+            more_later += found + spare
+        first, later = first + more_first, later + more_later
+    first = list(dict.fromkeys(first))
+    return first, [q for q in dict.fromkeys(later) if q not in first]
+
+
 # --- what an adapter imports and names (issue 16) -------------------------------------------
 
 @dataclass(frozen=True)
@@ -261,6 +385,44 @@ def import_bindings(statements: Iterable[ast.stmt]) -> tuple[dict[str, Binding],
     return names, stars
 
 
+def import_alternatives(body: list[ast.stmt]) -> tuple[dict[str, list[Binding]], list[Binding]]:
+    """(name -> the Bindings it may have, in the order Python tries them; star imports) of the
+    import statements of a module body (not inside functions or classes).
+
+    A later statement rebinding a name replaces what came before; the branches of one
+    statement are alternatives: ``try: from ._speedups import f`` then ``except ImportError:
+    from ._native import f`` gives ``f -> [._speedups.f, ._native.f]`` (the ``try`` body first,
+    then each handler), as do the two branches of an ``if``, and what the name was bound to
+    before comes last (a branch may not run). A caller takes the first alternative that
+    resolves to a file (a compiled extension has none).
+    """
+    names: dict[str, list[Binding]] = {}
+    stars: list[Binding] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            bound, star = import_bindings([stmt])
+            names.update({name: [binding] for name, binding in bound.items()})
+            stars += star
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.If):
+            branches = [stmt.body, stmt.orelse]
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            branches = [stmt.body + stmt.orelse, *[h.body for h in stmt.handlers], stmt.finalbody]
+        else:
+            branches = [getattr(stmt, "body", None) or [], getattr(stmt, "orelse", None) or []]
+        merged: dict[str, list[Binding]] = {}
+        for branch in branches:
+            bound, star = import_alternatives(branch)
+            stars += star
+            for name, found in bound.items():
+                merged[name] = list(dict.fromkeys(merged.get(name, []) + found))
+        for name, found in merged.items():  # a branch that does not run leaves the earlier binding
+            names[name] = list(dict.fromkeys(found + names.get(name, [])))
+    return names, stars
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -277,6 +439,19 @@ def references(func: ast.AST) -> list[list[str]]:
     for node in ast.walk(func):
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             dotted = _dotted(node)
+            if dotted and dotted not in found:
+                found.append(dotted)
+    return found
+
+
+def called_references(func: ast.AST) -> list[list[str]]:
+    """The dotted names a function calls, in order of first appearance: ``_escape_inner(s)``
+    gives ``["_escape_inner"]``, ``vers.core.bump(v)`` gives ``["vers", "core", "bump"]``;
+    a call of anything else (``Markup(s).unescape()``'s outer call) gives nothing."""
+    found: list[list[str]] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call):
+            dotted = _dotted(node.func)
             if dotted and dotted not in found:
                 found.append(dotted)
     return found
@@ -595,6 +770,21 @@ def module_mutants(source: str, attr_paths: list[str]) -> list[Mutant]:
     """
     module = ast.parse(source)
     functions = _unique([pair for attr in attr_paths for pair in entry_functions(module, attr)])
+    return _module_mutants(module, functions)
+
+
+def function_mutants(source: str, qualnames: list[str]) -> list[Mutant]:
+    """EVERY mutant (no limit; bound them with ``choose``) of exactly the functions
+    ``qualnames`` (``f``, ``Cls.method``) of module ``source``, nothing added, in the order
+    given. Deterministic; raises SyntaxError for a module that does not parse and
+    TargetNotFound when a name is not a function defined in it."""
+    module = ast.parse(source)
+    functions = []
+    for qualname in dict.fromkeys(qualnames):
+        node = _resolve(module, qualname)[1]
+        if not _is_func(node):
+            raise TargetNotFound(f"{qualname}: not a function")
+        functions.append((qualname, node))
     return _module_mutants(module, functions)
 
 

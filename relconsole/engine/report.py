@@ -10,8 +10,15 @@ Shape (every key always present)::
      "relation_id": str | None, "detail": str,      # the relation that decided it, and why
      "relations": [RelationResult.to_json() | {"identity": str | None,
                                                "identity_changed": bool,
-                                               "bites": bool | None}, ...],   # from `relconsole bite`
+                                               "bites": bool | None,       # from `relconsole bite`
+                                               "bite": {"verdict": "bites|bites by crash only|does not bite",
+                                                        "caught": int, "crashed": int, "total": int} | None},
+                   ...],
      "gaps": [touched path no owner pattern matches, ...]}   # §3 coverage gaps
+
+``bites`` (kept for compatibility) is True only when the relation's comparison caught a
+mutant; ``bite`` is the cached verdict word and counts as ``relconsole bite`` last printed
+them for HEAD's files (null when not known).
 
 ``RelationResult.to_json()`` (engine.runner) gives ``relation_id``, ``outcome``
 (``held|missed|blocked``), ``decision``, ``reason``, ``row``, ``summary``, ``first_run``,
@@ -21,7 +28,7 @@ and ``signature``.
 
 from __future__ import annotations
 
-from relconsole.engine.bite import cached_bite
+from relconsole.engine.bite import cached_verdict
 from relconsole.engine.decision import Decision
 from relconsole.engine.freezes import counted_verdict  # noqa: F401 (the plugin's import)
 from relconsole.engine.review import Review
@@ -40,10 +47,13 @@ def run_payload(review: Review, results: list[RelationResult], decision: Decisio
     ``decision`` is the caller's: the review's own (touched relations, ``Review.decision``)
     or the worst of the results when the caller chose the relations (``--all``).
     """
-    relations = [r.to_json() | {"identity": review.identities.get(r.relation_id),
-                                "identity_changed": r.relation_id in review.changed_identity,
-                                "bites": cached_bite(review, r.relation_id)}
-                 for r in results]
+    relations = []
+    for r in results:
+        bite = cached_verdict(review, r.relation_id)
+        relations.append(r.to_json() | {"identity": review.identities.get(r.relation_id),
+                                        "identity_changed": r.relation_id in review.changed_identity,
+                                        "bites": bite.bites if bite else None,
+                                        "bite": bite.to_json() if bite else None})
     return decision_fields(decision) | {"relations": relations,
                                         "gaps": [b.path for b in review.gaps()]}
 

@@ -101,7 +101,7 @@ class Review:
     changed_identity: set[str] = field(default_factory=set)
     seed_problems: dict[str, str] = field(default_factory=dict)
     results: dict[str, RelationResult] = field(default_factory=dict)
-    bites: dict[str, bool | None] = field(default_factory=dict)  # from `relconsole bite`'s cache
+    bites: dict = field(default_factory=dict)  # relation id -> bite.BiteVerdict | None, from `relconsole bite`'s cache
     replays: dict[str, Replayed] = field(default_factory=dict)  # by relation id, from `b`/`replay`
     workspace_leases: list = field(default_factory=list)  # wslease.WorkspaceLease, from the store
     candidate_states: dict = field(default_factory=dict)  # path -> confirm.ConfirmState (§10)

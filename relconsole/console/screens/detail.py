@@ -266,10 +266,11 @@ def relation_body(relation, result, replayed=None) -> Text:
 
 
 def relation_text(relation, result, freeze, identity: str | None, changed: bool,
-                  blocked: str | None = None, touched: bool = True, bites: bool | None = None,
+                  blocked: str | None = None, touched: bool = True, bites=None,
                   replayed: bool = False, reruns_line: bool = True) -> Text:
-    """The header of a relation's detail: statement, input, verdict, reruns, freeze, and the
-    exception when the subject raised. ``reruns_line`` False leaves the one-line rerun
+    """The header of a relation's detail: statement, input, bite verdict (``bites``: the cached
+    ``bite.BiteVerdict``, in the words ``relconsole bite`` printed), verdict, reruns, freeze,
+    and the exception when the subject raised. ``reruns_line`` False leaves the one-line rerun
     summary out (the detail screen lists every rerun in its body, ``rerun_lines``)."""
     text = Text()
     text.append_text(lit(relation.id, "bold"))
@@ -285,9 +286,8 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
         text.append(f"\nidentity {identity[:19]}…", "dim")
         if changed:
             text.append("  Δ the patch changes this relation (ignored: the oracle comes from the base)", "bold yellow")
-    if bites is False:
-        text.append("\n⚠ does not bite: `relconsole bite` found no mutation of the subject it catches",
-                    "bold yellow")
+    if bites is not None:  # the cached verdict, in the words `relconsole bite` printed
+        text.append(("\n✓ " if bites.bites else "\n⚠ ") + bites.words(), "dim" if bites.bites else "bold yellow")
     if blocked:
         text.append("\n⊘ blocked: ", "bold red")
         text.append_text(lit(blocked, "red"))
