@@ -20,7 +20,7 @@ from relconsole.engine.acks import MIN_PREFIX, flagged_text, range_authors, same
 from relconsole.engine.catalog import load_catalog
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.confirm import DISCARDED, candidate_state
-from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
+from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, author_ident, resolve
 from relconsole.engine.leases import check_renewal, rehash_preview
@@ -145,11 +145,25 @@ def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
         found = next((p for p in (f"{root}{module}{tail}" for root in ("src/", "") for tail in (".py", "/__init__.py"))
                       if view.read_text(p) is not None), None)
         if found is not None and protected(review.layout.protected, found):
-            found = None  # an adapter of the oracle: the code it guards is the library it calls, not itself
+            found = _guarded_by_adapter(review, relation)  # the library an adapter calls, not itself
         where = f"'{found}': [{relation.id}]" if found else f"'<the paths of the code it guards>': [{relation.id}]"
         out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
                    f"run --all; add to owners in {review.layout.catalog}: {where}")
     return out
+
+
+def _guarded_by_adapter(review: Review, relation) -> str | None:
+    """The owners pattern for a relation whose subject is an oracle adapter: the one library
+    file it reaches, or the folder holding all of them (``dir/**``); None when it reaches none."""
+    from relconsole.engine.bite import reached_library_paths  # static: reads git objects, runs nothing
+    try:
+        paths = reached_library_paths(review, relation)
+    except (RelconsoleError, OSError, SyntaxError, ValueError):  # a hint, never a reason to refuse the accept
+        return None
+    if len(paths) <= 1:
+        return paths[0] if paths else None
+    common = os.path.commonpath(paths)
+    return f"{common}/**" if common else None
 
 
 def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
