@@ -310,12 +310,12 @@ def _worst_of(results):
 
 def cmd_validate(args) -> int:
     from relconsole.engine.confirm import load_candidate_states
-    from relconsole.engine.subjectcheck import reject_unresolved_candidates, unresolved_subjects
+    from relconsole.engine.subjectcheck import unresolved_subjects
     review = _load(args)
     try:
         if not review.errors:
-            review.errors.extend(unresolved_subjects(review))  # every subject resolves on the base (§3)
-            reject_unresolved_candidates(review, review.candidates)  # and every candidate's (§10)
+            # every subject resolves on the base (§3), and every candidate's (§10)
+            review.errors.extend(unresolved_subjects(review, review.candidates))
         states = load_candidate_states(review)
         payload = {"errors": _errors_payload(review),
                    "leases": [{"id": s.id, "source": s.source, "state": s.state, "reason": s.reason}

@@ -48,7 +48,7 @@ from relconsole.engine.hashcache import open_regular
 from relconsole.engine.gitio import TreeView
 from relconsole.engine.literal import one_line
 from relconsole.engine.review import Review, input_fields, input_shape
-from relconsole.engine.textedit import append_jsonl_rows, jsonl_lines
+from relconsole.engine.textedit import append_jsonl_rows, first_bad_jsonl_line, jsonl_lines
 from relconsole.engine.yamlload import MAX_FILE_BYTES, dump_yaml, load_yaml_text
 
 if TYPE_CHECKING:  # `relconsole run` builds every command's parser: commits load when a draft is committed
@@ -686,14 +686,9 @@ def tip_seeds_text(review: Review, relation_id: str, view: TreeView, branch: str
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadInputError(shown, "not UTF-8 text; not appending to it", data.count(b"\n", 0, exc.start) + 1) from None
-    for number, line in enumerate(jsonl_lines(text), 1):
-        if not line.strip():
-            continue
-        try:
-            json.loads(line)
-        except ValueError as exc:
-            problem = getattr(exc, "msg", str(exc))
-            raise BadInputError(shown, f"not a JSON line ({problem}); not appending to it", number) from None
+    bad = first_bad_jsonl_line(text)
+    if bad is not None:
+        raise BadInputError(shown, f"not a JSON line ({bad[1]}); not appending to it", bad[0])
     return text
 
 

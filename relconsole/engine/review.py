@@ -42,7 +42,7 @@ from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_a
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
 from relconsole.engine.splitcheck import layout_at
 from relconsole.engine.runner import Cancel, RelationResult, RunPlan, run_all
-from relconsole.engine.textedit import jsonl_lines
+from relconsole.engine.textedit import first_bad_jsonl_line, jsonl_lines
 from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
 
 DEFAULT_BASE = "main"
@@ -585,9 +585,9 @@ def input_shape(review: Review, inp: dict, view: gitio.TreeView | None = None) -
             return InputShape(None, problem=misplaced)
         if view.symlink_target(seeds) is None and view.exists(seeds):
             text = view.read_text(seeds) or ""
-            unread = next((n for n, line in enumerate(jsonl_lines(text), 1) if line.strip() and not _is_json(line)), None)
-            if unread is not None:
-                return InputShape(None, problem=f"seeds file {seeds} line {unread} is not JSON")
+            bad = first_bad_jsonl_line(text)
+            if bad is not None:
+                return InputShape(None, problem=f"seeds file {seeds} line {bad[0]} is not JSON")
             rows = _seed_values(view, seeds)
     header = input_fields(review, {"lease": inp["lease"]}) if inp.get("lease") else None
     catalog_schema = next((r.input.get("schema") for r in review.relations
@@ -635,14 +635,6 @@ def _candidate_notes(review: Review, candidate: Candidate) -> list[str]:
     if status.state not in ("ok", "expiring"):
         notes.append(f"lease {lease_id} is {status.state}: {status.reason}")
     return notes
-
-
-def _is_json(line: str) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
 
 
 def _seed_values(view: gitio.TreeView, path: str) -> list:

@@ -230,14 +230,11 @@ def staged_commit(repo_dir: str | Path, index_file: str | None = None, amend: bo
     index_env = {"GIT_INDEX_FILE": os.path.abspath(index_file)} if index_file else None
     head = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=None).stdout.decode().strip()
     amend = amending() if amend is None else amend
+    against: list[str] = []  # the commit's parent: HEAD, or HEAD's own parent for an amend
     if amend and head:
-        parent = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^1^{commit}", ok=None).stdout.decode().strip()
-        listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", parent or EMPTY_TREE,
-                          extra_env=index_env).stdout
-        commits = _parse_log(b"0" * 40 + b"\0" + listing)
-        parents = (parent,) if parent else ()
-        return Commit("staged", parents, commits[0].paths, commits[0].renames) if commits else Commit("staged", parents, ())
-    listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", extra_env=index_env).stdout
+        head = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^1^{commit}", ok=None).stdout.decode().strip()
+        against = [head or EMPTY_TREE]
+    listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", *against, extra_env=index_env).stdout
     commits = _parse_log(b"0" * 40 + b"\0" + listing)
     parents = (head,) if head else ()
     return Commit("staged", parents, commits[0].paths, commits[0].renames) if commits else Commit("staged", parents, ())

@@ -9,6 +9,7 @@ judge imports nothing of the tree), one call per relation.
 from __future__ import annotations
 
 import shutil
+from typing import Hashable
 
 from relconsole.engine.candidates import Verdict
 from relconsole.engine.errors import BadInputError
@@ -30,17 +31,20 @@ def _problem(ref: str, raised: dict) -> str:
     return f"{ref}: importing it raised {kind}: {raised.get('message', '')}"
 
 
-def unresolved_subjects(review: Review, timeout: float = 60.0) -> list[BadInputError]:
+def unresolved_subjects(review: Review, candidates: list = (), timeout: float = 60.0) -> list[BadInputError]:
     """A BadInputError (the catalog's file and the relation's line) for each relation whose
-    subject, inverse, transform or canon adapter does not resolve on the base tip. Raises
-    ServerFault when no subject process can be started."""
+    subject, inverse, transform or canon adapter does not resolve on the base tip; each of
+    ``candidates`` whose refs do not resolve gets a failed ``subject_resolves`` verdict, in the
+    same subject process (one run tree for both). Raises ServerFault when no subject process
+    can be started."""
     if review.catalog is None:
         return []
-    items = {relation.id: (relation.subject, [relation.raw[r] for r in ROLES if relation.raw.get(r)])
+    items = {("r", relation.id): (relation.subject, [relation.raw[r] for r in ROLES if relation.raw.get(r)])
              for relation in review.relations}
-    problems = unresolved_refs(review, items, timeout)
-    return [BadInputError(review.layout.catalog, f"relation {relation.id!r}: {problems[relation.id]}", relation.line)
-            for relation in review.relations if relation.id in problems]
+    problems = unresolved_refs(review, items | _candidate_items(candidates), timeout)
+    _mark(candidates, problems)
+    return [BadInputError(review.layout.catalog, f"relation {relation.id!r}: {problems[('r', relation.id)]}",
+                          relation.line) for relation in review.relations if ("r", relation.id) in problems]
 
 
 CANDIDATE_RULE = "subject_resolves"
@@ -51,24 +55,31 @@ def reject_unresolved_candidates(review: Review, candidates: list, timeout: floa
     each valid candidate whose subject, inverse, transform or canon does not resolve on the
     base tip, so it is rejected before a replay or an accept (§10 fail closed). Raises
     ServerFault when no subject process can be started."""
-    valid = [c for c in candidates if c.valid and c.row is not None]
-    items = {c.path: (c.row["subject"], [c.row[r] for r in ROLES if c.row.get(r)]) for c in valid}
-    problems = unresolved_refs(review, items, timeout) if items else {}
-    for candidate in valid:
-        if candidate.path in problems:
-            candidate.verdicts.append(Verdict(CANDIDATE_RULE, False, f"does not resolve on the base: "
-                                                                    f"{problems[candidate.path]}"))
+    items = _candidate_items(candidates)
+    _mark(candidates, unresolved_refs(review, items, timeout) if items else {})
 
 
-def unresolved_refs(review: Review, items: dict[str, tuple[str, list[str]]],
-                    timeout: float = 60.0) -> dict[str, str]:
+def _candidate_items(candidates: list) -> dict:
+    return {("c", c.path): (c.row["subject"], [c.row[r] for r in ROLES if c.row.get(r)])
+            for c in candidates if c.valid and c.row is not None}
+
+
+def _mark(candidates: list, problems: dict) -> None:
+    for candidate in candidates:
+        why = problems.get(("c", candidate.path))
+        if why is not None and candidate.valid:
+            candidate.verdicts.append(Verdict(CANDIDATE_RULE, False, f"does not resolve on the base: {why}"))
+
+
+def unresolved_refs(review: Review, items: dict[Hashable, tuple[str, list[str]]],
+                    timeout: float = 60.0) -> dict[Hashable, str]:
     """key -> why, for each ``items`` entry (key -> (subject, [module:attr refs])) whose
     subject or a ref does not import and resolve on the base tip's tree with the oracle
     overlaid (one call per entry in a subject process; nothing of the tree runs in this
     process). Raises ServerFault when no subject process can be started."""
     scratch = scratch_dir("tmp")
     tree = scratch / checkout_name(review)
-    found: dict[str, str] = {}
+    found: dict[Hashable, str] = {}
     try:
         build_run_tree(review.repo, review.base_tip, review.oracle_dir, review.layout.protected, tree,
                        link=bwrap_path() is not None)

@@ -190,6 +190,19 @@ def append_jsonl_rows(text: str, rows: list[dict]) -> str:
     return text + "".join(json.dumps(row, ensure_ascii=False) + newline for row in rows)
 
 
+def first_bad_jsonl_line(text: str) -> tuple[int, str] | None:
+    """(1-based line, the parser's message) of the first non-blank line of ``text`` that is
+    not JSON, or None when every line is."""
+    for number, line in enumerate(jsonl_lines(text), 1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except ValueError as exc:
+            return number, getattr(exc, "msg", str(exc))
+    return None
+
+
 def jsonl_lines(text: str) -> list[str]:
     """The lines of a JSON Lines text without their ``\\n`` (1-based line n is item n-1).
 
