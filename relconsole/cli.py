@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
+from relconsole.cli_gate import register as register_gate
 from relconsole.cli_propose import register as register_propose
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
@@ -196,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_flags(sub, COMMANDS, _review_options)
     register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
+    register_gate(sub, COMMANDS, _review_options, _shard, _directory)
     return parser
 
 
@@ -293,12 +295,15 @@ def cmd_run(args) -> int:
         if review.errors:  # a bad quarantine file, found while the relations ran
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
-        decision = review.decision() if ids is None else _worst_of(results)
+        # the PR's decision, as gate, flags, the plugin and the console make it; --relation asks
+        # only about the relations named
+        judged = None if args.relation is None and args.shard is None and not args.all else ids
+        decision = _worst_of(results) if args.relation else review.decision(judged)
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
         _emit(args, payload, lines)
-        return review.exit_code() if ids is None else decision.exit_code  # a coverage gap is exit 2 (§8)
+        return decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
     finally:
         review.close()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 
-from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS
 from relconsole.engine.literal import one_line
 
 MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
@@ -29,17 +28,15 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_flags(args) -> int:
     """Print the flags and checklist of the review ``args`` names; return the exit code."""
-    from relconsole.engine.checklist import merge_checklist, with_checklist
+    from relconsole.engine.checklist import merge_checklist
     from relconsole.engine.review import load_review, run_review
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
     try:
         if args.run and not review.errors:
             run_review(review)
         items = merge_checklist(review)
-        decision = with_checklist(review.decision(), items)
-        code = EXIT_BAD_INPUT if review.errors else decision.exit_code
-        if code == EXIT_PASS and review.gaps():
-            code = EXIT_GAP
+        decision = review.decision()
+        code = review.exit_code()
         if args.json:
             print(json.dumps({
                 "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
