@@ -43,6 +43,8 @@ def cmd_flags(args) -> int:
                 "oracle_from": review.oracle_from, "unjudged": review.unjudged,
                 "flags": [_flag_json(review, f) for f in review.flags],
                 "checklist": [i.to_json() for i in items],
+                "split": [{"commit": o.commit, "path": o.path, "why": o.why} for o in review.split],
+                "split_problem": review.split_problem,
                 "decision": {"decision": decision.decision, "reason": decision.reason, "row": decision.row},
                 "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors],
                 "exit_code": code}, indent=2))
@@ -59,6 +61,11 @@ def cmd_flags(args) -> int:
                 print(f"      acknowledged by {one_line(ack.by)}: {one_line(ack.reason)}")
         if any(review.acknowledgement(f) is None for f in review.flags):
             print("  (a reviewer who has read a flagged line clears it: relconsole ack ID --reason TEXT)")
+        if review.split or review.split_problem:
+            print(f"split check in {span} (§9): " + (f"{len(review.split)} offence(s)" if review.split
+                                                      else f"not made: {one_line(review.split_problem)}"))
+            for o in review.split:
+                print(f"  ✗ {o.commit[:10]}  {one_line(o.path)}  {one_line(o.why)}")
         print("merge checklist:")
         for item in items:
             print(f"  {MARK[item.state]}  {item.title}")
