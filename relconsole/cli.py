@@ -56,6 +56,12 @@ def _review_options(parser: argparse.ArgumentParser) -> None:
                         help="read the oracle from the base ref (default) or, explicitly, from HEAD")
 
 
+def _keymap_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keymap", default=None, metavar="PATH",
+                        help="the console's keymap, a TOML file (default: $RELCONSOLE_KEYMAP, else "
+                             "keymap.toml in your config folder; README: Keymaps)")
+
+
 def _version() -> str:
     """The installed distribution's version (package metadata), or a note when it is not installed."""
     from importlib import metadata
@@ -87,11 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     review = sub.add_parser("review", help="open the review console")
     _review_options(review)
+    _keymap_option(review)
 
     demo = sub.add_parser("demo", help="materialise the sample repository and open the console")
     demo.add_argument("--into", type=Path, default=None, help="directory to create (default: a temporary one)")
     demo.add_argument("--no-open", action="store_true", help="only materialise and print the path")
     demo.add_argument("--today", type=_date, default=None)
+    _keymap_option(demo)
 
     for name, text in (("bind", "map touched paths to owners (exit 2 on a gap)"),
                        ("run", "run the touched relations with the counted freeze protocol"),
@@ -560,7 +568,7 @@ def cmd_review(args) -> int:
     from relconsole.console.app import ReviewApp
 
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
-                    oracle_from=args.oracle_from)
+                    oracle_from=args.oracle_from, keymap=args.keymap)
     return app.run() or 0
 
 
@@ -573,7 +581,7 @@ def cmd_demo(args) -> int:
         return EXIT_PASS
     from relconsole.console.app import ReviewApp
 
-    app = ReviewApp(repo=str(path), today=args.today)
+    app = ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
     return app.run() or 0
 
 
