@@ -178,3 +178,14 @@ def test_a_big_corpus_hashed_while_loading_is_reported_unless_json(sample, capsy
     captured = capsys.readouterr()
     assert "data/big.csv" not in captured.err
     json.loads(captured.out)
+
+
+def test_rich_is_imported_only_when_a_bar_is_drawn():
+    probe = ("import io, sys, relconsole.cli, relconsole.cli_progress as p\n"
+             "relconsole.cli.build_parser()\n"
+             "with p.progress_reporter(io.StringIO(), True) as r:\n"
+             "    r.step(1, 2, 'a')\n"
+             "print(sorted(m for m in sys.modules if m == 'rich' or m.startswith('rich.')))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout.strip() == "[]", proc.stdout
