@@ -54,21 +54,24 @@ def cmd_gate(args) -> int:
     from relconsole.engine.review import load_review
     from relconsole.engine.runner import prestart
     from relconsole.engine.wslease import open_store
+    from relconsole.cli_progress import progress_reporter
     prestart()  # the judge's processes boot while the review loads
-    review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True)
-    try:
-        shard = args.shard or replay.Shard()
-        artifacts = (args.artifacts or replay.default_artifacts(review)).resolve()
-        options = gate.GateOptions(artifacts, shard, args.runs, args.workspace, args.holder, args.ttl_seconds,
-                                   args.fresh_worktrees)
-        store = open_store(args.lease_url, review.repo.common_dir)
+    with progress_reporter(sys.stderr, not args.json) as report:
+        review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True,
+                             hash_progress=report.bytes)
         try:
-            part = gate.run_gate(review, store, options, None if args.json else _progress)
+            shard = args.shard or replay.Shard()
+            artifacts = (args.artifacts or replay.default_artifacts(review)).resolve()
+            options = gate.GateOptions(artifacts, shard, args.runs, args.workspace, args.holder,
+                                       args.ttl_seconds, args.fresh_worktrees)
+            store = open_store(args.lease_url, review.repo.common_dir)
+            try:
+                part = gate.run_gate(review, store, options, report)
+            finally:
+                store.close()
+            git_dir = Path(review.repo.common_dir)
         finally:
-            store.close()
-        git_dir = Path(review.repo.common_dir)
-    finally:
-        review.close()
+            review.close()
     written = _write(lambda: gate.write_part(part, artifacts))
     if shard.total > 1:  # this shard's say; the decision is collect's
         return _report(args, gate.shard_payload(part), written, None)
@@ -123,6 +126,3 @@ def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:
               f"-> {one_line(str(written))}")
     return int(payload["exit_code"])
 
-
-def _progress(step) -> None:
-    print(f"[{step.done}/{step.total}] {one_line(step.label)}", file=sys.stderr, flush=True)

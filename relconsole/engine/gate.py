@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from relconsole.engine.checklist import merge_checklist
 from relconsole.engine.decision import Decision, worst
@@ -55,9 +54,13 @@ class GateOptions:
     fresh_worktrees: bool = False
 
 
-def run_gate(review, store, options: GateOptions, progress: Callable | None = None) -> dict:
+def run_gate(review, store, options: GateOptions, progress=None) -> dict:
     """Judge ``options.shard`` of ``review`` (an engine Review loaded with ``deferred=True``)
     and return its part (see the module docstring); writes the replay sheets and manifest.
+
+    ``progress``, when given, has ``results(total) -> callback`` (called with each relation
+    result of the run) and ``replay(step)`` (each ``replay.Progress``), as the CLI's
+    reporter does.
 
     A bad oracle file is decided (abort ``bad_input``, exit 5) without running anything. A
     replay that cannot finish (the workspace lease held by someone else or lost, the lease
@@ -73,13 +76,15 @@ def run_gate(review, store, options: GateOptions, progress: Callable | None = No
         return part_payload(review, shard, [])
     importmap.ensure(review)  # ownership follows imports (§3)
     mine = shard.select(review.touched_relations())
-    run_review(review, mine, meanwhile=lambda: finish_review(review))
+    run_review(review, mine, progress=progress.results(len(mine)) if progress is not None else None,
+               meanwhile=lambda: finish_review(review))
     if review.errors:  # a bad quarantine file, read while the relations ran
         return part_payload(review, shard, mine)
     extra = []
     try:
         replay(review, store, ReplayOptions(options.runs, options.workspace, options.holder, options.ttl_seconds,
-                                            options.artifacts, shard, options.fresh_worktrees), progress)
+                                            options.artifacts, shard, options.fresh_worktrees),
+               progress.replay if progress is not None else None)
     except UsageError:
         raise
     except RelconsoleError as exc:
