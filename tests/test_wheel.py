@@ -1,5 +1,5 @@
 """relconsole where users install it (issue 17): the sdist and the wheel built from this tree,
-the wheel installed into a fresh virtual environment and run
+the wheel installed into a fresh virtual environment (no extras, then ``[console]``) and run
 from a directory outside the source tree, as ``pip``, ``pipx`` or ``uv tool`` would run it.
 
 The wheel's dependencies come from the package index (CI reaches PyPI; pip's cache keeps the
@@ -26,6 +26,7 @@ from tests.conftest import TODAY, git
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTALL_TIMEOUT = 900  # seconds: a cold pip cache downloads every dependency
+CONSOLE_HINT = "pip install 'relconsole[console]'"
 
 
 def tracked_files() -> list[str]:
@@ -157,3 +158,34 @@ def test_demo_and_bind_from_the_wheel_match_the_source_tree(venv, tmp_path):
     assert wheel_bind.returncode == tree_bind.returncode, wheel_bind.stderr + tree_bind.stderr
     touched = [json.loads(p.stdout)["paths"] for p in (wheel_bind, tree_bind)]
     assert touched[0] and touched[0] == touched[1]
+
+
+def test_the_console_is_an_extra_of_the_wheel(venv, built, tmp_path):
+    """Without [console]: the command line works and the console commands say in one line
+    what to install (exit 64). With it: ``screenshots`` finds the packaged sample."""
+    repo = demo.materialise(tmp_path / "demo", today=TODAY)
+    assert not importable(venv, "textual", tmp_path) and not importable(venv, "rich", tmp_path)
+    assert installed(venv, "check-split", "--staged", "--repo", str(repo), cwd=tmp_path).returncode == 0
+    for command in (["review", "--repo", str(repo)], ["demo", "--into", str(tmp_path / "opened")],
+                    ["screenshots", "--out", str(tmp_path / "shots")]):
+        refused = installed(venv, *command, cwd=tmp_path)
+        assert refused.returncode == 64, (command, refused.stderr)
+        assert refused.stderr.count("\n") == 1 and CONSOLE_HINT in refused.stderr, refused.stderr
+    assert not (tmp_path / "opened").exists() and not (tmp_path / "shots").exists()
+
+    pip_install(venv, f"{built[1]}[console]")
+    assert importable(venv, "textual", tmp_path)
+    # the screenshots command as far as the console: the sample it materialises comes from the
+    # wheel (driving the console for every picture takes minutes; test_console covers that)
+    probe = ("import json, sys, relconsole, relconsole.console.screenshots as shots, relconsole.cli as cli\n"
+             "async def shoot(repo, out):\n"
+             "    print(json.dumps([sorted(p.name for p in repo.iterdir()), relconsole.__file__]))\n"
+             "    return []\n"
+             "shots._shoot = shoot\n"
+             "sys.exit(cli.main(['screenshots', '--out', sys.argv[1]]))\n")
+    shot = subprocess.run([str(venv / "bin" / "python"), "-c", probe, str(tmp_path / "shots")], cwd=tmp_path,
+                          capture_output=True, text=True, env=outside_env(), timeout=INSTALL_TIMEOUT)
+    assert shot.returncode == 0, shot.stderr
+    listing, module = json.loads(shot.stdout)
+    assert listing == sorted(p.name for p in repo.iterdir())
+    assert Path(module).is_relative_to(venv)
