@@ -574,9 +574,25 @@ def cmd_check_split(args) -> int:
     return EXIT_REJECT if found else EXIT_PASS
 
 
-def cmd_review(args) -> int:
-    from relconsole.console.app import ReviewApp
+CONSOLE_MISSING = "the console needs textual: pip install 'relconsole[console]'"
 
+
+def _console_module(name: str):
+    """Import ``relconsole.console.<name>``. Textual and rich are the extra ``console``
+    (the base install serves the command line and the pre-commit hook): without them,
+    UsageError (exit 64) says in one line what to install instead of a traceback."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"relconsole.console.{name}")
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").partition(".")[0] in {"textual", "rich"}:
+            raise UsageError(CONSOLE_MISSING) from None
+        raise
+
+
+def cmd_review(args) -> int:
+    ReviewApp = _console_module("app").ReviewApp
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
                     oracle_from=args.oracle_from, keymap=args.keymap)
     return app.run() or 0
@@ -585,20 +601,17 @@ def cmd_review(args) -> int:
 def cmd_demo(args) -> int:
     from relconsole.engine.demo import materialise
 
+    console = None if args.no_open else _console_module("app")  # before writing anything
     path = materialise(args.into, args.today)
     print(path)
-    if args.no_open:
+    if console is None:
         return EXIT_PASS
-    from relconsole.console.app import ReviewApp
-
-    app = ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
+    app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
     return app.run() or 0
 
 
 def cmd_screenshots(args) -> int:
-    from relconsole.console.screenshots import regenerate
-
-    for path in regenerate(args.out):
+    for path in _console_module("screenshots").regenerate(args.out):
         print(path)
     return EXIT_PASS
 

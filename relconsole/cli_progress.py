@@ -164,6 +164,16 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
+def _rich_installed() -> bool:
+    """Whether rich can draw a bar: the base install (no ``[console]`` extra) has no rich, and
+    a terminal there gets the plain lines."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec("rich") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 @contextmanager
 def progress_reporter(stream: TextIO | None = None, enabled: bool = True) -> Iterator[Reporter]:
     """A Reporter for one block of work on ``stream`` (default: stderr): a bar on a terminal,
@@ -172,7 +182,7 @@ def progress_reporter(stream: TextIO | None = None, enabled: bool = True) -> Ite
     stream = sys.stderr if stream is None else stream
     if not enabled:
         reporter: Reporter = Reporter()
-    elif _is_terminal(stream):
+    elif _is_terminal(stream) and _rich_installed():
         reporter = BarReporter(stream)
     else:
         reporter = LineReporter(stream)

@@ -5,6 +5,11 @@ something real to show: a base commit on ``main`` carrying the code, the oracle
 (catalog, leases, freezes, pins, seeds, quarantine) and the corpora, and a branch
 ``agent/patch`` with the agent's commits from ``sample_repo/.agent_patch/NN-*/``.
 
+The sample project is ``sample_repo/`` at the top of a source checkout; a wheel carries
+the same files as package data, ``relconsole/_sample/`` (pyproject.toml maps the one
+folder to the other), read through ``importlib.resources`` so that an install from a
+wheel, ``pipx`` or ``uv tool`` finds it too (issue 17).
+
 Lease expiries, freeze expiries and quarantine draft dates only make sense relative to
 "today", so they are spliced into the copied text (every other byte is kept, comments
 included) before the base commit. Commit dates derive from ``today`` too, so the same
@@ -13,12 +18,16 @@ included) before the base commit. Commit dates derive from ``today`` too, so the
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import relconsole
@@ -47,24 +56,58 @@ DRAFTED_DAYS_AGO = 2
 BASE_COMMIT_DAYS_AGO = 3
 AGENT_COMMIT_DAYS_AGO = 1
 
+PACKAGED_SAMPLE = "_sample"  # relconsole/_sample/ in a wheel: pyproject.toml's package-dir
 _IGNORED = {"__pycache__", ".pytest_cache", ".git"}
 _PATCH_NAME = re.compile(r"^\d{2}-[\w.-]+$")
 _DATE = r"\d{4}-\d{2}-\d{2}"
 
 
-def default_source() -> Path:
-    """The ``sample_repo/`` directory beside the ``relconsole`` package (a source checkout)."""
+def default_source() -> Traversable:
+    """The sample project: ``relconsole/_sample/`` of an installed wheel (a ``Traversable``,
+    a ``Path`` unless the package is imported from a zip), else ``sample_repo/`` beside the
+    ``relconsole`` package (a source checkout, an editable install)."""
+    packaged = resources.files(relconsole).joinpath(PACKAGED_SAMPLE)
+    if packaged.is_dir():
+        return packaged
     return Path(relconsole.__file__).resolve().parent.parent / "sample_repo"
 
 
+@contextlib.contextmanager
+def on_disk(source: Traversable) -> Iterator[Path]:
+    """``source`` as a directory on disk: itself when it is one, else (a package imported
+    from a zip) a temporary copy of its files, removed on exit.
+
+    ``importlib.resources.as_file`` copies directories only from Python 3.12 on."""
+    if isinstance(source, Path):
+        yield source
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="relconsole-sample-"))
+    try:
+        if source.is_dir():
+            _extract(source, scratch / "sample")
+        yield scratch / "sample"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _extract(folder: Traversable, target: Path) -> None:
+    """Copy every file under ``folder`` to ``target``, byte for byte."""
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            _extract(entry, target / entry.name)
+        else:
+            (target / entry.name).write_bytes(entry.read_bytes())
+
+
 def materialise(into: Path | str | None = None, today: dt.date | None = None,
-                source: Path | str | None = None) -> Path:
+                source: Path | str | Traversable | None = None) -> Path:
     """Create the demo repository and return its root.
 
     ``into``: a directory that does not exist or is empty; None makes a fresh
     ``relconsole-demo-*`` temporary directory. ``today``: the day the relative dates
-    are computed from (default: the local date). ``source``: the sample project
-    (default ``default_source()``).
+    are computed from (default: the local date). ``source``: the sample project, a
+    directory or a ``Traversable`` (default ``default_source()``).
 
     The result has ``main`` (one base commit by the maintainers) and ``agent/patch``
     (one commit per ``.agent_patch/NN-*`` directory, by coding-agent), with
@@ -76,18 +119,22 @@ def materialise(into: Path | str | None = None, today: dt.date | None = None,
     A directory this call created is removed again on failure.
     """
     today = today or dt.date.today()
-    source = Path(source) if source is not None else default_source()
-    if not (source / "oracle").is_dir():
-        raise UsageError(f"{source}: no sample project here (expected an oracle/ directory)")
-    target, created = _prepare_target(into)
-    try:
-        copy_sample(source, target)
-        rewrite_dates(target, today)
-        build_history(target, source / PATCH_DIR, today)
-    except BaseException:
-        if created:
-            shutil.rmtree(target, ignore_errors=True)
-        raise
+    if source is None:
+        source = default_source()
+    elif isinstance(source, str):
+        source = Path(source)
+    with on_disk(source) as folder:
+        if not (folder / "oracle").is_dir():
+            raise UsageError(f"{source}: no sample project here (expected an oracle/ directory)")
+        target, created = _prepare_target(into)
+        try:
+            copy_sample(folder, target)
+            rewrite_dates(target, today)
+            build_history(target, folder / PATCH_DIR, today)
+        except BaseException:
+            if created:
+                shutil.rmtree(target, ignore_errors=True)
+            raise
     return target
 
 
