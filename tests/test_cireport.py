@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 import jsonschema
 import pytest
@@ -180,6 +180,13 @@ def test_a_path_becomes_a_relative_uri_reference_that_gives_it_back(path):
     assert re.fullmatch(r"[A-Za-z0-9\-._~!$&'()*+,;=@/%]*", uri)
     assert ":" not in uri.split("/")[0]  # no first segment that reads as a scheme
     assert unquote(uri, errors="surrogatepass") == path
+
+
+def test_a_path_whose_bytes_are_not_utf8_names_those_bytes():
+    path = b"src/caf\xe9 \xff.py".decode("utf-8", "surrogateescape")  # as git's reader gives it
+    uri = cireport.sarif_uri(path)
+    assert unquote_to_bytes(uri) == b"src/caf\xe9 \xff.py"
+    jsonschema.Draft4Validator(SCHEMA).validate(cireport.sarif(payload(paths=[path, "\ud800x"])))
 
 
 @settings(max_examples=25, deadline=None)

@@ -121,8 +121,14 @@ def sarif(payload: dict) -> dict:
 def sarif_uri(path: str) -> str:
     """``path`` (repository-relative, untrusted) as a relative URI reference: every byte
     outside RFC 3986's unreserved and sub-delims (space, ``#``, ``?``, ``%``, ``:``,
-    control characters, non-ASCII as UTF-8) is percent-encoded; ``unquote`` gives it back."""
-    return quote(path, safe=_URI_SAFE)
+    control characters, non-ASCII as UTF-8) is percent-encoded; ``unquote`` gives it back.
+    A path's bytes that were not UTF-8 (surrogate-escaped by git's reader) are encoded as
+    those bytes, so the URI names the file on disk."""
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte: keep it visible
+        raw = path.encode("utf-8", "backslashreplace")
+    return quote(raw, safe=_URI_SAFE)
 
 
 def _version() -> str:
