@@ -23,6 +23,10 @@ import git
 from relconsole.engine.errors import GitError, UsageError
 
 _SCRUBBED = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY")
+# What a shallow clone must do before a review (§9: the split check reads merge-base..HEAD).
+# CI's default checkout is shallow (actions/checkout fetches one commit), so name its fix too.
+SHALLOW_FIX = ("shallow clone: fetch-depth: 0 in the CI checkout (actions/checkout), "
+               "or git fetch --unshallow")
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -77,10 +81,19 @@ def resolve(repo: git.Repo, ref: str) -> str:
         pass
     if ref == "HEAD":
         raise GitError("HEAD has no commit yet: commit the patch first")
+    if is_shallow(repo.working_dir or repo.git_dir):
+        raise GitError(f"unknown ref {ref!r} in a {SHALLOW_FIX}")
     remote, _, branch = ref.partition("/")
     fetch = f"git fetch {remote} {branch}" if branch and remote in {r.name for r in repo.remotes} \
         else f"git fetch origin {ref}"
     raise GitError(f"unknown ref {ref!r}: fetch it ({fetch}) or name another with --base/--head")
+
+
+def is_shallow(repo_dir: str | Path) -> bool:
+    """Whether the repository at ``repo_dir`` is a shallow clone (git's own answer, so a
+    linked worktree of a shallow clone counts too)."""
+    proc = run_git(repo_dir, "rev-parse", "--is-shallow-repository", ok=None)
+    return proc.returncode == 0 and proc.stdout.strip() == b"true"
 
 
 def merge_base(repo: git.Repo, base: str, head: str) -> str:
@@ -93,11 +106,8 @@ def merge_base(repo: git.Repo, base: str, head: str) -> str:
         return repo.git.merge_base(base, head)
     except git.GitCommandError:
         pass
-    shallow = Path(repo.git_dir, "shallow").exists()
-    if shallow:
-        raise GitError(
-            f"no merge base of {base} and {head}: this is a shallow clone; "
-            "fetch the history (git fetch --unshallow, or --depth with more commits)")
+    if is_shallow(repo.working_dir or repo.git_dir):
+        raise GitError(f"no merge base of {base} and {head}: {SHALLOW_FIX}")
     raise GitError(f"no merge base of {base} and {head}: the histories are unrelated")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import BadInputError, GitError, UsageError
-from relconsole.engine.gitio import run_git
+from relconsole.engine.gitio import SHALLOW_FIX, run_git
 from relconsole.engine.owners import protected
 
 
@@ -54,8 +54,7 @@ def range_commits(repo_dir: str | Path, spec: str) -> list[Commit]:
                                      "--format=%H %P", "--name-status", "-M", spec, "--").stdout)
     except GitError as exc:
         if _shallow_file(repo_dir) is not None:
-            raise GitError(f"{exc.one_line()} (a shallow clone: fetch more history with "
-                           "git fetch --unshallow, or --deepen N)") from None
+            raise GitError(f"{exc.one_line()} ({SHALLOW_FIX})") from None
         raise
     _refuse_shallow(repo_dir, commits)
     return [_merge_additions(repo_dir, c) if len(c.parents) > 1 else c for c in commits]
@@ -128,8 +127,7 @@ def _refuse_shallow(repo_dir: str | Path, commits: list[Commit]) -> None:
         return
     grafted = set(shallow.read_text().split())
     if any(c.sha in grafted for c in commits):
-        raise GitError("the range reaches past this shallow clone's history: fetch more "
-                       "(git fetch --unshallow, or --deepen N) before checking it")
+        raise GitError(f"the range reaches past this clone's history: {SHALLOW_FIX}")
 
 
 def kind_of(path: str, layout: Layout) -> str | None:
