@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from relconsole import cli_help
 from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
@@ -80,8 +81,7 @@ class _VersionAction(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = _Parser(prog="relconsole", description="Review AI-written patches with metamorphic relations: "
-                     "the console (review, demo) and its command-line twins (relconsole COMMAND --help).")
+    parser = _Parser(prog="relconsole")  # its description, grouped commands and exit codes: cli_help.apply
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_flags(sub, COMMANDS, _review_options)
     register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
-    return parser
+    return cli_help.apply(parser)
 
 
 def _directory(text: str) -> Path:
