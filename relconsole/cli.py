@@ -3,6 +3,7 @@
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
 the engine, print text or ``--json``, and exit with the codes of SPEC §8.
 """
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker: this entry point answers shell completion)
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from relconsole import cli_help
+from relconsole.cli_completion import autocomplete
+from relconsole.cli_completion import register as register_completion
 from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
@@ -196,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_flags(sub, COMMANDS, _review_options)
     register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
+    register_completion(sub, COMMANDS)
     return cli_help.apply(parser)
 
 
@@ -628,7 +632,9 @@ def _force_exit(code: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code of §8."""
     _exit_cleanly_on_signals()
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    autocomplete(parser)  # a TAB in the shell: answer and exit (only when _ARGCOMPLETE is set)
+    args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except RelconsoleError as exc:

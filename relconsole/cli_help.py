@@ -224,6 +224,10 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         {EXIT_PASS: "the state was printed, whatever it is",
          EXIT_ABORT: "the store cannot be read",
          EXIT_USAGE: "a bad --lease-url, or not inside a git repository without one"}),
+    "completion": (
+        "Print the shell completion script for bash, zsh or fish; the README says where to put it. "
+        "Completion runs relconsole itself on each TAB (argcomplete), so it always knows the installed commands.",
+        {EXIT_PASS: "the script was printed", EXIT_USAGE: "an unknown shell"}),
     "gate": (
         "The one CI command: bind, check-split over the merge base..HEAD, review flags and the merge "
         "checklist, run, replay of what missed, and decide, giving one decision and one exit code "

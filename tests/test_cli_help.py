@@ -35,7 +35,7 @@ def commands() -> list[tuple[str, argparse.ArgumentParser]]:
 
 def test_the_parser_has_nested_commands_to_check():
     paths = {path for path, _ in commands()}
-    assert {"lease renew", "lease rehash", "workspace status"} <= paths
+    assert {"lease renew", "lease rehash", "workspace status", "completion"} <= paths
 
 
 def test_every_command_has_its_own_entry():
@@ -108,7 +108,7 @@ def test_the_codes_a_command_returns_are_among_those_its_help_lists(demo_repo: P
             "lease status": ["lease", "status", *where], "lease history": ["lease", "history", "weather", *where],
             "lease rehash": ["lease", "rehash", "weather", *where],
             "check-split": ["check-split", "--repo", str(demo_repo)],
-            "stats": ["stats", "--repo", str(demo_repo)],
+            "stats": ["stats", "--repo", str(demo_repo)], "completion": ["completion", "fish"],
             "bite": ["bite", "no.such", *where]}
     seen = {}
     for path, argv in runs.items():
