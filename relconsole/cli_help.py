@@ -37,7 +37,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "who owns them, the relations they run, misses, review flags, leases and quarantined "
         "candidates. Its keys make the same commits as accept, delete, freeze, ack and lease renew.",
         {EXIT_PASS: "you quit and the patch's decision is pass or freeze",
-         EXIT_REJECT: "you quit and the decision is reject (a missed relation or an open review flag)",
+         EXIT_REJECT: "you quit and the decision is reject (a missed relation, an open review flag, a mixed commit)",
          EXIT_GAP: "you quit and a touched path has no owner (coverage gap)",
          EXIT_ABORT: "the review could not load or its decision is abort (" + _GIT + ", a stale lease)",
          EXIT_HOLD: "you quit with the decision on hold (a touched relation has not run yet)",
@@ -68,7 +68,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "subject, rerunning a miss as the freeze protocol counts, and print each verdict and the "
         "patch's decision. Commits nothing.",
         {EXIT_PASS: "every relation held (or a miss is covered by a fresh freeze)",
-         EXIT_REJECT: "a relation missed, or an open review flag rejects the patch",
+         EXIT_REJECT: "a relation missed, or an open review flag, a failed checklist item or a mixed commit rejects the patch",
          EXIT_GAP: "the relations passed but a touched path has no owner (only without --relation/--shard/--all)",
          EXIT_ABORT: "a relation could not be judged (stale lease, a subject that would not start) or " + _GIT,
          EXIT_HOLD: "a relation's output was vacuous, or a touched relation did not run",
@@ -78,7 +78,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "edited leases or freezes, protected paths) and the merge checklist, and the decision they "
         "make; --run runs the touched relations first. Commits nothing.",
         {EXIT_PASS: "no open flag, every checklist item passes, every touched path owned",
-         EXIT_REJECT: "an unacknowledged review flag, a failed checklist item, or a missed relation",
+         EXIT_REJECT: "an unacknowledged review flag, a failed checklist item, a commit that breaks the split, or a missed relation",
          EXIT_GAP: "nothing worse, but a touched path has no owner",
          EXIT_ABORT: "a relation could not be judged, or " + _GIT,
          EXIT_HOLD: "touched relations have not run (give --run)",
@@ -232,7 +232,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "The one CI command: bind, check-split over the merge base..HEAD, review flags and the merge "
         "checklist, run, replay of what missed, and decide, giving one decision and one exit code "
         "(the worst of all) in decision.json. --shard K/N runs one part; --collect DIR merges the "
-        "shards' results (a missing shard aborts).",
+        "shards' results (a missing shard aborts). --sarif and --summary write what code scanning "
+        "and a job summary read.",
         {EXIT_PASS: "pass, or freeze",
          EXIT_REJECT: "a miss, an open review flag, a failed checklist item, or a commit that breaks the split",
          EXIT_GAP: "nothing worse, but a touched path has no owner",
