@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (python -m relconsole answers shell completion too)
 from relconsole.cli import main
 
 raise SystemExit(main())

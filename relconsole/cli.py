@@ -3,6 +3,7 @@
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
 the engine, print text or ``--json``, and exit with the codes of SPEC §8.
 """
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker: this entry point answers shell completion)
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from relconsole import cli_help
+from relconsole.cli_completion import autocomplete
+from relconsole.cli_completion import register as register_completion
 from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
@@ -87,8 +91,7 @@ class _VersionAction(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = _Parser(prog="relconsole", description="Review AI-written patches with metamorphic relations: "
-                     "the console (review, demo) and its command-line twins (relconsole COMMAND --help).")
+    parser = _Parser(prog="relconsole")  # its description, grouped commands and exit codes: cli_help.apply
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -206,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
     register_gate(sub, COMMANDS, _review_options, _shard, _directory)
-    return parser
+    register_completion(sub, COMMANDS)
+    return cli_help.apply(parser)
 
 
 def _directory(text: str) -> Path:
@@ -659,7 +663,9 @@ def _force_exit(code: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code of §8."""
     _exit_cleanly_on_signals()
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    autocomplete(parser)  # a TAB in the shell: answer and exit (only when _ARGCOMPLETE is set)
+    args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except RelconsoleError as exc:
