@@ -21,6 +21,7 @@ from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
 from relconsole.cli_propose import register as register_propose
+from relconsole.cli_schema import register as register_schema
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.cli_options import workspace_lease_options
@@ -196,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_flags(sub, COMMANDS, _review_options)
     register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
+    register_schema(sub, COMMANDS)
     return parser
 
 

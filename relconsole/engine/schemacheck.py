@@ -14,42 +14,21 @@ got a date: quote it").
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import json
-from importlib import resources
 from typing import Any
 
 import jsonschema
 from jsonschema import Draft202012Validator
 from jsonschema.validators import extend
 
+from relconsole import schemas
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.yamlload import Loaded
 
-# the shipped schemas, by the name ``relconsole schema NAME`` takes
-SCHEMA_NAMES = ("catalog", "lease", "freeze", "pin", "candidate", "ack")
 
-
-def schema_text(name: str) -> str:
-    """The text of the shipped schema ``name`` (one of SCHEMA_NAMES), as installed.
-
-    Raises KeyError for another name."""
-    if name not in SCHEMA_NAMES:
-        raise KeyError(name)
-    return _read_schema(name)
-
-
-@functools.cache
-def _read_schema(name: str) -> str:
-    return resources.files("relconsole").joinpath("schemas", f"{name}.schema.json").read_text("utf-8")
-
-
-@functools.cache
 def shipped(name: str) -> dict:
-    """The shipped schema ``name`` parsed, loaded once per process (callers must not mutate it).
-
-    Raises KeyError for a name not in SCHEMA_NAMES."""
-    return json.loads(schema_text(name))
+    """The shipped schema ``name`` (``relconsole.schemas.NAMES``), parsed once per process;
+    callers share it and must not mutate it. Raises KeyError for another name."""
+    return schemas.load(name)
 
 
 def shipped_part(name: str, definition: str) -> dict:
@@ -94,6 +73,8 @@ def _validator(schema: dict):
     """One validator per schema object (they are module constants), built on first use."""
     held = _VALIDATORS.get(id(schema))
     if held is None or held[0] is not schema:
+        if len(_VALIDATORS) > 64:  # a caller passing ad-hoc schemas: do not keep them all
+            _VALIDATORS.clear()
         held = _VALIDATORS[id(schema)] = (schema, Validator(schema, format_checker=FORMATS))
     return held[1]
 
@@ -132,6 +113,8 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{where}: expected {PATTERN_WORDS[error.validator_value]}, got {error.instance!r}"
     if error.validator == "format" and error.validator_value == "date":
         return f"{where}: {error.instance!r} is not a YYYY-MM-DD date"
+    if error.validator == "type" and error.schema.get("format") == "date":
+        return f"{where}: expected a YYYY-MM-DD date, got {describe(error.instance)}"
     if error.validator == "type":
         wanted = error.validator_value
         wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
