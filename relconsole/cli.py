@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from relconsole.cli_confirm import register as register_confirm
 from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
+from relconsole.cli_gate import register as register_gate
 from relconsole.cli_propose import register as register_propose
 from relconsole.cli_schema import register as register_schema
 from relconsole.cli_workspace import cmd_workspace
@@ -57,6 +58,12 @@ def _review_options(parser: argparse.ArgumentParser) -> None:
                         help="read the oracle from the base ref (default) or, explicitly, from HEAD")
 
 
+def _keymap_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keymap", default=None, metavar="PATH",
+                        help="the console's keymap, a TOML file (default: $RELCONSOLE_KEYMAP, else "
+                             "keymap.toml in your config folder; README: Keymaps)")
+
+
 def _version() -> str:
     """The installed distribution's version (package metadata), or a note when it is not installed."""
     from importlib import metadata
@@ -88,11 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     review = sub.add_parser("review", help="open the review console")
     _review_options(review)
+    _keymap_option(review)
 
     demo = sub.add_parser("demo", help="materialise the sample repository and open the console")
     demo.add_argument("--into", type=Path, default=None, help="directory to create (default: a temporary one)")
     demo.add_argument("--no-open", action="store_true", help="only materialise and print the path")
     demo.add_argument("--today", type=_date, default=None)
+    _keymap_option(demo)
 
     for name, text in (("bind", "map touched paths to owners (exit 2 on a gap)"),
                        ("run", "run the touched relations with the counted freeze protocol"),
@@ -198,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
     register_schema(sub, COMMANDS)
+    register_gate(sub, COMMANDS, _review_options, _shard, _directory)
     return parser
 
 
@@ -227,8 +237,10 @@ def _seed(text: str) -> int:
 
 
 def _load(args) -> Review:
+    from relconsole.cli_progress import progress_reporter
     from relconsole.engine.review import load_review
-    return load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
+    with progress_reporter(sys.stderr, not getattr(args, "json", False)) as report:  # big corpora hashing
+        return load_review(args.repo, args.base, args.head, args.today, args.oracle_from, hash_progress=report.bytes)
 
 
 def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
@@ -275,8 +287,11 @@ def cmd_run(args) -> int:
     from relconsole.engine.report import run_payload
     from relconsole.engine.review import finish_review, load_review, run_review
     from relconsole.engine.runner import prestart
+    from relconsole.cli_progress import progress_reporter
     prestart()  # the judge's processes boot while the review loads
-    review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True)
+    with progress_reporter(sys.stderr, not args.json) as report:
+        review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True,
+                             hash_progress=report.bytes)
     try:
         if review.errors:
             finish_review(review)  # every bad file in one report
@@ -290,17 +305,22 @@ def cmd_run(args) -> int:
         if args.replay_hashseed is not None and args.replay_seed is None:
             raise UsageError("--replay-hashseed replays a recorded run: give its --replay-seed too")
         # the flags, the quarantine and the patch's catalog are read while the workers judge
-        results = run_review(review, ids, replay_seed=args.replay_seed, replay_hashseed=args.replay_hashseed,
-                             meanwhile=lambda: finish_review(review))
+        with progress_reporter(sys.stderr, not args.json) as report:
+            total = len(ids if ids is not None else review.touched_relations())
+            results = run_review(review, ids, report.results(total), replay_seed=args.replay_seed,
+                                 replay_hashseed=args.replay_hashseed, meanwhile=lambda: finish_review(review))
         if review.errors:  # a bad quarantine file, found while the relations ran
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
             return EXIT_BAD_INPUT
-        decision = review.decision() if ids is None else _worst_of(results)
+        # the PR's decision, as gate, flags, the plugin and the console make it; --relation asks
+        # only about the relations named
+        judged = None if args.relation is None and args.shard is None and not args.all else ids
+        decision = _worst_of(results) if args.relation else review.decision(judged)
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
         _emit(args, payload, lines)
-        return review.exit_code() if ids is None else decision.exit_code  # a coverage gap is exit 2 (§8)
+        return decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
     finally:
         review.close()
 
@@ -510,6 +530,7 @@ def cmd_bite(args) -> int:
 
 def cmd_replay(args) -> int:
     """Exit with the worst §8 decision of the sheets; 3 when the workspace lease is held or lost."""
+    from relconsole.cli_progress import progress_reporter
     from relconsole.engine import importmap
     from relconsole.engine.report import replay_lines, replay_payload
     from relconsole.engine.replay import ReplayOptions, Shard, replay
@@ -524,7 +545,8 @@ def cmd_replay(args) -> int:
                                 args.artifacts, args.shard or Shard(), args.fresh_worktrees)
         store = open_store(args.lease_url, review.repo.common_dir)
         try:
-            outcome = replay(review, store, options, None if args.json else _print_progress)
+            with progress_reporter(sys.stderr, not args.json) as report:
+                outcome = replay(review, store, options, report.replay)
         finally:
             store.close()
         overall = outcome.overall()  # the gate history is decide's: CI runs decide over the sheets
@@ -532,10 +554,6 @@ def cmd_replay(args) -> int:
         return overall.exit_code
     finally:
         review.close()
-
-
-def _print_progress(step) -> None:
-    print(f"[{step.done}/{step.total}] {one_line(step.label)}", file=sys.stderr, flush=True)
 
 
 def cmd_check_split(args) -> int:
@@ -562,7 +580,7 @@ def cmd_review(args) -> int:
     from relconsole.console.app import ReviewApp
 
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
-                    oracle_from=args.oracle_from)
+                    oracle_from=args.oracle_from, keymap=args.keymap)
     return app.run() or 0
 
 
@@ -575,7 +593,7 @@ def cmd_demo(args) -> int:
         return EXIT_PASS
     from relconsole.console.app import ReviewApp
 
-    app = ReviewApp(repo=str(path), today=args.today)
+    app = ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
     return app.run() or 0
 
 

@@ -41,10 +41,13 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_confirm(args) -> int:
     """Confirm the candidate ``args`` names; print the outcome; return the §8 exit code."""
+    from relconsole.cli_progress import progress_reporter
     from relconsole.engine.confirm import ConfirmOptions, confirm_candidate
     from relconsole.engine.review import load_review
     from relconsole.engine.wslease import open_store
-    review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
+    with progress_reporter(sys.stderr, not args.json) as report:  # big corpora hashing
+        review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from,
+                             hash_progress=report.bytes)
     try:
         if review.errors:
             if args.json:
@@ -57,8 +60,8 @@ def cmd_confirm(args) -> int:
                                  args.first_only)
         store = open_store(args.lease_url, review.repo.common_dir)
         try:
-            outcome = confirm_candidate(review, args.candidate_id, store, None if args.json else _progress,
-                                        options=options)
+            with progress_reporter(sys.stderr, not args.json) as report:
+                outcome = confirm_candidate(review, args.candidate_id, store, report.confirm, options=options)
         finally:
             store.close()
         if args.json:
@@ -92,7 +95,3 @@ def lines(outcome: ConfirmOutcome) -> list[str]:
     out += [f"  note: {one_line(note)}" for note in outcome.notes]
     return out
 
-
-def _progress(step) -> None:
-    where = f"[{step.fraction:4.0%}] " if step.fraction is not None else ""
-    print(f"{where}{one_line(step.step)}", file=sys.stderr, flush=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 
-from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS
 from relconsole.engine.literal import one_line
 
 MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
@@ -29,23 +28,23 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_flags(args) -> int:
     """Print the flags and checklist of the review ``args`` names; return the exit code."""
-    from relconsole.engine.checklist import merge_checklist, with_checklist
+    from relconsole.engine.checklist import merge_checklist
     from relconsole.engine.review import load_review, run_review
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
     try:
         if args.run and not review.errors:
             run_review(review)
         items = merge_checklist(review)
-        decision = with_checklist(review.decision(), items)
-        code = EXIT_BAD_INPUT if review.errors else decision.exit_code
-        if code == EXIT_PASS and review.gaps():
-            code = EXIT_GAP
+        decision = review.decision()
+        code = review.exit_code()
         if args.json:
             print(json.dumps({
                 "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
                 "oracle_from": review.oracle_from, "unjudged": review.unjudged,
                 "flags": [_flag_json(review, f) for f in review.flags],
                 "checklist": [i.to_json() for i in items],
+                "split": [{"commit": o.commit, "path": o.path, "why": o.why} for o in review.split],
+                "split_problem": review.split_problem,
                 "decision": {"decision": decision.decision, "reason": decision.reason, "row": decision.row},
                 "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors],
                 "exit_code": code}, indent=2))
@@ -62,6 +61,11 @@ def cmd_flags(args) -> int:
                 print(f"      acknowledged by {one_line(ack.by)}: {one_line(ack.reason)}")
         if any(review.acknowledgement(f) is None for f in review.flags):
             print("  (a reviewer who has read a flagged line clears it: relconsole ack ID --reason TEXT)")
+        if review.split or review.split_problem:
+            print(f"split check in {span} (§9): " + (f"{len(review.split)} offence(s)" if review.split
+                                                      else f"not made: {one_line(review.split_problem)}"))
+            for o in review.split:
+                print(f"  ✗ {o.commit[:10]}  {one_line(o.path)}  {one_line(o.why)}")
         print("merge checklist:")
         for item in items:
             print(f"  {MARK[item.state]}  {item.title}")

@@ -62,7 +62,11 @@ counted freeze, or a touched path is a coverage gap, even when every item passed
 review-flag reject has no failing item); the terminal summary says why.
 ``--relconsole-report-only`` records the decision without failing the session.
 The engine is imported only under ``--relconsole`` (``relconsole.pytest_session``).
-Not xdist-aware: each xdist worker would run every selected relation.
+
+Under pytest-xdist (``pytest -n N``) the controller runs every relation of the scope once,
+before the workers start, and hands each worker the outcomes to report (no worker runs a
+relation); the controller collects the hand-written relation tests from the workers'
+reports and writes the one complete results file.
 """
 
 from __future__ import annotations

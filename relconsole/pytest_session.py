@@ -27,6 +27,8 @@ COLLECTOR_NAME = "relconsole"
 SECTION = "relconsole"
 DEFAULT_JSON = Path("relconsole") / "pytest-results.json"  # under the git directory
 _PASSING = ("pass", "freeze")
+WORKER_KEY = "relconsole_outcomes"  # workerinput key of the relations' outcomes under xdist
+ENTRY_PROPERTY = "relconsole_test"  # a worker's hand-written relation test entry, for the controller
 
 
 class RelationMiss(Exception):
@@ -49,11 +51,11 @@ class RelationItem(pytest.Item):
         self.plugin = plugin
 
     def runtest(self) -> None:
-        result = self.plugin.result_for(self.relation_id)
-        self.user_properties.extend(_result_properties(result))
-        self.add_report_section("call", SECTION, _result_section(result))
-        if result.verdict.decision not in _PASSING:
-            raise RelationMiss(_result_line(result))
+        outcome = self.plugin.outcome_for(self.relation_id)
+        self.user_properties.extend(tuple(p) for p in outcome["properties"])
+        self.add_report_section("call", SECTION, outcome["section"])
+        if outcome["decision"] not in _PASSING:
+            raise RelationMiss(outcome["line"])
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, RelationMiss):
@@ -84,6 +86,11 @@ class RelconsoleSession:
         self.tests_verdicts: list[Decision] = []
         self.json_path: Path | None = None
         self.failing = ""  # why the decision fails the session ('' when it passes)
+        # under pytest-xdist the controller runs the relations once and hands each worker their
+        # outcomes (pytest_configure_node); workers only report them, the controller writes the file
+        self.worker_outcomes: dict | None = getattr(config, "workerinput", {}).get(WORKER_KEY)
+        self.is_worker = hasattr(config, "workerinput")
+        self.is_controller = False
         # only the person running pytest may waive the gate: the option counts on the command line,
         # never from addopts in the patch's pyproject.toml or pytest.ini
         self.report_only = ("--relconsole-report-only" in config.invocation_params.args
@@ -105,6 +112,10 @@ class RelconsoleSession:
             raise pytest.UsageError(*[f"relconsole: bad input file: {one_line(e.one_line())}"
                                       for e in review.errors])
         self.review = review
+        if not self.is_worker and session.config.pluginmanager.getplugin("dsession") is not None:
+            self.is_controller = True  # pytest -n N: no item runs here; run every relation once, now
+            self.selected = [r.id for r in review.relations] if self.all else review.touched_relations()
+            self._run_selected()
         option = self.config.getoption("relconsole_json")
         self.json_path = (self.config.invocation_params.dir / option if option
                           else Path(review.repo.git_dir) / DEFAULT_JSON)
@@ -170,18 +181,50 @@ class RelconsoleSession:
 
     # --- catalog relations --------------------------------------------------------------
 
-    def result_for(self, relation_id: str) -> RelationResult:
-        """The relation's result; the first call runs every selected relation at once."""
+    def outcome_for(self, relation_id: str) -> dict:
+        """What the relation's item reports (``_outcome``); the first call in a process without
+        xdist runs every selected relation at once. An xdist worker reports what the controller
+        ran and never runs a relation itself."""
+        if self.is_worker:
+            outcomes = self.worker_outcomes or {}
+            if relation_id not in outcomes:
+                raise RelationMiss(f"{relation_id}: ABORT: the xdist controller did not run this relation "
+                                   "(give --relconsole on the command line, as the workers get it)")
+            return outcomes[relation_id]
         if not self.ran:
-            self.ran = True
-            try:
-                for result in run_review(self.review, self.selected):
-                    self.results[result.relation_id] = result
-            except RelconsoleError as exc:
-                self.run_error = one_line(exc.one_line())
+            self._run_selected()
         if self.run_error is not None:
             raise RelationMiss(f"{relation_id}: ABORT: relations could not run: {self.run_error}")
-        return self.results[relation_id]
+        return _outcome(self.results[relation_id])
+
+    def _run_selected(self) -> None:
+        self.ran = True
+        try:
+            for result in run_review(self.review, self.selected):
+                self.results[result.relation_id] = result
+        except RelconsoleError as exc:
+            self.run_error = one_line(exc.one_line())
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """xdist (controller): give each worker the outcome of every relation run here."""
+        if self.run_error is not None:
+            outcomes = {rid: {"decision": "abort", "line": f"{rid}: ABORT: relations could not run: "
+                              f"{self.run_error}", "section": self.run_error, "properties": []}
+                        for rid in self.selected}
+        else:
+            outcomes = {rid: _outcome(result) for rid, result in self.results.items()}
+        node.workerinput[WORKER_KEY] = outcomes
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """xdist (controller): collect the hand-written relation tests the workers ran."""
+        if not self.is_controller:
+            return
+        entry = dict(report.user_properties).get(ENTRY_PROPERTY)
+        if entry is not None and all(t["test_id"] != report.nodeid for t in self.tests):
+            data = json.loads(entry)
+            self.tests.append(data)
+            self.tests_verdicts.append(Decision(data["decision"], data["reason"], data["row"], data["relation_id"]))
 
     # --- hand-written relation tests --------------------------------------------------
 
@@ -210,7 +253,11 @@ class RelconsoleSession:
                  "freeze": dict(freeze.raw, state=freeze.state, why=freeze.why) if freeze else None}
         self.tests.append(entry)
         self.tests_verdicts.append(verdict)
-        for report in _final_reports(attempts, entry, verdict):
+        reports = _final_reports(attempts, entry, verdict)
+        if self.is_worker:  # the controller writes the results file: it reads the entry from here
+            next(r for r in reports if r.user_properties).user_properties.append(
+                (ENTRY_PROPERTY, json.dumps(entry, default=str)))
+        for report in reports:
             ihook.pytest_runtest_logreport(report=report)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
@@ -238,7 +285,7 @@ class RelconsoleSession:
         return payload
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.review is None or self.config.option.collectonly:
+        if self.review is None or self.config.option.collectonly or self.is_worker:
             self.json_path = None
             return
         payload = self.payload()
@@ -290,6 +337,13 @@ def _parse_today(text: str | None) -> dt.date | None:
         return dt.date.fromisoformat(text)
     except ValueError:
         raise pytest.UsageError(f"--relconsole-today {text!r} is not a YYYY-MM-DD date") from None
+
+
+def _outcome(result: RelationResult) -> dict:
+    """What a relation item reports, as JSON-ready data (it crosses to xdist workers):
+    ``decision``, the failure ``line``, the report ``section`` and junit ``properties``."""
+    return {"decision": result.verdict.decision, "line": _result_line(result),
+            "section": _result_section(result), "properties": [list(p) for p in _result_properties(result)]}
 
 
 def _result_line(result: RelationResult) -> str:

@@ -77,5 +77,8 @@ def pytest_report_header(config) -> str:
 
 @pytest.fixture(autouse=True)
 def _console_preferences(tmp_path_factory, monkeypatch):
-    """The console's saved theme lives in a scratch directory per test, never the user's."""
+    """The console's saved theme and keymap live in a scratch directory per test, never the
+    user's (the keymap is found through platformdirs, which reads XDG_CONFIG_HOME)."""
     monkeypatch.setenv("RELCONSOLE_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
+    monkeypatch.delenv("RELCONSOLE_KEYMAP", raising=False)

@@ -22,6 +22,7 @@ from textual.widgets import Header, Input, ProgressBar, Static, Tab, Tabs
 from relconsole.console import filters, views
 from relconsole.console.collector import SWEEP_EVERY_SECONDS, Collector
 from relconsole.console.commands import ReviewCommands
+from relconsole.console.keymap import default_keys, keymap_path, load_keymap
 from relconsole.console.listing import PANE_TITLES, PANES, PaneListing
 from relconsole.console.settings import load_settings, save_setting
 from relconsole.console.owners import OwnerWorkflows
@@ -38,7 +39,7 @@ from relconsole.engine import actions, checklist, gatehealth
 from relconsole.engine.bite import cached_verdict
 from relconsole.engine.confirm import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.literal import literal
+from relconsole.engine.literal import literal, one_line
 from relconsole.engine.replay import Cancel, ReplayOptions, Shard, load_workspace_leases, replay, to_replay
 from relconsole.engine.report import record_decisions
 from relconsole.engine.review import Review, RunCancelled, load_review, run_review
@@ -51,6 +52,7 @@ PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarant
                 "confirm_candidate": "quarantine", "freeze": "relations", "renew": "leases",
                 "rehash": "leases"}
 QUICK_KEY = "x"
+KEYMAP_PROBLEMS_SHOWN = 5  # one notification each; more are counted in one more
 MAIN_SCREEN_ACTIONS = {"next_pane", "previous_pane", "filter", "quick_filter", "focus_pane", "clear_filters"}
 
 
@@ -117,9 +119,11 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def __init__(self, repo: str = ".", base_ref: str | None = None, head_ref: str = "HEAD",
                  today: dt.date | None = None, oracle_from: str = "base", autorun: bool = True,
-                 preferences: bool = True):
+                 preferences: bool = True, keymap: str | None = None):
         super().__init__()
-        self.preferences = preferences  # the user's saved theme; screenshots use the default
+        self.preferences = preferences  # the user's saved theme and keymap; screenshots use the defaults
+        self.keymap_file = keymap  # --keymap PATH; None: $RELCONSOLE_KEYMAP or the user's config folder
+        self.active_keys: dict[str, list[str]] = default_keys(self.BINDINGS)  # binding id -> keys in force
         self.repo_path = repo
         self.base_ref = base_ref
         self.head_ref = head_ref
@@ -169,6 +173,8 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
     def on_mount(self) -> None:
         self.query_one("#progress").display = False
         if self.preferences:
+            self.apply_user_keymap()
+        if self.preferences:
             self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
         self.layout_for(self.size.width, self.size.height)
         self.query_one("#touched", Pane).focus()
@@ -176,6 +182,25 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.set_interval(LEASE_REFRESH_SECONDS, self.refresh_workspace_leases)
         self.collector.start()
         self.set_interval(SWEEP_EVERY_SECONDS, lambda: self.collector.sweep_if_idle(self.busy))
+
+    def apply_user_keymap(self) -> None:
+        """Read the reviewer's keymap (``keymap.load_keymap``) and hand it to Textual
+        (``App.set_keymap``); each problem is a one-line notification naming the file, and
+        the entries it concerns keep their default keys. Never raises."""
+        try:
+            keymap = load_keymap(keymap_path(self.keymap_file), self.BINDINGS)
+        except Exception as exc:  # a keymap is never worth a crash
+            self.notify(f"keymap not read: {type(exc).__name__}: {exc}", title="keymap",
+                        severity="warning", markup=False)
+            return
+        if keymap.keys:
+            self.set_keymap(keymap.keys)
+        self.active_keys = keymap.active
+        for problem in keymap.problems[:KEYMAP_PROBLEMS_SHOWN]:
+            self.notify(one_line(problem), title="keymap", severity="warning", markup=False, timeout=30)
+        if len(keymap.problems) > KEYMAP_PROBLEMS_SHOWN:
+            self.notify(f"{len(keymap.problems) - KEYMAP_PROBLEMS_SHOWN} more keymap problem(s) in "
+                        f"{one_line(keymap.path)}", title="keymap", severity="warning", markup=False, timeout=30)
 
     def refresh_workspace_leases(self) -> None:
         """Every few seconds: workspace leases change under us (CI holders, TTLs running out)."""
@@ -866,7 +891,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def action_help(self) -> None:
         """``?``: every key, generated from the bindings in force, grouped by where it works."""
-        self.push_screen(HelpScreen(help_groups(self.BINDINGS)))
+        self.push_screen(HelpScreen(help_groups(self.BINDINGS, self.active_keys)))
 
     def exit_code(self) -> int:
         """The §8 code of what the console shows (a load failure: its error's code)."""

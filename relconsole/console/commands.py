@@ -11,6 +11,7 @@ from functools import partial
 
 from textual.command import Hit, Hits, Provider
 
+from relconsole.console.keymap import with_active_key
 from relconsole.console.screens.help import key_names
 
 NOT_IN_PALETTE = {"next_pane", "previous_pane", "filter.keep", "filter.clear"}  # keys of moving and typing
@@ -18,9 +19,11 @@ NOT_IN_PALETTE = {"next_pane", "previous_pane", "filter.keep", "filter.clear"}  
 
 def palette_entries(app) -> list[tuple[str, str]]:
     """(text, action) for every binding of ``app`` that belongs in the palette, in binding order;
-    the text is the tooltip with its key, e.g. ``Quarantine: accept the item … (a)``."""
+    the text is the tooltip with its key in force, e.g. ``Quarantine: accept the item … (a)``."""
     entries = []
+    active = getattr(app, "active_keys", None) if not isinstance(app, type) else None
     for binding in app.BINDINGS:
+        binding = with_active_key(binding, active or {})
         if binding.id is None or binding.id in NOT_IN_PALETTE:
             continue
         words = binding.tooltip or binding.description or binding.action

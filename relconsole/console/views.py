@@ -17,7 +17,6 @@ from relconsole.console.screens.detail import (DetailView, candidate_text, lease
                                                relation_body, relation_text, replay_text, workspace_lease_text)
 from relconsole.engine.acks import MIN_PREFIX
 from relconsole.engine.actions import OVERRIDE, base_miss_advice
-from relconsole.engine.checklist import with_checklist
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.leases import check_renewal
@@ -444,7 +443,7 @@ def checklist_view(review: Review, items) -> DetailView:
     header = Text.assemble(("Review flags and merge checklist", "bold"),
                            (" · relconsole flags (esc goes back)", "dim"))
     body = Text()
-    decision = with_checklist(review.decision(), items)
+    decision = review.decision()
     body.append(f" {decision.decision.upper()} ", f"reverse {render.DECISION_STYLE[decision.decision]}")
     body.append_text(lit(f" {decision.reason}", "bold"))
     body.append(" with the checklist (relconsole flags exits with this)\n\n", "dim")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from relconsole.engine import gitio
 from relconsole.engine.acks import by_author, same_person
 from relconsole.engine.candidates import relation_of_seed_file
-from relconsole.engine.decision import Decision, worst
+from relconsole.engine.decision import Decision
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.freezes import LIVE, parse_rows
 from relconsole.engine.yamlload import load_yaml_text
@@ -51,16 +51,27 @@ class Item:
 
 
 def merge_checklist(review) -> list[Item]:
-    """The seven items for ``review`` (an engine ``Review``); never raises for missing evidence."""
-    return [_leases_fresh(review), _leases_allow(review), _no_golden(review), _freezes_preexisting(review),
-            _reruns_counted(review), _drafted_rows(review), _acknowledged(review)]
+    """The seven items for ``review`` (an engine ``Review``); never raises for missing evidence.
+
+    Only ``freeze_reruns_counted`` reads the relations' results; the other six are kept on the
+    review while its bindings, flags, acknowledgements, leases, freezes and errors are the same
+    objects (compared by identity), because the console asks after every finished relation and
+    the drafted-rows item reads git history."""
+    key = tuple(map(tuple, (review.bindings, review.flags, review.acks, review.leases, review.freezes,
+                            review.errors)))
+    cached = getattr(review, "_checklist_static", None)
+    if cached is None or cached[0] != key:
+        cached = (key, (_leases_fresh(review), _leases_allow(review), _no_golden(review),
+                        _freezes_preexisting(review), _drafted_rows(review), _acknowledged(review)))
+        review._checklist_static = cached
+    fresh, allow, golden, preexisting, drafted, acknowledged = cached[1]
+    return [fresh, allow, golden, preexisting, _reruns_counted(review), drafted, acknowledged]
 
 
-def with_checklist(decision: Decision, items: list[Item]) -> Decision:
-    """``decision`` made worse by the failed items (each a ``reject``, reason ``checklist:<key>``)."""
-    failed = [Decision("reject", f"checklist:{i.key}", None, None, i.evidence[0] if i.evidence else i.title)
-              for i in items if i.state == FAIL]
-    return worst([decision, *failed])
+def checklist_verdicts(items: list[Item]) -> list[Decision]:
+    """One ``reject`` (reason ``checklist:<key>``) per failed item; an unknown item fails nothing."""
+    return [Decision("reject", f"checklist:{i.key}", None, None, i.evidence[0] if i.evidence else i.title)
+            for i in items if i.state == FAIL]
 
 
 def _item(key: str, title: str, failures: list[str], passes: list[str], unknown: list[str] = ()) -> Item:

@@ -28,6 +28,7 @@ from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, InputShape, S
                                           validate_candidate, validate_seed_rows)
 from relconsole.engine.candidates import input_shape as candidate_input_shape
 from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
+from relconsole.engine.checklist import checklist_verdicts, merge_checklist
 from relconsole.engine import importmap
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
@@ -40,7 +41,7 @@ from relconsole.engine.leases import header_fields
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
 from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
-from relconsole.engine.splitcheck import layout_at
+from relconsole.engine.splitcheck import check_split, layout_at
 from relconsole.engine.runner import Cancel, RelationResult, RunPlan, run_all
 from relconsole.engine.textedit import first_bad_jsonl_line, jsonl_lines
 from relconsole.engine.workspace import build_run_tree, export_oracle, scratch_dir
@@ -107,12 +108,15 @@ class Review:
     candidate_states: dict = field(default_factory=dict)  # path -> confirm.ConfirmState (§10)
     lease_store_note: str = ""  # why workspace leases could not be listed, if so
     unjudged: list[str] = field(default_factory=list)  # test files the flag rules could not read
+    split: list = field(default_factory=list)  # splitcheck.Offence of merge_base..head (§9), from finish_review
+    split_problem: str = ""  # why the split check could not be made (a shallow clone), else ""
     acks: list[Ack] = field(default_factory=list)  # reviewers' acknowledgements on the base ref (§9 review:)
     authors: list[tuple[str, str]] = field(default_factory=list)  # (name, email) of the patch's authors
     finished: bool = True  # False until finish_review read what load_review(deferred=True) left out
     _lease_index: tuple | None = field(default=None, repr=False, compare=False)  # see lease()
     _owned: tuple | None = field(default=None, repr=False, compare=False)  # see touched_relations()
     _flag_ids: dict = field(default_factory=dict, repr=False, compare=False)  # see flag_id()
+    _checklist_static: tuple | None = field(default=None, repr=False, compare=False)  # see checklist.merge_checklist
 
     @property
     def root(self) -> Path:
@@ -232,39 +236,59 @@ class Review:
         ack = self.matching_ack(flag)
         return None if ack is None or by_author(ack, self.authors) else ack
 
-    def decision(self) -> Decision:
-        """The PR's decision: worst of the touched relations' verdicts (§8).
+    def decision(self, relation_ids: list[str] | None = None) -> Decision:
+        """The PR's decision (§8, §9): the worst of everything that decides a patch.
 
-        A replayed relation's decision is its sheet's (§8 table row); touched relations
-        not yet run make it ``hold`` (evidence pending); a bad input file makes it
-        ``abort`` with reason ``bad_input``; any review flag (§9) makes it at least
-        ``reject`` with reason ``review_flag:<name>`` (the oldest flag's, when no relation's
-        verdict is as bad: a relation's miss is the headline), unless a reviewer who
-        is not the patch's author acknowledged it on the base ref (``acks``). A review loaded
-        with ``deferred`` reads its flags first: no decision is ever made without them.
+        In this order, so that a relation's miss is the headline and anything as bad stands
+        beside it: the touched relations' verdicts (``relation_ids``: only these, as a CI
+        shard judges its slice; default every touched relation), the review flags, the split
+        check, the merge checklist. A replayed relation's decision is its sheet's (§8 table
+        row); a touched relation not yet run makes it ``hold`` (evidence pending); a bad
+        input file makes it ``abort`` with reason ``bad_input``; a review flag makes it at
+        least ``reject`` with reason ``review_flag:<name>`` unless a reviewer who is not the
+        patch's author acknowledged it on the base ref (``acks``); a commit that mixes kinds
+        is ``reject`` ``commit_split``, and a split check that could not be made (a shallow
+        clone) ``abort`` ``split_unchecked``; a failed checklist item is ``reject``
+        ``checklist:<key>``. Every front end (run, flags, gate, the pytest plugin, the
+        console) reports this one decision. A review loaded with ``deferred`` reads its
+        flags first: no decision is ever made without them.
         """
         if not self.finished:
             finish_review(self)
         if self.errors:
             return Decision("abort", "bad_input", None, None, self.errors[0].one_line())
+        return worst(self.relation_verdicts(relation_ids) + self.patch_verdicts())
+
+    def relation_verdicts(self, relation_ids: list[str] | None = None) -> list[Decision]:
+        """One decision per touched relation (``relation_ids``: only these), in catalog order:
+        its replay sheet's, else its run's, else ``hold`` ``not_run``."""
         verdicts = []
-        for rid in self.touched_relations():
+        for rid in self.touched_relations() if relation_ids is None else relation_ids:
             if rid in self.replays:
                 verdicts.append(self.replays[rid].decision)
                 continue
             result = self.results.get(rid)
             verdicts.append(result.verdict if result else
                             Decision("hold", "not_run", None, rid, "a touched relation has not run"))
-        # after the relations: a relation's miss is the headline, a flag as bad stands beside it
-        verdicts += [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
-                     for f in self.flags if self.acknowledgement(f) is None]
-        return worst(verdicts)
+        return verdicts
 
-    def exit_code(self) -> int:
+    def patch_verdicts(self) -> list[Decision]:
+        """The decisions about the patch as a whole, the same in every CI shard: standing review
+        flags, split offences (§9) and failed checklist items, each ``reject`` (an unmade split
+        check: ``abort``)."""
+        verdicts = [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
+                    for f in self.flags if self.acknowledgement(f) is None]
+        verdicts += [Decision("reject", "commit_split", None, None, f"{o.commit[:10]} {o.path}: {o.why}")
+                     for o in self.split]
+        if self.split_problem:
+            verdicts.append(Decision("abort", "split_unchecked", None, None, self.split_problem))
+        return verdicts + checklist_verdicts(merge_checklist(self))
+
+    def exit_code(self, relation_ids: list[str] | None = None) -> int:
         """The §8 exit code of this review: 5 for a bad file, else the decision's, else 2 for a gap."""
         if self.errors:
             return EXIT_BAD_INPUT
-        code = self.decision().exit_code
+        code = self.decision(relation_ids).exit_code
         if code == EXIT_PASS and self.gaps():
             return EXIT_GAP
         return code
@@ -337,6 +361,7 @@ def finish_review(review: Review) -> None:
     review.finished = True
     _load_quarantine(review, gitio.TreeView(review.repo, review.oracle_sha))
     _flag(review)
+    _split(review)
     _patch_catalog(review)
     _load_acks(review)
 
@@ -532,18 +557,32 @@ def _bind(review: Review) -> None:
                            for b in review.bindings]
 
 
+def _judging_layout(review: Review) -> Layout:
+    """The base ref's layout, which the patch's flags and split are judged by even when the
+    oracle is read from HEAD (a patch cannot move its own gate, §2)."""
+    if review.oracle_from != "HEAD":
+        return review.layout
+    try:
+        return layout_at(review.root, review.base_tip)
+    except BadInputError:
+        return review.layout  # the base's pyproject is broken: the review already reports its own
+
+
+def _split(review: Review) -> None:
+    """The §9 split check over ``merge_base..head``: offences in ``review.split``; a range git
+    cannot read (a shallow clone's boundary) leaves the reason in ``split_problem`` (abort)."""
+    try:
+        review.split = check_split(review.root, f"{review.merge_base}..{review.head_sha}", _judging_layout(review))
+    except (GitError, BadInputError) as exc:
+        review.split_problem = exc.one_line()
+
+
 def _flag(review: Review) -> None:
     """The §9 review flags of the commits under review (protected paths, leases, corpora,
     freeze rows, golden literals, sorts in bag relations, ingest turned concatenation),
     judged with the base ref's layout even when the oracle is read from HEAD."""
     corpora = {s.lease.path: s.lease.id for s in review.leases if s.lease is not None}
-    layout = review.layout
-    if review.oracle_from == "HEAD":
-        try:
-            layout = layout_at(review.root, review.base_tip)
-        except BadInputError:
-            pass  # the base's pyproject is broken: the review already reports its own
-    report = patch_flags(review.root, review.merge_base, review.head_sha, layout, review.catalog, corpora,
+    report = patch_flags(review.root, review.merge_base, review.head_sha, _judging_layout(review), review.catalog, corpora,
                          review.oracle_from)
     review.flags[:0] = report.flags
     review.unjudged = report.unjudged

@@ -21,8 +21,8 @@ class ConfirmScreen(ModalScreen[bool]):
     """
 
     BINDINGS = [
-        Binding("y,enter", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
+        Binding("y,enter", "answer(True)", "Yes", id="dialog.yes", tooltip="a yes/no question: yes"),
+        Binding("n,escape", "answer(False)", "No", id="dialog.no", tooltip="a yes/no question: no"),
     ]
 
     def __init__(self, title: str, question: str):
@@ -35,7 +35,15 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
             with DialogBody(id="dialog-scroll"):  # a long question never hides the keys
                 yield Static(Text(self.question), id="dialog-body")
-            yield Static(Text("y / enter: yes    n / esc: no", style="dim"), id="dialog-keys")
+            yield Static(Text(f"{self.keys_of('dialog.yes')}: yes    {self.keys_of('dialog.no')}: no",
+                              style="dim"), id="dialog-keys")
+
+    def keys_of(self, binding_id: str) -> str:
+        """The keys in force for one of this dialog's bindings (after the reviewer's keymap)."""
+        from relconsole.console.screens.help import key_names
+        binding = next(b for b in self.BINDINGS if b.id == binding_id)
+        active = getattr(self.app, "active_keys", {}).get(binding_id)
+        return key_names(",".join(active) if active else binding.key)
 
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)

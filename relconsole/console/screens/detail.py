@@ -388,7 +388,8 @@ class DetailView(NamedTuple):
 class DetailScreen(Screen):
     """A full-screen detail view of a ``DetailView``; ``escape``/``q`` goes back."""
 
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="view.back",
+                        tooltip="a detail view: back to the panes")]
 
     def __init__(self, view: DetailView):
         super().__init__()

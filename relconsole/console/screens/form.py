@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from relconsole.console.screens.confirm import DialogBody
+from relconsole.console.screens.help import key_names
 
 
 class FormScreen(ModalScreen[dict | None]):
@@ -20,7 +21,8 @@ class FormScreen(ModalScreen[dict | None]):
     dialog open.
     """
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="form.cancel",
+                        tooltip="a form (freeze, renewal, acknowledgement): cancel it")]
 
     def __init__(self, title: str, body: str, fields: list[tuple[str, str, str, str]], check=None):
         super().__init__()
@@ -38,7 +40,9 @@ class FormScreen(ModalScreen[dict | None]):
                 yield Label(Text(label))
                 yield Input(value=value, placeholder=placeholder, id=f"field-{name}")
             yield Static("", id="dialog-error")
-            yield Static(Text("enter: next / submit    esc: cancel", style="dim"), id="dialog-keys")
+            cancel = getattr(self.app, "active_keys", {}).get("form.cancel") or [self.BINDINGS[0].key]
+            yield Static(Text(f"enter: next / submit    {key_names(','.join(cancel))}: cancel", style="dim"),
+                         id="dialog-keys")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         inputs = list(self.query(Input))

@@ -10,16 +10,30 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from textual.keys import Keys, format_key
+
+from relconsole.console.keymap import split_keys, with_active_key
 from relconsole.console.widgets.pane import Pane
 
 
-KEY_NAMES = {"question_mark": "?", "space": "space", "escape": "esc", "enter": "enter",
-             "shift+tab": "shift+tab", "ctrl+p": "ctrl+p", "slash": "/"}
+KEY_NAMES = {"escape": "esc"}
+KEY_WORDS = frozenset(k.value for k in Keys)  # enter, pagedown, f5: shown as words
+
+
+def key_name(key: str) -> str:
+    """One normalised key as the help writes it: ``question_mark`` -> ``?``,
+    ``ctrl+full_stop`` -> ``ctrl+.``, ``escape`` -> ``esc``, ``pagedown`` stays a word."""
+    *modifiers, base = key.split("+")
+    if base in KEY_NAMES:
+        base = KEY_NAMES[base]
+    elif base not in KEY_WORDS and len(base) > 1:
+        base = format_key(base)  # a character's name: the character
+    return "+".join([*modifiers, base])
 
 
 def key_names(keys: str) -> str:
     """``question_mark,f1`` -> ``? / f1``."""
-    return " / ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
+    return " / ".join(key_name(k) for k in split_keys(keys))
 
 
 HELP_GROUPS = (  # binding id prefix -> help section; the rest are "Acting"
@@ -28,18 +42,32 @@ HELP_GROUPS = (  # binding id prefix -> help section; the rest are "Acting"
 )
 
 
-def help_groups(bindings: list[Binding]) -> list[tuple[str, list[Binding]]]:
+def dialog_bindings() -> list[Binding]:
+    """The keys of the screens pushed over the panes: help, detail views, yes/no dialogs, forms."""
+    from relconsole.console.screens.confirm import ConfirmScreen
+    from relconsole.console.screens.detail import DetailScreen
+    from relconsole.console.screens.form import FormScreen
+    return [*HelpScreen.BINDINGS, *DetailScreen.BINDINGS, *ConfirmScreen.BINDINGS, *FormScreen.BINDINGS]
+
+
+def help_groups(bindings: list[Binding], active: dict[str, list[str]] | None = None
+                ) -> list[tuple[str, list[Binding]]]:
     """The help screen's sections: moving inside a pane (the Pane's keys), then the app's
-    bindings by what they do. Every binding appears exactly once."""
-    moving = list(Pane.BINDINGS)
+    bindings by what they do, then the dialogs' keys. Every binding appears exactly once,
+    with the keys in force (``active``: binding id -> keys, from the keymap; a binding the
+    keymap leaves alone is the same object)."""
+    active = active or {}
+    moving = [with_active_key(b, active) for b in Pane.BINDINGS]
     sections: dict[str, list[Binding]] = {title: [] for title, _ in HELP_GROUPS}
     acting: list[Binding] = []
     for binding in bindings:
         title = next((t for t, prefixes in HELP_GROUPS if (binding.id or "").startswith(prefixes)), None)
-        (sections[title] if title else acting).append(binding)
+        (sections[title] if title else acting).append(with_active_key(binding, active))
     palette = Binding("ctrl+p", "", tooltip="command palette: every action by name, and the theme picker")
+    dialogs = [with_active_key(b, active) for b in dialog_bindings()]
     return [("Moving in a pane", moving), (HELP_GROUPS[0][0], sections[HELP_GROUPS[0][0]]),
-            ("Acting", acting), (HELP_GROUPS[1][0], sections[HELP_GROUPS[1][0]] + [palette])]
+            ("Acting", acting), (HELP_GROUPS[1][0], sections[HELP_GROUPS[1][0]] + [palette]),
+            ("Dialogs and views", dialogs)]
 
 
 def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
@@ -60,7 +88,8 @@ def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
 class HelpScreen(ModalScreen[None]):
     """Lists every key; ``escape``, ``q`` or ``?`` closes it."""
 
-    BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close")]
+    BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close", id="help.close",
+                        tooltip="close this help")]
 
     def __init__(self, groups: list[tuple[str, list[Binding]]]):
         super().__init__()

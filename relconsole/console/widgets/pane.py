@@ -44,13 +44,13 @@ class Pane(ScrollView, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("down,j", "cursor_down", "Down", show=False, tooltip="next item"),
-        Binding("up,k", "cursor_up", "Up", show=False, tooltip="previous item"),
-        Binding("home,g", "first", "First", show=False, tooltip="first item"),
-        Binding("end,G", "last", "Last", show=False, tooltip="last item"),
-        Binding("pagedown", "page_down", "Page down", show=False, tooltip="one screen down"),
-        Binding("pageup", "page_up", "Page up", show=False, tooltip="one screen up"),
-        Binding("enter", "select", "Open", show=False,
+        Binding("down,j", "cursor_down", "Down", show=False, id="cursor.down", tooltip="next item"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="cursor.up", tooltip="previous item"),
+        Binding("home,g", "first", "First", show=False, id="cursor.first", tooltip="first item"),
+        Binding("end,G", "last", "Last", show=False, id="cursor.last", tooltip="last item"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="cursor.page_down", tooltip="one screen down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="cursor.page_up", tooltip="one screen up"),
+        Binding("enter", "select", "Open", show=False, id="item.open",
                 tooltip="open the item: a touched path narrows the relations to its owners "
                         "(again: all); a relation, lease or candidate opens its full view"),
     ]

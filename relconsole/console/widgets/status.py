@@ -36,6 +36,9 @@ class StatusLine(Static):
         standing = [f for f in review.flags if review.acknowledgement(f) is None]
         if standing:
             text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} (m)", "bold yellow")
+        if review.split:
+            text.append(f" ✗ {len(review.split)} mixed commit path{'s' if len(review.split) > 1 else ''} (§9)",
+                        "bold red")
         if len(standing) < len(review.flags):
             text.append(f" ✓ {len(review.flags) - len(standing)} acknowledged", "green")
         if decision.relation_id:

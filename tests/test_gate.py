@@ -1,0 +1,202 @@
+"""``relconsole gate``: one CI command, one decision, the same one every front end reports.
+
+The patches are the judge file's (tests/test_hostile_subjects.py) and the sample's own, each a
+real branch judged by real processes: ``gate``, ``run``, ``flags --run``, ``pytest --relconsole``
+and the console (the Pilot) must agree on the decision and the §8 exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TODAY, git
+from relconsole.engine.demo import materialise
+from test_hostile_subjects import (AGGREGATOR, HONEST, MERGE_PATCHER, NAIVE, OFF_BY_ONE, patched, prelude)
+
+ROOT = Path(__file__).resolve().parents[1]
+EXIT_OF = {"pass": 0, "freeze": 0, "reject": 1, "abort": 3, "hold": 4}
+GOLDEN_TEST = '''from src.aggregator import summarize
+
+
+def test_total():
+    assert summarize([{"species": "Adelie", "body_mass_g": 3750.0}])["Adelie"]["count"] == 1
+'''
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    return materialise(tmp_path_factory.mktemp("gate") / "sample", TODAY)
+
+
+def _env() -> dict:
+    import os
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PYTEST_", "RELCONSOLE_"))}
+    return env | {"PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1", "RELCONSOLE_TODAY": TODAY.isoformat()}
+
+
+def cli(repo: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "relconsole", *args], cwd=repo, env=_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def gate(repo: Path, artifacts: Path, *args: str) -> tuple[int, dict]:
+    proc = cli(repo, "gate", "--base", "main", "--runs", "2", "--artifacts", str(artifacts), "--json",
+               "--no-history", *args)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    try:
+        return proc.returncode, json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"gate printed no JSON (exit {proc.returncode}): {proc.stdout[-800:]} {proc.stderr[-2000:]}")
+
+
+def json_of(proc: subprocess.CompletedProcess) -> dict:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def plugin(repo: Path, tmp: Path) -> tuple[int, dict]:
+    results = tmp / "plugin.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--relconsole", "-p", "no:cacheprovider",
+                           f"--relconsole-json={results}", "-q"], cwd=repo, env=_env(), capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert results.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.returncode, json.loads(results.read_text())
+
+
+async def console_decision(repo: Path) -> tuple[str, str, str]:
+    """(decision, reason, status line text) once the console ran the touched relations."""
+    from relconsole.console.app import ReviewApp
+    app = ReviewApp(repo=str(repo), base_ref="main", today=TODAY)
+    async with app.run_test(size=(160, 48)) as pilot:
+        deadline = time.monotonic() + 300
+        await pilot.pause()
+        while app.busy or app.review is None or app.review.results.keys() < set(app.review.touched_relations()):
+            assert app.load_error is None, app.load_error
+            assert time.monotonic() < deadline, f"console still busy: {app.busy_reasons}"
+            await pilot.pause(0.1)
+        await pilot.pause()
+        decision = app.review.decision()
+        status = str(app.query_one("#status").render())
+        return decision.decision, decision.reason, status
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> None:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+def _mixed(repo: Path) -> None:
+    """An honest code change and a catalog comment in one commit: §9 forbids the mix."""
+    catalog = (repo / "oracle" / "catalog.yaml").read_text()
+    _commit(repo, {"oracle/catalog.yaml": catalog + "# a note\n",
+                   "src/aggregator.py": HONEST["renamed-locals"]["src/aggregator.py"]}, "agent: tidy")
+
+
+PATCHES = {
+    "honest": ({"src/aggregator.py": HONEST["renamed-locals"]["src/aggregator.py"]}, None),
+    "naive-sum": ({"src/aggregator.py": NAIVE}, None),
+    "merge-patcher": ({"src/aggregator.py": prelude(MERGE_PATCHER, OFF_BY_ONE)}, None),
+    "golden-test-only": ({"tests/test_golden.py": GOLDEN_TEST}, None),
+    "unowned-file-only": ({"tools/helper.py": "def helper():\n    return 1\n"}, None),
+    "mixed-commit": ({}, _mixed),
+}
+EXPECTED = {"honest": "pass", "naive-sum": "reject", "merge-patcher": "reject", "golden-test-only": "reject",
+            "unowned-file-only": "pass", "mixed-commit": "reject"}
+
+
+@pytest.mark.parametrize("case", sorted(PATCHES))
+async def test_every_front_end_reports_the_same_decision(sample, tmp_path, case):
+    files, extra = PATCHES[case]
+    repo = patched(sample, tmp_path, files)
+    if extra is not None:
+        extra(repo)
+    code, gated = gate(repo, tmp_path / "artifacts")
+    run = cli(repo, "run", "--base", "main", "--json")
+    flagged = cli(repo, "flags", "--run", "--base", "main", "--json")
+    plugin_code, plugged = plugin(repo, tmp_path)
+    decision, reason, status = await console_decision(repo)
+
+    assert gated["decision"] == EXPECTED[case], gated
+    words = {"gate": gated["decision"], "run": json_of(run)["decision"],
+             "flags": json_of(flagged)["decision"]["decision"], "plugin": plugged["decision"], "console": decision}
+    assert set(words.values()) == {gated["decision"]}, words
+    # the unreplayed front ends agree on the reason too (the gate's may be its replay sheet's row)
+    reasons = {json_of(run)["reason"], json_of(flagged)["decision"]["reason"], plugged["reason"], reason}
+    assert len(reasons) == 1, reasons
+    assert decision.upper() in status
+    gap = bool(gated["gaps"])
+    expected_code = EXIT_OF[gated["decision"]] or (2 if gap else 0)
+    assert code == run.returncode == flagged.returncode == json_of(flagged)["exit_code"] == expected_code
+    assert (plugin_code != 0) == (expected_code != 0), (plugin_code, plugged)
+    written = json.loads((tmp_path / "artifacts" / "decision.json").read_text())
+    assert {k: written[k] for k in ("decision", "reason", "exit_code")} == \
+        {k: gated[k] for k in ("decision", "reason", "exit_code")}
+
+
+def test_shards_collect_to_the_unsharded_decision_and_a_lost_shard_aborts(sample, tmp_path):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE})
+    whole_code, whole = gate(repo, tmp_path / "whole")
+    shared = tmp_path / "shards"
+    for k in (1, 2):  # each CI job uploads its own folder; collect reads them all
+        gate(repo, shared / f"job{k}", "--shard", f"{k}/2")
+    judged = [r["relation_id"] for k in (1, 2)
+              for r in json.loads((shared / f"job{k}" / f"gate-shard-{k}-of-2.json").read_text())["relations"]]
+    assert sorted(judged) == sorted(whole["touched"]) and len(judged) == len(set(judged))
+    collected = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
+    merged = json_of(collected)
+    assert (collected.returncode, merged["decision"], merged["reason"]) == \
+        (whole_code, whole["decision"], whole["reason"])
+    assert {r["relation_id"]: r["decision"] for r in merged["relations"]} == \
+        {r["relation_id"]: r["decision"] for r in whole["relations"]}
+    assert (shared / "decision.json").is_file()
+
+    shutil.rmtree(shared / "job2")  # a matrix job that never uploaded
+    lost = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
+    assert (lost.returncode, json_of(lost)["reason"]) == (3, "incomplete_evidence")
+    assert "2/2" in json_of(lost)["detail"]
+
+
+def test_a_part_of_another_head_is_not_collected_with_this_one(sample, tmp_path):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": HONEST["renamed-locals"]["src/aggregator.py"]})
+    shared = tmp_path / "shards"
+    gate(repo, shared / "job1", "--shard", "1/2")
+    _commit(repo, {"src/aggregator.py": NAIVE}, "agent: one more thing")
+    gate(repo, shared / "job2", "--shard", "2/2")
+    mixed = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
+    assert (mixed.returncode, json_of(mixed)["reason"]) == (3, "incomplete_evidence")
+
+
+def test_a_forged_passing_part_cannot_hide_a_relation(sample, tmp_path):
+    """A part edited to drop its failing relation: collect sees the touched relation unjudged."""
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE})
+    art = tmp_path / "art"
+    code, _ = gate(repo, art)
+    assert code == 1
+    part_file = art / "gate-shard-1-of-1.json"
+    part = json.loads(part_file.read_text())
+    part["relations"] = [r for r in part["relations"] if r["decision"] == "pass"]
+    part_file.write_text(json.dumps(part))
+    for sheet in art.glob("*.sheet.json"):
+        sheet.unlink()
+    forged = cli(repo, "gate", "--collect", str(art), "--json", "--no-history")
+    assert forged.returncode != 0 and json_of(forged)["decision"] == "abort", forged.stdout
+
+
+def test_collect_usage_errors(tmp_path):
+    missing = cli(tmp_path, "gate", "--collect", str(tmp_path / "nowhere"))
+    assert missing.returncode == 64 and "not a directory" in missing.stderr
+    (tmp_path / "empty").mkdir()
+    empty = cli(tmp_path, "gate", "--collect", str(tmp_path / "empty"), "--json", "--no-history")
+    assert (empty.returncode, json_of(empty)["reason"]) == (3, "incomplete_evidence")
+    both = cli(tmp_path, "gate", "--collect", str(tmp_path / "empty"), "--shard", "1/2")
+    assert both.returncode == 64
