@@ -26,6 +26,7 @@ from relconsole.cli_decide import register as register_decide
 from relconsole.cli_flags import register as register_flags
 from relconsole.cli_gate import register as register_gate
 from relconsole.cli_propose import register as register_propose
+from relconsole.cli_schema import register as register_schema
 from relconsole.cli_workspace import cmd_workspace
 from relconsole.cli_workspace import register as register_workspace
 from relconsole.cli_options import workspace_lease_options
@@ -208,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_flags(sub, COMMANDS, _review_options)
     register_propose(sub, COMMANDS, _review_options)
     register_confirm(sub, COMMANDS, _review_options)
+    register_schema(sub, COMMANDS)
     register_gate(sub, COMMANDS, _review_options, _shard, _directory)
     register_completion(sub, COMMANDS)
     return cli_help.apply(parser)

@@ -29,28 +29,12 @@ from relconsole.engine.errors import BadInputError, UsageError
 from relconsole.engine.freezes import json_rows
 from relconsole.engine.gitio import run_git
 from relconsole.engine.patchflags import BlobReader, Flag, source_text
-from relconsole.engine.schemacheck import first_error
+from relconsole.engine.schemacheck import first_error, shipped_part
 
 ID_LENGTH = 16  # hex digits of the fingerprint: 64 bits, no two flags of a review alike
 MIN_PREFIX = 6  # the shortest id prefix ``relconsole ack`` takes
 
-_TEXT = {"type": "string", "minLength": 1}
-ROW_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["id", "flag", "path", "by", "reason"],
-    "properties": {
-        "id": {"type": "string", "pattern": f"^[0-9a-f]{{{ID_LENGTH}}}$"},
-        "flag": _TEXT,
-        "commit": {"type": ["string", "null"]},
-        "path": _TEXT,
-        "line": {"type": ["integer", "null"], "minimum": 1},
-        "text": {"type": "string"},
-        "by": _TEXT,
-        "reason": {"type": "string", "pattern": r"\S"},
-        "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
-    },
-}
+ROW_SCHEMA = shipped_part("ack", "row")  # one row of relconsole/schemas/ack.schema.json
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import hashlib
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -36,6 +37,26 @@ INVERSES = {"dumps": "loads", "dump": "load", "encode": "decode", "serialize": "
             "to_json": "from_json", "format": "parse", "render": "parse", "pack": "unpack",
             "compress": "decompress", "encrypt": "decrypt", "quote": "unquote", "escape": "unescape"}
 DRAFTER = "relconsole init (from the signature, never run)"
+SCHEMAS_DIR = "schemas"  # beside the catalog: copies of the shipped JSON Schemas, for editors
+
+
+def schema_copies(oracle_dir: str) -> dict[str, bytes]:
+    """Repository path -> bytes of a copy of each shipped JSON Schema (``relconsole.schemas``),
+    in ``<oracle_dir>/schemas/``: what the ``# yaml-language-server`` lines point at, so an
+    editor finds the schema offline, with no setting, at the version that wrote the oracle."""
+    from relconsole import schemas
+    folder = posixpath.join(oracle_dir, SCHEMAS_DIR)
+    return {posixpath.join(folder, schemas.file_name(name)): schemas.text(name).encode("utf-8")
+            for name in schemas.NAMES}
+
+
+def modeline(path: str, name: str, oracle_dir: str) -> str:
+    """The first line for the YAML file at repository path ``path`` that ``name``'s schema
+    describes: ``# yaml-language-server: $schema=<relative path to the copy>`` and a newline
+    (yaml-language-server resolves a relative path from the file's folder)."""
+    from relconsole import schemas
+    target = posixpath.join(oracle_dir, SCHEMAS_DIR, schemas.file_name(name))
+    return f"# yaml-language-server: $schema={posixpath.relpath(target, posixpath.dirname(path) or '.')}\n"
 
 
 @dataclass
@@ -196,24 +217,31 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
     others = _others(files, layout)
     gaps += "".join(f'  # "{p}": [ ]   # not code relconsole knows: exempt it ([]) or name the relations that '
                     'guard it; until then a coverage gap\n' for p in others)
-    catalog = ("# The oracle: relations a patch must keep (SPEC §3), written by relconsole init.\n"
+    oracle_dir = posixpath.dirname(layout.catalog)
+    catalog = (modeline(layout.catalog, "catalog", oracle_dir) +
+               "# The oracle: relations a patch must keep (SPEC §3), written by relconsole init.\n"
                "# Accept drafted candidates from oracle/quarantine/ (relconsole review), then name them below.\n"
                f"owners:\n{owners}{gaps}relations: []\n")
     changes = [FileChange(layout.catalog, catalog.encode()), FileChange(layout.freezes, b"[]\n"),
                FileChange(layout.pins, b"{}\n")]
+    changes += [FileChange(path, data) for path, data in schema_copies(oracle_dir).items()]
     lines = [f"{layout.catalog}: {len(exempt)} exempt patterns, {len(_packages(files))} packages and modules "
-             f"and {len(others)} other top-level paths left as gaps (commented out in owners)"]
+             f"and {len(others)} other top-level paths left as gaps (commented out in owners)",
+             f"{posixpath.join(oracle_dir, SCHEMAS_DIR)}/: the JSON Schemas an editor checks these files with "
+             "(README: Editors)"]
     for lease in leases:
         manifest = {k: v for k, v in lease.items() if k not in ("columns", "from", "data")}
         path = f"{layout.leases_dir}/{lease['id']}.yaml"
-        changes.append(FileChange(path, yaml.safe_dump(manifest, sort_keys=False).encode()))
+        changes.append(FileChange(path, (modeline(path, "lease", oracle_dir)
+                                         + yaml.safe_dump(manifest, sort_keys=False)).encode()))
         if lease["path"] != lease["from"]:  # a corpus the oracle owns: a copy in the protected tree
             changes.append(FileChange(lease["path"], lease["data"]))
         lines.append(f"{path}: lease on {lease['path']}" + (f" (a copy of {lease['from']})" if lease["path"] != lease["from"]
                                                              else "") + f", sha256 {lease['sha256'][:12]}, expires {lease['expires']}")
     for draft in drafts:
         path = f"{layout.quarantine_dir}/{draft['id']}.yaml"
-        changes.append(FileChange(path, yaml.safe_dump(draft, sort_keys=False, allow_unicode=True).encode()))
+        changes.append(FileChange(path, (modeline(path, "candidate", oracle_dir)
+                                         + yaml.safe_dump(draft, sort_keys=False, allow_unicode=True)).encode()))
         lines.append(f"{path}: drafted {draft['transform']} candidate for {draft['subject']} (not accepted)")
     if not drafts:
         changes.append(FileChange(f"{layout.quarantine_dir}/.gitkeep", b""))

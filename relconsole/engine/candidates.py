@@ -35,7 +35,7 @@ import yaml
 from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation,
                                        answer_like, check_row)
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.schemacheck import first_error
+from relconsole.engine.schemacheck import first_error, shipped
 from relconsole.engine.textedit import jsonl_lines
 from relconsole.engine.yamlload import Loaded, _line_counter, load_yaml_text
 
@@ -45,9 +45,10 @@ TRANSFORM_TO_KIND = {"permute": "permutation", "replay-ingest": "replay_ingest",
 SEEDS_SUFFIX = ".seeds.jsonl"
 FREEZE_KEYS = {"freeze", "reruns", "pass_needed", "expires", "signature", "lease_id"}
 PROVENANCE = ("drafted_by", "drafted_at", "source")
-CANDIDATE_FIELDS = {"id", "transform", "compare", "must_not", "subject", "input", "params",
-                    "statement", "quantum", "merge", "inverse", "owner", *PROVENANCE}
-REQUIRED = ("id", "transform", "compare", "subject", "input", "statement", "must_not", *PROVENANCE)
+# A candidate file's fields, as relconsole/schemas/candidate.schema.json (the editors' schema) names them.
+CANDIDATE_SCHEMA = shipped("candidate")
+CANDIDATE_FIELDS = set(CANDIDATE_SCHEMA["properties"])
+REQUIRED = tuple(CANDIDATE_SCHEMA["required"])
 WIDE_QUANTUM = 1e3  # a tolerance (or canon grid) this wide makes the predicate true for any real output
 # A candidate is one relation of about fifteen short fields (the sample's are under 500 bytes).
 # 64 KiB is a hundred times that and still a screenful a reviewer can read to the end; a

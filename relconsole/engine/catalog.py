@@ -18,74 +18,18 @@ import pathspec
 
 from relconsole.engine.config import check_instant
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.schemacheck import REF_PATTERN, first_error, validate
+from relconsole.engine.schemacheck import first_error, shipped, shipped_part, validate
 from relconsole.engine.yamlload import Loaded, load_yaml_text
 
-KINDS = ("permutation", "idempotence", "replay_ingest", "split_merge", "monotonic",
-         "roundtrip", "invariance", "bound")
-COMPARES = ("exact", "canon", "tolerance")
 ANSWER_KEYS = ("expected", "result", "output", "answer")
 
-_REF = {"type": "string", "pattern": REF_PATTERN}
-_FIELD_SPEC = {
-    "oneOf": [
-        {"enum": ["str", "int", "float", "bool", "date"]},
-        {"type": "object", "additionalProperties": False, "required": ["type"],
-         "properties": {"type": {"enum": ["str", "int", "float", "bool", "date"]},
-                        "min": {"type": "number"}, "max": {"type": "number"},
-                        "choices": {"type": "array"}, "optional": {"type": "boolean"}}},
-    ]
-}
-INPUT_SCHEMA = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "lease": {"type": "string", "minLength": 1},
-        "seeds": {"type": "string", "minLength": 1},
-        "schema": {"type": "object", "additionalProperties": _FIELD_SPEC},
-    },
-    "oneOf": [{"required": ["lease"]}, {"required": ["seeds"]}],
-}
-RELATION_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["id", "kind", "subject", "input", "compare", "statement"],
-    "properties": {
-        "id": {"type": "string", "pattern": r"^[A-Za-z0-9_][\w.\-]*$"},
-        "kind": {"enum": list(KINDS)},
-        "subject": _REF,
-        "input": INPUT_SCHEMA,
-        "compare": {"enum": list(COMPARES)},
-        "quantum": {"type": ["number", "string"]},
-        "params": {"type": "object"},
-        "owner": {"type": "string", "minLength": 1},
-        "statement": {"type": "string", "minLength": 1},
-        "freeze": {
-            "type": "object", "additionalProperties": False,
-            "properties": {"allowed": {"type": "boolean"},
-                           "max_days": {"type": "integer", "minimum": 1},
-                           "min_reruns": {"type": "integer", "minimum": 1}},
-        },
-        "merge": _REF, "inverse": _REF, "transform": _REF,
-        # base-side adapter mapping an output of a type the wire format does not carry to data (§7)
-        "canon": _REF,
-        # both outputs empty for a non-empty input proves nothing (vacuous, hold) unless this says so
-        "empty_ok": {"type": "boolean"},
-        "nan_ok": {"type": "boolean"},
-        # "frozen" (at the config's instant), "real" (opt out), or an ISO 8601 instant of its own
-        "clock": {"anyOf": [{"enum": ["frozen", "real"]},
-                            {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}"}]},
-    },
-}
-CATALOG_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["relations"],
-    "properties": {
-        "owners": {"type": "object",
-                   "additionalProperties": {"type": "array", "items": {"type": "string"}}},
-        "relations": {"type": "array", "items": RELATION_SCHEMA},
-    },
-}
+# The schemas are the shipped relconsole/schemas/catalog.schema.json (editors read the same file).
+CATALOG_SCHEMA = shipped("catalog")
+RELATION_SCHEMA = shipped_part("catalog", "relation")
+INPUT_SCHEMA = shipped_part("catalog", "input")
+_RELATION_FIELDS = CATALOG_SCHEMA["$defs"]["relation"]["properties"]
+KINDS = tuple(_RELATION_FIELDS["kind"]["enum"])  # permutation, idempotence, ... bound (§3 table)
+COMPARES = tuple(_RELATION_FIELDS["compare"]["enum"])  # exact, canon, tolerance
 
 # Params each kind understands; anything else is a bad input file (§3: not silently ignored).
 KIND_PARAMS: dict[str, set[str]] = {

@@ -129,6 +129,7 @@ def materialise(into: Path | str | None = None, today: dt.date | None = None,
         target, created = _prepare_target(into)
         try:
             copy_sample(folder, target)
+            write_schema_copies(target)
             rewrite_dates(target, today)
             build_history(target, folder / PATCH_DIR, today)
         except BaseException:
@@ -160,6 +161,17 @@ def copy_sample(source: Path, target: Path) -> None:
         return skipped
 
     shutil.copytree(source, target, ignore=ignore, symlinks=True, dirs_exist_ok=True)
+
+
+def write_schema_copies(root: Path) -> None:
+    """Write the shipped JSON Schemas into ``oracle/schemas/`` (``bootstrap.schema_copies``):
+    the sample's YAML files name them in their ``# yaml-language-server`` line. Written here,
+    not kept in the sample, so they are always the installed version's."""
+    from relconsole.engine.bootstrap import schema_copies
+    for relative, data in schema_copies("oracle").items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
 
 
 # --- dates relative to today ----------------------------------------------------------

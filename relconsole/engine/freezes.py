@@ -14,29 +14,12 @@ from dataclasses import dataclass
 from relconsole.engine.catalog import Catalog
 from relconsole.engine.decision import Decision
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.schemacheck import first_error
+from relconsole.engine.schemacheck import first_error, shipped_part
 from relconsole.engine.yamlload import load_yaml_text
 
 LIVE, EXPIRED, INVALID = "live", "expired", "invalid"
 
-_TEXT = {"type": "string", "minLength": 1}
-ROW_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["relation_id", "expires", "reruns", "pass_needed", "reason"],
-    "properties": {
-        "relation_id": _TEXT,
-        "expires": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
-        "reruns": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "pass_needed": {"type": "integer", "minimum": 1},
-        "reason": {"type": "string", "pattern": r"\S"},
-        "lease_id": {"type": "string"},
-        "signature": {"type": "string"},
-        "test_id": {"type": "string"},
-        "created_by": {"type": "string"},
-        "created_at": {"type": "string"},
-    },
-}
+ROW_SCHEMA = shipped_part("freeze", "row")  # one row of relconsole/schemas/freeze.schema.json
 
 
 @dataclass

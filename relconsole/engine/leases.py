@@ -20,7 +20,7 @@ from typing import Callable
 
 from relconsole.engine.errors import BadInputError, CommitRefused
 from relconsole.engine.hashcache import HashCache, file_kind, sha256_stream
-from relconsole.engine.schemacheck import validate
+from relconsole.engine.schemacheck import first_error, shipped, validate
 from relconsole.engine.yamlload import load_yaml_text
 
 OK, EXPIRING, EXPIRED, DRIFTED, MISSING, INVALID = (
@@ -29,22 +29,8 @@ SEVERITY = {OK: 0, EXPIRING: 1, EXPIRED: 2, DRIFTED: 3, MISSING: 4, INVALID: 5}
 USABLE = {OK, EXPIRING}  # states a relation may read (§4: expired/drifted fail it)
 Digest = Callable[[Path, str], str]  # (file to hash, its repository path) -> hex sha256
 
-_HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-_NAME = {"type": "string", "minLength": 1}
-LEASE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["id", "path", "sha256", "expires", "owner", "allowed_relations"],
-    "properties": {
-        "id": _NAME,
-        "path": _NAME,
-        "sha256": _HEX64,
-        "expires": {"type": ["date", "string"]},
-        "owner": {"oneOf": [_NAME, {"type": "array", "items": _NAME, "minItems": 1}]},
-        "allowed_relations": {"type": "array", "items": _NAME},
-        "notes": {"type": "string"},
-    },
-}
+LEASE_SCHEMA = shipped("lease")  # relconsole/schemas/lease.schema.json, as editors read it
+PIN_SCHEMA = shipped("pin")  # relconsole/schemas/pin.schema.json
 
 
 @dataclass
@@ -250,9 +236,6 @@ def check_renewal(status: LeaseStatus, name: str, email: str, until: dt.date,
                             f"(it expires on {lease.expires.isoformat()})")
 
 
-PIN_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
 def pin_states(pins_text: str | None, root: Path, source: str,
                digest: Digest | None = None) -> dict[str, str]:
     """Fixture pins (§4): name -> ``match`` | ``mismatch``, names being repository paths.
@@ -271,7 +254,7 @@ def pin_states(pins_text: str | None, root: Path, source: str,
         raise BadInputError(source, "pins must be an object: fixture -> \"sha256:<hex>\"", 1)
     states = {}
     for name, value in pins.items():
-        if not isinstance(value, str) or not PIN_PATTERN.match(value):
+        if first_error(value, PIN_SCHEMA["additionalProperties"]) is not None:
             raise BadInputError(source, f"pin {name!r}: expected \"sha256:<64 hex>\", got {value!r}",
                                 _json_line(pins_text, name))
         path, _problem = corpus_file(root, name)
