@@ -317,3 +317,26 @@ def test_a_candidate_over_a_json_lines_lease_names_its_keys(textkit: Path, capsy
     code, out, _ = cli(capsys, "validate", "--json", *args)
     found = next(c for c in json.loads(out)["candidates"] if c["id"] == "textkit.words_order")
     assert found["valid"], found["reasons"]
+
+
+def test_init_on_a_tree_with_nothing_to_exempt_writes_a_catalog_that_loads(tmp_path: Path, capsys):
+    """Only a package: every owners entry is a commented-out gap, and the catalog still loads
+    (an empty mapping, not null); uncommenting the entry as told makes the package owned."""
+    repo = tmp_path / "bare"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "core.py").write_text("def f(x):\n    return x\n")
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a package and nothing else")
+    code, _, err = cli(capsys, "init", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code == EXIT_PASS, err
+    assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] == EXIT_PASS
+    catalog = repo / "oracle" / "catalog.yaml"
+    text = catalog.read_text()
+    entry = next(line for line in text.splitlines() if line.lstrip().startswith('# "pkg'))
+    edited = text.replace(entry, entry.lstrip().removeprefix("# ").split("#")[0].rstrip()
+                          .replace("[ ]", "[]").join(("  ", ""))).replace("owners: {}", "owners:", 1)
+    edited = edited.replace("owners:   # nothing exempt yet: delete the {} when you uncomment an entry", "owners:")
+    catalog.write_text(edited)
+    git(repo, "commit", "-q", "-am", "catalog: exempt the package")
+    assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] == EXIT_PASS

@@ -221,7 +221,9 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
     catalog = (modeline(layout.catalog, "catalog", oracle_dir) +
                "# The oracle: relations a patch must keep (SPEC §3), written by relconsole init.\n"
                "# Accept drafted candidates from oracle/quarantine/ (relconsole review), then name them below.\n"
-               f"owners:\n{owners}{gaps}relations: []\n")
+               # with nothing exempt every entry is a comment, and a bare `owners:` would be null
+               f"owners:{'' if owners else ' {}   # nothing exempt yet: delete the {} when you uncomment an entry'}\n"
+               f"{owners}{gaps}relations: []\n")
     changes = [FileChange(layout.catalog, catalog.encode()), FileChange(layout.freezes, b"[]\n"),
                FileChange(layout.pins, b"{}\n")]
     changes += [FileChange(path, data) for path, data in schema_copies(oracle_dir).items()]
