@@ -96,6 +96,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}(relation_id): a hand-written relation test reporting under a catalog "
                    "relation id; with --relconsole, a live freeze for it counts reruns (SPEC §6)")
+    if "--relconsole" in map(str, config.invocation_params.args):
+        config.option.relconsole = True  # given by the person running pytest: no hook of the tree unsets it
     if not config.getoption("relconsole"):
         given = [name for name, dest in (("--relconsole-base", "relconsole_base"),
                                          ("--relconsole-today", "relconsole_today"),

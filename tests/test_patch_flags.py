@@ -475,3 +475,28 @@ def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo
         assert missed and any(f.name == "golden_literal" for f in review.flags)
         decision = review.decision()
         assert decision.decision == "reject" and decision.reason == missed[0].verdict.reason
+
+
+PYPROJECT = '[project]\nname = "days"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
+
+
+@pytest.mark.parametrize("files, flagged", [
+    ({"tests/conftest.py": "import pytest\n"}, "tests/conftest.py"),
+    ({"pkg/deep/conftest.py": "def pytest_configure(config):\n    config.option.relconsole = False\n"},
+     "pkg/deep/conftest.py"),
+    ({"pytest.ini": "[pytest]\naddopts = -p no:relconsole\n"}, "pytest.ini"),
+    ({"pyproject.toml": PYPROJECT.replace('testpaths = ["tests"]', 'addopts = "-p no:relconsole"')}, "pyproject.toml"),
+    ({"setup.cfg": "[tool:pytest]\naddopts = -p no:relconsole\n"}, "setup.cfg"),
+    ({"tox.ini": "[pytest]\naddopts = -p no:relconsole\n"}, "tox.ini"),
+    ({"pyproject.toml": PYPROJECT.replace('name = "days"', 'name = "days"\nversion = "2"')}, None),
+    ({"setup.cfg": "[metadata]\nname = days\n"}, None),
+    ({"tests/test_more.py": "def test_more():\n    assert True\n"}, None),
+])
+def test_a_patch_that_changes_pytests_own_harness_is_flagged(tmp_path: Path, files: dict, flagged: str | None):
+    """Hooks and options of the test process can switch the relconsole plugin off: a person reads
+    them. Project metadata, and a test file, are not the harness."""
+    base_repo = based(tmp_path / "repo", {"pyproject.toml": PYPROJECT})
+    git(base_repo, "checkout", "-q", "-b", "patch")
+    commit(base_repo, "the patch", files)
+    harness = [f.path for f in _flags(base_repo)[0] if f.name == "test_harness_changed"]
+    assert harness == ([flagged] if flagged else [])

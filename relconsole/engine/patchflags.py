@@ -24,6 +24,7 @@ reason ``review_flag:<name>`` (see ``Review.decision``).
 
 from __future__ import annotations
 
+import configparser
 import json
 import posixpath
 import subprocess
@@ -47,7 +48,7 @@ from relconsole.engine.yamlload import load_yaml_text
 FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
               "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
               "oracle_layout_changed", "relation_changed", "patch_catalog_invalid", "environment_probe",
-              "source_rewritten")
+              "source_rewritten", "test_harness_changed")
 TEST_DIRS = frozenset({"tests", "test"})
 MAX_TEXT_BYTES = 8 << 20  # larger blobs are compared by id only: no line is given
 
@@ -246,6 +247,7 @@ def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout
                 report.flags.extend(rules.check(change))
             report.flags.extend(rules.golden(commit, changes, report.unjudged))
         report.flags.extend(checkout_rewrites(repo_dir, merge_base, head, reader))
+        report.flags.extend(harness_changes(repo_dir, merge_base, head, reader))
     finally:
         reader.close()
     return report
@@ -315,6 +317,53 @@ def checkout_rewrites(repo_dir: str | Path, merge_base: str, head: str, reader: 
                               f"adds or changes a symlink to {target!r}: the code that runs there is "
                               "another file's, which no rule read under this name"))
     return flags
+
+
+HARNESS_FILES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini"})
+# configuration files with a pytest section, and the section's name in each
+HARNESS_SECTIONS = {"pyproject.toml": "tool.pytest", "setup.cfg": "tool:pytest", "tox.ini": "pytest"}
+
+
+def harness_changes(repo_dir: str | Path, merge_base: str, head: str, reader: BlobReader) -> list[Flag]:
+    """``test_harness_changed`` flags of the patch as a whole: every ``conftest.py`` and
+    ``pytest.ini`` it adds, changes or deletes, and every pytest section it changes in a
+    ``pyproject.toml``, ``setup.cfg`` or ``tox.ini``, in any folder. Code there runs inside the
+    pytest process (hooks, ``addopts``, ``-p no:...``): it can switch ``pytest --relconsole``
+    off or reset its exit status, so a person reads it before the plugin's word counts.
+    Raises GitError as ``run_git``."""
+    listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-only", "--no-renames", merge_base, head).stdout
+    flags = []
+    for raw in filter(None, listing.split(b"\0")):
+        path = raw.decode("utf-8", "surrogateescape")
+        name = posixpath.basename(path)
+        if name in HARNESS_FILES:
+            flags.append(Flag("test_harness_changed", None, path, None,
+                              "changes pytest's own harness (hooks run inside the test process): it can "
+                              "switch the relconsole plugin off or reset the exit status; gate on relconsole gate"))
+        elif name in HARNESS_SECTIONS:
+            before, after = (_pytest_section(reader.read(rev, path), name) for rev in (merge_base, head))
+            if before != after:
+                flags.append(Flag("test_harness_changed", None, path, None,
+                                  f"changes the [{HARNESS_SECTIONS[name]}] configuration (addopts, plugins): "
+                                  "the tests and the relconsole plugin run otherwise"))
+    return flags
+
+
+def _pytest_section(data: bytes | None, name: str) -> object:
+    """The pytest configuration in a file's bytes (None: no file), comparable across commits;
+    a file that does not parse compares as its raw text, so any change to it counts."""
+    if data is None:
+        return None
+    text = data.decode("utf-8", "replace")
+    try:
+        if name == "pyproject.toml":
+            return tomllib.loads(text).get("tool", {}).get("pytest")
+        parser = configparser.RawConfigParser()
+        parser.read_string(text)
+        section = HARNESS_SECTIONS[name]
+        return dict(parser.items(section)) if parser.has_section(section) else None
+    except (ValueError, configparser.Error):
+        return text
 
 
 def _normal(path: str) -> str:
