@@ -347,7 +347,7 @@ def _before_rev(repo_dir: str | Path, commit: Commit) -> str | None:
 
 def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: BlobReader):
     """The commit's changes as (old path, new path) with the bytes the rules need."""
-    rules.guarded_path.prime([*commit.paths, *commit.renames.values()])  # one index pass per commit
+    rules.guarded_path.prime(commit.paths)  # one index pass per commit: wanted() asks about each
     wanted = {p for p in commit.paths if rules.wanted(p)}
     parent = _before_rev(repo_dir, commit) if wanted else None
     renamed_from = set(commit.renames.values())
