@@ -24,13 +24,18 @@ anchor interleaved so that a noisy spell of the machine hits them alike):
   thrashes with 10,000 patterns, so each pattern is recompiled for each path), and with
   every pattern compiled beforehand (a generous lower bound); the sample's answers are
   checked against the index's;
-* ``relconsole bind`` as a process (text output to /dev/null), whole wall time.
+* ``relconsole bind`` as a process (text output to /dev/null), whole wall time: once first,
+  alone (the first bind of a merge base runs the relations on it for the import record,
+  ``importmap.ensure``, kept under the git directory: a one-off cost, printed apart), then
+  ``--process-repeat`` times, each run right after an anchor run (interleaved, a ratio per
+  pair), as a user's second and later binds of the same base cost.
 
-Target (issue 5): matching step / anchor <= 1.0 (the median of the per-run ratios; the
-ratio with the renames' old paths is printed beside it).
+Targets: matching step / anchor <= 1.0 (issue 5: the median of the per-run ratios; the
+ratio with the renames' old paths is printed beside it); ``relconsole bind`` as a process /
+anchor <= 3.0 (issue 17: the median of the per-pair ratios). Exit 1 when either is missed.
 
 Usage: python bench/bind.py [--paths 100000] [--patterns 10000] [--repeat 5]
-                            [--old-sample 1000] [--old-shipped-sample 10]
+                            [--process-repeat 3] [--old-sample 1000] [--old-shipped-sample 10]
 """
 
 from __future__ import annotations
@@ -214,6 +219,8 @@ def main() -> int:
     parser.add_argument("--paths", type=int, default=100_000)
     parser.add_argument("--patterns", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--process-repeat", type=int, default=3,
+                        help="warm relconsole bind runs, each paired with an anchor run")
     parser.add_argument("--old-sample", type=int, default=1000)
     parser.add_argument("--old-shipped-sample", type=int, default=10)
     args = parser.parse_args()
@@ -260,7 +267,13 @@ def main() -> int:
                 runs[name].append(timed(step))
             ratios.append(runs["matching"][-1] / runs["anchor"][-1])
             lookup_ratios.append(runs["lookups"][-1] / runs["anchor"][-1])
-        whole = statistics.median(timed(command) for _ in range(max(1, args.repeat // 2)))
+        first_bind = timed(command)  # the import record of this merge base is made here, once
+        process_runs, process_anchors, process_ratios = [], [], []
+        for _ in range(max(1, args.process_repeat)):
+            process_anchors.append(timed(steps["anchor"]))
+            process_runs.append(timed(command))
+            process_ratios.append(process_runs[-1] / process_anchors[-1])
+        whole = statistics.median(process_runs)
         median = {name: statistics.median(times) for name, times in runs.items()}
         anchor = median["anchor"]
 
@@ -295,10 +308,18 @@ def main() -> int:
         line("owners.bind (all lookups + the Binding rows)", median["bind"])
         line(f"old loop, patterns compiled beforehand: {len(sample)} lookups, EXTRAPOLATED", old_compiled)
         line(f"old winning_pattern as shipped: {len(shipped)} lookups, EXTRAPOLATED", old_shipped)
-        line(f"relconsole bind as a process (exit {codes[-1]}), median of {max(1, args.repeat // 2)}", whole)
-        ok = statistics.median(ratios) <= 1.0
-        print(f"  target: matching step <= 1.0x anchor: {'PASS' if ok else 'FAIL'}")
-        return 0 if ok else 1
+        line("relconsole bind as a process, first run (makes the import record)", first_bind)
+        pairs = len(process_runs)
+        print(f"  relconsole bind as a process (exit {codes[-1]}), {pairs} runs each after an anchor run: "
+              f"median {whole:.3f} s against the paired anchors' median {statistics.median(process_anchors):.3f} s; "
+              f"per-pair ratios {', '.join(f'{r:.2f}x' for r in process_ratios)}")
+        matching_ok = statistics.median(ratios) <= 1.0
+        process_ratio = statistics.median(process_ratios)
+        process_ok = process_ratio <= 3.0
+        print(f"  target: matching step <= 1.0x anchor: {'PASS' if matching_ok else 'FAIL'}")
+        print(f"  target: relconsole bind as a process <= 3.0x anchor (median of {pairs} per-pair ratios "
+              f"{process_ratio:.2f}x): {'PASS' if process_ok else 'FAIL'}")
+        return 0 if matching_ok and process_ok else 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

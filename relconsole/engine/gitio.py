@@ -240,6 +240,12 @@ class TreeView:
         obj = self._object(path)
         return obj if obj is not None and obj.type == "blob" else None
 
+    def blob_id(self, path: str) -> str | None:
+        """The hex git blob id of the file ``path`` in this commit (it names the bytes), or
+        None when the commit has no such file."""
+        blob = self._blob(path)
+        return None if blob is None else blob.hexsha
+
     def exists(self, path: str) -> bool:
         """True when ``path`` is a file in this commit."""
         return self._blob(path) is not None

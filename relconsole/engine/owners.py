@@ -9,7 +9,7 @@ so 100,000 paths against 10,000 patterns is not 10^9 regex calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -119,11 +119,34 @@ def protected(patterns: tuple[str, ...] | list[str], path: str) -> bool:
     return any(matches(p, path) for p in patterns)
 
 
-def protection(patterns: Sequence[str]):
-    """``protected`` for many paths: a callable path -> bool with the patterns indexed once.
+def protection(patterns: Sequence[str]) -> "Protection":
+    """``protected`` for many paths: a ``Protection`` (callable path -> bool) with the
+    patterns indexed once."""
+    return Protection(patterns)
 
-    Indexed last first, so the first pattern that matches (or fails to compile) is the
-    one ``protected``'s ``any`` stops at.
-    """
-    index = OwnerIndex([(p, ()) for p in reversed(list(patterns))])
-    return lambda path: index.winner_index(path) is not None
+
+class Protection:
+    """``protected(patterns, path)`` as a callable with the patterns indexed once, last
+    first (the first pattern that matches, or fails to compile, is the one ``protected``'s
+    ``any`` stops at), and each path's answer kept: a review asks about one path several
+    times. ``prime(paths)`` answers many paths in one index pass (a review's 100,000
+    touched paths cost one loop, not 100,000 calls)."""
+
+    def __init__(self, patterns: Sequence[str]):
+        self._index = OwnerIndex([(p, ()) for p in reversed(list(patterns))])
+        self._known: dict[str, bool] = {}
+
+    def prime(self, paths: Iterable[str]) -> None:
+        """Answer every path of ``paths`` not answered yet, in one pass. Raises what
+        ``protected`` raises for a pattern that does not compile."""
+        known = self._known
+        new = [p for p in dict.fromkeys(paths) if p not in known]
+        if new:
+            known.update(zip(new, (i is not None for i in self._index.winner_indexes(new))))
+
+    def __call__(self, path: str) -> bool:
+        answer = self._known.get(path)
+        if answer is None:
+            self.prime((path,))
+            answer = self._known[path]
+        return answer

@@ -31,7 +31,7 @@ import subprocess
 import threading
 import tomllib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -166,15 +166,18 @@ class _Change:
     new: str | None  # path in the commit (None: deleted)
     before: bytes | None
     after: bytes | None
+    _texts: dict = field(default_factory=dict, repr=False, compare=False)  # decoded once: several rules read them
 
     @property
     def path(self) -> str:
         return self.new or self.old
 
     def text(self, which: str) -> str | None:
-        data = self.before if which == "before" else self.after
-        path = self.old if which == "before" else self.new
-        return None if data is None else source_text(path or "", data)
+        if which not in self._texts:
+            data = self.before if which == "before" else self.after
+            path = self.old if which == "before" else self.new
+            self._texts[which] = None if data is None else source_text(path or "", data)
+        return self._texts[which]
 
 
 def source_text(path: str, data: bytes) -> str:
@@ -194,12 +197,22 @@ def source_text(path: str, data: bytes) -> str:
 def python_encoding(data: bytes) -> str | None:
     """The source encoding Python reads ``data`` with (``tokenize.detect_encoding``), or
     None when it names none Python accepts (Python then refuses the file)."""
+    if _plainly_utf8(data):
+        return "utf-8"
     import io
     import tokenize
     try:
         return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
     except SyntaxError:
         return None
+
+
+def _plainly_utf8(data: bytes) -> bool:
+    """Whether ``tokenize.detect_encoding`` would surely answer ``utf-8`` without reading
+    ``data``: no BOM and no ``coding`` in the two lines it may read, and those lines ASCII
+    (it decodes them, and a line that is not UTF-8 raises). Anything else goes to it."""
+    head = data.split(b"\n", 2)[:2]
+    return all(line.isascii() and b"coding" not in line for line in head)
 
 
 def reads_otherwise(data: bytes | None) -> str | None:
@@ -383,6 +396,7 @@ def _before_rev(repo_dir: str | Path, commit: Commit) -> str | None:
 
 def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: BlobReader):
     """The commit's changes as (old path, new path) with the bytes the rules need."""
+    rules.guarded_path.prime(commit.paths)  # one index pass per commit: wanted() asks about each
     wanted = {p for p in commit.paths if rules.wanted(p)}
     parent = _before_rev(repo_dir, commit) if wanted else None
     renamed_from = set(commit.renames.values())

@@ -39,6 +39,7 @@ from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.leases import header_fields
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
+from relconsole.engine.parsecache import ParseCache, current_fingerprint
 from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
 from relconsole.engine.splitcheck import check_split, layout_at
@@ -117,6 +118,7 @@ class Review:
     _owned: tuple | None = field(default=None, repr=False, compare=False)  # see touched_relations()
     _flag_ids: dict = field(default_factory=dict, repr=False, compare=False)  # see flag_id()
     _checklist_static: tuple | None = field(default=None, repr=False, compare=False)  # see checklist.merge_checklist
+    _parse_caches: dict = field(default_factory=dict, repr=False, compare=False)  # see _parse_cache()
 
     @property
     def root(self) -> Path:
@@ -406,16 +408,17 @@ def _load_oracle(review: Review, view: gitio.TreeView,
                  hash_progress: Callable[[str, int, int], None] | None = None) -> None:
     layout = review.layout
     digest = _oracle_digest(review, hash_progress)
-    text = view.read_text(layout.catalog)
-    if text is None:
+    leases = _parse_cache(review, "lease")
+    if not view.exists(layout.catalog):
         review.errors.append(BadInputError(layout.catalog, f"no catalog in {review.base_ref}"))
     else:
-        review.catalog = _collect(review, load_catalog, text, layout.catalog)
+        review.catalog = _collect(review, _cached_catalog, review, view, layout.catalog, layout.catalog)
     manifests = [p for p in view.list_files(layout.leases_dir) if p.endswith((".yaml", ".yml"))]
-    texts = view.read_texts(manifests)  # one git call for every manifest
+    lease_ids = {path: view.blob_id(path) for path in manifests}
+    texts = view.read_texts([p for p in manifests if (lease_ids[p], p) not in leases.entries])  # one git call
     for path in manifests:
         try:
-            lease = parse_lease(texts[path], path)
+            lease = leases.get(lease_ids[path], path, lambda: parse_lease(texts[path], path))
         except BadInputError as exc:
             review.errors.append(exc)
             review.leases.append(LeaseStatus(path, "invalid", exc.one_line()))
@@ -426,6 +429,7 @@ def _load_oracle(review: Review, view: gitio.TreeView,
             status = LeaseStatus(lease.source, "invalid", f"path {lease.path!r} is a symlink to {target!r}, "
                                  "outside the repository", lease, status.days_left)
         review.leases.append(status)
+    leases.flush()
     _duplicate_lease_ids(review)
     review.pins = _collect(review, pin_states, view.read_text(layout.pins), review.oracle_dir,
                            layout.pins, digest) or {}
@@ -451,6 +455,27 @@ def _oracle_digest(review: Review, hash_progress: Callable[[str, int, int], None
         return files.sha256(path, relative, report)
     digest.flush = files.flush  # the caller writes the cache once it has hashed everything
     return digest
+
+
+def _parse_cache(review: Review, kind: str) -> ParseCache:
+    """The review's ``ParseCache`` of ``kind`` (read from the git directory once per review)."""
+    if kind not in review._parse_caches:
+        review._parse_caches[kind] = ParseCache(review.repo.git_dir, kind, current_fingerprint())
+    return review._parse_caches[kind]
+
+
+def _cached_catalog(review: Review, view: gitio.TreeView, path: str, source: str) -> Catalog | None:
+    """``load_catalog`` of ``path`` in ``view`` (messages naming ``source``), parsed once per
+    blob: the parse is kept under the git directory (``parsecache``). None when the commit
+    has no such file. Raises BadInputError as ``load_catalog``."""
+    blob = view.blob_id(path)
+    if blob is None:
+        return None
+    cache = _parse_cache(review, "catalog")
+    try:
+        return cache.get(blob, source, lambda: load_catalog(view.read_text(path), source))
+    finally:
+        cache.flush()
 
 
 def _duplicate_lease_ids(review: Review) -> None:
@@ -706,18 +731,18 @@ def _patch_catalog(review: Review) -> None:
         return  # protected files changed, but neither the catalog nor a module a callable can name
     head_view = gitio.TreeView(review.repo, review.head_sha)
     try:
-        after = _catalog_identities(head_view, path, f"{path} (in {review.head_ref})", guarded)
+        after = _catalog_identities(review, head_view, path, f"{path} (in {review.head_ref})", guarded)
     except BadInputError as exc:
         last = _last_commit(review, [path])
         if last is not None:
             review.flags.append(Flag("patch_catalog_invalid", last[0], path, exc.line, exc.one_line()))
         return
     try:
-        before = _catalog_identities(gitio.TreeView(review.repo, review.merge_base), path,
+        before = _catalog_identities(review, gitio.TreeView(review.repo, review.merge_base), path,
                                      f"{path} (at the merge base)", guarded)
     except BadInputError:
         before = {}
-    catalog = _collect(review, load_catalog, head_view.read_text(path) or "", path) if after else None
+    catalog = _collect(review, _cached_catalog, review, head_view, path, path) if after else None
     for rid in sorted(set(before) | set(after)):
         old, new = before.get(rid, ("-", None)), after.get(rid, ("-", None))
         if old[0] == new[0]:
@@ -754,13 +779,12 @@ def _last_commit(review: Review, paths: list[str]) -> tuple[str, str] | None:
     return sha, next((p for p in paths if p in changed), paths[0])
 
 
-def _catalog_identities(view: gitio.TreeView, path: str, source: str,
+def _catalog_identities(review: Review, view: gitio.TreeView, path: str, source: str,
                         guarded: tuple[str, ...]) -> dict[str, tuple[str, int | None]]:
     """Relation id -> (identity, line) for the catalog in ``view`` ({} when it has none)."""
-    text = view.read_text(path)
-    if text is None:
+    catalog = _cached_catalog(review, view, path, source)
+    if catalog is None:
         return {}
-    catalog = load_catalog(text, source)
     return {r.id: (r.identity(_callable_sources(r, view, guarded)), r.line) for r in catalog.relations.values()}
 
 

@@ -1,0 +1,127 @@
+"""The parsed-oracle cache (``parsecache``, issue 17): a kept parse is used only for the very
+bytes and code that made it; a changed file, a corrupt cache or a cache from other code is
+parsed afresh."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import TODAY, git
+from relconsole.engine import review as review_module
+from relconsole.engine.errors import BadInputError
+from relconsole.engine.parsecache import ParseCache, code_fingerprint
+from relconsole.engine.review import load_review
+
+LEASE = "oracle/leases/stocks.yaml"
+
+
+def _facts(review) -> tuple:
+    catalog = review.catalog
+    return ({rid: (r.kind, r.subject, r.statement, r.line) for rid, r in catalog.relations.items()},
+            catalog.owners, [(s.source, s.state, s.lease) for s in review.leases], [e.one_line() for e in review.errors])
+
+
+def _load(repo: Path):
+    with load_review(repo, "main", "HEAD", today=TODAY) as review:
+        return _facts(review)
+
+
+def _cache_file(repo: Path, kind: str) -> Path:
+    return Path(git(repo, "rev-parse", "--absolute-git-dir").strip()) / "relconsole" / f"parsed-{kind}.pickle"
+
+
+def _refuse_parsing(monkeypatch) -> None:
+    def refuse(*_args):
+        raise AssertionError("parsed again: the cache was not used")
+    monkeypatch.setattr(review_module, "load_catalog", refuse)
+    monkeypatch.setattr(review_module, "parse_lease", refuse)
+
+
+def test_a_second_load_uses_the_kept_parse_and_sees_the_same_oracle(demo_repo, monkeypatch):
+    fresh = _load(demo_repo)
+    assert _cache_file(demo_repo, "catalog").exists() and _cache_file(demo_repo, "lease").exists()
+    _refuse_parsing(monkeypatch)
+    assert _load(demo_repo) == fresh
+
+
+def _commit_on_main(repo: Path, path: str, edit) -> None:
+    branch = git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    target = repo / path
+    target.write_text(edit(target.read_text()))
+    git(repo, "commit", "-q", "-am", "catalog: lease renewed")
+    git(repo, "checkout", "-q", branch)
+
+
+def test_a_changed_manifest_is_parsed_again_never_read_stale(demo_repo):
+    _load(demo_repo)  # the cache now holds the old manifest's parse
+    _commit_on_main(demo_repo, LEASE, lambda text: re.sub(r"(?m)^expires: .*$", "expires: 2027-01-31", text))
+    with load_review(demo_repo, "main", "HEAD", today=TODAY) as review:
+        [lease] = [s.lease for s in review.leases if s.source == LEASE]
+    assert str(lease.expires) == "2027-01-31"
+
+
+def test_a_manifest_made_bad_is_reported_even_after_a_good_parse_was_kept(demo_repo):
+    _load(demo_repo)
+    _commit_on_main(demo_repo, LEASE, lambda text: re.sub(r"(?m)^expires: .*$", "expires: someday", text))
+    with load_review(demo_repo, "main", "HEAD", today=TODAY) as review:
+        assert any(e.path == LEASE for e in review.errors)
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not a pickle", b"\x80\x05\x95truncated"])
+def test_a_corrupt_cache_is_ignored_and_rewritten(demo_repo, monkeypatch, garbage):
+    fresh = _load(demo_repo)
+    for kind in ("catalog", "lease"):
+        _cache_file(demo_repo, kind).write_bytes(garbage)
+    assert _load(demo_repo) == fresh
+    _refuse_parsing(monkeypatch)  # rewritten whole: the next load needs no parse
+    assert _load(demo_repo) == fresh
+
+
+def test_entries_made_by_other_code_are_never_used(tmp_path):
+    other = ParseCache(tmp_path, "catalog", fingerprint="another relconsole")
+    other.get("a" * 40, "oracle/catalog.yaml", lambda: "forged")
+    other.flush()
+    ours = ParseCache(tmp_path, "catalog")
+    assert ours.get("a" * 40, "oracle/catalog.yaml", lambda: "parsed") == "parsed"
+
+
+def test_the_key_is_the_blob_and_the_path_it_is_named_by(tmp_path):
+    cache = ParseCache(tmp_path, "lease")
+    cache.get("a" * 40, "x.yaml", lambda: "first")
+    assert cache.get("b" * 40, "x.yaml", lambda: "other bytes") == "other bytes"
+    assert cache.get("a" * 40, "y.yaml", lambda: "other name") == "other name"  # errors name the path
+    assert cache.get(None, "x.yaml", lambda: "no blob") == "no blob"
+
+
+def test_a_failed_parse_is_not_kept(tmp_path):
+    calls = []
+
+    def bad():
+        calls.append(1)
+        raise BadInputError("x.yaml", "broken", 1)
+    for _ in range(2):
+        cache = ParseCache(tmp_path, "lease")
+        with pytest.raises(BadInputError):
+            cache.get("a" * 40, "x.yaml", bad)
+        cache.flush()
+    assert len(calls) == 2
+
+
+def test_the_fingerprint_follows_the_code_it_covers(tmp_path, monkeypatch):
+    from relconsole.engine import parsecache
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    for name in parsecache._DEPENDS_ON:
+        (engine / name).write_bytes((parsecache._ENGINE / name).read_bytes())
+    monkeypatch.setattr(parsecache, "_ENGINE", engine)
+    copied = code_fingerprint()
+    (engine / "leases.py").write_bytes((engine / "leases.py").read_bytes() + b"\n# a changed loader\n")
+    assert code_fingerprint() != copied
+    (tmp_path / "schemas").mkdir()
+    changed = code_fingerprint()
+    (tmp_path / "schemas" / "lease.json").write_text("{}")
+    assert code_fingerprint() != changed
