@@ -45,9 +45,28 @@ def register(subparsers, commands: dict, review_options, shard_type, directory_t
 
 
 def cmd_gate(args) -> int:
-    """Gate one shard, or the whole review, or collect shards; print and write the decision."""
-    if args.collect is not None:
-        return _collect(args)
+    """Gate one shard, or the whole review, or collect shards; print and write the decision.
+
+    The ``--sarif`` and ``--summary`` files are removed first and always rewritten: a gate that
+    fails (a git error, a bad artifact) writes an abort there, so what CI shows is never an
+    older file, nor one the patch committed at that path."""
+    from relconsole.engine.errors import RelconsoleError
+    for output in (args.sarif, args.summary):
+        if output is not None:
+            _write(lambda: Path(output).unlink(missing_ok=True))
+    try:
+        return _collect(args) if args.collect is not None else _gate(args)
+    except UsageError:
+        raise
+    except RelconsoleError as exc:
+        from relconsole.engine.gate import failure_payload
+        if args.sarif is None and args.summary is None:
+            raise
+        _outputs(args, failure_payload(exc))
+        raise
+
+
+def _gate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     from relconsole.engine import gate, replay
@@ -75,7 +94,7 @@ def cmd_gate(args) -> int:
     written = _write(lambda: gate.write_part(part, artifacts))
     if shard.total > 1:  # this shard's say; the decision is collect's
         return _report(args, gate.shard_payload(part), written, None)
-    payload = gate.collect(artifacts, _fences(args))
+    payload = gate.collect(artifacts, _fences(args), part["head"])
     return _report(args, payload, _write(lambda: gate.write_decision_file(payload, artifacts)), git_dir)
 
 
@@ -86,9 +105,21 @@ def _collect(args) -> int:
         raise UsageError("gate --collect DIR merges what the shards wrote: it takes no --shard or --artifacts")
     if not args.collect.is_dir():
         raise UsageError(f"{args.collect}: not a directory of gate artifacts")
-    payload = gate.collect(args.collect, _fences(args))
+    payload = gate.collect(args.collect, _fences(args), _head_of(args))
     written = _write(lambda: gate.write_decision_file(payload, args.collect))
     return _report(args, payload, written, git_dir_of(None if args.repo == "." else args.repo))
+
+
+def _head_of(args) -> str | None:
+    """The full sha of ``--head`` in ``--repo`` (the checkout collect runs in), or None when git
+    cannot say (collect then aborts: the evidence cannot be matched to a commit)."""
+    import subprocess
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--verify", "--end-of-options", f"{args.head}^{{commit}}"],
+                              cwd=args.repo, capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def _fences(args):
@@ -105,14 +136,20 @@ def _write(write) -> Path:
         raise RelconsoleError(f"cannot write the gate's decision: {exc}") from None
 
 
-def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:
-    """Print the decision (text or ``--json``), write SARIF and the summary when asked, record
-    the gate history; return the exit code."""
+def _outputs(args, payload: dict) -> None:
+    """Write the SARIF and the Markdown summary ``args`` asks for."""
     from relconsole.engine import cireport
     if args.sarif is not None:
         _write(lambda: cireport.write_text(args.sarif, json.dumps(cireport.sarif(payload), indent=2) + "\n"))
     if args.summary is not None:
         _write(lambda: cireport.write_text(args.summary, cireport.summary_markdown(payload)))
+
+
+def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:
+    """Print the decision (text or ``--json``), write SARIF and the summary when asked, record
+    the gate history; return the exit code."""
+    from relconsole.engine import cireport
+    _outputs(args, payload)
     if git_dir is not None and not args.no_history:
         from relconsole.engine.gate import history_decisions
         from relconsole.engine.report import record_decisions

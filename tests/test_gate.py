@@ -200,3 +200,39 @@ def test_collect_usage_errors(tmp_path):
     assert (empty.returncode, json_of(empty)["reason"]) == (3, "incomplete_evidence")
     both = cli(tmp_path, "gate", "--collect", str(tmp_path / "empty"), "--shard", "1/2")
     assert both.returncode == 64
+
+
+def test_collect_refuses_evidence_about_another_commit_than_the_checkout(sample, tmp_path):
+    """Parts and sheets of an honest commit, collected in the checkout of a wrong one (stale
+    artifacts, or an ``artifacts/`` the patch committed): an abort, never the honest pass."""
+    repo = patched(sample, tmp_path, {"src/aggregator.py": HONEST["renamed-locals"]["src/aggregator.py"]})
+    honest = git(repo, "rev-parse", "HEAD").strip()
+    shared = tmp_path / "shards"
+    for k in (1, 2):
+        gate(repo, shared, "--shard", f"{k}/2")
+    same = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
+    assert (same.returncode, json_of(same)["decision"]) == (0, "pass"), same.stdout
+    _commit(repo, {"src/aggregator.py": NAIVE}, "agent: one more thing")
+    stale = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
+    assert (stale.returncode, json_of(stale)["reason"]) == (3, "incomplete_evidence")
+    assert honest[:12] in json_of(stale)["detail"]
+    named = cli(repo, "gate", "--collect", str(shared), "--head", honest, "--json", "--no-history")
+    assert named.returncode == 0  # the evidence is about the commit named
+
+
+def test_a_failed_collect_rewrites_the_sarif_and_summary_it_was_asked_for(tmp_path):
+    """A patch that commits summary.md saying PASS and a part that does not parse: the gate
+    exits 5 and the summary and SARIF at those paths now say why, not what the patch wrote."""
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "gate-shard-1-of-2.json").write_text('{"relconsole_gate": 1, "shard_index": "x"}')
+    summary, sarif = tmp_path / "summary.md", tmp_path / "out.sarif"
+    summary.write_text("## relconsole gate: PASS (exit 0)\n")
+    sarif.write_text('{"version": "2.1.0", "runs": [{"results": []}]}')
+    git(tmp_path, "init", "-q", str(tmp_path / "repo"))
+    proc = cli(tmp_path, "gate", "--collect", str(art), "--repo", str(tmp_path / "repo"), "--summary",
+               str(summary), "--sarif", str(sarif), "--no-history")
+    assert proc.returncode == 5 and "Traceback" not in proc.stderr, proc.stderr
+    assert "PASS" not in summary.read_text() and "ABORT" in summary.read_text()
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["gate_failed"]

@@ -29,6 +29,9 @@ _MD_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation: CommonMark lets
 _MD_AUTOLINKED = "@#"  # GitHub links @mentions and #references in rendered text
 _WHERE = re.compile(r"^([^\s:@]+):(\d+)\b")  # "path:line" at the start of checklist evidence
 
+# Causes that are about the evidence, not about a relation, flag or path: shown at the catalog
+EVIDENCE_REASONS = ("incomplete_evidence", "replay_failed", "gate_failed")
+
 # What each kind of result means (§8 rows, §9 split, review flags, the checklist): the rule's text.
 RULE_TEXT = {
     "coverage_gap": "A touched path is owned by no catalog pattern (exit 2): add an owner or an exempt [] entry.",
@@ -37,6 +40,7 @@ RULE_TEXT = {
     "bad_input": "An oracle or gate file does not parse or validate (exit 5).",
     "incomplete_evidence": "A shard's part, a replay sheet or a manifest is missing: the gate cannot decide.",
     "replay_failed": "The replay of a missed relation could not finish (workspace lease, lease store).",
+    "gate_failed": "The gate could not finish (a git error, an unreadable part or sheet): nothing was decided.",
     "lease_warning": "A data lease the oracle reads is expired or expiring.",
     "missing_fields": "§8 row 1: a replay sheet lacks a required field.",
     "lease_not_fresh": "§8 row 2: the replay's workspace lease is absent or not fresh.",
@@ -74,7 +78,7 @@ def text_lines(payload: dict) -> list[str]:
     lines += [f"bad input: {e['path']}{':' + str(e['line']) if e.get('line') else ''}: {e['message']}"
               for e in payload.get("errors", [])]
     lines += [f"{c['decision']} {c['reason']}: {c['detail']}" for c in payload.get("causes", [])
-              if c["reason"] in ("incomplete_evidence", "replay_failed")]
+              if c["reason"] in EVIDENCE_REASONS]
     return lines
 
 
@@ -251,7 +255,7 @@ def _evidence_results(payload: dict) -> list[dict]:
     check it could not make), at the catalog: the review as a whole."""
     catalog = _catalog_path(payload)
     out = [_result(c["reason"], c["decision"], c.get("detail") or c["reason"], [_location(catalog)], c.get("detail"))
-           for c in payload.get("causes", []) if c.get("reason") in ("incomplete_evidence", "replay_failed")]
+           for c in payload.get("causes", []) if c.get("reason") in EVIDENCE_REASONS]
     if payload.get("split_problem"):
         out.append(_result("split_unchecked", "abort", payload["split_problem"], [_location(catalog)], ""))
     return out
@@ -351,7 +355,7 @@ def _md_leases(payload: dict) -> list[str]:
 def _md_evidence(payload: dict) -> list[str]:
     return _md_table("Missing evidence", ["decision", "reason", "detail"],
                      [[c.get("decision"), c.get("reason"), c.get("detail")] for c in payload.get("causes", [])
-                      if c.get("reason") in ("incomplete_evidence", "replay_failed")])
+                      if c.get("reason") in EVIDENCE_REASONS])
 
 
 def _md_errors(payload: dict) -> list[str]:

@@ -28,7 +28,7 @@ from pathlib import Path
 from relconsole.engine.checklist import merge_checklist
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, RelconsoleError, UsageError
-from relconsole.engine.sheets import DECISION_FILE, Fences, decide_sheets, write_json
+from relconsole.engine.sheets import DECISION_FILE, MANIFEST_PATTERN, Fences, decide_sheets, write_json
 
 GATE_VERSION = 1
 PART_PATTERN = "gate-shard-*-of-*.json"
@@ -153,19 +153,22 @@ def write_part(part: dict, artifacts: Path) -> Path:
     return write_json(Path(artifacts) / part_name(part["shard_index"], part["shard_total"]), part)
 
 
-def collect(directory: Path, fences: Fences | None = None) -> dict:
+def collect(directory: Path, fences: Fences | None = None, head: str | None = None) -> dict:
     """Merge every gate part and replay sheet under ``directory`` into decision.json's content.
 
     The decision is the worst of: every part's relation verdicts, each replayed relation's
     sheet decided again after fencing (§5), the patch verdicts, and an ``abort``
     ``incomplete_evidence`` when a part is missing, from another head, or a touched relation
     was judged by no part, or when the replay evidence is incomplete (``check_manifests``).
+    ``head`` is the commit under review (full sha): a part or replay manifest of any other
+    commit is an abort too, and so is ``head`` None (nobody said which commit the evidence
+    must be about: stale artifacts, or a patch's own committed ``artifacts/``, would pass).
     The exit code is §8's: 5 when a part saw a bad file, 2 for a coverage gap when nothing
     is worse. Raises BadInputError (exit 5) for a part or sheet that is not JSON.
     """
     directory = Path(directory)
     parts = [_read_part(path) for path in sorted(directory.rglob(PART_PATTERN))]
-    problems = _incomplete_parts(directory, parts)
+    problems = _incomplete_parts(directory, parts) + _other_head(directory, parts, head)
     if not parts:
         return finish({}, [], [], problems)
     first = parts[0]
@@ -218,6 +221,26 @@ def _read_part(path: Path) -> dict:
     return data
 
 
+def _other_head(directory: Path, parts: list[dict], head: str | None) -> list[Decision]:
+    """An abort when the evidence under ``directory`` is not about ``head`` (see ``collect``)."""
+    if head is None:
+        return [Decision("abort", "incomplete_evidence", None, None, "the commit under review is not known "
+                         "(run collect in the checkout of the patch, or give --head): the evidence cannot be "
+                         "matched to it")]
+    heads = {str(p.get("head")) for p in parts}
+    for manifest in sorted(directory.rglob(MANIFEST_PATTERN)):
+        try:
+            heads.add(str(json.loads(manifest.read_text(encoding="utf-8")).get("head")))
+        except (OSError, ValueError, AttributeError):
+            heads.add("?")  # unreadable: decide_sheets reports it
+    others = sorted(h for h in heads if h != head)
+    if not others:
+        return []
+    return [Decision("abort", "incomplete_evidence", None, None,
+                     f"evidence under {directory} judged {', '.join(h[:12] for h in others)}, not the commit "
+                     f"under review {head[:12]}: stale artifacts, or artifacts the patch brought")]
+
+
 def _incomplete_parts(directory: Path, parts: list[dict]) -> list[Decision]:
     """Why the parts under ``directory`` do not cover the review, as aborts (none: complete)."""
     def incomplete(why: str) -> Decision:
@@ -247,6 +270,15 @@ def shard_payload(part: dict) -> dict:
     """What one shard says on its own (its relations and the patch; decision.json is collect's)."""
     return finish(dict(part), [_decision_of(r) for r in part["relations"]],
                   [_decision_of(d) for d in part["patch"] + part["extra"]], [])
+
+
+def failure_payload(error: RelconsoleError, head: str | None = None) -> dict:
+    """decision.json's content for a gate that could not finish (a git error, a bad artifact):
+    an ``abort`` ``gate_failed`` naming why, with the error's exit code, so the
+    SARIF and the summary a CI job shows say so instead of keeping an older file's word."""
+    decision = Decision("abort", "gate_failed", None, None, error.one_line())
+    payload = finish({"head": head, "relations": [], "errors": []}, [], [decision], [])
+    return payload | {"exit_code": error.exit_code}
 
 
 def history_decisions(payload: dict) -> list[Decision]:
