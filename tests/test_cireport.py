@@ -245,3 +245,15 @@ def test_a_section_with_nothing_to_say_is_left_out(key):
     data = payload()
     data[key] = []
     assert cireport.summary_markdown(data).count("### ") == cireport.summary_markdown(payload()).count("### ") - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(),
+                        min_size=1, max_size=12), min_size=1, max_size=3))
+def test_a_file_name_that_is_not_unicode_reaches_sarif_as_valid_unicode(names):
+    """git hands undecodable file-name bytes over as lone surrogates: every SARIF message is
+    still valid UTF-8, with the name's readable part kept."""
+    log = cireport.sarif(payload([f"src/{name}.py" for name in names]))
+    text = json.dumps(log, ensure_ascii=False)
+    text.encode("utf-8")  # raises on a lone surrogate
+    assert all(r["message"]["text"] for r in results(log))

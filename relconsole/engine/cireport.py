@@ -162,8 +162,20 @@ def _rule_name(rid: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", rid) if part) or "Rule"
 
 
+def _lone(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (not valid Unicode on its own)."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
 def _cut(text, limit: int = MAX_MESSAGE) -> str:
+    """``text`` as valid Unicode (a file name's undecodable bytes, kept by git as lone
+    surrogates, become U+FFFD) and at most ``limit`` characters."""
     text = str(text)
+    if _lone(text):  # surrogateescape gives git's bytes back (each one U+FFFD); any other surrogate too
+        try:
+            text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
