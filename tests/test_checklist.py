@@ -180,3 +180,21 @@ def test_a_freeze_file_that_does_not_load_leaves_the_freeze_items_unknown(tmp_pa
         got = states(review)
         assert got["freezes_preexisting"] == got["freeze_reruns_counted"] == "unknown"
         assert "freezes.json" in evidence(review, "freezes_preexisting")
+
+
+def test_a_frozen_relation_whose_run_judged_nothing_leaves_the_rerun_item_unknown(demo_repo: Path):
+    """A subject that returns empty outputs (vacuous: hold) never starts the freeze protocol:
+    no rerun was due, so the rerun item cannot fail, and the PR's decision stays the hold."""
+    git(demo_repo, "checkout", "-q", "-b", "vacuous", "main")
+    source = demo_repo / "src" / "aggregator.py"
+    source.write_text(source.read_text().replace(
+        "    return {species: summarize_species(group) for species, group in by_species(rows).items()}",
+        "    return {species: {} for species in by_species(rows)}"))
+    git(demo_repo, "commit", "-qam", "perf: skip the sums")
+    with load_review(demo_repo, today=TODAY) as review:
+        run_review(review)
+        frozen = [r.relation_id for r in review.freezes if r.state == "live"]
+        assert frozen and all(review.results[rid].outcome == "vacuous" for rid in frozen)
+        assert states(review)["freeze_reruns_counted"] == "unknown"
+        assert "not judged" in evidence(review, "freeze_reruns_counted")
+        assert not any(d.reason.startswith("checklist:") for d in review.patch_verdicts())

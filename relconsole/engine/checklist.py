@@ -211,6 +211,10 @@ def _reruns_counted(review) -> Item:
             unknown.append(f"{row.relation_id}: not run in this review (relconsole flags --run, or r in the console)")
         elif result.first.held:
             good.append(f"{row.relation_id}: the first run held; the freeze was not needed")
+        elif result.outcome in ("vacuous", "blocked") or result.verdict.reason == "environment":
+            # the run judged nothing, so the freeze protocol never started: its own verdict decides
+            unknown.append(f"{row.relation_id}: {result.outcome}, not judged ({result.verdict.reason}): "
+                           "no rerun was due")
         elif len(result.reruns) == row.reruns:
             good.append(f"{row.relation_id}: {len(result.reruns)} of {row.reruns} reruns executed, "
                         f"{result.rerun_passes} passed (needed {row.pass_needed})")
