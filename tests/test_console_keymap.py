@@ -198,6 +198,8 @@ async def test_a_moved_action_runs_on_its_new_key_only_and_help_shows_it(demo_re
         checklist = binding("merge_checklist")
         assert f"k {checklist.description}" in bar and f"m {checklist.description}" not in bar
         assert any(text.endswith("(k)") and action == checklist.action for text, action in palette_entries(app))
+        status = str(app.query_one("#status").render())
+        assert "review flags (k)" in status and "(m)" not in status  # the status line names the key in force
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         lines = help_text(app)

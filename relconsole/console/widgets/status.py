@@ -35,7 +35,8 @@ class StatusLine(Static):
             text.append(f" ✗ {gaps} unowned path{'s' if gaps > 1 else ''} (exit 2)", "bold red")
         standing = [f for f in review.flags if review.acknowledgement(f) is None]
         if standing:
-            text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} (m)", "bold yellow")
+            text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} ({self._key('merge_checklist')})",
+                        "bold yellow")
         if review.split:
             text.append(f" ✗ {len(review.split)} mixed commit path{'s' if len(review.split) > 1 else ''} (§9)",
                         "bold red")
@@ -49,6 +50,11 @@ class StatusLine(Static):
             text.append_text(lit(decision.detail, "dim"))
         text.append("\n")
         self._refs(text, review, running)
+
+    def _key(self, binding_id: str) -> str:
+        """The first key in force for a binding (the reviewer's keymap may have moved it)."""
+        keys = getattr(self.app, "active_keys", {}).get(binding_id) or ["?"]
+        return keys[0]
 
     def _refs(self, text: Text, review, running: str) -> None:
         oracle = review.head_ref if review.oracle_from == "HEAD" else review.base_ref
