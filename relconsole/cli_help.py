@@ -243,7 +243,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_USAGE: _USAGE}),
     "schema": (
         "Print the JSON Schema (Draft 2020-12) of one oracle file kind (catalog, lease, freeze, pin, "
-        "candidate), for an editor; the validator uses the same files.",
+        "candidate, ack), for an editor; the validator uses the same files.",
         {EXIT_PASS: "the schema was printed", EXIT_USAGE: "an unknown schema name"}),
 }
 

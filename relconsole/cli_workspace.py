@@ -30,7 +30,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     actions = parser.add_subparsers(dest="workspace_command", required=True,
                                     parser_class=type(parser))
     for name in ACTIONS:
-        _options(actions.add_parser(name, help=f"{name} a workspace lease"), name)
+        _options(actions.add_parser(name, help=("show" if name == "status" else name) + " a workspace lease"), name)
     parser.set_defaults(handler=cmd_workspace)
     return parser
 

@@ -58,12 +58,17 @@ def text_lines(payload: dict) -> list[str]:
     """The gate's log lines, one per cause a reviewer acts on (untrusted text inside: the
     caller prints each through ``one_line``)."""
     lines = [f"gate · base {payload.get('base')} · merge base {str(payload.get('merge_base'))[:10]} · "
-             f"head {str(payload.get('head'))[:10]}"]
+             f"head {str(payload.get('head'))[:10]}"] if payload.get("head") else []
     for r in payload.get("relations", []):
         row = f" row {r['row']}" if r.get("row") else ""
         keys = f"  keys: {', '.join(r['differing'][:8])}" if r.get("differing") else ""
         lines.append(f"relation {r['relation_id']}: {r['decision'].upper()} ({r['reason']}{row})"
                      f"{'  replayed' if r.get('replayed') else ''}{keys}")
+        if r.get("summary") and r.get("decision") != "pass":
+            lines.append(f"    run: {r['summary']}")  # the counted freeze's reruns, when there were
+        fenced = r.get("fenced")
+        if fenced:  # the sheet decided again at collection, after its workspace lease was checked
+            lines.append(f"    sheet: {fenced['decision'].upper()} ({fenced['reason']}): {fenced.get('detail') or ''}")
     for f in payload.get("flags", []):
         state = "acknowledged" if f.get("acknowledged") else "REJECT"
         lines.append(f"flag {f['name']} {state}: {f['path']}{':' + str(f['line']) if f.get('line') else ''}  "

@@ -26,7 +26,7 @@ _SCRUBBED = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY
 # What a shallow clone must do before a review (§9: the split check reads merge-base..HEAD).
 # CI's default checkout is shallow (actions/checkout fetches one commit), so name its fix too.
 SHALLOW_FIX = ("shallow clone: fetch-depth: 0 in the CI checkout (actions/checkout), "
-               "or git fetch --unshallow")
+               "or git fetch --unshallow origin plus the base branch (git fetch origin main)")
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
