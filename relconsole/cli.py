@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import datetime as dt
-import json
 import os
-import signal
 import sys
-import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole import cli_help
 from relconsole.cli_completion import autocomplete
@@ -35,6 +31,7 @@ from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT
 from relconsole.engine.literal import literal, one_line
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
+    import datetime as dt
     from relconsole.engine.replay import Shard
     from relconsole.engine.review import Review
 
@@ -46,6 +43,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _date(text: str) -> dt.date:
+    import datetime as dt
     try:
         return dt.date.fromisoformat(text)
     except ValueError:
@@ -90,11 +88,49 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
+class _Unbuilt:
+    """Stands in for the parser of a subcommand this start does not run: it takes every
+    ``add_argument``-like call and builds nothing. Building all of them cost ``--help``
+    about half its time (argparse makes a formatter per argument)."""
+
+    def __init__(self):
+        self._actions: list = []
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: _Unbuilt()
+
+
+class _SubCommands(argparse._SubParsersAction):
+    """The subcommand action of a parser built for one command (``only``): every other
+    command is listed, with its one-line help, but its parser is an ``_Unbuilt``."""
+
+    only: str | None = None
+    everything = True
+
+    def add_parser(self, name, **kwargs):
+        if self.everything or name == self.only:
+            return super().add_parser(name, **kwargs)
+        if "help" in kwargs:
+            self._choices_actions.append(self._ChoicesPseudoAction(name, (), kwargs["help"]))
+        stub = _Unbuilt()
+        self._name_parser_map[name] = stub
+        return stub
+
+
+def command_in(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` (the arguments after the program name) names: its first word
+    that is not an option, or None (``--help``, ``--version``, nothing)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(only: str | None = None, *, everything: bool = True) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand; with ``everything=False`` only the
+    subcommand ``only`` (None: none) gets its arguments, the others are listed by name and
+    one-line help (what ``relconsole --help`` and a run of one command need)."""
     parser = _Parser(prog="relconsole")  # its description, grouped commands and exit codes: cli_help.apply
     parser.add_argument("--version", action=_VersionAction)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, action=_SubCommands)
+    sub.only, sub.everything = only, everything
 
     review = sub.add_parser("review", help="open the review console")
     _review_options(review)
@@ -249,6 +285,7 @@ def _load(args) -> Review:
 
 def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
     """Print ``payload`` as JSON, or ``lines`` as text with each bad file on stderr."""
+    import json
     if getattr(args, "json", False):
         print(json.dumps(payload, indent=2, default=str))
         return
@@ -640,6 +677,8 @@ def _exit_cleanly_on_signals() -> None:
     through a writer thread that died with it: an orphaned console sat in ``Queue.put``
     for an hour), so a daemon timer runs the atexit hooks and ends the process after
     ``SHUTDOWN_GRACE_SECONDS``."""
+    import signal
+    import threading
     def stop(signum, _frame) -> None:
         timer = threading.Timer(SHUTDOWN_GRACE_SECONDS, _force_exit, (128 + signum,))
         timer.daemon = True
@@ -664,10 +703,12 @@ def _force_exit(code: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code of §8."""
-    _exit_cleanly_on_signals()
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    completing = "_ARGCOMPLETE" in os.environ  # completion walks every command's options
+    parser = build_parser(command_in(words), everything=completing)
     autocomplete(parser)  # a TAB in the shell: answer and exit (only when _ARGCOMPLETE is set)
     args = parser.parse_args(argv)
+    _exit_cleanly_on_signals()  # after parsing: --help and usage errors need no handlers
     try:
         return COMMANDS[args.command](args)
     except RelconsoleError as exc:
@@ -678,6 +719,7 @@ def main(argv: list[str] | None = None) -> int:
             lease = getattr(exc, "lease", None)  # a workspace lease held by someone else
             if lease is not None:
                 error |= {"holder": lease.holder, "generation": lease.generation, "lease_id": lease.id}
+            import json
             print(json.dumps({"error": error}))
         print(f"relconsole: {one_line(exc.one_line())}", file=sys.stderr)
         return exc.exit_code

@@ -10,9 +10,8 @@ the candidate is confirmed; 1 (reject) when the two replays disagree and it is d
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole.cli_options import workspace_lease_options
 from relconsole.engine.defaults import CONFIRM_RUNS as DEFAULT_RUNS
@@ -41,6 +40,7 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_confirm(args) -> int:
     """Confirm the candidate ``args`` names; print the outcome; return the §8 exit code."""
+    import json
     from relconsole.cli_progress import progress_reporter
     from relconsole.engine.confirm import ConfirmOptions, confirm_candidate
     from relconsole.engine.review import load_review

@@ -9,7 +9,6 @@ there yet) does not fail.
 
 from __future__ import annotations
 
-import json
 
 from relconsole.engine.literal import one_line
 
@@ -28,6 +27,7 @@ def register(subparsers, commands: dict, review_options) -> None:
 
 def cmd_flags(args) -> int:
     """Print the flags and checklist of the review ``args`` names; return the exit code."""
+    import json
     from relconsole.engine.checklist import merge_checklist
     from relconsole.engine.review import load_review, run_review
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)

@@ -9,7 +9,6 @@ write what code scanning and a job summary read. The exit code is §8's, the wor
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -138,6 +137,7 @@ def _write(write) -> Path:
 
 def _outputs(args, payload: dict) -> None:
     """Write the SARIF and the Markdown summary ``args`` asks for."""
+    import json
     from relconsole.engine import cireport
     if args.sarif is not None:
         _write(lambda: cireport.write_text(args.sarif, json.dumps(cireport.sarif(payload), indent=2) + "\n"))
@@ -148,6 +148,7 @@ def _outputs(args, payload: dict) -> None:
 def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:
     """Print the decision (text or ``--json``), write SARIF and the summary when asked, record
     the gate history; return the exit code."""
+    import json
     from relconsole.engine import cireport
     _outputs(args, payload)
     if git_dir is not None and not args.no_history:

@@ -9,7 +9,6 @@ name is a usage error (exit 64, SPEC §8). The engine validates with the same fi
 from __future__ import annotations
 
 import argparse
-import json
 
 from relconsole.engine.errors import EXIT_PASS, UsageError
 
@@ -38,6 +37,7 @@ def register(subparsers, commands: dict | None = None) -> dict:
 
 def cmd_schema(args) -> int:
     """Print the schema ``args.name`` (exit 0), or the list; UsageError (64) for an unknown name."""
+    import json
     from relconsole import schemas
     if args.list or args.name is None:
         for name in schemas.NAMES:

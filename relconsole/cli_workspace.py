@@ -8,10 +8,9 @@ the caller does not hold it, or the store cannot be read; 64 on misuse.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole.engine.defaults import WORKSPACE_TTL_SECONDS
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, UsageError
@@ -98,6 +97,7 @@ def _change(args, store: wslease.LeaseStore) -> int:
 
 
 def _status(args, store: wslease.LeaseStore) -> int:
+    import json
     from relconsole.engine import wslease
     status = store.status(args.workspace, args.holder)
     lease = status.lease
@@ -119,4 +119,5 @@ def _status(args, store: wslease.LeaseStore) -> int:
 
 
 def _print(args, payload: dict, line: str) -> None:
+    import json
     print(json.dumps(payload, indent=2) if args.json else one_line(line))

@@ -117,3 +117,36 @@ def test_the_codes_a_command_returns_are_among_those_its_help_lists(demo_repo: P
         seen[path] = code
         assert code in cli_help.HELP[path][1], (path, code)
     assert seen["bind"] == errors.EXIT_GAP and seen["check-split"] == errors.EXIT_USAGE  # the sample's gap; no range
+
+
+def _help_of(parser: argparse.ArgumentParser, words: list[str]) -> tuple[int, str]:
+    """(exit code, text) of parsing ``words`` with ``parser`` (a help or a usage error)."""
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            parser.parse_args(words)
+        except SystemExit as stop:
+            return stop.code, out.getvalue()
+    return 0, out.getvalue()
+
+
+@pytest.mark.parametrize("words", [["--help"], [], ["no-such-command"], ["bind", "--help"],
+                                   ["lease", "renew", "--help"], ["run", "--shard", "x"],
+                                   ["workspace", "status", "--help"], ["gate", "--help"]])
+def test_a_parser_built_for_one_command_says_what_the_full_parser_says(words):
+    """The start builds only the named command's parser (``--help`` in under 2x argparse's
+    import, bench/cli.py); the texts and exit codes must be those of the full parser."""
+    from relconsole.cli import command_in
+    lazy = build_parser(command_in(words), everything=False)
+    assert _help_of(lazy, words) == _help_of(build_parser(), words)
+
+
+def test_every_command_parses_the_same_when_built_alone():
+    """Each command's own options, nested commands included, survive building it alone."""
+    from relconsole.cli import command_in
+    for path, _ in commands():
+        words = path.split() + ["--help"]
+        lazy = build_parser(command_in(words), everything=False)
+        assert _help_of(lazy, words) == _help_of(build_parser(), words), path
