@@ -125,3 +125,57 @@ def test_the_fingerprint_follows_the_code_it_covers(tmp_path, monkeypatch):
     changed = code_fingerprint()
     (tmp_path / "schemas" / "lease.json").write_text("{}")
     assert code_fingerprint() != changed
+
+
+# --- probe findings (the review flags' environment_probe rule), kept by the content of a change ---
+
+PROBE = "import os\n\n\ndef summarize(rows):\n    if os.environ.get('CI'):\n        return []\n    return list(rows)\n"
+
+
+def _probe_flags(repo: Path) -> list[tuple]:
+    with load_review(repo, "main", "HEAD", today=TODAY) as review:
+        return sorted((f.name, f.path, f.line, f.detail) for f in review.flags if f.name == "environment_probe")
+
+
+def _commit_module(repo: Path, name: str, text: str) -> None:
+    (repo / "src" / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"feat: {name}")
+
+
+def _refuse_scanning(monkeypatch) -> None:
+    from relconsole.engine import probescan
+
+    def refuse(*_args):
+        raise AssertionError("scanned again: the kept findings were not used")
+    monkeypatch.setattr(probescan, "environment_probes", refuse)
+
+
+def test_kept_probe_findings_are_the_findings_of_a_fresh_scan(demo_repo, monkeypatch):
+    _commit_module(demo_repo, "probe.py", PROBE)
+    fresh = _probe_flags(demo_repo)
+    assert fresh, "the patch probes os.environ: the rule must flag it"
+    assert _cache_file(demo_repo, "probes").exists()
+    _refuse_scanning(monkeypatch)
+    assert _probe_flags(demo_repo) == fresh
+
+
+def test_a_changed_module_is_scanned_again_never_answered_from_its_old_bytes(demo_repo, monkeypatch):
+    _commit_module(demo_repo, "probe.py", "def summarize(rows):\n    return list(rows)\n")
+    assert _probe_flags(demo_repo) == []  # kept: this content probes nothing
+    _commit_module(demo_repo, "probe.py", PROBE)  # same path, a probe added
+    assert any(path == "src/probe.py" for _, path, _, _ in _probe_flags(demo_repo))
+
+
+def test_a_poisoned_entry_for_other_bytes_cannot_clear_a_probe(demo_repo):
+    """An entry that says "no probes" for every key a reviewer's cache held before cannot
+    answer for the patch's bytes: the key is a digest of the change's two sides."""
+    _commit_module(demo_repo, "probe.py", PROBE)
+    expected = _probe_flags(demo_repo)
+    cache = ParseCache(Path(git(demo_repo, "rev-parse", "--absolute-git-dir").strip()), "probes",
+                       review_module.current_fingerprint())
+    assert cache.entries, "the first review kept its findings"
+    cache.entries = {(digest + "0", path): [] for digest, path in cache.entries} | {("", "src/probe.py"): []}
+    cache._dirty = True
+    cache.flush()
+    assert _probe_flags(demo_repo) == expected

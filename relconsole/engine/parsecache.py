@@ -48,7 +48,7 @@ CACHE_VERSION = 1
 MAX_ENTRIES = 4096  # per kind; beyond it the oldest entries are dropped
 _ENGINE = Path(__file__).resolve().parent
 _DEPENDS_ON = ("catalog.py", "leases.py", "freezes.py", "schemacheck.py", "yamlload.py", "errors.py",
-               "config.py", "canon.py")
+               "config.py", "canon.py", "probescan.py", "pyscan.py")
 
 
 def code_fingerprint() -> str:
@@ -75,13 +75,16 @@ def current_fingerprint() -> str:
 
 
 class ParseCache:
-    """Results of one loader (``kind``: ``catalog``, ``lease``) by (blob id, source path),
-    read from the git directory on creation, written by ``flush`` when it learnt something.
-    An unreadable, corrupt or foreign cache file is ignored; a failed write is dropped."""
+    """Results of one loader (``kind``: ``catalog``, ``lease``, ``probes``) by (blob id or
+    content digest, source path), read from the git directory on creation, written by
+    ``flush`` when it learnt something (at most ``max_entries``, newest kept). An unreadable,
+    corrupt or foreign cache file is ignored; a failed write is dropped."""
 
-    def __init__(self, git_dir: str | Path, kind: str, fingerprint: str | None = None):
+    def __init__(self, git_dir: str | Path, kind: str, fingerprint: str | None = None,
+                 max_entries: int = MAX_ENTRIES):
         self.file = Path(git_dir) / "relconsole" / f"parsed-{kind}.pickle"
         self.fingerprint = fingerprint or code_fingerprint()
+        self.max_entries = max_entries
         self.entries: dict[tuple[str, str], Any] = self._read()
         self._dirty = False
 
@@ -113,12 +116,12 @@ class ParseCache:
         return value
 
     def flush(self) -> None:
-        """Write the cache atomically when this process added to it (at most MAX_ENTRIES,
-        newest kept)."""
+        """Write the cache atomically when this process added to it (at most
+        ``max_entries``, newest kept)."""
         if not self._dirty:
             return
         self._dirty = False
-        entries = dict(list(self.entries.items())[-MAX_ENTRIES:])
+        entries = dict(list(self.entries.items())[-self.max_entries:])
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd, scratch = tempfile.mkstemp(prefix=self.file.name, suffix=".tmp", dir=self.file.parent)

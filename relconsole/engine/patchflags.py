@@ -25,6 +25,7 @@ reason ``review_flag:<name>`` (see ``Review.decision``).
 from __future__ import annotations
 
 import configparser
+import hashlib
 import json
 import posixpath
 import subprocess
@@ -34,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relconsole.engine import probescan, pyscan
 from relconsole.engine.catalog import Catalog
@@ -44,6 +46,9 @@ from relconsole.engine.gitio import clean_env, run_git
 from relconsole.engine.owners import protection, winning_pattern
 from relconsole.engine.splitcheck import Commit, range_commits
 from relconsole.engine.yamlload import load_yaml_text
+
+if TYPE_CHECKING:
+    from relconsole.engine.parsecache import ParseCache
 
 FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
               "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
@@ -239,19 +244,23 @@ class FlagReport:
 
 
 def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout,
-                catalog: Catalog | None, lease_corpora: dict[str, str], oracle_from: str = "base") -> FlagReport:
+                catalog: Catalog | None, lease_corpora: dict[str, str], oracle_from: str = "base",
+                probe_cache: "ParseCache | None" = None) -> FlagReport:
     """Every review flag of the commits ``merge_base..head``.
 
     ``layout`` is the base ref's (never the patch's: a patch cannot move its own gate);
     ``catalog`` the oracle's (None when it did not load: the rules that need it are
     skipped); ``lease_corpora`` maps corpus path -> lease id; ``oracle_from`` says where
-    the review reads the oracle (the wording of protected_path_changed). Raises GitError
-    (abort) when git cannot list the range.
+    the review reads the oracle (the wording of protected_path_changed); ``probe_cache``
+    keeps each file change's probe findings by the digest of its two sides (the probe scan
+    of 16,000 changed modules was most of a review's load), None: scan every change. Raises
+    GitError (abort) when git cannot list the range.
     """
     if merge_base == head:
         return FlagReport([], [])
     reader = BlobReader(repo_dir)
     rules = _Rules(layout, catalog, {_normal(p): i for p, i in lease_corpora.items()}, reader, oracle_from)
+    rules.probe_cache = probe_cache
     report = FlagReport([], [])
     try:
         for commit in range_commits(repo_dir, f"{merge_base}..{head}"):
@@ -426,6 +435,7 @@ class _Rules:
         self.corpora = lease_corpora
         self.bag_subjects = _bag_subjects(layout, catalog) if catalog else {}
         self.guarded = _guarded_modules(layout, catalog, reader) if catalog else None
+        self.probe_cache = None  # patch_flags sets it
 
     def wanted(self, path: str) -> bool:
         """Whether any rule reads this path's content."""
@@ -460,13 +470,26 @@ class _Rules:
             flag("environment_probe", None, f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read for probes")
             return
         try:
-            found = probescan.environment_probes(change.text("before"), change.text("after"))
+            found = self._environment_probes(change)
         except pyscan.Unjudged as exc:
             flag("environment_probe", getattr(exc, "line", None), f"not read for probes: {exc}")
             return
         for item in found:
             flag("environment_probe", item.line, f"{item.detail}: a sandbox can always be told from production, "
                  "so code that looks at its surroundings is for a reviewer to clear")
+
+    def _environment_probes(self, change: _Change) -> list:
+        """``probescan.environment_probes`` of the change, from ``probe_cache`` when these two
+        sides were scanned before by this code (a digest of both sides' bytes is the key:
+        the findings depend on nothing else). Raises Unjudged (never kept) as the scan does."""
+        def scan():
+            return probescan.environment_probes(change.text("before"), change.text("after"))
+        if self.probe_cache is None:
+            return scan()
+        digest = hashlib.blake2b(digest_size=20)
+        for side in (change.before, change.after):
+            digest.update(b"\0absent" if side is None else len(side).to_bytes(8, "big") + side)
+        return self.probe_cache.get(digest.hexdigest(), change.new or "", scan)
 
     def check(self, change: _Change) -> list[Flag]:
         sha, flags = change.commit.sha, []

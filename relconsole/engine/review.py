@@ -39,7 +39,7 @@ from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.leases import header_fields
 from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
-from relconsole.engine.parsecache import ParseCache, current_fingerprint
+from relconsole.engine.parsecache import MAX_ENTRIES, ParseCache, current_fingerprint
 from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
 from relconsole.engine.splitcheck import check_split, layout_at
@@ -457,10 +457,15 @@ def _oracle_digest(review: Review, hash_progress: Callable[[str, int, int], None
     return digest
 
 
-def _parse_cache(review: Review, kind: str) -> ParseCache:
+PROBE_CACHE_ENTRIES = 200_000
+"""Changed modules whose probe findings are kept (about 150 bytes each): two reviews of a
+patch touching 100,000 files."""
+
+
+def _parse_cache(review: Review, kind: str, max_entries: int = MAX_ENTRIES) -> ParseCache:
     """The review's ``ParseCache`` of ``kind`` (read from the git directory once per review)."""
     if kind not in review._parse_caches:
-        review._parse_caches[kind] = ParseCache(review.repo.git_dir, kind, current_fingerprint())
+        review._parse_caches[kind] = ParseCache(review.repo.git_dir, kind, current_fingerprint(), max_entries)
     return review._parse_caches[kind]
 
 
@@ -607,8 +612,12 @@ def _flag(review: Review) -> None:
     freeze rows, golden literals, sorts in bag relations, ingest turned concatenation),
     judged with the base ref's layout even when the oracle is read from HEAD."""
     corpora = {s.lease.path: s.lease.id for s in review.leases if s.lease is not None}
-    report = patch_flags(review.root, review.merge_base, review.head_sha, _judging_layout(review), review.catalog, corpora,
-                         review.oracle_from)
+    cache = _parse_cache(review, "probes", PROBE_CACHE_ENTRIES)
+    try:
+        report = patch_flags(review.root, review.merge_base, review.head_sha, _judging_layout(review), review.catalog,
+                             corpora, review.oracle_from, probe_cache=cache)
+    finally:
+        cache.flush()
     review.flags[:0] = report.flags
     review.unjudged = report.unjudged
 
@@ -654,8 +663,7 @@ def input_shape(review: Review, inp: dict, view: gitio.TreeView | None = None) -
                 return InputShape(None, problem=f"seeds file {seeds} line {bad[0]} is not JSON")
             rows = _seed_values(view, seeds)
     header = input_fields(review, {"lease": inp["lease"]}) if inp.get("lease") else None
-    catalog_schema = next((r.input.get("schema") for r in review.relations
-                           if isinstance(seeds, str) and r.seeds_path == seeds and r.input.get("schema")), None)
+    catalog_schema = review.catalog.seeds_schemas.get(seeds) if review.catalog and isinstance(seeds, str) else None
     return candidate_input_shape(inp, rows, header, catalog_schema)
 
 
