@@ -276,11 +276,12 @@ def _seed(text: str) -> int:
     return value
 
 
-def _load(args) -> Review:
+def _load(args, deferred: bool = False) -> Review:
     from relconsole.cli_progress import progress_reporter
     from relconsole.engine.review import load_review
     with progress_reporter(sys.stderr, not getattr(args, "json", False)) as report:  # big corpora hashing
-        return load_review(args.repo, args.base, args.head, args.today, args.oracle_from, hash_progress=report.bytes)
+        return load_review(args.repo, args.base, args.head, args.today, args.oracle_from, hash_progress=report.bytes,
+                           deferred=deferred)
 
 
 def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
@@ -301,7 +302,7 @@ def _errors_payload(review: Review) -> list[dict]:
 
 def cmd_bind(args) -> int:
     from relconsole.engine import importmap
-    review = _load(args)
+    review = _load(args, deferred=True)  # ownership needs no flags, quarantine or split check
     try:
         if not review.errors:
             importmap.ensure(review)

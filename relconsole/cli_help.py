@@ -59,7 +59,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_USAGE: _USAGE}),
     "bind": (
         "List every path the patch touches with its owner pattern and the relations that guard it "
-        "(following imports). Commits nothing.",
+        "(following imports). Reads what binding needs (the catalog, leases, pyproject's layout), "
+        "not the quarantine or the review flags (validate and flags do). Commits nothing.",
         {EXIT_PASS: "every touched path has an owner",
          EXIT_GAP: "coverage gap: a touched path no owner pattern matches",
          EXIT_ABORT: _GIT, EXIT_BAD_INPUT: _BAD_ORACLE, EXIT_USAGE: _USAGE}),
