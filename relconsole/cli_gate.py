@@ -111,14 +111,15 @@ def _collect(args) -> int:
 
 def _head_of(args) -> str | None:
     """The full sha of ``--head`` in ``--repo`` (the checkout collect runs in), or None when git
-    cannot say (collect then aborts: the evidence cannot be matched to a commit)."""
-    import subprocess
+    cannot say (collect then aborts: the evidence cannot be matched to a commit). git runs as
+    every engine call runs it (``gitio.run_git``: GIT_DIR and the other redirecting variables
+    scrubbed), so an exported GIT_DIR cannot name another repository's HEAD."""
+    from relconsole.engine.gitio import run_git
     try:
-        proc = subprocess.run(["git", "rev-parse", "--verify", "--end-of-options", f"{args.head}^{{commit}}"],
-                              cwd=args.repo, capture_output=True, text=True, check=False)
+        proc = run_git(args.repo, "rev-parse", "--verify", "--end-of-options", f"{args.head}^{{commit}}", ok=None)
     except OSError:
         return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
 
 def _fences(args):

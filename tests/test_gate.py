@@ -218,6 +218,13 @@ def test_collect_refuses_evidence_about_another_commit_than_the_checkout(sample,
     assert honest[:12] in json_of(stale)["detail"]
     named = cli(repo, "gate", "--collect", str(shared), "--head", honest, "--json", "--no-history")
     assert named.returncode == 0  # the evidence is about the commit named
+    decoy = tmp_path / "decoy"  # an exported GIT_DIR whose HEAD is the honest commit
+    git(tmp_path, "clone", "-q", str(repo), str(decoy))
+    git(decoy, "checkout", "-q", honest)
+    misled = subprocess.run([sys.executable, "-m", "relconsole", "gate", "--collect", str(shared), "--json",
+                             "--no-history"], cwd=repo, env=_env() | {"GIT_DIR": str(decoy / ".git")},
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert (misled.returncode, json_of(misled)["reason"]) == (3, "incomplete_evidence")
 
 
 def test_a_failed_collect_rewrites_the_sarif_and_summary_it_was_asked_for(tmp_path):
