@@ -55,11 +55,12 @@ def register(subparsers, commands: dict | None = None) -> dict:
 def git_dir_of(repo: str | None) -> Path | None:
     """The absolute common git directory of ``repo`` (shared by its worktrees, where the
     lease store and the gate history live), default: the cwd's repository, or None when
-    there is none. An explicit ``repo`` that is not a git repository is a UsageError."""
-    import subprocess
+    there is none. An explicit ``repo`` that is not a git repository is a UsageError. git
+    runs with GIT_DIR and the other redirecting variables scrubbed (``gitio.run_git``): the
+    fences and the gate history are the repository's, never a decoy's."""
+    from relconsole.engine.gitio import run_git
     try:
-        proc = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                              cwd=repo or ".", capture_output=True, text=True, check=False)
+        proc = run_git(repo or ".", "rev-parse", "--path-format=absolute", "--git-common-dir", ok=None)
     except OSError as exc:
         if repo:
             raise UsageError(f"{repo}: cannot run git ({exc})") from None
@@ -68,7 +69,7 @@ def git_dir_of(repo: str | None) -> Path | None:
         if repo:
             raise UsageError(f"{repo}: not a git repository")
         return None
-    return Path(proc.stdout.strip())
+    return Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
 
 
 def _decision_dir(sheet: Path, out: Path | None) -> Path:

@@ -493,3 +493,18 @@ def test_a_malformed_manifest_is_a_bad_file(tmp_path):
     (tmp_path / manifest_name(1, 2)).write_text(json.dumps({"shard_index": 3, "shard_total": 2, "sheets": []}))
     with pytest.raises(BadInputError):
         decide_sheets(tmp_path)
+
+
+@pytest.mark.parametrize("variable", ["GIT_DIR", "GIT_COMMON_DIR"])
+def test_the_store_and_history_folder_is_the_repository_s_whatever_git_dir_is_exported(tmp_path, monkeypatch, variable):
+    """decide, stats and gate keep fences and gate history in the repository's git directory;
+    an exported GIT_DIR (a decoy with its own lease store) must not move them."""
+    import subprocess
+
+    from relconsole.cli_decide import git_dir_of
+    repos = {}
+    for name in ("reviewed", "decoy"):
+        repos[name] = tmp_path / name
+        subprocess.run(["git", "init", "-q", str(repos[name])], check=True, env={"PATH": os.environ["PATH"]})
+    monkeypatch.setenv(variable, str(repos["decoy"] / ".git"))
+    assert git_dir_of(str(repos["reviewed"])) == (repos["reviewed"] / ".git").resolve()

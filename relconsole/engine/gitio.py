@@ -22,7 +22,8 @@ import git
 
 from relconsole.engine.errors import GitError, UsageError
 
-_SCRUBBED = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY")
+_SCRUBBED = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY",
+             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
 # What a shallow clone must do before a review (§9: the split check reads merge-base..HEAD).
 # CI's default checkout is shallow (actions/checkout fetches one commit), so name its fix too.
 SHALLOW_FIX = ("shallow clone: fetch-depth: 0 in the CI checkout (actions/checkout), "
