@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import TODAY, git
-from relconsole import cli
+from relconsole import cli, schemas
 from relconsole.engine import propose
 from relconsole.engine.candidates import validate_candidate, validate_seed_rows
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT,
@@ -849,3 +849,34 @@ def test_the_prompt_offers_seeds_files_no_relation_reads_yet(demo_repo, capsys):
     assert "2 rows" in words and "plain values" in words
     assert "word" in pairs and "lang" in pairs
     assert not any(line.startswith(f"seeds {SEEDS_FILE}:") and "rows" in line for line in prompt.splitlines())
+
+
+def _modeline_target(path: str, text: str) -> str | None:
+    """The repository path the file's ``# yaml-language-server: $schema=`` line names, or None."""
+    import posixpath
+    first = text.splitlines()[0] if text else ""
+    prefix = "# yaml-language-server: $schema="
+    if not first.startswith(prefix):
+        return None
+    return posixpath.normpath(posixpath.join(posixpath.dirname(path), first[len(prefix):]))
+
+
+@pytest.mark.parametrize("schemas_on_main", [True, False])
+def test_a_written_candidate_names_the_candidate_schema_only_when_main_holds_it(
+        demo_repo, tmp_path, capsys, schemas_on_main):
+    """An editor checks a drafted candidate as it checks the files init and demo write; a line
+    naming a schema copy the oracle branch does not hold would send it to a missing file."""
+    if not schemas_on_main:
+        commit_on_main(demo_repo, lambda tree: subprocess.run(["git", "rm", "-rq", "oracle/schemas"], cwd=tree,
+                                                              check=True))
+    code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(GOOD)))
+    assert code == EXIT_PASS
+    [path] = out["written"]
+    text = on_main(demo_repo, path)
+    target = _modeline_target(path, text)
+    if not schemas_on_main:
+        assert target is None
+        return
+    schema = json.loads(on_main(demo_repo, target))
+    assert schema == json.loads(schemas.text("candidate"))
+    assert yaml.safe_load(text) == yaml.safe_load(text.split("\n", 1)[1])  # a comment: the data is the same

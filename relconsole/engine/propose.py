@@ -34,7 +34,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
 from relconsole.engine import gitio
@@ -792,6 +792,21 @@ def _ordered(raw: dict) -> dict:
     return head | {k: v for k, v in raw.items() if k not in head}
 
 
+def _candidate_modeline(review: Review) -> Callable[[str], str]:
+    """path -> the ``# yaml-language-server`` line of a candidate file at that path, when the
+    oracle branch holds the candidate schema's copy (``init`` and ``demo`` write the copies),
+    else "" (a line naming a schema that is not there would mislead the editor)."""
+    import posixpath
+
+    from relconsole import schemas
+    from relconsole.engine.bootstrap import SCHEMAS_DIR, modeline
+    oracle_dir = posixpath.dirname(review.layout.catalog)
+    copy = posixpath.join(oracle_dir, SCHEMAS_DIR, schemas.file_name("candidate"))
+    if TreeView(review.repo, review.base_tip).blob_id(copy) is None:
+        return lambda _path: ""
+    return lambda path: modeline(path, "candidate", oracle_dir)
+
+
 def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Drafted]:
     """Validate each drafted candidate as a quarantine file (§10); nothing is written.
 
@@ -809,6 +824,7 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
     judged: list[tuple[Drafted, Any]] = []  # (drafted item, its Candidate) for the import check
     seen: dict[str, tuple[str, int]] = {}  # id_key -> (id, item) drafted earlier in this output
     queued = _quarantine_names(review)
+    modeline_of = _candidate_modeline(review)
     for index, raw in enumerate(items, 1):
         if not isinstance(raw, dict):
             out.append(Drafted(index, f"#{index}", None,
@@ -824,7 +840,7 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
                  for key in PROVENANCE if key in raw and str(raw[key]) != stamp[key]]
         body = _ordered({k: v for k, v in raw.items() if k not in PROVENANCE} | stamp)
         path = quarantine_path(review, rid)
-        text = dump_yaml(body)
+        text = modeline_of(path) + dump_yaml(body)
         candidate = validate_candidate(path, text, catalog, lambda inp: input_shape(review, inp))
         reasons = [f"{v.rule}: {v.reason}" for v in candidate.verdicts if not v.ok and v.checked]
         key = id_key(rid)
