@@ -248,12 +248,14 @@ def _load(args) -> Review:
 
 
 def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
-    """Print ``payload`` as JSON, or ``lines`` as text with each bad file on stderr."""
+    """Print ``payload`` as JSON (``json.dumps`` escapes every control), or ``lines`` as text
+    through ``literal`` (a commit message carries drafted text; issue 18), with each bad file
+    on stderr."""
     if getattr(args, "json", False):
         print(json.dumps(payload, indent=2, default=str))
         return
     for line in lines:
-        print(line)
+        print(literal(line))
     for error in errors:
         print(f"relconsole: {one_line(error.one_line())}", file=sys.stderr)
 
