@@ -526,7 +526,7 @@ def cmd_bite(args) -> int:
 
         def show(result):
             if not args.json:
-                print(f"{result.outcome:<8}  {one_line(result.label)}  {result.path}:{result.line}", flush=True)
+                print(f"{result.outcome:<8}  {one_line(result.label)}  {one_line(result.path)}:{result.line}", flush=True)
         report = bite(review, args.relation_id, show)
         _emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())])
         return {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
@@ -611,7 +611,7 @@ def cmd_demo(args) -> int:
 
     console = None if args.no_open else _console_module("app")  # before writing anything
     path = materialise(args.into, args.today)
-    print(path)
+    print(one_line(path))
     if console is None:
         return EXIT_PASS
     app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
@@ -620,7 +620,7 @@ def cmd_demo(args) -> int:
 
 def cmd_screenshots(args) -> int:
     for path in _console_module("screenshots").regenerate(args.out):
-        print(path)
+        print(one_line(path))
     return EXIT_PASS
 
 
