@@ -88,3 +88,53 @@ async def test_accept_in_the_console_notifies_and_commits_no_control(demo_repo: 
         assert not CONTROLS.search(title + message), repr((title, message))
     assert "\\x1b]0;pwned\\x07" in made[0] or "accept penguins.mass_permutation" in made[0]
     assert_harmless_message(demo_repo)
+
+
+def test_accepting_it_in_a_real_terminal_leaves_the_pane_title(demo_repo: Path, tmp_path: Path):
+    """tmux records an OSC 0 title in ``#{pane_title}``: it must not change while the console
+    shows the hostile candidate, its commit toast and the reloaded panes (skipped without
+    tmux unless RELCONSOLE_REQUIRE_TMUX=1, as CI sets)."""
+    from tests.test_e2e_tmux import Terminal, detail_head, pane_lines, review_command, tmux_or_skip
+    tmux = tmux_or_skip()
+    plant_hostile_candidate(demo_repo)
+    home, scratch = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    scratch.mkdir()
+    terminal = Terminal(tmux, {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(scratch),
+                               "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color"})
+    try:
+        terminal.start(review_command(terminal), demo_repo)
+
+        def title() -> str:
+            return terminal._run("display", "-p", "-t", Terminal.SESSION, "#{pane_title}").stdout.strip()
+
+        name = "penguins.mass_permutation"
+        screen = terminal.wait_for(lambda s: any(name in line for line in pane_lines(s, 3))
+                                   and "loading review" not in s, "the quarantine pane", 60)
+        before = title()
+        terminal.keys("4", "g")
+        for _ in range(12):
+            if detail_head(terminal.screen()).split()[:1] == [name]:
+                break
+            head = detail_head(terminal.screen())
+            terminal.keys("j")
+            terminal.wait_for(lambda s, h=head: detail_head(s) != h, "the cursor to move")
+        assert detail_head(terminal.screen()).split()[:1] == [name], terminal.screen()
+        assert title() == before  # the detail strip shows the source: escaped
+        terminal.keys("a")
+        terminal.wait_for(lambda s: "Accept without a confirming second replay?" in s, "the override dialog")
+        terminal.keys("y")
+        terminal.wait_for(lambda s: any("accept pending" in line for line in pane_lines(s, 3)), "accept pending")
+        terminal.keys("c")
+        terminal.wait_for(lambda s: "Commit catalog changes?" in s, "the commit dialog")
+        tip = git(demo_repo, "rev-parse", "main").strip()
+        terminal.keys("y")
+        terminal.wait_for(lambda s: git(demo_repo, "rev-parse", "main").strip() != tip, "the commit")
+        # the toast follows the commit: wait for it, or for the screen a raw ESC [ 2 J cleared
+        screen = terminal.wait_for(lambda s: "catalog commit made" in s or not pane_lines(s, 0), "the toast")
+        after = title()
+    finally:
+        terminal.kill()
+    assert after == before and "pwned" not in after, (before, after)
+    assert "catalog commit made" in screen and "pwned" in screen  # the toast shows the source, escaped (its text is there, not its effect)
+    assert_harmless_message(demo_repo)
