@@ -35,7 +35,8 @@ def line_of(text: str, needle: str) -> int:
 
 
 def plant(repo: Path, path: str, old: str, new: str) -> int:
-    """Replace ``old`` by ``new`` once in ``path`` on main (the oracle branch); the line it is on."""
+    """Replace ``old`` by ``new`` once in ``path`` on main (the oracle branch); the line of
+    ``new``'s last line in the file."""
     branch = git(repo, "symbolic-ref", "--short", "HEAD").strip()
     git(repo, "checkout", "-q", "main")
     file = repo / path
@@ -44,15 +45,17 @@ def plant(repo: Path, path: str, old: str, new: str) -> int:
     file.write_text(text.replace(old, new, 1))
     git(repo, "commit", "-qam", "oracle: a hostile number")
     git(repo, "checkout", "-q", branch)
-    return line_of(text, old)
+    return line_of(text.replace(old, new, 1), new.splitlines()[-1])
 
 
 FILES = [("oracle/freezes.json", '"reruns": 5', f'"reruns": {HUGE}'),
          ("oracle/seeds/rollout.jsonl", '"population": 500', f'"population": {HUGE}'),
+         ("oracle/pins.json", "{\n", f'{{\n  "oracle/data/x.csv": {HUGE},\n'),
          ("oracle/freezes.json", '"reruns": 5', '"reruns": -Infinity')]
 
 
-@pytest.mark.parametrize(("path", "old", "new"), FILES, ids=["freezes-huge", "seeds-huge", "freezes-infinity"])
+@pytest.mark.parametrize(("path", "old", "new"), FILES,
+                         ids=["freezes-huge", "seeds-huge", "pins-huge", "freezes-infinity"])
 def test_validate_bind_and_run_exit_5_naming_the_file_and_line(demo_repo: Path, capsys, path, old, new):
     line = plant(demo_repo, path, old, new)
     for command in ("validate", "bind", "run"):
