@@ -112,7 +112,8 @@ def test_accepting_it_in_a_real_terminal_leaves_the_pane_title(demo_repo: Path, 
         screen = terminal.wait_for(lambda s: any(name in line for line in pane_lines(s, 3))
                                    and "loading review" not in s, "the quarantine pane", 60)
         before = title()
-        terminal.keys("4", "g")
+        terminal.keys("4")  # the quarantine pane, its cursor on its first item
+        terminal.wait_for(lambda s: "Accept" in s.splitlines()[-1], "quarantine keys in the footer")
         for _ in range(12):
             if detail_head(terminal.screen()).split()[:1] == [name]:
                 break
