@@ -285,13 +285,15 @@ def _load(args, deferred: bool = False) -> Review:
 
 
 def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
-    """Print ``payload`` as JSON, or ``lines`` as text with each bad file on stderr."""
+    """Print ``payload`` as JSON (``json.dumps`` escapes every control), or ``lines`` as text
+    through ``literal`` (a commit message carries drafted text; issue 18), with each bad file
+    on stderr."""
     import json
     if getattr(args, "json", False):
         print(json.dumps(payload, indent=2, default=str))
         return
     for line in lines:
-        print(line)
+        print(literal(line))
     for error in errors:
         print(f"relconsole: {one_line(error.one_line())}", file=sys.stderr)
 
@@ -562,7 +564,7 @@ def cmd_bite(args) -> int:
 
         def show(result):
             if not args.json:
-                print(f"{result.outcome:<8}  {one_line(result.label)}  {result.path}:{result.line}", flush=True)
+                print(f"{result.outcome:<8}  {one_line(result.label)}  {one_line(result.path)}:{result.line}", flush=True)
         report = bite(review, args.relation_id, show)
         _emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())])
         return {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
@@ -647,7 +649,7 @@ def cmd_demo(args) -> int:
 
     console = None if args.no_open else _console_module("app")  # before writing anything
     path = materialise(args.into, args.today)
-    print(path)
+    print(one_line(path))
     if console is None:
         return EXIT_PASS
     app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
@@ -656,7 +658,7 @@ def cmd_demo(args) -> int:
 
 def cmd_screenshots(args) -> int:
     for path in _console_module("screenshots").regenerate(args.out):
-        print(path)
+        print(one_line(path))
     return EXIT_PASS
 
 

@@ -56,7 +56,7 @@ def cmd_flags(args) -> int:
         for flag in review.flags:
             ack = review.acknowledgement(flag)
             mark = "✓" if ack is not None else "⚑"
-            print(f"  {mark} {review.flag_id(flag)}  {flag.name}  {one_line(flag.where())}  {one_line(flag.detail)}")
+            print(f"  {mark} {one_line(review.flag_id(flag))}  {one_line(flag.name)}  {one_line(flag.where())}  {one_line(flag.detail)}")
             if ack is not None:
                 print(f"      acknowledged by {one_line(ack.by)}: {one_line(ack.reason)}")
         if any(review.acknowledgement(f) is None for f in review.flags):

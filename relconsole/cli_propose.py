@@ -180,7 +180,7 @@ def _candidates(args, review: Review, prompt: propose.Prompt, ticket, items: lis
             lines += [f"          ✗ {one_line(reason)}" for reason in item.reasons]
         lines += [f"          · {one_line(note)}" for note in item.notes]
     lines += _commit_lines(result)
-    print("\n".join(lines))
+    print(literal("\n".join(lines)))
     return code
 
 
@@ -204,5 +204,5 @@ def _seeds(args, review: Review, prompt: propose.Prompt, items: list) -> int:
             lines.append(f"rejected  row {row.index}  {one_line(row.text)}")
             lines += [f"          ✗ {one_line(reason)}" for reason in row.reasons]
     lines += _commit_lines(result)
-    print("\n".join(lines))
+    print(literal("\n".join(lines)))
     return code

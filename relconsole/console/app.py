@@ -183,6 +183,16 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.collector.start()
         self.set_interval(SWEEP_EVERY_SECONDS, lambda: self.collector.sweep_if_idle(self.busy))
 
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """The one sink of every notification (issue 18): ``message`` through ``literal``
+        (its newlines kept), ``title`` through ``one_line``, never as Rich markup. Widgets and
+        screens reach it too (Textual's ``Widget.notify`` calls ``app.notify``); a drafted
+        ``source`` in a commit toast once retitled and cleared the reviewer's terminal.
+        ``markup`` is accepted for Textual's signature and ignored: nothing shown here is markup.
+        """
+        super().notify(literal(message), title=one_line(title), severity=severity, timeout=timeout, markup=False)
+
     def apply_user_keymap(self) -> None:
         """Read the reviewer's keymap (``keymap.load_keymap``) and hand it to Textual
         (``App.set_keymap``); each problem is a one-line notification naming the file, and

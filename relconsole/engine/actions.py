@@ -24,7 +24,7 @@ from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleErr
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, author_ident, resolve
 from relconsole.engine.leases import check_renewal, rehash_preview
-from relconsole.engine.literal import literal, one_line
+from relconsole.engine.literal import one_line
 from relconsole.engine.owners import protected
 from relconsole.engine.patchflags import BlobReader
 from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
@@ -119,12 +119,13 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         changes += _catalog_with(view, review.layout.catalog, candidates)
     changes += _seeds_with(review, view, rows) + _shrink_quarantine(view, rows)
     _refuse_unloadable(review, view, changes, candidates)
-    names = [c.id for c in candidates] + ([f"{len(rows)} seed row(s) for "
-                                          + ", ".join(sorted({r.relation_id for r in rows}))] if rows else [])
-    body = "".join(f"Accepted from quarantine: {c.path}\n" + "".join(
-        f"  {k}: {v}\n" for k, v in c.provenance().items() if v) + f"  {note}\n"
+    names = [one_line(c.id) for c in candidates] + ([f"{len(rows)} seed row(s) for "
+                                                    + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
+                                                   if rows else [])
+    body = "".join(f"Accepted from quarantine: {one_line(c.path)}\n" + "".join(
+        f"  {one_line(k)}: {one_line(v)}\n" for k, v in c.provenance().items() if v) + f"  {one_line(note)}\n"
         for c, note in zip(candidates, notes))
-    body += "".join(f"Accepted seed row {r.key}: {r.text}\n" for r in rows)
+    body += "".join(f"Accepted seed row {one_line(r.key)}: {one_line(r.text)}\n" for r in rows)
     return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
 
 
@@ -266,10 +267,12 @@ def delete(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         raise UsageError("nothing to delete")
     changes = [FileChange(c.path, None) for c in candidates]
     changes += _shrink_quarantine(_tip_view(review), rows)
-    names = [c.id for c in candidates] + ([f"{len(rows)} drafted seed row(s) for "
-                                          + ", ".join(sorted({r.relation_id for r in rows}))] if rows else [])
-    body = "".join(f"{c.path}: {'; '.join(c.reasons) or 'deleted by reviewer'}\n" for c in candidates)
-    body += "".join(f"{r.key}: {'; '.join(r.reasons) or 'deleted by reviewer'}\n" for r in rows)
+    names = [one_line(c.id) for c in candidates] + ([f"{len(rows)} drafted seed row(s) for "
+                                                    + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
+                                                   if rows else [])
+    body = "".join(f"{one_line(c.path)}: {one_line('; '.join(c.reasons) or 'deleted by reviewer')}\n"
+                   for c in candidates)
+    body += "".join(f"{one_line(r.key)}: {one_line('; '.join(r.reasons) or 'deleted by reviewer')}\n" for r in rows)
     return _commit(review, "quarantine", "delete " + "; ".join(names), changes, body)
 
 
@@ -320,10 +323,10 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
     if old is None:
         raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
     new = textedit.set_lease_expires(old, until, path)
-    return _commit(review, "lease", f"renew {lease_id} until {until.isoformat()}",
+    return _commit(review, "lease", f"renew {one_line(lease_id)} until {until.isoformat()}",
                    [FileChange(path, new.encode())],
                    f"Expiry {status.lease.expires.isoformat()} -> {until.isoformat()}, "
-                   f"renewed by {who.email or who.name}.\n")
+                   f"renewed by {one_line(who.email or who.name)}.\n")
 
 
 def rehash_lease(review: Review, lease_id: str, confirmed_digest: str) -> CommitResult:
@@ -361,12 +364,12 @@ def rehash_lease(review: Review, lease_id: str, confirmed_digest: str) -> Commit
             "not known: the checked-out tree holds other bytes" if preview.note else "no working tree copy")
     last = preview.corpus_commit
     body = (f"Old sha256: {old}\nNew sha256: {new}\n"
-            f"Corpus: {preview.corpus}, {preview.size_bytes} bytes, as committed in "
+            f"Corpus: {one_line(preview.corpus)}, {preview.size_bytes} bytes, as committed in "
             f"{preview.commit} (blob {preview.blob})\nModified: {when}\n"
-            + (f"Last changed by: {last.author_name} <{last.author_email}> in {last.sha} at "
+            + (f"Last changed by: {one_line(last.author_name)} <{one_line(last.author_email)}> in {last.sha} at "
                f"{last.committed.isoformat()}\n" if last else "")
-            + f"\nConfirmed-by: {preview.confirmer}\n")
-    return _commit(review, "lease", f"re-hash {lease_id} ({old[:12]}… -> {new[:12]}…)",
+            + f"\nConfirmed-by: {one_line(preview.confirmer)}\n")
+    return _commit(review, "lease", f"re-hash {one_line(lease_id)} ({old[:12]}… -> {new[:12]}…)",
                    [FileChange(preview.manifest, new_text.encode())], body)
 
 
@@ -485,9 +488,9 @@ def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
            "line": flag.line, "text": flagged_line(review, flag), "by": f"{me.name} <{me.email}>",
            "reason": reason.strip(), "date": review.today.isoformat()}
     new = with_ack(_tip_view(review).read_text(path), row, path)
-    return _commit(review, "review", f"acknowledge {flag.name} at {one_line(flag.where())}",
+    return _commit(review, "review", f"acknowledge {one_line(flag.name)} at {one_line(flag.where())}",
                    [FileChange(path, new.encode("utf-8"))],
-                   f"Reason: {literal(reason.strip())}\nFlag: {row['id']}\n")
+                   f"Reason: {one_line(reason.strip())}\nFlag: {one_line(row['id'])}\n")
 
 
 def flagged_line(review: Review, flag) -> str:
@@ -515,7 +518,7 @@ def commit_freeze(review: Review, row: dict) -> CommitResult:
         new = textedit.upsert_freeze_row(old, row, path)
     except BadInputError:
         raise
-    return _commit(review, "freeze", f"freeze {row['relation_id']} until {row['expires']}",
+    return _commit(review, "freeze", f"freeze {one_line(row['relation_id'])} until {one_line(row['expires'])}",
                    [FileChange(path, new.encode())],
-                   f"Reason: {row['reason']}\nSignature: {row['signature']}\n"
-                   + (f"Override: {override}\n" if override else ""))
+                   f"Reason: {one_line(row['reason'])}\nSignature: {one_line(row['signature'])}\n"
+                   + (f"Override: {one_line(override)}\n" if override else ""))

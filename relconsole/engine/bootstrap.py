@@ -27,6 +27,7 @@ from relconsole.engine import gitio
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import UsageError
+from relconsole.engine.literal import one_line
 from relconsole.engine.leases import header_fields
 
 EXEMPT = ("tests/**", "test/**", "docs/**", "doc/**", "*.md", "*.rst", "*.txt", ".github/**", "LICENSE*",
@@ -96,7 +97,7 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
         lease["allowed_relations"] = [d["id"] for d in drafts if d["input"]["lease"] == lease["id"]]
     changes, lines = _oracle_files(layout, files, leases, drafts, branch)
     lines[-1:-1] = [d["skipped"] for d in drafted if "skipped" in d]
-    message = f"the oracle of {PurePosixPath(repo.working_tree_dir).name}"
+    message = f"the oracle of {one_line(PurePosixPath(repo.working_tree_dir).name)}"
     commit = commit_changes(repo, branch, "init", message, changes,
                             "Written by relconsole init: exempt paths, leases, empty freezes and pins"
                             + (", drafted candidates in quarantine (not accepted)." if drafts else "."),

@@ -34,6 +34,7 @@ import yaml
 
 from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation,
                                        answer_like, check_row)
+from relconsole.engine import jsonnumbers
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.schemacheck import first_error, shipped
 from relconsole.engine.textedit import jsonl_lines
@@ -774,7 +775,7 @@ def parse_seed_line(line: str) -> Any:
     a key twice: ``{"percent": 10, "percent": 200}`` would otherwise read as 200 while a
     reviewer may read 10. Raises SeedLineError naming the key, or why the line is not JSON."""
     try:
-        return json.loads(line, object_pairs_hook=_no_duplicate_keys)
+        return jsonnumbers.loads(line, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise SeedLineError(f"not JSON: {exc.msg}") from None
 

@@ -25,6 +25,7 @@ import git
 from relconsole.engine.config import Layout
 from relconsole.engine.errors import CommitRefused, GitError, UsageError
 from relconsole.engine.gitio import clean_env
+from relconsole.engine.literal import literal
 
 KINDS = {"catalog": "catalog:", "freeze": "freeze:", "lease": "lease:", "quarantine": "quarantine:",
          "review": "review:", "init": "oracle: init"}
@@ -189,7 +190,11 @@ def commit_changes(repo: git.Repo, branch: str, kind: str, subject: str,
                    *, layout: Layout | None = None) -> CommitResult:
     """Commit ``changes`` onto ``branch`` as one console commit of ``kind`` (SPEC §9).
 
-    The message is ``"<kind>: <subject>"``, then a blank line and ``body`` when given.
+    The message is ``"<kind>: <subject>"``, then a blank line and ``body`` when given,
+    with every control character escaped (``literal``: the last line of defence; ordinary
+    Unicode kept). The newlines of ``body`` are kept, so a builder passes each untrusted
+    field through ``one_line`` (a drafted ``source`` with a newline would otherwise forge a
+    ``Confirmed-by:`` trailer line; ``tests/test_hostile_text.py`` checks every builder).
     ``layout`` (default: SPEC §2 defaults) says where catalog, seeds, quarantine, freezes
     and leases live for the kind rules. Changes whose bytes already match the tip are
     dropped; ``CommitResult.paths`` lists what really changed.
@@ -226,9 +231,9 @@ def _message(kind: str, subject: str, body: str) -> str:
         raise UsageError(f"unknown commit kind {kind!r} (one of {', '.join(KINDS)})")
     if not subject.strip() or any(ch in subject for ch in "\r\n"):
         raise UsageError(f"a commit subject is one non-empty line, not {subject!r}")
-    message = f"{KINDS[kind]} {subject.strip()}"
+    message = f"{KINDS[kind]} {literal(subject.strip())}"
     if body.strip():
-        message += "\n\n" + body.strip("\n")
+        message += "\n\n" + literal(body.strip("\n"))
     return message
 
 

@@ -52,6 +52,7 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.defaults import CONFIRM_RUNS, CONFIRM_SIDES
 from relconsole.engine.errors import CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.gitio import TreeView, resolve
+from relconsole.engine.literal import one_line
 from relconsole.engine.leases import USABLE
 from relconsole.engine.replay import (Cancel, Progress, ReplayOptions, Shard, sheet_common, confirm_fresh,
                                       dead_holder_hint, miss_evidence, Heartbeat, miss_signature, pin_fields,
@@ -579,9 +580,9 @@ def _discard_commit(review: Review, candidate: Candidate, state: ConfirmState) -
     if hashlib.sha256(data).hexdigest() != state.content_sha256:
         raise ConfirmRefused(f"{candidate.path} changed on {branch} since it was replayed; the edit voids "
                              "the replays (reload: it is unreplayed)")
-    body = (f"Discarded by a second replay (SPEC §10): {candidate.path}\n"
-            f"sha256 of the candidate: {state.content_sha256}\n\n{state.reason}\n")
-    result = commit_changes(review.repo, branch, "quarantine", f"discard {candidate.id}: the second replay "
+    body = (f"Discarded by a second replay (SPEC §10): {one_line(candidate.path)}\n"
+            f"sha256 of the candidate: {state.content_sha256}\n\n{one_line(state.reason)}\n")
+    result = commit_changes(review.repo, branch, "quarantine", f"discard {one_line(candidate.id)}: the second replay "
                             "disagrees with the first", [FileChange(candidate.path, None)], body,
                             layout=review.layout)
     state.commit = result.sha

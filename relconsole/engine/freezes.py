@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from relconsole.engine.catalog import Catalog
 from relconsole.engine.decision import Decision
 from relconsole.engine.errors import BadInputError
+from relconsole.engine.jsonnumbers import loads
 from relconsole.engine.schemacheck import first_error, shipped_part
 from relconsole.engine.yamlload import load_yaml_text
 
@@ -66,7 +67,7 @@ def json_rows(text: str | None, source: str, row_problem, what: str) -> list[tup
     if text is None or not text.strip():
         return []
     try:
-        rows = json.loads(text)
+        rows = loads(text)
     except json.JSONDecodeError as exc:
         raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
     if not isinstance(rows, list):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from relconsole.engine.errors import BadInputError, CommitRefused
+from relconsole.engine.jsonnumbers import loads
 from relconsole.engine.hashcache import HashCache, file_kind, sha256_stream
 from relconsole.engine.schemacheck import first_error, shipped, validate
 from relconsole.engine.yamlload import load_yaml_text
@@ -247,7 +248,7 @@ def pin_states(pins_text: str | None, root: Path, source: str,
     if not pins_text:
         return {}
     try:
-        pins = json.loads(pins_text)
+        pins = loads(pins_text)
     except json.JSONDecodeError as exc:
         raise BadInputError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
     if not isinstance(pins, dict):

@@ -23,7 +23,7 @@ from typing import Callable
 
 import git
 
-from relconsole.engine import gitio
+from relconsole.engine import gitio, jsonnumbers
 from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, InputShape, SeedRow, Verdict,
                                           validate_candidate, validate_seed_rows)
 from relconsole.engine.candidates import input_shape as candidate_input_shape
@@ -550,7 +550,7 @@ def seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError
             continue
         count += 1
         try:
-            value = json.loads(line)
+            value = jsonnumbers.loads(line)
         except json.JSONDecodeError as exc:
             return BadInputError(path, f"invalid JSON: {exc.msg}", number)
         reasons = check_row(value, relation.input.get("schema"))
@@ -713,7 +713,7 @@ def _seed_values(view: gitio.TreeView, path: str) -> list:
     values = []
     for line in jsonl_lines(view.read_text(path) or ""):
         try:
-            values.append(json.loads(line))
+            values.append(jsonnumbers.loads(line))
         except json.JSONDecodeError:
             continue
     return values

@@ -20,6 +20,7 @@ from pathlib import Path
 from relconsole.engine import wslease
 from relconsole.engine.decision import ORDER, Decision, decide, worst
 from relconsole.engine.errors import BadInputError, RelconsoleError
+from relconsole.engine.jsonnumbers import count_problem, line_of_key, loads
 
 SHEET_SUFFIX = ".sheet.json"
 DECISION_FILE = "decision.json"
@@ -32,7 +33,9 @@ def load_sheets(path: str | os.PathLike) -> list[tuple[str, dict]]:
     (recursively, sorted by path; an empty directory gives []).
 
     Raises BadInputError (exit 5) naming the file and, for invalid JSON, the line, when a
-    file is not JSON or not a JSON object, or when ``path`` does not exist.
+    file is not JSON (an integer too long to read included) or not a JSON object, when a
+    run count (``runs.head|base.runs|misses``) is there but is not a whole number of at least
+    0 (``-Infinity``, ``NaN``), or when ``path`` does not exist.
     """
     root = Path(path)
     if root.is_dir():
@@ -46,14 +49,32 @@ def load_sheets(path: str | os.PathLike) -> list[tuple[str, dict]]:
 
 def _read_sheet(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise BadInputError(path, f"not valid JSON: {exc.msg}", exc.lineno) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(path, f"cannot read: {exc}") from None
     if not isinstance(data, dict):
         raise BadInputError(path, f"a replay sheet is a JSON object, not {type(data).__name__}", 1)
+    _check_run_counts(path, text, data)
     return data
+
+
+def _check_run_counts(path: Path, text: str, sheet: dict) -> None:
+    """A count the sheet holds (head and base runs and misses) is a whole number >= 0 (issue 18:
+    ``-Infinity`` runs were read silently). Absent counts are the decision table's business."""
+    runs = sheet.get("runs")
+    if not isinstance(runs, Mapping):
+        return
+    for side in ("head", "base"):
+        counts = runs.get(side)
+        for key in ("runs", "misses"):
+            if isinstance(counts, Mapping) and key in counts:
+                problem = count_problem(counts[key])
+                if problem:
+                    raise BadInputError(path, f"runs.{side}.{key}: {problem}",
+                                        line_of_key(text, "runs", side, key) or 1)
 
 
 def fence(sheet: dict, generation_of: GenerationOf | None) -> dict:
