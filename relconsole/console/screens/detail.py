@@ -245,12 +245,15 @@ def rerun_lines(result) -> list[Text]:
     return lines
 
 
-def relation_body(relation, result, replayed=None) -> Text:
+def relation_body(relation, result, replayed=None, saved=None) -> Text:
     """The scrolling part of a relation's detail: the run's inputs, the §8 row of the run
-    verdict, the rerun history, and the replay sheet with its own §8 row when there is one."""
+    verdict, the rerun history, and the replay sheet with its own §8 row when there is one:
+    this session's (``replayed``), else one saved earlier for this HEAD (``saved``, the
+    sheet ``f`` goes by, issue 18)."""
     text = Text()
     if result is None:
-        return text.append("not run yet: press r", "dim")
+        text.append("not run yet: press r", "dim")
+        return text.append_text(saved_replay_text(saved)) if saved is not None and replayed is None else text
     if result.first is not None:
         text.append_text(inputs_text(relation, result.first))
         text.append("\n\n")
@@ -260,9 +263,18 @@ def relation_body(relation, result, replayed=None) -> Text:
     text.append("\n")
     if replayed is not None:
         text.append_text(replay_text(replayed))
+    elif saved is not None:
+        text.append_text(saved_replay_text(saved))
     else:
         text.append("\nnot replayed: b replays it on HEAD and the merge base (§7) and lets §8 decide", "dim")
     return text
+
+
+def saved_replay_text(saved) -> Text:
+    """A replay sheet saved before this session for this HEAD (an ``engine.review.Replayed``,
+    decided again after fencing): what ``f`` goes by until ``b`` replays again."""
+    text = Text("\nreplay sheet saved earlier for this HEAD (f goes by it; b replays again)", "bold")
+    return text.append_text(replay_text(saved))
 
 
 def relation_text(relation, result, freeze, identity: str | None, changed: bool,
@@ -394,6 +406,24 @@ class DetailScreen(Screen):
     def __init__(self, view: DetailView):
         super().__init__()
         self.view = view
+        self._following = False
+
+    def on_mount(self) -> None:
+        """The two output columns scroll together (issue 18): the same key sits on the same
+        row on both sides, so scrolling one moves the other to the same offset."""
+        if self.view.left and self.view.right:
+            left, right = self.query_one("#detail-left"), self.query_one("#detail-right")
+            self.watch(left, "scroll_y", lambda y: self._follow(right, y), init=False)
+            self.watch(right, "scroll_y", lambda y: self._follow(left, y), init=False)
+
+    def _follow(self, other, y: float) -> None:
+        if self._following or other.scroll_y == y:
+            return
+        self._following = True  # the other column's own watcher must not move this one back
+        try:
+            other.scroll_to(y=y, animate=False, immediate=True)
+        finally:
+            self._following = False
 
     def compose(self) -> ComposeResult:
         view = self.view
