@@ -9,6 +9,7 @@ expectations come from the engine's Review and the bindings in force.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -212,10 +213,12 @@ async def test_a_replay_sheet_saved_earlier_shows_in_the_relations_view(demo_rep
 # --- toasts and the output columns ---------------------------------------------------------
 
 
-async def test_toasts_are_one_line_few_and_short_lived(demo_repo):
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+async def test_toasts_are_one_line_few_and_short_lived(demo_repo, size):
     app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
-    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+    async with app.run_test(size=size, notifications=True) as pilot:
         await settle(pilot)
+        await pilot.press("4")  # the quarantine keys: two rows of them at 80x24
         for n in range(6):
             app.notify(f"message {n}\n" + "a long second line " * 12, title=f"title {n}",
                        severity="error" if n % 2 else "information", timeout=30, markup=False)
@@ -228,6 +231,8 @@ async def test_toasts_are_one_line_few_and_short_lived(demo_repo):
         assert all(n.timeout < 30 for n in app._notifications)
         panes_bottom = max(p.region.bottom for p in shown_panes(app))
         assert all(t.region.y >= panes_bottom for t in toasts)  # over the status rows, not the panes
+        keys = app.query_one("#keys", KeyBar).region
+        assert all(not t.region.overlaps(keys) for t in toasts)  # nor the keys
 
 
 async def test_the_two_output_columns_scroll_together_at_80x24(demo_repo):
@@ -248,3 +253,11 @@ async def test_the_two_output_columns_scroll_together_at_80x24(demo_repo):
         right.focus()
         await pilot.press("up")
         await until(pilot, lambda: left.scroll_y == right.scroll_y, "the left column followed")
+        await pilot.press("home")
+        await until(pilot, lambda: left.scroll_y == right.scroll_y == 0, "both columns at the top")
+        for _ in range(3):  # wrapped values never push a key off its counterpart's row
+            keys = [[re.match(r"[│ ]*(≠ [^:]+:)?", row).group(1) for row in rows_of(app, column)]
+                    for column in (left, right)]
+            assert keys[0] == keys[1] and any(keys[0]), keys
+            await pilot.press("down")
+            await until(pilot, lambda: left.scroll_y == right.scroll_y > 0, "both columns down a row")

@@ -386,6 +386,19 @@ def workspace_lease_text(lease) -> Text:
     return text
 
 
+def aligned_rows(left: list[Text], right: list[Text], widths: list[int], console) -> tuple[list[Text], list[Text]]:
+    """The two columns' lines, each pair padded with blank lines to the same wrapped height
+    (at ``widths``, cells), so that line ``n`` starts on the same row on both sides and the
+    columns, scrolled together, keep a key beside its counterpart (issue 18)."""
+    out: tuple[list[Text], list[Text]] = ([], [])
+    for n in range(max(len(left), len(right))):
+        pair = [column[n] if n < len(column) else Text("") for column in (left, right)]
+        heights = [len(line.wrap(console, width)) for line, width in zip(pair, widths)]
+        for column, line, height in zip(out, pair, heights):
+            column.append(line if height == max(heights) else Text.assemble(line, "\n" * (max(heights) - height)))
+    return out
+
+
 class DetailView(NamedTuple):
     """What a detail view shows: ``header`` Text on top; ``left``/``right`` optional
     (title, lines) columns side by side (a missed relation's two canonical outputs); an
@@ -415,6 +428,22 @@ class DetailScreen(Screen):
             left, right = self.query_one("#detail-left"), self.query_one("#detail-right")
             self.watch(left, "scroll_y", lambda y: self._follow(right, y), init=False)
             self.watch(right, "scroll_y", lambda y: self._follow(left, y), init=False)
+            self.call_after_refresh(self._align_columns)
+
+    def on_resize(self) -> None:
+        if self.view.left and self.view.right:
+            self.call_after_refresh(self._align_columns)
+
+    def _align_columns(self) -> None:
+        """Line ``n`` of each column starts on the same row, at the columns' widths now."""
+        statics = [self.query_one(f"#{column} Static", Static) for column in ("detail-left", "detail-right")]
+        widths = [static.content_region.width for static in statics]
+        if min(widths) <= 0 or getattr(self, "_aligned_for", None) == widths:
+            return
+        self._aligned_for = widths
+        padded = aligned_rows(self.view.left[1], self.view.right[1], widths, self.app.console)
+        for static, lines in zip(statics, padded):
+            static.update(Text("\n").join(lines) if lines else Text("(empty)"))
 
     def _follow(self, other, y: float) -> None:
         if self._following or other.scroll_y == y:

@@ -139,6 +139,7 @@ class KeyBar(Static):
         if height != self._rows:  # a relayout only when the bar gains or loses a row
             self._rows = height
             self.styles.height = height
+            self.screen.set_class(height > 1, "-two-key-rows")  # toasts sit above the bar (app.tcss)
         self.update(self._text(rows), layout=False)
 
     def _text(self, rows: list[list[KeyEntry]]) -> Text:
