@@ -13,13 +13,14 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from textual.widgets._toast import Toast
 
 from relconsole.console.app import PANES, ReviewApp
 from relconsole.console.listing import pane_width_needed
 from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.widgets.filterbar import FilterBar
-from relconsole.console.widgets.keybar import KeyBar
+from relconsole.console.widgets.keybar import ALWAYS, GAP, KEEP_ORDER, KeyBar, KeyEntry, fit, rank, wrap
 from relconsole.console.widgets.pane import Pane
 from relconsole.engine.actions import freeze_evidence
 from tests.conftest import TODAY
@@ -261,3 +262,28 @@ async def test_the_two_output_columns_scroll_together_at_80x24(demo_repo):
             assert keys[0] == keys[1] and any(keys[0]), keys
             await pilot.press("down")
             await until(pilot, lambda: left.scroll_y == right.scroll_y > 0, "both columns down a row")
+
+
+# --- the key bar's fitting, as a function ----------------------------------------------------
+
+ids = st.sampled_from([*KEEP_ORDER, "some.new.binding"])
+key_entries = st.lists(st.tuples(ids, st.text(alphabet="abcdé漢 ", min_size=1, max_size=8)),
+                       max_size=25, unique_by=lambda pair: pair[0]).map(
+    lambda pairs: [KeyEntry(bid[:2], words, bid) for bid, words in pairs])
+
+
+@given(entries=key_entries, width=st.integers(min_value=42, max_value=200), max_rows=st.integers(1, 3))
+@settings(max_examples=300, deadline=None)
+def test_fit_keeps_help_and_quit_and_order_and_drops_the_least_used_first(entries, width, max_rows):
+    rows = fit(entries, width, max_rows)
+    shown = [entry for row in rows for entry in row]
+    assert len(rows) <= max_rows
+    assert all(1 + sum(e.width for e in row) + len(GAP) * (len(row) - 1) <= width for row in rows)
+    assert [e for e in entries if e in shown] == shown  # a subsequence: order kept
+    assert all(e in shown for e in entries if e.binding_id in ALWAYS)
+    dropped = [e for e in entries if e not in shown]
+    if dropped:  # only less used ones than any kept (help and quit aside)
+        assert min(rank(e) for e in dropped) >= max(rank(e) for e in shown if e.binding_id not in ALWAYS) \
+            if any(e.binding_id not in ALWAYS for e in shown) else True
+    if len(wrap(entries, width)) <= max_rows:
+        assert shown == entries  # nothing left out when everything fits
