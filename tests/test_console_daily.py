@@ -146,7 +146,7 @@ def visible_panes(app) -> list[Pane]:
 
 async def test_narrow_terminal_shows_one_pane_as_tabs_and_wide_shows_four(demo_repo):
     app = ReviewApp(repo=str(demo_repo), today=TODAY)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(60, 24)) as pilot:  # two sample panes need 62 columns
         await settle(pilot)
         for number, kind in reversed(list(enumerate(PANES, 1))):
             await pilot.press(str(number))

@@ -16,6 +16,7 @@ from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.markup import escape
 from textual.containers import Horizontal
 from textual.widgets import Header, Input, ProgressBar, Static, Tab, Tabs
 
@@ -40,9 +41,11 @@ from relconsole.engine.bite import cached_verdict
 from relconsole.engine.confirm import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import literal, one_line
-from relconsole.engine.replay import Cancel, ReplayOptions, Shard, load_workspace_leases, replay, to_replay
+from relconsole.engine.replay import (SHEET_SUFFIX, Cancel, ReplayOptions, Shard, default_artifacts,
+                                     load_workspace_leases, replay, to_replay)
 from relconsole.engine.report import record_decisions
 from relconsole.engine.review import Review, RunCancelled, load_review, run_review
+from relconsole.engine.worktrees import slug
 from relconsole.engine.wslease import open_store
 
 STATUS_EVERY_SECONDS = 0.2  # while relations finish, the status line and filtered panes catch up this often
@@ -53,7 +56,31 @@ PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarant
                 "rehash": "leases"}
 QUICK_KEY = "x"
 KEYMAP_PROBLEMS_SHOWN = 5  # one notification each; more are counted in one more
+TOASTS_SHOWN = 2  # a newer toast retires the oldest (issue 18: stacks covered the panes)
+TOAST_SECONDS = {"information": 4.0, "warning": 6.0, "error": 10.0}  # at most, whatever a caller asks
 MAIN_SCREEN_ACTIONS = {"next_pane", "previous_pane", "filter", "quick_filter", "focus_pane", "clear_filters"}
+
+
+def saved_replays(review: Review) -> dict:
+    """Relation id -> the replay sheet saved for this HEAD before this session (in the default
+    artifacts directory, decided again after fencing: ``actions.freeze_evidence``), for the
+    touched relations this review has not replayed. It is what ``f`` goes by, so the
+    relation's view shows it (issue 18). Reads only sheets that exist; never raises."""
+    folder = default_artifacts(review)
+    try:
+        names = {entry.name for entry in folder.iterdir()}
+    except OSError:
+        return {}
+    out = {}
+    for rid in review.touched_relations():
+        if rid not in review.replays and f"{slug(rid)}{SHEET_SUFFIX}" in names:
+            try:
+                evidence = actions.freeze_evidence(review, rid)
+            except Exception:  # unreadable evidence is shown as none; f says why when pressed
+                evidence = None
+            if evidence is not None:
+                out[rid] = evidence
+    return out
 
 
 class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
@@ -142,6 +169,8 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.run_cancel = Cancel()  # the touched relations' run; q cancels it with the replay
         self.init_listing()
         self._catch_up_pending = False
+        self.saved_replays: dict = {}  # relation id -> replay sheet saved before this session (saved_replays)
+        self.cursor_after_reload: str | None = None  # the Quarantine item to highlight once a commit reloads
         self._focus_shown = None  # the widget focus_shown last showed
         self.collector = Collector()
         self._quitting = False
@@ -212,6 +241,28 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             self.notify(f"{len(keymap.problems) - KEYMAP_PROBLEMS_SHOWN} more keymap problem(s) in "
                         f"{one_line(keymap.path)}", title="keymap", severity="warning", markup=False, timeout=30)
 
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Textual's notify, as one line (issue 18): the title leads the message, line breaks
+        become `` · ``, the toast cuts what does not fit, and it stays at most
+        TOAST_SECONDS[severity]. The text is the caller's (escaped where it must be); this
+        only joins it. Thread-safe like Textual's."""
+        parts = [part.strip() for part in str(message).splitlines() if part.strip()]
+        line = " · ".join(parts)
+        if title:
+            line = f"{escape(title) if markup else title}: {line}"
+        cap = TOAST_SECONDS.get(severity, TOAST_SECONDS["information"])
+        super().notify(line, severity=severity, markup=markup, timeout=cap if timeout is None else min(timeout, cap))
+
+    def _on_notify(self, event) -> None:
+        """Keep at most TOASTS_SHOWN toasts: the oldest go first, errors last."""
+        current = list(self._notifications)
+        while len(current) >= TOASTS_SHOWN:
+            oldest = next((n for n in current if n.severity != "error"), current[0])
+            current.remove(oldest)
+            self._unnotify(oldest, refresh=False)
+        super()._on_notify(event)
+
     def refresh_workspace_leases(self) -> None:
         """Every few seconds: workspace leases change under us (CI holders, TTLs running out)."""
         if self.review is not None and not self.busy_reasons & {"load", "git"}:
@@ -269,6 +320,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             load_candidate_states(review)
             load_workspace_leases(review)
             carried = self._carry_over(self.review, review)
+            saved = saved_replays(review)
             built = {"touched": views.touched_items(review), "leases": views.lease_items(review),
                      "relations": views.relation_items(review, None, set(self.running))}
         except RelconsoleError as exc:
@@ -277,7 +329,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         except Exception as exc:  # a pane message beats a traceback for any surprise
             self._from_thread(self._load_failed, f"{type(exc).__name__}: {exc}", 3)
             return
-        if not self._from_thread(self._loaded, review, first, built, carried):
+        if not self._from_thread(self._loaded, review, first, built, carried, saved):
             review.close()  # the console quit while loading: nobody else will close this review
 
     def _hash_reporter(self):
@@ -326,8 +378,9 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                     review.replays.setdefault(rid, replayed)
         return carried
 
-    def _loaded(self, review: Review, first: bool, built: dict, carried: dict) -> None:
+    def _loaded(self, review: Review, first: bool, built: dict, carried: dict, saved: dict) -> None:
         self.collector.releasing()
+        self.saved_replays = saved
         old = self.review
         late = []
         if old is not None:
@@ -342,6 +395,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.pending = {k: v for k, v in self.pending.items() if k in live}
         self.overrides &= set(self.pending)
         self.busy_reasons.discard("load")
+        self.layout_for(self.size.width, self.size.height)  # its ids decide the width a pane needs
         if not self.busy_reasons & {"replay", "confirm", "rehash"}:
             self.query_one("#progress").display = False
         self.refresh_all(built)
@@ -361,6 +415,9 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.show_items("relations", built.get("relations") or views.relation_items(review, None, self.running))
         self.show_items("leases", built.get("leases") or views.lease_items(review))
         self.show_items("quarantine", views.quarantine_options(review, self.marked, self.pending))
+        if self.cursor_after_reload is not None:
+            self.pane("quarantine").highlight_id(self.cursor_after_reload)
+            self.cursor_after_reload = None
         self.refresh_status()
         self.show_detail()
 
@@ -427,7 +484,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         if status is not None and status.lease is not None:
             self.open_lease_detail(status)
             return
-        view = views.detail_view(self.review, kind, oid)
+        view = views.detail_view(self.review, kind, oid, self.saved_replays)
         if view is not None:
             self.show_view(view)
 
@@ -767,7 +824,22 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.busy_reasons.discard("git")
         self.notify(message, title="no commit made", severity="error", markup=False, timeout=30)
 
+    def next_undecided(self, decided: list[str]) -> str | None:
+        """The Quarantine item the cursor goes to when ``decided`` leave it (issue 18): when
+        the highlighted item is one of them, the next shown item still to decide (else the
+        one above); None when the cursor is elsewhere and may stay."""
+        pane = self.pane("quarantine")
+        here, shown = pane.highlighted_id, [item.id for item in pane.options]
+        if here not in decided or here not in shown:
+            return None
+        at, gone = shown.index(here), set(decided)
+        left = [(n, oid) for n, oid in enumerate(shown) if views.is_decidable(oid) and oid not in gone]
+        after = [oid for n, oid in left if n > at]
+        before = [oid for n, oid in left if n < at]
+        return after[0] if after else (before[-1] if before else None)
+
     def _committed(self, result, decided: list[str]) -> None:
+        self.cursor_after_reload = self.next_undecided(decided)
         for oid in decided:
             self.pending.pop(oid, None)
             self.marked.discard(oid)

@@ -3,12 +3,14 @@
 A mixin for ReviewApp. Each pane keeps its unfiltered items (``items[kind]``, with an id
 -> position index) so a filter, a quick filter or narrowing the relations to a path only
 refilters them, and a finished relation swaps its own item: nothing rebuilds 20,000
-prompts on a key press. Wide terminals show the panes side by side; below
-``TABS_BELOW_WIDTH`` columns one pane shows under a tab bar.
+prompts on a key press. The layout is chosen by what fits (issue 18): four panes side by
+side when each gets ``pane_width_needed`` columns, two by two when two columns of them do
+(and the terminal has ``GRID_MIN_HEIGHT`` rows), else one pane at a time under a tab bar.
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Input, Tabs
 
@@ -22,10 +24,37 @@ PANE_TITLES = {"touched": "1 Touched paths", "relations": "2 Relations", "leases
                "quarantine": "4 Quarantine"}
 EMPTY = {"touched": "no touched paths", "relations": "no relations", "leases": "no leases",
          "quarantine": "quarantine is empty"}
-TABS_BELOW_WIDTH = 100  # narrower terminals show one pane at a time under a tab bar
+MIN_PANE_WIDTH = 30  # columns under which a pane is unreadable whatever its ids
+PANE_CHROME = 3  # two border columns and the pane's thumb column
+RELATION_MARKS = 4  # "✓ ❄ " before a relation id (result symbol, freeze mark)
+CANDIDATE_MARKS = 2  # "☐ " before a candidate id
+GRID_MIN_HEIGHT = 20  # two rows of panes need this many terminal rows (3 items each at 80x24)
 SHORT_BELOW_HEIGHT = 30  # shorter ones hide the detail strip (enter still opens the full view)
-TINY_BELOW_HEIGHT = 16  # and below this the header goes too
+TINY_BELOW_HEIGHT = 16  # and below this the header, the tab bar and the progress bar go too
+LAYOUTS = ("-grid", "-tabs")  # screen classes; neither: four panes side by side
 FILTER_PAUSE_SECONDS = 0.08  # typing in the filter bar refilters after this pause
+
+
+def pane_width_needed(review) -> int:
+    """Columns (borders included) a pane needs so that every relation id, in the Relations
+    pane and as a quarantine candidate, shows uncut; at least MIN_PANE_WIDTH. ``review``
+    None (still loading): MIN_PANE_WIDTH. One pass over the ids (issue 18)."""
+    if review is None:
+        return MIN_PANE_WIDTH
+    longest = max([cell_len(r.id) + RELATION_MARKS for r in review.relations]
+                  + [cell_len(c.id) + CANDIDATE_MARKS for c in review.candidates], default=0)
+    return max(MIN_PANE_WIDTH, longest + PANE_CHROME)
+
+
+def layout_class(width: int, height: int, need: int) -> str | None:
+    """The screen class of the pane layout for a ``width`` x ``height`` terminal whose panes
+    need ``need`` columns each: None (four side by side), ``-grid`` (two by two) or
+    ``-tabs`` (one pane under a tab bar)."""
+    if width >= 4 * need:
+        return None
+    if width >= 2 * need and height >= GRID_MIN_HEIGHT:
+        return "-grid"
+    return "-tabs"
 
 
 class PaneListing:
@@ -110,6 +139,7 @@ class PaneListing:
         kind = pane.kind if pane is not None else self.active
         bar = self.query_one("#filter", FilterBar)
         self.show_filter_of(kind)
+        self.screen_stack[0].add_class("-filtering")  # a tiny terminal shows the row only now
         self.screen_stack[0].set_focus(bar, scroll_visible=False)  # now: the next key (esc, a letter) is the row's
 
     def show_filter_of(self, kind: str) -> None:
@@ -159,7 +189,8 @@ class PaneListing:
         self.action_focus_pane(bar.target or self.active)
 
     def on_filter_bar_left(self, _event: FilterBar.Left) -> None:
-        """Focus left the bar another way (tab, a click): keep what was typed."""
+        """Focus left the bar (enter, esc, tab, a click): keep what was typed."""
+        self.screen_stack[0].remove_class("-filtering")
         self._apply_filter(self.query_one("#filter", FilterBar))
 
     def action_quick_filter(self, kind: str) -> None:
@@ -179,17 +210,21 @@ class PaneListing:
             if narrowed:
                 self.narrow = None
             self.show_items(pane.kind)
+            self.show_filter_of(pane.kind)  # the row shows the filter, now none
 
     # --- layout and focus -------------------------------------------------------------------
 
     def layout_for(self, width: int, height: int) -> None:
-        """Wide: four panes side by side; narrow (80x24): one pane under a tab bar."""
+        """Lay the panes out for a ``width`` x ``height`` terminal (``layout_class``); called
+        on every resize and when a review loads (its ids decide the width a pane needs)."""
         screen = self.screen_stack[0] if self.screen_stack else self.screen
         screen.set_class(height < SHORT_BELOW_HEIGHT, "-short")
         screen.set_class(height < TINY_BELOW_HEIGHT, "-tiny")
-        tabs = width < TABS_BELOW_WIDTH
-        if tabs != screen.has_class("-tabs"):
-            screen.set_class(tabs, "-tabs")
+        wanted = layout_class(width, height, pane_width_needed(self.review))
+        if not screen.has_class(wanted or "-side"):
+            for name in LAYOUTS:
+                screen.set_class(name == wanted, name)
+            screen.set_class(wanted is None, "-side")
             self.activate(self.active, force=True)
 
     def activate(self, kind: str, force: bool = False) -> None:

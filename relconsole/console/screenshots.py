@@ -103,7 +103,7 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
 
 
 async def _shoot_narrow(repo: Path, out: Path) -> list[Path]:
-    """80x24: the panes become tabs; the quarantine pane is up."""
+    """80x24: the four panes two by two (listing.layout_class); the quarantine pane is focused."""
     app = ReviewApp(repo=str(repo), today=TODAY, preferences=False)
     async with app.run_test(size=NARROW) as pilot:
         await _settle(pilot)

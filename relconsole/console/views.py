@@ -309,15 +309,19 @@ COLUMN_TITLES = {  # kind -> what the two compared sides are (§3): a roundtrip'
 }
 
 
-def detail_view(review: Review, kind: str, oid: str | None) -> DetailView | None:
-    """The full-screen view opened with enter, or None."""
+def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None = None) -> DetailView | None:
+    """The full-screen view opened with enter, or None. ``saved``: relation id -> replay
+    sheet saved before this session (``engine.review.Replayed``), shown when this session
+    has not replayed the relation."""
     if not oid:
         return None
     if kind == "relations" and oid.startswith("r:"):
         relation = review.catalog.get(oid[2:])
         result = review.results.get(relation.id)
         header = relation_header(review, relation, full=False)
-        body = relation_body(relation, result, review.replays.get(relation.id)) if result else None
+        earlier = (saved or {}).get(relation.id)
+        body = relation_body(relation, result, review.replays.get(relation.id), earlier) \
+            if result or earlier else None
         first = result.first if result else None
         if first is None or first.source is None:
             return DetailView(header, body=body)

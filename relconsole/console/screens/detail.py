@@ -245,12 +245,15 @@ def rerun_lines(result) -> list[Text]:
     return lines
 
 
-def relation_body(relation, result, replayed=None) -> Text:
+def relation_body(relation, result, replayed=None, saved=None) -> Text:
     """The scrolling part of a relation's detail: the run's inputs, the §8 row of the run
-    verdict, the rerun history, and the replay sheet with its own §8 row when there is one."""
+    verdict, the rerun history, and the replay sheet with its own §8 row when there is one:
+    this session's (``replayed``), else one saved earlier for this HEAD (``saved``, the
+    sheet ``f`` goes by, issue 18)."""
     text = Text()
     if result is None:
-        return text.append("not run yet: press r", "dim")
+        text.append("not run yet: press r", "dim")
+        return text.append_text(saved_replay_text(saved)) if saved is not None and replayed is None else text
     if result.first is not None:
         text.append_text(inputs_text(relation, result.first))
         text.append("\n\n")
@@ -260,9 +263,18 @@ def relation_body(relation, result, replayed=None) -> Text:
     text.append("\n")
     if replayed is not None:
         text.append_text(replay_text(replayed))
+    elif saved is not None:
+        text.append_text(saved_replay_text(saved))
     else:
         text.append("\nnot replayed: b replays it on HEAD and the merge base (§7) and lets §8 decide", "dim")
     return text
+
+
+def saved_replay_text(saved) -> Text:
+    """A replay sheet saved before this session for this HEAD (an ``engine.review.Replayed``,
+    decided again after fencing): what ``f`` goes by until ``b`` replays again."""
+    text = Text("\nreplay sheet saved earlier for this HEAD (f goes by it; b replays again)", "bold")
+    return text.append_text(replay_text(saved))
 
 
 def relation_text(relation, result, freeze, identity: str | None, changed: bool,
@@ -374,6 +386,19 @@ def workspace_lease_text(lease) -> Text:
     return text
 
 
+def aligned_rows(left: list[Text], right: list[Text], widths: list[int], console) -> tuple[list[Text], list[Text]]:
+    """The two columns' lines, each pair padded with blank lines to the same wrapped height
+    (at ``widths``, cells), so that line ``n`` starts on the same row on both sides and the
+    columns, scrolled together, keep a key beside its counterpart (issue 18)."""
+    out: tuple[list[Text], list[Text]] = ([], [])
+    for n in range(max(len(left), len(right))):
+        pair = [column[n] if n < len(column) else Text("") for column in (left, right)]
+        heights = [len(line.wrap(console, width)) for line, width in zip(pair, widths)]
+        for column, line, height in zip(out, pair, heights):
+            column.append(line if height == max(heights) else Text.assemble(line, "\n" * (max(heights) - height)))
+    return out
+
+
 class DetailView(NamedTuple):
     """What a detail view shows: ``header`` Text on top; ``left``/``right`` optional
     (title, lines) columns side by side (a missed relation's two canonical outputs); an
@@ -394,6 +419,40 @@ class DetailScreen(Screen):
     def __init__(self, view: DetailView):
         super().__init__()
         self.view = view
+        self._following = False
+
+    def on_mount(self) -> None:
+        """The two output columns scroll together (issue 18): the same key sits on the same
+        row on both sides, so scrolling one moves the other to the same offset."""
+        if self.view.left and self.view.right:
+            left, right = self.query_one("#detail-left"), self.query_one("#detail-right")
+            self.watch(left, "scroll_y", lambda y: self._follow(right, y), init=False)
+            self.watch(right, "scroll_y", lambda y: self._follow(left, y), init=False)
+            self.call_after_refresh(self._align_columns)
+
+    def on_resize(self) -> None:
+        if self.view.left and self.view.right:
+            self.call_after_refresh(self._align_columns)
+
+    def _align_columns(self) -> None:
+        """Line ``n`` of each column starts on the same row, at the columns' widths now."""
+        statics = [self.query_one(f"#{column} Static", Static) for column in ("detail-left", "detail-right")]
+        widths = [static.content_region.width for static in statics]
+        if min(widths) <= 0 or getattr(self, "_aligned_for", None) == widths:
+            return
+        self._aligned_for = widths
+        padded = aligned_rows(self.view.left[1], self.view.right[1], widths, self.app.console)
+        for static, lines in zip(statics, padded):
+            static.update(Text("\n").join(lines) if lines else Text("(empty)"))
+
+    def _follow(self, other, y: float) -> None:
+        if self._following or other.scroll_y == y:
+            return
+        self._following = True  # the other column's own watcher must not move this one back
+        try:
+            other.scroll_to(y=y, animate=False, immediate=True)
+        finally:
+            self._following = False
 
     def compose(self) -> ComposeResult:
         view = self.view

@@ -187,6 +187,15 @@ class Pane(ScrollView, can_focus=True):
 
     # --- cursor -----------------------------------------------------------------------
 
+    def highlight_id(self, item_id: str) -> bool:
+        """Put the cursor on the item ``item_id``; False (cursor unmoved) when it is not
+        shown or cannot take the cursor."""
+        n = self._index.get(item_id)
+        if n is None or self._items[n].disabled:
+            return False
+        self._move_to(n)
+        return True
+
     def _next_enabled(self, start: int, step: int) -> int | None:
         n = start + step
         while 0 <= n < len(self._items):
