@@ -82,7 +82,7 @@ async def test_accept_in_the_console_notifies_and_commits_no_control(demo_repo: 
         await pilot.press("c", "y")
         await settle(pilot)
         notes = [(str(n.title), str(n.message)) for n in app._notifications]
-    made = [message for title, message in notes if "commit made" in title]
+    made = [title + message for title, message in notes if "commit made" in title + message]  # toasts are one line
     assert made, notes
     for title, message in notes:
         assert not CONTROLS.search(title + message), repr((title, message))

@@ -16,7 +16,6 @@ from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.markup import escape
 from textual.containers import Horizontal
 from textual.widgets import Header, Input, ProgressBar, Static, Tab, Tabs
 
@@ -212,16 +211,6 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.collector.start()
         self.set_interval(SWEEP_EVERY_SECONDS, lambda: self.collector.sweep_if_idle(self.busy))
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
-               markup: bool = False) -> None:
-        """The one sink of every notification (issue 18): ``message`` through ``literal``
-        (its newlines kept), ``title`` through ``one_line``, never as Rich markup. Widgets and
-        screens reach it too (Textual's ``Widget.notify`` calls ``app.notify``); a drafted
-        ``source`` in a commit toast once retitled and cleared the reviewer's terminal.
-        ``markup`` is accepted for Textual's signature and ignored: nothing shown here is markup.
-        """
-        super().notify(literal(message), title=one_line(title), severity=severity, timeout=timeout, markup=False)
-
     def apply_user_keymap(self) -> None:
         """Read the reviewer's keymap (``keymap.load_keymap``) and hand it to Textual
         (``App.set_keymap``); each problem is a one-line notification naming the file, and
@@ -242,17 +231,20 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                         f"{one_line(keymap.path)}", title="keymap", severity="warning", markup=False, timeout=30)
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
-               markup: bool = True) -> None:
-        """Textual's notify, as one line (issue 18): the title leads the message, line breaks
-        become `` · ``, the toast cuts what does not fit, and it stays at most
-        TOAST_SECONDS[severity]. The text is the caller's (escaped where it must be); this
-        only joins it. Thread-safe like Textual's."""
-        parts = [part.strip() for part in str(message).splitlines() if part.strip()]
+               markup: bool = False) -> None:
+        """The one sink of every notification (issue 18), shown as one line: ``message`` through
+        ``literal``, ``title`` through ``one_line``, never as Rich markup (a drafted ``source``
+        in a commit toast once retitled and cleared the reviewer's terminal); the title leads,
+        line breaks become `` · ``, the toast cuts what does not fit and stays at most
+        TOAST_SECONDS[severity]. Widgets and screens reach it too (Textual's ``Widget.notify``
+        calls ``app.notify``). ``markup`` is accepted for Textual's signature and ignored.
+        Thread-safe like Textual's."""
+        parts = [part.strip() for part in literal(str(message)).splitlines() if part.strip()]
         line = " · ".join(parts)
         if title:
-            line = f"{escape(title) if markup else title}: {line}"
+            line = f"{one_line(title)}: {line}"
         cap = TOAST_SECONDS.get(severity, TOAST_SECONDS["information"])
-        super().notify(line, severity=severity, markup=markup, timeout=cap if timeout is None else min(timeout, cap))
+        super().notify(line, severity=severity, markup=False, timeout=cap if timeout is None else min(timeout, cap))
 
     def _on_notify(self, event) -> None:
         """Keep at most TOASTS_SHOWN toasts: the oldest go first, errors last."""
