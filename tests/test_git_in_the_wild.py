@@ -95,3 +95,73 @@ def test_once_the_user_trusts_the_directory_the_same_commands_work(foreign_repo,
     assert code in (0, 2) and "dubious" not in err, (code, out, err)
     code, out, err = cli(capsys, "workspace", "acquire", "--workspace", "w", "--repo", str(foreign_repo))
     assert code == 0, (code, out, err)
+
+
+# --- a stale index.lock on the checked-out oracle branch ----------------------------------------
+
+def _state(repo: Path) -> dict[str, str]:
+    """What a user sees: the branch tip, staged and unstaged changes, and git status."""
+    return {"main": git(repo, "rev-parse", "main"), "cached": git(repo, "diff", "--cached"),
+            "diff": git(repo, "diff"), "status": git(repo, "status", "--porcelain")}
+
+
+def test_a_stale_index_lock_refuses_the_commit_before_the_branch_moves(demo_repo, capsys):
+    git(demo_repo, "checkout", "-q", "main")
+    lock = demo_repo / ".git" / "index.lock"
+    lock.write_bytes(b"")  # a git process crashed here earlier
+    before = _state(demo_repo)
+    files = files_under(demo_repo / "oracle")
+
+    code, out, err = cli(capsys, "lease", "renew", "weather", "--until", "2026-12-20", "--repo", str(demo_repo),
+                         "--today", TODAY.isoformat())
+
+    assert code == 3, (code, out, err)
+    assert "index.lock" in err and "nothing was committed" in err, err
+    assert lock.exists(), "the user's lock file is theirs to remove"
+    lock.unlink()
+    assert _state(demo_repo) == before and files_under(demo_repo / "oracle") == files
+    # once the stale lock is gone the same renewal lands, with index and files in step
+    code, out, err = cli(capsys, "lease", "renew", "weather", "--until", "2026-12-20", "--repo", str(demo_repo),
+                         "--today", TODAY.isoformat())
+    assert code == 0, (code, out, err)
+    after = _state(demo_repo)
+    assert after["main"] != before["main"] and after["cached"] == after["diff"] == after["status"] == ""
+    assert not lock.exists()
+
+
+@pytest.mark.parametrize("failing", [1, 2], ids=["writing the file", "renaming the index in"])
+def test_a_failure_after_the_branch_moved_is_undone_so_branch_index_and_files_agree(demo_repo, capsys,
+                                                                                     monkeypatch, failing):
+    """The ``failing``-th rename after the ref moved fails (a full disk): first the manifest's
+    own, then the new index's. Branch, index and files end as they were, and it says so."""
+    from relconsole.engine import commits
+    git(demo_repo, "checkout", "-q", "main")
+    before = _state(demo_repo)
+    manifest = demo_repo / "oracle" / "leases" / "weather.yaml"
+    manifest_bytes = manifest.read_bytes()
+    swap, rename = commits._swap_ref, os.replace
+    moved, renames = [], []
+
+    def full_disk_once(src, dst):
+        renames.append(dst)
+        if len(renames) == failing:
+            raise OSError(28, "No space left on device")
+        rename(src, dst)
+
+    def swap_then_the_disk_fills(*args, **kwargs):
+        swap(*args, **kwargs)
+        moved.append(git(demo_repo, "rev-parse", "main"))
+        monkeypatch.setattr(commits.os, "replace", full_disk_once)
+
+    monkeypatch.setattr(commits, "_swap_ref", swap_then_the_disk_fills)
+    code, out, err = cli(capsys, "lease", "renew", "weather", "--until", "2026-12-20", "--repo", str(demo_repo),
+                         "--today", TODAY.isoformat())
+    monkeypatch.undo()
+
+    assert moved and moved[0] != before["main"], "the failure must come after the ref moved"
+    assert len(renames) >= failing
+    assert code == 3 and "No space left" in err and "undone" in err, (code, out, err)
+    assert _state(demo_repo) == before
+    assert manifest.read_bytes() == manifest_bytes
+    assert not (demo_repo / ".git" / "index.lock").exists()
+    assert not [p.name for p in (demo_repo / ".git").iterdir() if p.name.startswith("index.")]
