@@ -165,3 +165,66 @@ def test_a_failure_after_the_branch_moved_is_undone_so_branch_index_and_files_ag
     assert manifest.read_bytes() == manifest_bytes
     assert not (demo_repo / ".git" / "index.lock").exists()
     assert not [p.name for p in (demo_repo / ".git").iterdir() if p.name.startswith("index.")]
+
+
+# --- relconsole's worktrees are its own: sparse checkout, fsmonitor, hooks --------------------------
+
+def _counting_script(path: Path, log: Path) -> Path:
+    """An executable that appends its working directory and arguments to ``log`` and fails
+    (an fsmonitor hook that fails makes git scan: still correct, only slower)."""
+    path.write_text(f'#!/bin/sh\necho "$PWD $0 $*" >> "{log}"\nexit 1\n')
+    path.chmod(0o755)
+    return path
+
+
+def _calls(log: Path, under: Path) -> list[str]:
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [line for line in lines if line.startswith(str(under))]
+
+
+@pytest.fixture
+def user_configured(demo_repo: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The sample with the user's sparse checkout (no ``src/``), an fsmonitor hook and
+    checkout hooks, each counting its calls into one log; returns (repo, log)."""
+    log = tmp_path / "calls.log"
+    hooks = tmp_path / "user-hooks"
+    hooks.mkdir()
+    for name in ("post-checkout", "post-index-change", "reference-transaction"):
+        _counting_script(hooks / name, log)
+    git(demo_repo, "sparse-checkout", "set", "oracle", "docs", "tests")
+    assert not (demo_repo / "src").exists(), "the user's checkout is sparse: no src/"
+    git(demo_repo, "config", "core.fsmonitor", str(_counting_script(tmp_path / "fsmonitor-hook", log)))
+    git(demo_repo, "config", "core.hooksPath", str(hooks))
+    git(demo_repo, "status", "--porcelain")
+    assert _calls(log, demo_repo), "the user's fsmonitor hook runs for the user's own git status"
+    log.unlink()
+    return demo_repo, log
+
+
+def test_replay_worktrees_are_full_checkouts_that_run_none_of_the_users_hooks(user_configured, tmp_path, capsys):
+    repo, log = user_configured
+    code, out, err = cli(capsys, "replay", "--runs", "1", "--artifacts", str(tmp_path / "sheets"), "--repo", str(repo),
+                         "--today", TODAY.isoformat(), "--json")
+    assert code == 1, (code, out, err)  # the sample's deterministic miss, as on a plain clone (row 3)
+    assert "ModuleNotFoundError" not in out + err
+    own = repo / ".git" / "relconsole" / "worktrees"
+    trees = sorted(p.parent for p in own.glob("*/*/.git"))
+    assert [t.name for t in trees] == ["base", "head"]
+    for tree in trees:
+        assert (tree / "src" / "aggregator.py").is_file(), "a full checkout, whatever the user's sparse patterns"
+        # any git run in there (a subject's, a curious user's) gets relconsole's settings, not the user's
+        for key, want in (("core.sparseCheckout", "false"), ("core.fsmonitor", "false")):
+            assert git(tree, "config", "--get", key).strip() == want, key
+        hooks_path = git(tree, "config", "--get", "core.hooksPath").strip()
+        assert hooks_path and not any(Path(hooks_path).iterdir()), "hooks come from an empty directory"
+        git(tree, "status", "--porcelain")  # reads the index: the user's fsmonitor hook would run here
+    assert _calls(log, own) == [], "no hook of the user's ran inside relconsole's worktrees"
+    assert _calls(log, tmp_path / "user-hooks") == []
+
+
+def test_confirm_in_a_sparse_checkout_replays_full_checkouts_without_the_users_hooks(user_configured, demo_repo, capsys):
+    repo, log = user_configured
+    code, out, err = cli(capsys, "confirm", "penguins.mass_permutation", "--runs", "1", "--repo", str(repo),
+                         "--today", TODAY.isoformat(), "--json")
+    assert code == 0 and "ModuleNotFoundError" not in out + err, (code, out, err)
+    assert _calls(log, repo / ".git" / "relconsole") == []
