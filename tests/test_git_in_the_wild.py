@@ -228,3 +228,40 @@ def test_confirm_in_a_sparse_checkout_replays_full_checkouts_without_the_users_h
                          "--today", TODAY.isoformat(), "--json")
     assert code == 0 and "ModuleNotFoundError" not in out + err, (code, out, err)
     assert _calls(log, repo / ".git" / "relconsole") == []
+
+
+# --- both sides failing to import the subject is the environment, never evidence -------------------
+
+UNIMPORTABLE = {
+    "a package this machine lacks": "def summarize(rows):\n"
+                                    "    import penguin_fast_sums  # an optional accelerator, not installed here\n"
+                                    "    return penguin_fast_sums.summarize(rows)\n",
+    "a name neither side has": "def summarize(rows):\n"
+                               "    from aggregator import summarize_fast  # on neither side\n"
+                               "    return summarize_fast(rows)\n",
+}
+
+
+@pytest.mark.parametrize("why", list(UNIMPORTABLE))
+def test_a_candidate_whose_subject_imports_on_neither_side_is_never_confirmed(demo_repo, capsys, why):
+    """On both the patch and the base the subject fails to import, the same way: the replays
+    agree, but on nothing the patch did. confirm aborts (exit 3) and records no state."""
+    git(demo_repo, "checkout", "-q", "main")
+    (demo_repo / "src" / "lazyagg.py").write_text(UNIMPORTABLE[why])
+    candidate = (demo_repo / "oracle" / "quarantine" / "penguins.mass_permutation.yaml").read_text()
+    (demo_repo / "oracle" / "quarantine" / "penguins.lazy_permutation.yaml").write_text(
+        candidate.replace("penguins.mass_permutation", "penguins.lazy_permutation")
+                 .replace("aggregator:summarize", "lazyagg:summarize"))
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-qm", "lazy subject and its candidate")
+    git(demo_repo, "checkout", "-q", "agent/patch")
+    git(demo_repo, "merge", "-q", "--no-edit", "main")
+
+    code, out, err = cli(capsys, "confirm", "penguins.lazy_permutation", "--runs", "1", "--repo", str(demo_repo),
+                         "--today", TODAY.isoformat())
+
+    assert code == 3, (code, out, err)
+    assert "environment" in err and "confirmed" not in out, (out, err)
+    states = list((demo_repo / ".git" / "relconsole" / "candidates").glob("*.json"))
+    assert not [p for p in states if '"confirmed"' in p.read_text() or '"replayed_once"' in p.read_text()]
+
