@@ -265,3 +265,51 @@ def test_a_candidate_whose_subject_imports_on_neither_side_is_never_confirmed(de
     states = list((demo_repo / ".git" / "relconsole" / "candidates").glob("*.json"))
     assert not [p for p in states if '"confirmed"' in p.read_text() or '"replayed_once"' in p.read_text()]
 
+
+# --- line endings: core.autocrlf and eol=crlf -----------------------------------------------------
+
+def _honest_clone(sample: Path, where: Path, setup) -> Path:
+    """A clone of the sample with an honest patch (a comment in the aggregator) on branch
+    ``honest`` off ``main``; ``setup(repo)`` sets the user's line-ending rules before the
+    files are checked out, so the work tree holds CRLF where the rules say so."""
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(sample), str(where)], check=True)
+    git(where, "config", "user.name", "coding-agent")
+    git(where, "config", "user.email", "agent@example.invalid")
+    setup(where)
+    git(where, "checkout", "-q", "-b", "honest", "origin/main")
+    git(where, "branch", "-q", "main", "origin/main")
+    aggregator = where / "src" / "aggregator.py"
+    text = aggregator.read_bytes()
+    newline = b"\r\n" if b"\r\n" in text else b"\n"
+    aggregator.write_bytes(b"# Sums are exact (math.fsum): row order cannot change them." + newline + text)
+    git(where, "commit", "-qam", "docs: say why the sums are exact")
+    return where
+
+
+def _autocrlf(repo: Path) -> None:
+    git(repo, "config", "core.autocrlf", "true")
+
+
+def _eol_crlf(repo: Path) -> None:
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("* text=auto eol=crlf\n")
+
+
+def _run_decisions(repo: Path, capsys) -> tuple[int, dict[str, tuple[str, str]]]:
+    import json
+    code, out, err = cli(capsys, "run", "--json", "--repo", str(repo), "--today", TODAY.isoformat())
+    payload = json.loads(out)
+    return code, {r["relation_id"]: (r["outcome"], r["decision"]["decision"] if isinstance(r.get("decision"), dict)
+                                     else r.get("decision")) for r in payload["relations"]}
+
+
+@pytest.mark.parametrize("rules", [_autocrlf, _eol_crlf], ids=["core.autocrlf=true", "* text=auto eol=crlf"])
+def test_an_honest_patch_under_crlf_rules_is_decided_as_on_a_plain_clone(demo_repo, tmp_path, capsys, rules):
+    plain = _honest_clone(demo_repo, tmp_path / "plain", lambda repo: None)
+    crlf = _honest_clone(demo_repo, tmp_path / "crlf", rules)
+    assert b"\r\n" in (crlf / "src" / "aggregator.py").read_bytes(), "the rules put CRLF in the work tree"
+    assert git(crlf, "status", "--porcelain") == "", "and git sees no change in it"
+    plain_code, plain_decisions = _run_decisions(plain, capsys)
+    code, decisions = _run_decisions(crlf, capsys)
+    assert plain_code == 0 and plain_decisions, "an honest patch passes on a plain clone"
+    assert (code, decisions) == (plain_code, plain_decisions)
