@@ -29,6 +29,11 @@ SHALLOW_FIX = ("shallow clone: fetch-depth: 0 in the CI checkout (actions/checko
                "or git fetch --unshallow origin plus the base branch (git fetch origin main)")
 
 
+# relconsole's git calls compare commits and read objects: none needs a scan of the user's
+# work tree, so none runs the user's fsmonitor hook (a slow one cost every replay its time).
+NO_FSMONITOR = ("-c", "core.fsmonitor=false")
+
+
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The process environment without git variables that would redirect a git call."""
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
@@ -49,12 +54,13 @@ def author_ident(cwd: str | Path) -> tuple[str, str] | None:
 def run_git(cwd: str | Path, *args: str, ok: tuple[int, ...] | None = (0,),
             extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``git ARGS`` in ``cwd`` with the redirecting variables scrubbed (``extra_env`` set
-    after the scrub, for a caller that means one); stdout and stderr as bytes.
+    after the scrub, for a caller that means one), the user's fsmonitor hook off
+    (``NO_FSMONITOR``); stdout and stderr as bytes.
 
     Raises GitError (abort) naming the git command and its first error line when the exit
     status is not in ``ok`` (``ok=None``: never raises; the caller reads ``returncode``).
     """
-    proc = subprocess.run(["git", *args], cwd=cwd, env=clean_env(extra_env), capture_output=True)
+    proc = subprocess.run(["git", *NO_FSMONITOR, *args], cwd=cwd, env=clean_env(extra_env), capture_output=True)
     if ok is not None and proc.returncode not in ok:
         command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
         lines = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
@@ -72,6 +78,7 @@ def open_repo(path: str | Path) -> git.Repo:
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise UsageError(f"{path}: not a git repository") from None
     check_readable(repo.working_tree_dir or repo.git_dir)
+    repo.git.set_persistent_git_options(c=NO_FSMONITOR[1])
     return repo
 
 
