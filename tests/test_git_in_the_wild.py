@@ -315,3 +315,23 @@ def test_an_honest_patch_under_crlf_rules_is_decided_as_on_a_plain_clone(demo_re
     code, decisions = _run_decisions(crlf, capsys)
     assert plain_code == 0 and plain_decisions, "an honest patch passes on a plain clone"
     assert (code, decisions) == (plain_code, plain_decisions)
+
+
+def _record(error_type: str | None) -> "RunRecord":
+    from relconsole.engine.runner import RunRecord
+    return RunRecord(held=error_type is None, seed=1, error_type=error_type,
+                     error="" if error_type is None else f"{error_type}: cannot import summarize_fast")
+
+
+@pytest.mark.parametrize(("head", "base", "fault"), [
+    (["ImportError"], ["ModuleNotFoundError"], True),  # the same code fails on both sides
+    (["ImportError", "ImportError"], ["ImportError"], True),
+    (["ImportError"], [None], False),  # the patch broke the import: evidence (row 3/6)
+    ([None], ["ModuleNotFoundError"], False),  # code the patch adds: not on the base
+    (["ImportError"], ["ImportError", "ValueError"], False),  # one base run got past the import
+    ([None], ["environment"], True),  # a module neither in the tree nor installed, on any side
+])
+def test_replay_sheets_abort_when_both_sides_fail_to_import(head, base, fault):
+    from relconsole.engine.replay import environment_fault
+    found = environment_fault([_record(t) for t in head], [_record(t) for t in base])
+    assert (found is not None) == fault, found
