@@ -65,12 +65,13 @@ def _git_dir(args) -> str:
     from relconsole.engine import wslease
     if args.lease_url or os.environ.get(wslease.ENV_URL):
         return "."  # not used: the URL names the store
-    import git
+    from relconsole.engine import gitio
 
     try:
-        return git.Repo(args.repo, search_parent_directories=True).common_dir
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        repo = gitio.open_repo(args.repo)  # GitError when git refuses it (another user's: safe.directory)
+    except UsageError:
         raise UsageError(f"{args.repo} is not inside a git repository; pass --lease-url") from None
+    return repo.common_dir
 
 
 def _holder(args) -> str:

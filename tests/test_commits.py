@@ -312,8 +312,11 @@ def test_branch_moved_meanwhile_is_refused_cleanly(repo_path: Path, monkeypatch)
 
     def build_then_someone_commits(*args, **kwargs):
         sha = real_build(*args, **kwargs)
-        write(root, "src/app.py", b"# racing commit\n")
-        run(root, "commit", "-q", "-am", "someone else")
+        # main's index is locked by the console meanwhile, so a racing `git commit` there
+        # fails; another tool (a push from elsewhere, a script) moves the ref itself
+        assert subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "blocked"], cwd=root).returncode != 0
+        racing = run(root, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "someone else").strip()
+        run(root, "update-ref", "refs/heads/main", racing)
         return sha
 
     monkeypatch.setattr(commits, "_build_commit", build_then_someone_commits)

@@ -6,6 +6,12 @@ in with a compare-and-swap ``update-ref``. The user's index is never used to bui
 so their staged and unstaged work stays exactly as it was. Only when the target branch
 is checked out (in this or a linked worktree) are the changed paths, and only those,
 brought up to date in that worktree's index and files afterwards.
+
+Such a worktree's index is locked first (git's own protocol: ``index.lock`` created
+exclusively, the new index renamed over ``index``), so a stale lock or a running git refuses
+the commit before the branch moves; the new index and the files' checkout bytes are made
+before the ref moves too, and a failure after it moved is undone (the ref moved back, the
+files as they were, the index untouched), so branch, index and work tree always agree.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import stat
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -202,27 +209,33 @@ def commit_changes(repo: git.Repo, branch: str, kind: str, subject: str,
     Raises UsageError (unknown kind, subject not one line), CommitRefused (a kind rule,
     nothing to commit, no git identity, a changed path with uncommitted work in a
     worktree that has ``branch`` checked out, ``branch`` missing or moved meanwhile) and
-    GitError when git fails otherwise. On any error the branch and every index and work
-    tree are as they were.
+    GitError when such a worktree's index is locked (a running git, a stale ``index.lock``)
+    or git fails otherwise. On any error the branch and every index and work tree are as
+    they were: a failure after the ref moved is undone (GitError says so).
     """
     layout = layout or Layout()
     message = _message(kind, subject, body)
     _validate_paths(changes)
     tip = _branch_tip(repo, branch)
-    with tempfile.TemporaryDirectory(prefix="relconsole-index-", dir=repo.git_dir) as tmp:
-        index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        _git(repo, "read-tree", tip, extra_env=index_env)
-        old = _index_entries(repo, [c.path for c in changes], index_env)
-        changes = [c for c in changes if not _is_noop(repo, c, old.get(c.path))]
-        check_kind(kind, changes, layout, lambda path: _old_bytes(repo, old.get(path)))
-        worktrees = _worktrees_on(repo, branch)
-        for worktree in worktrees:
-            _refuse_dirty(worktree, changes, old)
-        author, committer = _identities(repo, author)
-        new_sha = _build_commit(repo, tip, changes, old, message, author, committer, index_env)
-    _swap_ref(repo, branch, new_sha, tip, message)
-    for worktree in worktrees:
-        _sync_worktree(repo, worktree, changes, old)
+    checkouts = _lock_indexes(_worktrees_on(repo, branch))
+    try:
+        with tempfile.TemporaryDirectory(prefix="relconsole-index-", dir=repo.git_dir) as tmp:
+            index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            _git(repo, "read-tree", tip, extra_env=index_env)
+            old = _index_entries(repo, [c.path for c in changes], index_env)
+            changes = [c for c in changes if not _is_noop(repo, c, old.get(c.path))]
+            check_kind(kind, changes, layout, lambda path: _old_bytes(repo, old.get(path)))
+            for checkout in checkouts:
+                _refuse_dirty(checkout.path, changes, old)
+            author, committer = _identities(repo, author)
+            new_sha = _build_commit(repo, tip, changes, old, message, author, committer, index_env)
+        for checkout in checkouts:
+            _prepare_checkout(repo, checkout, changes, old)
+        _swap_ref(repo, branch, new_sha, tip, message)
+    except BaseException:
+        _unlock_all(checkouts)
+        raise
+    _finish_or_undo(repo, branch, tip, new_sha, checkouts)
     return CommitResult(new_sha, branch, kind, message, tuple(c.path for c in changes))
 
 
@@ -403,23 +416,173 @@ def _refuse_symlinked_parent(worktree: Path, path: str) -> None:
             raise CommitRefused(f"{parent} is a symbolic link in {worktree}; not writing through it")
 
 
-def _sync_worktree(repo: git.Repo, worktree: Path, changes: Sequence[FileChange],
-                   old: dict[str, _Entry]) -> None:
-    """Bring exactly the changed paths of ``worktree``'s index and files up to the new tip."""
+@dataclass
+class _Checkout:
+    """A work tree with the target branch checked out, its index locked by relconsole.
+
+    ``lock`` is git's ``index.lock``, created exclusively (``locked`` while it is still
+    relconsole's); ``scratch`` (beside it) becomes the new index. ``files`` (path -> checkout
+    bytes, executable bit and blob id; None: delete) are written only after the ref moved;
+    ``previous`` holds what each was before (bytes and permission bits; None: absent) so a
+    failure after that can put them back. ``kept``: a hard link to the index as it was, made
+    just before the new one is renamed in.
+    """
+
+    path: Path
+    index: Path
+    lock: Path
+    scratch: Path
+    files: dict[str, tuple[bytes, bool, str] | None] = field(default_factory=dict)
+    previous: dict[str, tuple[bytes, int] | None] = field(default_factory=dict)
+    kept: Path | None = None
+    locked: bool = True
+    installed: bool = False
+
+
+def _lock_index(worktree: Path) -> _Checkout:
+    """Take ``worktree``'s index lock as git does (``index.lock``, O_EXCL).
+
+    Raises GitError (abort, nothing committed) when it exists: a git process is running
+    there, or one crashed and left it (the user removes it; relconsole never does).
+    """
+    index = worktree / _run_in(worktree, ["rev-parse", "--git-path", "index"]).stdout.decode().strip()
+    lock = index.with_name(index.name + ".lock")
+    try:
+        os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        raise GitError(
+            f"the index of {worktree} is locked ({lock} exists): another git process is running there, "
+            "or one stopped and left the lock behind (remove the file if none is running); "
+            "nothing was committed") from None
+    except OSError as exc:
+        raise GitError(f"cannot lock the index of {worktree} ({lock}): {exc.strerror}; nothing was committed") from None
+    return _Checkout(worktree, index, lock, index.with_name(f"index.relconsole-{secrets.token_hex(4)}"))
+
+
+def _lock_indexes(worktrees: Sequence[Path]) -> list[_Checkout]:
+    """Lock every worktree's index, or none (GitError naming the lock that is taken)."""
+    checkouts: list[_Checkout] = []
+    try:
+        for worktree in worktrees:
+            checkouts.append(_lock_index(worktree))
+    except BaseException:
+        _unlock_all(checkouts)
+        raise
+    return checkouts
+
+
+def _unlock_all(checkouts: Sequence[_Checkout]) -> None:
+    for checkout in checkouts:
+        checkout.scratch.unlink(missing_ok=True)
+        if checkout.kept is not None:
+            checkout.kept.unlink(missing_ok=True)
+        if checkout.locked:
+            checkout.lock.unlink(missing_ok=True)
+            checkout.locked = False
+
+
+def _prepare_checkout(repo: git.Repo, checkout: _Checkout, changes: Sequence[FileChange],
+                      old: dict[str, _Entry]) -> None:
+    """Before the ref moves: the worktree's new index (its index with exactly the changed
+    paths at the new blobs) in ``scratch``, each file's checkout bytes (the worktree's
+    smudge filters and eol rules applied) and each file's present bytes. Raises GitError."""
+    if checkout.index.exists():
+        shutil.copyfile(checkout.index, checkout.scratch)
+    env = {"GIT_INDEX_FILE": str(checkout.scratch)}
     for change in changes:
+        full = checkout.path / change.path
+        checkout.previous[change.path] = (full.read_bytes(), stat.S_IMODE(full.stat().st_mode)) \
+            if full.is_file() and not full.is_symlink() else None
         if change.content is None:
-            _run_in(worktree, ["update-index", "--force-remove", "--", change.path])
-            _remove_file(worktree, change.path)
+            _run_in(checkout.path, ["update-index", "--force-remove", "--", change.path], env)
+            checkout.files[change.path] = None
             continue
         mode = old[change.path].mode if change.path in old else "100644"
         sha = _hash(repo, change.content, write=False)
-        _run_in(worktree, ["update-index", "--add", "--cacheinfo", f"{mode},{sha},{change.path}"])
-        checkout = _run_in(worktree, ["cat-file", "--filters", f"--path={change.path}", sha]).stdout
-        _write_atomic(worktree / change.path, checkout, executable=mode == "100755")
-        # Record the file's stat data so plumbing (diff-files) sees it clean, but only
-        # when re-cleaning the written file gives back the committed blob.
-        if _worktree_blob(worktree, change.path) == sha:
-            _run_in(worktree, ["update-index", "--", change.path])
+        _run_in(checkout.path, ["update-index", "--add", "--cacheinfo", f"{mode},{sha},{change.path}"], env)
+        data = _run_in(checkout.path, ["cat-file", "--filters", f"--path={change.path}", sha]).stdout
+        checkout.files[change.path] = (data, mode == "100755", sha)
+
+
+def _finish_or_undo(repo: git.Repo, branch: str, tip: str, new_sha: str, checkouts: list[_Checkout]) -> None:
+    """After the ref moved to ``new_sha``: write each checkout's files, record their stat data
+    in its new index and rename that index in. On any failure, undo: files back as they were,
+    each index as it was, the ref back at ``tip``; then raise GitError saying so."""
+    try:
+        for checkout in checkouts:
+            _write_files(checkout)
+        for checkout in checkouts:
+            _install_index(checkout)
+    except BaseException as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
+            (exc.one_line() if isinstance(exc, GitError) else type(exc).__name__)
+        undone = _undo(repo, branch, tip, new_sha, checkouts)
+        if not isinstance(exc, Exception):
+            raise
+        raise GitError(f"updating the checked-out {branch} failed after the commit ({why}); {undone}") from None
+    finally:
+        _unlock_all(checkouts)
+
+
+def _write_files(checkout: _Checkout) -> None:
+    """Write (or remove) the changed files and record their stat data in the new index, but
+    only where re-cleaning the written file gives back the committed blob (so plumbing,
+    ``diff-files``, sees them clean as ``status`` does)."""
+    env = {"GIT_INDEX_FILE": str(checkout.scratch)}
+    for path, wanted in checkout.files.items():
+        if wanted is None:
+            _remove_file(checkout.path, path)
+            continue
+        _write_atomic(checkout.path / path, wanted[0], executable=wanted[1])
+    clean = [path for path, wanted in checkout.files.items()
+             if wanted is not None and _worktree_blob(checkout.path, path) == wanted[2]]
+    if clean:
+        _run_in(checkout.path, ["update-index", "--", *clean], env)
+
+
+def _install_index(checkout: _Checkout) -> None:
+    """Rename the new index in as git does (into the lock, the lock over the index), keeping
+    a hard link to the old one until the commit is through."""
+    if checkout.index.exists():
+        kept = checkout.index.with_name(f"index.relconsole-kept-{secrets.token_hex(4)}")
+        try:
+            os.link(checkout.index, kept)
+        except OSError:
+            shutil.copyfile(checkout.index, kept)
+        checkout.kept = kept
+    os.replace(checkout.scratch, checkout.lock)
+    os.replace(checkout.lock, checkout.index)
+    checkout.locked, checkout.installed = False, True
+
+
+def _undo(repo: git.Repo, branch: str, tip: str, new_sha: str, checkouts: list[_Checkout]) -> str:
+    """Put every checkout's files and index back and move ``branch`` back to ``tip``; returns
+    what was done, for the error message. Never raises."""
+    problems = []
+    for checkout in checkouts:
+        try:
+            if checkout.installed:
+                if checkout.kept is not None:
+                    os.replace(checkout.kept, checkout.index)
+                    checkout.kept = None
+                else:
+                    checkout.index.unlink(missing_ok=True)
+            for path, before in checkout.previous.items():
+                full = checkout.path / path
+                if before is None:
+                    _remove_file(checkout.path, path)
+                elif not (full.is_file() and not full.is_symlink() and full.read_bytes() == before[0]):
+                    _write_atomic(full, before[0], executable=False)
+                    os.chmod(full, before[1])
+        except (OSError, GitError) as exc:
+            problems.append(f"{checkout.path} could not be put back ({exc}): run git status there")
+    moved_back = _run(repo, ["update-ref", "-m", "relconsole: undo an unfinished commit", f"refs/heads/{branch}",
+                             tip, new_sha], check=False)
+    if moved_back.returncode != 0:
+        problems.append(f"{branch} could not be moved back to {tip[:12]} (it moved meanwhile)")
+    if problems:
+        return "; ".join(problems)
+    return f"undone: {branch} is back at {tip[:12]} with its index and files as they were; nothing was committed"
 
 
 def _write_atomic(target: Path, data: bytes, executable: bool) -> None:
@@ -471,9 +634,10 @@ def _git(repo: git.Repo, *args: str, input: bytes | None = None,
     return _run(repo, list(args), input=input, extra_env=extra_env).stdout
 
 
-def _run_in(worktree: Path, args: list[str]) -> subprocess.CompletedProcess:
-    """Run git inside ``worktree``, so it uses that worktree's own index."""
-    env = clean_env({"GIT_LITERAL_PATHSPECS": "1"})
+def _run_in(worktree: Path, args: list[str], extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run git inside ``worktree``, so it uses that worktree's own index (or ``extra_env``'s
+    ``GIT_INDEX_FILE``)."""
+    env = clean_env({"GIT_LITERAL_PATHSPECS": "1", **(extra_env or {})})
     proc = subprocess.run(["git", *args], cwd=worktree, env=env, capture_output=True, check=False)
     if proc.returncode != 0:
         raise GitError(f"git {args[0]} in {worktree} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")

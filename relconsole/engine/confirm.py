@@ -54,7 +54,8 @@ from relconsole.engine.errors import CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.gitio import TreeView, resolve
 from relconsole.engine.literal import one_line
 from relconsole.engine.leases import USABLE
-from relconsole.engine.replay import (Cancel, Progress, ReplayOptions, Shard, sheet_common, confirm_fresh,
+from relconsole.engine.replay import (Cancel, EnvironmentFault, Progress, ReplayOptions, Shard, sheet_common,
+                                      confirm_fresh, environment_fault,
                                       dead_holder_hint, miss_evidence, Heartbeat, miss_signature, pin_fields,
                                       release_workspace, run_sides, ReplaySide, side_counts, default_workspace)
 from relconsole.engine.review import Review, seed_file_problem, plan_for
@@ -307,7 +308,8 @@ def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | Non
     gets its ``quarantine:`` commit (no new replay).
 
     Raises UsageError (unknown id, 64), ConfirmRefused (rejected candidate, unusable input,
-    file changed; 64), LeaseHeld / LeaseLost / StoreUnavailable (abort, 3),
+    file changed; 64), LeaseHeld / LeaseLost / StoreUnavailable (abort, 3), EnvironmentFault
+    (abort, 3: a replay whose runs judged the machine, as both sides failing to import; §7),
     ReplayCancelled, GitError; CommitRefused when the discarding commit is refused (the
     state says discarded, so the next call makes the commit).
     """
@@ -468,6 +470,10 @@ class _Run:
                 self.step(f"{which} replay: {p.label} ({p.done}/{p.total})", p.done / p.total)
 
             records = run_sides(plans, sides, options, heartbeat, ran)[relation.id]
+            fault = environment_fault(records["head"], records["base"])
+            if fault:  # §7: the machine, not the candidate; recording it would let two replays "agree"
+                raise EnvironmentFault(f"{relation.id}: abort (environment) in the {which} replay: {fault}; "
+                                       "nothing recorded")
             heartbeat.stop()
             final = confirm_fresh(self.store, lease, heartbeat)
         finally:

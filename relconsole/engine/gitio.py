@@ -30,6 +30,11 @@ SHALLOW_FIX = ("shallow clone: fetch-depth: 0 in the CI checkout (actions/checko
                "or git fetch --unshallow origin plus the base branch (git fetch origin main)")
 
 
+# relconsole's git calls compare commits and read objects: none needs a scan of the user's
+# work tree, so none runs the user's fsmonitor hook (a slow one cost every replay its time).
+NO_FSMONITOR = ("-c", "core.fsmonitor=false")
+
+
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The process environment without git variables that would redirect a git call."""
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
@@ -50,12 +55,13 @@ def author_ident(cwd: str | Path) -> tuple[str, str] | None:
 def run_git(cwd: str | Path, *args: str, ok: tuple[int, ...] | None = (0,),
             extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``git ARGS`` in ``cwd`` with the redirecting variables scrubbed (``extra_env`` set
-    after the scrub, for a caller that means one); stdout and stderr as bytes.
+    after the scrub, for a caller that means one), the user's fsmonitor hook off
+    (``NO_FSMONITOR``); stdout and stderr as bytes.
 
     Raises GitError (abort) naming the git command and its first error line when the exit
     status is not in ``ok`` (``ok=None``: never raises; the caller reads ``returncode``).
     """
-    proc = subprocess.run(["git", *args], cwd=cwd, env=clean_env(extra_env), capture_output=True)
+    proc = subprocess.run(["git", *NO_FSMONITOR, *args], cwd=cwd, env=clean_env(extra_env), capture_output=True)
     if ok is not None and proc.returncode not in ok:
         command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
         lines = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
@@ -69,17 +75,44 @@ def open_repo(path: str | Path) -> git.Repo:
     Raises UsageError (exit 64) when ``path`` is not inside a git work tree.
     """
     try:
-        return git.Repo(path, search_parent_directories=True)
+        repo = git.Repo(path, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise UsageError(f"{path}: not a git repository") from None
+    check_readable(repo.working_tree_dir or repo.git_dir)
+    repo.git.set_persistent_git_options(c=NO_FSMONITOR[1])
+    return repo
+
+
+def check_readable(repo_dir: str | Path) -> None:
+    """Raise GitError (abort, §8) with git's own words when git refuses to read the
+    repository at ``repo_dir``, as it does for one owned by another user (``safe.directory``).
+
+    GitPython opens such a repository without asking git, and every later git call fails; so
+    ask once, before anything is read from or written into it.
+    """
+    proc = run_git(repo_dir, "rev-parse", "--git-dir", ok=None)
+    if proc.returncode == 0:
+        return
+    said = proc.stderr.decode("utf-8", "replace")
+    trust = re.search(r"git config --global --add safe\.directory \S.*", said)
+    if "dubious ownership" in said and trust:
+        where = re.search(r"dubious ownership in repository at '([^\n]*)'", said)
+        raise GitError(f"git refuses the repository {where.group(1) if where else repo_dir}: detected dubious "
+                       f"ownership (it belongs to another user); if you trust it, add it with "
+                       f"{trust.group(0).strip()}")
+    lines = [line.removeprefix("fatal: ") for line in said.strip().splitlines()]
+    raise GitError(f"git cannot read the repository at {repo_dir}: {lines[0] if lines else f'exit {proc.returncode}'}")
 
 
 def resolve(repo: git.Repo, ref: str) -> str:
     """The commit sha ``ref`` names. Raises GitError (abort) for an unknown ref."""
     try:
         return repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
-    except git.GitCommandError:
-        pass
+    except git.GitCommandError as exc:
+        if (exc.stderr or "").strip():  # --quiet: an unknown ref says nothing; this is git refusing
+            where = repo.working_tree_dir or repo.git_dir
+            check_readable(where)
+            return run_git(where, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
     if ref == "HEAD":
         raise GitError("HEAD has no commit yet: commit the patch first")
     if is_shallow(repo.working_dir or repo.git_dir):

@@ -48,6 +48,28 @@ class ReplayCancelled(RelconsoleError):
     """The replay was cancelled (the console quit, Ctrl-C): no sheet written, lease released."""
 
 
+class EnvironmentFault(RelconsoleError):
+    """The runs judged the machine, not the patch (§7 abort, environment): exit 3."""
+
+
+IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
+
+
+def environment_fault(head: list[RunRecord], base: list[RunRecord]) -> str | None:
+    """Why the runs of one relation on HEAD and on the merge base are no evidence about the
+    patch (§7: abort, environment), else None: a run the worker classed an environment fault
+    (a module neither in the tree nor installed), or every run on both sides failing to import
+    (ImportError, ModuleNotFoundError): the code fails the same way before and after the patch,
+    as when the worktrees lack the subject's files."""
+    fault = next((r.error for r in head + base if r.error_type == "environment"), None)
+    if fault is not None:
+        return fault
+    if head and base and all(r.error_type in IMPORT_ERRORS for r in head + base):
+        return (f"both HEAD and the merge base fail to import the subject ({head[0].describe()[:300]}): "
+                "an environment fault, not evidence about the patch")
+    return None
+
+
 @dataclass(frozen=True)
 class Shard:
     """Shard ``index`` of ``total`` (1-based): a CI matrix splits the relations with it."""
@@ -422,9 +444,9 @@ def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], record
         "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses)},
         "sandbox": _sandbox(head + base),
     })
-    faults = [r.error for r in head + base if r.error_type == "environment"]
-    if faults:  # not evidence about the patch (§7): no signature, so the table aborts (row 1)
-        sheet.update(signature=None, environment=faults[0])
+    fault = environment_fault(head, base)
+    if fault:  # not evidence about the patch (§7): no signature, so the table aborts (row 1)
+        sheet.update(signature=None, environment=fault)
     return sheet
 
 

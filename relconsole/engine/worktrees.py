@@ -8,7 +8,11 @@ survives, ignored ones included) and writing the commit's blobs byte for byte
 ctime, inode) are what relconsole wrote last time. Writing a 100,000-file tree for every
 run would cost seconds; moving a pooled one costs what changed. Every git call here runs
 with relconsole's own settings (``OWN_CONFIG``): no hooks, no fsmonitor, no sparse
-checkout, whatever the user's configuration says.
+checkout, whatever the user's configuration says. When the repository reads per-worktree
+configuration (``extensions.worktreeConfig``, which ``git sparse-checkout`` turns on, and
+``git worktree add`` then copies the user's sparse settings into each new worktree), the
+same settings are written into each worktree's own ``config.worktree`` too, so a git run
+inside one by anyone else (a subject, a user looking) gets them as well.
 
 A worktree left registered by a killed run is reused after cleaning; a registration
 whose directory is gone is pruned (``git worktree prune``); a directory that is no
@@ -29,8 +33,11 @@ import git
 from relconsole.engine.errors import GitError
 from relconsole.engine.gitio import run_git, write_blobs
 
-OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sparseCheckout=false",
-              "-c", "core.autocrlf=false", "-c", "core.eol=lf")
+# (key, value) relconsole's worktrees run with; core.hooksPath is set to an empty directory
+# of relconsole's (``no_hooks_dir``) where a worktree's own config holds it.
+OWN_SETTINGS = (("core.fsmonitor", "false"), ("core.sparseCheckout", "false"), ("core.sparseCheckoutCone", "false"),
+                ("core.untrackedCache", "false"), ("core.autocrlf", "false"), ("core.eol", "lf"))
+OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", *(arg for key, value in OWN_SETTINGS for arg in ("-c", f"{key}={value}")))
 
 
 def slug(text: str) -> str:
@@ -77,6 +84,7 @@ class WorktreePool:
             self._stat_file(side).unlink(missing_ok=True)
             run_git(self.repo_dir, *OWN_CONFIG, "worktree", "add", "--quiet", "--force", "--detach",
                     "--no-checkout", str(path), commit)
+        self._own_settings(path)
         run_git(path, *OWN_CONFIG, "update-ref", "--no-deref", "HEAD", commit)
         run_git(path, *OWN_CONFIG, "read-tree", "--reset", commit)  # the index only: nothing runs
         run_git(path, *OWN_CONFIG, "clean", "-ffdxq")
@@ -84,6 +92,21 @@ class WorktreePool:
         self._write_stats(side, write_blobs(self._repo, commit, path, unchanged=known))
         self.used[side] = path
         return path
+
+    def _own_settings(self, path: Path) -> None:
+        """Write OWN_SETTINGS and an empty hooks directory into the worktree's own config
+        when the repository reads one (``extensions.worktreeConfig``), and drop sparse
+        patterns ``git worktree add`` copied from the user's worktree. Without the extension
+        there is no per-worktree config to write (turning it on would change the user's
+        repository format), and every git call relconsole makes there carries OWN_CONFIG."""
+        if run_git(path, *OWN_CONFIG, "config", "--bool", "extensions.worktreeConfig", ok=(0, 1)).stdout.strip() != b"true":
+            return
+        hooks = self.root.parent / "no-hooks"
+        hooks.mkdir(parents=True, exist_ok=True)
+        for key, value in (*OWN_SETTINGS, ("core.hooksPath", str(hooks))):
+            run_git(path, *OWN_CONFIG, "config", "--worktree", key, value)
+        sparse = run_git(path, *OWN_CONFIG, "rev-parse", "--git-path", "info/sparse-checkout").stdout.decode().strip()
+        (path / sparse).unlink(missing_ok=True)
 
     def _stat_file(self, side: str) -> Path:
         return self.root / f"{side}.written.json"
@@ -105,7 +128,7 @@ class WorktreePool:
         """A registered worktree whose git link still works."""
         if not (path / ".git").is_file():
             return False
-        proc = run_git(path, "rev-parse", "--git-common-dir", ok=None)
+        proc = run_git(path, *OWN_CONFIG, "rev-parse", "--git-common-dir", ok=None)
         if proc.returncode != 0:
             return False
         common = (path / proc.stdout.decode().strip()).resolve()
