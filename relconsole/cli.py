@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relconsole import cli_help
+from relconsole import cli_help, cli_pipe
 from relconsole.cli_completion import autocomplete
 from relconsole.cli_completion import register as register_completion
 from relconsole.cli_confirm import register as register_confirm
@@ -247,8 +247,12 @@ def _load(args) -> Review:
         return load_review(args.repo, args.base, args.head, args.today, args.oracle_from, hash_progress=report.bytes)
 
 
-def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
-    """Print ``payload`` as JSON, or ``lines`` as text with each bad file on stderr."""
+def _emit(args, payload: dict, lines: list[str], errors=(), code: int | None = None) -> None:
+    """Print ``payload`` as JSON, or ``lines`` as text with each bad file on stderr. ``code``
+    is the command's decision (§8), recorded first so that a reader who leaves mid-output
+    cannot change the exit code (issue 18)."""
+    if code is not None:
+        cli_pipe.decided(code)
     if getattr(args, "json", False):
         print(json.dumps(payload, indent=2, default=str))
         return
@@ -278,10 +282,9 @@ def cmd_bind(args) -> int:
         lines = [f"{b.touched.status}  {one_line(b.path)}  {b.state}"
                  + (f"  {', '.join(b.relations)}" if b.relations else "")
                  + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "") for b in review.bindings]
-        _emit(args, payload, lines, review.errors)
-        if review.errors:
-            return EXIT_BAD_INPUT
-        return EXIT_GAP if review.gaps() else EXIT_PASS
+        code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if review.gaps() else EXIT_PASS
+        _emit(args, payload, lines, review.errors, code)
+        return code
     finally:
         review.close()
 
@@ -299,7 +302,7 @@ def cmd_run(args) -> int:
     try:
         if review.errors:
             finish_review(review)  # every bad file in one report
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
         if ids is None:
@@ -314,7 +317,7 @@ def cmd_run(args) -> int:
             results = run_review(review, ids, report.results(total), replay_seed=args.replay_seed,
                                  replay_hashseed=args.replay_hashseed, meanwhile=lambda: finish_review(review))
         if review.errors:  # a bad quarantine file, found while the relations ran
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
         # the PR's decision, as gate, flags, the plugin and the console make it; --relation asks
         # only about the relations named
@@ -323,8 +326,9 @@ def cmd_run(args) -> int:
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
-        _emit(args, payload, lines)
-        return decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
+        code = decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
+        _emit(args, payload, lines, code=code)
+        return code
     finally:
         review.close()
 
@@ -360,9 +364,10 @@ def cmd_validate(args) -> int:
                     "path runs it, only run --all (add the paths it guards to owners)"
                     for r in (review.catalog.unowned() if review.catalog else [])]
         payload["warnings"] = warnings
+        code = EXIT_BAD_INPUT if review.errors else EXIT_PASS
         _emit(args, payload, lines + [f"warning: {one_line(w)}" for w in warnings]
-              or ([] if review.errors else ["ok"]), review.errors)
-        return EXIT_BAD_INPUT if review.errors else EXIT_PASS
+              or ([] if review.errors else ["ok"]), review.errors, code)
+        return code
     finally:
         review.close()
 
@@ -519,15 +524,16 @@ def cmd_bite(args) -> int:
     review = _load(args)
     try:
         if review.errors:
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
 
         def show(result):
             if not args.json:
                 print(f"{result.outcome:<8}  {one_line(result.label)}  {result.path}:{result.line}", flush=True)
         report = bite(review, args.relation_id, show)
-        _emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())])
-        return {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
+        code = {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
+        _emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())], code=code)
+        return code
     finally:
         review.close()
 
@@ -542,7 +548,7 @@ def cmd_replay(args) -> int:
     review = _load(args)
     try:
         if review.errors:
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
         importmap.ensure(review)
         options = ReplayOptions(args.runs, args.workspace, args.holder, args.ttl_seconds,
@@ -554,7 +560,7 @@ def cmd_replay(args) -> int:
         finally:
             store.close()
         overall = outcome.overall()  # the gate history is decide's: CI runs decide over the sheets
-        _emit(args, replay_payload(outcome), replay_lines(outcome))
+        _emit(args, replay_payload(outcome), replay_lines(outcome), code=overall.exit_code)
         return overall.exit_code
     finally:
         review.close()
@@ -576,8 +582,9 @@ def cmd_check_split(args) -> int:
     else:
         found = splitcheck.check_split(root, args.range)
     payload = {"offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
-    _emit(args, payload, [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found])
-    return EXIT_REJECT if found else EXIT_PASS
+    code = EXIT_REJECT if found else EXIT_PASS
+    _emit(args, payload, [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found], code=code)
+    return code
 
 
 CONSOLE_MISSING = "the console needs textual: pip install 'relconsole[console]'"
@@ -662,15 +669,41 @@ def _force_exit(code: int) -> None:
         os._exit(code)
 
 
+# Commands whose exit code is a decision (§8) even when it is 0: a reader who leaves their
+# output early gets that code. Any other command's 0 becomes 141 then (issue 18).
+DECIDING = frozenset({"bind", "run", "validate", "bite", "replay", "check-split", "decide", "gate",
+                      "confirm", "flags", "propose"})
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code of §8."""
+    """Entry point; returns the exit code of §8.
+
+    A reader that leaves early (``| head``, a closed pipe) never turns a decision into a pass:
+    the command's decision is the exit code when it was made (recorded before printing, or
+    returned, or any non-zero code), else 141 as shells expect of a writer whose reader left;
+    no traceback either way."""
     _exit_cleanly_on_signals()
     parser = build_parser()
     autocomplete(parser)  # a TAB in the shell: answer and exit (only when _ARGCOMPLETE is set)
     args = parser.parse_args(argv)
+    cli_pipe.forget()
+    try:
+        code = _dispatch(args)
+        if code != EXIT_PASS or args.command in DECIDING:
+            cli_pipe.decided(code)
+        sys.stdout.flush()  # a reader that left shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        return cli_pipe.exit_code_after_broken_pipe()
+
+
+def _dispatch(args) -> int:
+    """Run the command ``args`` names; a RelconsoleError is reported (one line, JSON too with
+    ``--json``) and its exit code returned."""
     try:
         return COMMANDS[args.command](args)
     except RelconsoleError as exc:
+        cli_pipe.decided(exc.exit_code)
         if getattr(args, "json", False):
             error = {"message": exc.one_line(), "exit_code": exc.exit_code}
             if hasattr(exc, "path"):
@@ -683,6 +716,3 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `relconsole bind | head`: the reader left; say nothing more
-        sys.stderr.close()
-        return EXIT_PASS

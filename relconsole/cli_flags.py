@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from relconsole.cli_pipe import decided
 from relconsole.engine.literal import one_line
 
 MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
@@ -36,7 +37,7 @@ def cmd_flags(args) -> int:
             run_review(review)
         items = merge_checklist(review)
         decision = review.decision()
-        code = review.exit_code()
+        code = decided(review.exit_code())  # before printing: a reader who leaves cannot change it
         if args.json:
             print(json.dumps({
                 "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from relconsole.cli_pipe import decided
 from relconsole.engine.defaults import WORKSPACE_TTL_SECONDS
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, UsageError
 from relconsole.engine.literal import one_line
@@ -107,6 +108,7 @@ def _status(args, store: wslease.LeaseStore) -> int:
                "seconds_left": round(lease.seconds_left(), 3) if lease else None,
                "lease": lease.to_json() if lease else None, "store": wslease.redact(store.url)}
     if not status.reachable:  # nothing could be read: an error, like any other
+        decided(EXIT_ABORT)  # a reader who leaves mid-output cannot change it (issue 18)
         payload["error"] = {"message": one_line(status.reason), "exit_code": EXIT_ABORT}
         if args.json:
             print(json.dumps(payload, indent=2))
