@@ -347,6 +347,14 @@ def test_cli_status_answers_fresh_stale_and_missing(store_url, ws):
     assert text.returncode == EXIT_PASS and "missing" in text.stdout
 
 
+def test_cli_text_says_acquired_and_renewed(store_url, ws):
+    """Issue 18: renewing printed "renewd workspace"."""
+    common = ["--workspace", ws, "--lease-url", store_url, "--holder", "alice"]
+    acquired, renewed = run_cli("acquire", *common), run_cli("renew", *common)
+    assert acquired.stdout.startswith(f"acquired workspace {ws} ") and acquired.returncode == EXIT_PASS
+    assert renewed.stdout.startswith(f"renewed workspace {ws} ") and renewed.returncode == EXIT_PASS
+
+
 def test_cli_default_holder_is_the_calling_process(store_url, ws):
     """Two commands run by one parent (a CI step's shell; here this test) are one holder."""
     common = ["--workspace", ws, "--lease-url", store_url]
