@@ -32,7 +32,7 @@ from relconsole.cli_workspace import register as register_workspace
 from relconsole.cli_options import workspace_lease_options
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
-from relconsole.engine.literal import literal, one_line
+from relconsole.engine.literal import counted, literal, one_line
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     from relconsole.engine.replay import Shard
@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="materialise the sample repository and open the console")
     demo.add_argument("--into", type=Path, default=None, help="directory to create (default: a temporary one)")
     demo.add_argument("--no-open", action="store_true", help="only materialise and print the path")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the temporary sample after the console quits (--into and --no-open always keep it)")
     demo.add_argument("--today", type=_date, default=None)
     _keymap_option(demo)
 
@@ -578,12 +580,19 @@ def cmd_check_split(args) -> int:
               "(check-split judges a merge by what it adds beyond its parents)", file=sys.stderr)
         return EXIT_PASS
     if args.staged:
-        found = splitcheck.staged_offences(root)
+        paths, found = splitcheck.staged_check(root)
+        checked = f"the staged commit ({counted(paths, 'path')})"
     else:
-        found = splitcheck.check_split(root, args.range)
-    payload = {"offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
+        commits, found = splitcheck.check_range(root, args.range)
+        checked = f"{counted(commits, 'commit')} in {one_line(args.range)}"
+    payload = {"range": args.range, "staged": bool(args.staged), "commits_checked": 1 if args.staged else commits,
+               "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
     code = EXIT_REJECT if found else EXIT_PASS
-    _emit(args, payload, [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found], code=code)
+    lines = [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found]
+    _emit(args, payload, lines or [f"split check (§9): {checked} checked, no offence"],
+          code=code)
+    if found and not args.json:  # stdout stays one line per offence, for scripts
+        print(f"relconsole: split check (§9): {checked} checked, {counted(len(found), 'offence')}", file=sys.stderr)
     return code
 
 
@@ -620,7 +629,21 @@ def cmd_demo(args) -> int:
     if console is None:
         return EXIT_PASS
     app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
-    return app.run() or 0
+    try:
+        return app.run() or 0  # the sample's decision is reject: quitting exits 1
+    finally:
+        _remove_or_keep(path, keep=args.keep or args.into is not None)
+
+
+def _remove_or_keep(sample: Path, keep: bool) -> None:
+    """After the demo's console: remove its temporary sample unless ``keep``; say which."""
+    import shutil
+    if keep:
+        print(f"relconsole: the sample repository stays in {one_line(sample)}", file=sys.stderr)
+        return
+    shutil.rmtree(sample, ignore_errors=True)
+    print(f"relconsole: removed the temporary sample repository {one_line(sample)} "
+          "(relconsole demo --keep keeps it)", file=sys.stderr)
 
 
 def cmd_screenshots(args) -> int:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # imported by the commands themselves: the parser must not lo
     from relconsole.engine import wslease
 
 ACTIONS = ("acquire", "renew", "release", "status")
+PAST = {"acquire": "acquired", "renew": "renewed"}
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -92,7 +93,7 @@ def _change(args, store: wslease.LeaseStore) -> int:
     act = store.acquire if args.workspace_command == "acquire" else store.renew
     lease = act(args.workspace, holder, args.ttl_seconds)
     _print(args, lease.to_json() | {"store": wslease.redact(store.url)},
-           f"{args.workspace_command}d workspace {lease.workspace} for {lease.holder}: generation "
+           f"{PAST[args.workspace_command]} workspace {lease.workspace} for {lease.holder}: generation "
            f"{lease.generation}, expires {lease.to_json()['expires']} ({lease.seconds_left():.1f} s left), "
            f"lease {lease.id}")
     return EXIT_PASS
