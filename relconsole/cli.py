@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
-from relconsole import cli_help
+from relconsole import cli_help, cli_pipe
 from relconsole.cli_completion import autocomplete
 from relconsole.cli_completion import register as register_completion
 from relconsole.cli_confirm import register as register_confirm
@@ -28,7 +28,7 @@ from relconsole.cli_workspace import register as register_workspace
 from relconsole.cli_options import workspace_lease_options
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, CommitRefused, RelconsoleError, UsageError)
-from relconsole.engine.literal import literal, one_line
+from relconsole.engine.literal import counted, literal, one_line
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     import datetime as dt
@@ -139,6 +139,8 @@ def build_parser(only: str | None = None, *, everything: bool = True) -> argpars
     demo = sub.add_parser("demo", help="materialise the sample repository and open the console")
     demo.add_argument("--into", type=Path, default=None, help="directory to create (default: a temporary one)")
     demo.add_argument("--no-open", action="store_true", help="only materialise and print the path")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the temporary sample after the console quits (--into and --no-open always keep it)")
     demo.add_argument("--today", type=_date, default=None)
     _keymap_option(demo)
 
@@ -284,11 +286,14 @@ def _load(args, deferred: bool = False) -> Review:
                            deferred=deferred)
 
 
-def _emit(args, payload: dict, lines: list[str], errors=()) -> None:
+def _emit(args, payload: dict, lines: list[str], errors=(), code: int | None = None) -> None:
     """Print ``payload`` as JSON (``json.dumps`` escapes every control), or ``lines`` as text
     through ``literal`` (a commit message carries drafted text; issue 18), with each bad file
-    on stderr."""
+    on stderr. ``code`` is the command's decision (§8), recorded first so that a reader who
+    leaves mid-output cannot change the exit code (issue 18)."""
     import json
+    if code is not None:
+        cli_pipe.decided(code)
     if getattr(args, "json", False):
         print(json.dumps(payload, indent=2, default=str))
         return
@@ -318,10 +323,9 @@ def cmd_bind(args) -> int:
         lines = [f"{b.touched.status}  {one_line(b.path)}  {b.state}"
                  + (f"  {', '.join(b.relations)}" if b.relations else "")
                  + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "") for b in review.bindings]
-        _emit(args, payload, lines, review.errors)
-        if review.errors:
-            return EXIT_BAD_INPUT
-        return EXIT_GAP if review.gaps() else EXIT_PASS
+        code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if review.gaps() else EXIT_PASS
+        _emit(args, payload, lines, review.errors, code)
+        return code
     finally:
         review.close()
 
@@ -339,7 +343,7 @@ def cmd_run(args) -> int:
     try:
         if review.errors:
             finish_review(review)  # every bad file in one report
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
         if ids is None:
@@ -354,7 +358,7 @@ def cmd_run(args) -> int:
             results = run_review(review, ids, report.results(total), replay_seed=args.replay_seed,
                                  replay_hashseed=args.replay_hashseed, meanwhile=lambda: finish_review(review))
         if review.errors:  # a bad quarantine file, found while the relations ran
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
         # the PR's decision, as gate, flags, the plugin and the console make it; --relation asks
         # only about the relations named
@@ -363,8 +367,9 @@ def cmd_run(args) -> int:
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
-        _emit(args, payload, lines)
-        return decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
+        code = decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
+        _emit(args, payload, lines, code=code)
+        return code
     finally:
         review.close()
 
@@ -400,9 +405,10 @@ def cmd_validate(args) -> int:
                     "path runs it, only run --all (add the paths it guards to owners)"
                     for r in (review.catalog.unowned() if review.catalog else [])]
         payload["warnings"] = warnings
+        code = EXIT_BAD_INPUT if review.errors else EXIT_PASS
         _emit(args, payload, lines + [f"warning: {one_line(w)}" for w in warnings]
-              or ([] if review.errors else ["ok"]), review.errors)
-        return EXIT_BAD_INPUT if review.errors else EXIT_PASS
+              or ([] if review.errors else ["ok"]), review.errors, code)
+        return code
     finally:
         review.close()
 
@@ -559,15 +565,16 @@ def cmd_bite(args) -> int:
     review = _load(args)
     try:
         if review.errors:
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
 
         def show(result):
             if not args.json:
                 print(f"{result.outcome:<8}  {one_line(result.label)}  {one_line(result.path)}:{result.line}", flush=True)
         report = bite(review, args.relation_id, show)
-        _emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())])
-        return {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
+        code = {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
+        _emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())], code=code)
+        return code
     finally:
         review.close()
 
@@ -582,7 +589,7 @@ def cmd_replay(args) -> int:
     review = _load(args)
     try:
         if review.errors:
-            _emit(args, {"errors": _errors_payload(review)}, [], review.errors)
+            _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
         importmap.ensure(review)
         options = ReplayOptions(args.runs, args.workspace, args.holder, args.ttl_seconds,
@@ -594,7 +601,7 @@ def cmd_replay(args) -> int:
         finally:
             store.close()
         overall = outcome.overall()  # the gate history is decide's: CI runs decide over the sheets
-        _emit(args, replay_payload(outcome), replay_lines(outcome))
+        _emit(args, replay_payload(outcome), replay_lines(outcome), code=overall.exit_code)
         return overall.exit_code
     finally:
         review.close()
@@ -612,12 +619,20 @@ def cmd_check_split(args) -> int:
               "(check-split judges a merge by what it adds beyond its parents)", file=sys.stderr)
         return EXIT_PASS
     if args.staged:
-        found = splitcheck.staged_offences(root)
+        paths, found = splitcheck.staged_check(root)
+        checked = f"the staged commit ({counted(paths, 'path')})"
     else:
-        found = splitcheck.check_split(root, args.range)
-    payload = {"offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
-    _emit(args, payload, [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found])
-    return EXIT_REJECT if found else EXIT_PASS
+        commits, found = splitcheck.check_range(root, args.range)
+        checked = f"{counted(commits, 'commit')} in {one_line(args.range)}"
+    payload = {"range": args.range, "staged": bool(args.staged), "commits_checked": 1 if args.staged else commits,
+               "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
+    code = EXIT_REJECT if found else EXIT_PASS
+    lines = [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found]
+    _emit(args, payload, lines or [f"split check (§9): {checked} checked, no offence"],
+          code=code)
+    if found and not args.json:  # stdout stays one line per offence, for scripts
+        print(f"relconsole: split check (§9): {checked} checked, {counted(len(found), 'offence')}", file=sys.stderr)
+    return code
 
 
 CONSOLE_MISSING = "the console needs textual: pip install 'relconsole[console]'"
@@ -653,7 +668,21 @@ def cmd_demo(args) -> int:
     if console is None:
         return EXIT_PASS
     app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
-    return app.run() or 0
+    try:
+        return app.run() or 0  # the sample's decision is reject: quitting exits 1
+    finally:
+        _remove_or_keep(path, keep=args.keep or args.into is not None)
+
+
+def _remove_or_keep(sample: Path, keep: bool) -> None:
+    """After the demo's console: remove its temporary sample unless ``keep``; say which."""
+    import shutil
+    if keep:
+        print(f"relconsole: the sample repository stays in {one_line(sample)}", file=sys.stderr)
+        return
+    shutil.rmtree(sample, ignore_errors=True)
+    print(f"relconsole: removed the temporary sample repository {one_line(sample)} "
+          "(relconsole demo --keep keeps it)", file=sys.stderr)
 
 
 def cmd_screenshots(args) -> int:
@@ -704,17 +733,43 @@ def _force_exit(code: int) -> None:
         os._exit(code)
 
 
+# Commands whose exit code is a decision (§8) even when it is 0: a reader who leaves their
+# output early gets that code. Any other command's 0 becomes 141 then (issue 18).
+DECIDING = frozenset({"bind", "run", "validate", "bite", "replay", "check-split", "decide", "gate",
+                      "confirm", "flags", "propose"})
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code of §8."""
+    """Entry point; returns the exit code of §8.
+
+    A reader that leaves early (``| head``, a closed pipe) never turns a decision into a pass:
+    the command's decision is the exit code when it was made (recorded before printing, or
+    returned, or any non-zero code), else 141 as shells expect of a writer whose reader left;
+    no traceback either way."""
     words = sys.argv[1:] if argv is None else argv
     completing = "_ARGCOMPLETE" in os.environ  # completion walks every command's options
     parser = build_parser(command_in(words), everything=completing)
     autocomplete(parser)  # a TAB in the shell: answer and exit (only when _ARGCOMPLETE is set)
     args = parser.parse_args(argv)
     _exit_cleanly_on_signals()  # after parsing: --help and usage errors need no handlers
+    cli_pipe.forget()
+    try:
+        code = _dispatch(args)
+        if code != EXIT_PASS or args.command in DECIDING:
+            cli_pipe.decided(code)
+        sys.stdout.flush()  # a reader that left shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        return cli_pipe.exit_code_after_broken_pipe()
+
+
+def _dispatch(args) -> int:
+    """Run the command ``args`` names; a RelconsoleError is reported (one line, JSON too with
+    ``--json``) and its exit code returned."""
     try:
         return COMMANDS[args.command](args)
     except RelconsoleError as exc:
+        cli_pipe.decided(exc.exit_code)
         if getattr(args, "json", False):
             error = {"message": exc.one_line(), "exit_code": exc.exit_code}
             if hasattr(exc, "path"):
@@ -728,6 +783,3 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `relconsole bind | head`: the reader left; say nothing more
-        sys.stderr.close()
-        return EXIT_PASS

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
+from relconsole.cli_pipe import decided
 from relconsole.cli_options import workspace_lease_options
 from relconsole.engine.defaults import CONFIRM_RUNS as DEFAULT_RUNS
 from relconsole.engine.defaults import CONFIRM_SIDES as SIDES
@@ -64,6 +65,7 @@ def cmd_confirm(args) -> int:
                 outcome = confirm_candidate(review, args.candidate_id, store, report.confirm, options=options)
         finally:
             store.close()
+        decided(outcome.exit_code)  # before printing: a reader who leaves cannot change it
         if args.json:
             print(json.dumps(outcome.to_json(), indent=2, default=str))
         else:

@@ -12,6 +12,7 @@ from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole.engine.errors import EXIT_PASS, RelconsoleError, UsageError
+from relconsole.cli_pipe import decided
 from relconsole.engine.literal import one_line
 
 if TYPE_CHECKING:  # imported by the commands themselves: the parser must not load the engine
@@ -111,6 +112,7 @@ def cmd_decide(args) -> int:
     except OSError as exc:
         raise RelconsoleError(f"cannot write decision.json: {exc}") from None
     recorded = None if args.no_history else _history(report, git_dir)
+    decided(report.exit_code)  # before printing: a reader who leaves cannot change it
     if args.json:
         payload = report.to_json() | {"decision_file": str(written), "history_recorded": recorded}
         print(json.dumps(payload, indent=2, default=str))

@@ -10,7 +10,8 @@ there yet) does not fail.
 from __future__ import annotations
 
 
-from relconsole.engine.literal import one_line
+from relconsole.cli_pipe import decided
+from relconsole.engine.literal import counted, one_line
 
 MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
 
@@ -36,7 +37,7 @@ def cmd_flags(args) -> int:
             run_review(review)
         items = merge_checklist(review)
         decision = review.decision()
-        code = review.exit_code()
+        code = decided(review.exit_code())  # before printing: a reader who leaves cannot change it
         if args.json:
             print(json.dumps({
                 "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
@@ -62,7 +63,7 @@ def cmd_flags(args) -> int:
         if any(review.acknowledgement(f) is None for f in review.flags):
             print("  (a reviewer who has read a flagged line clears it: relconsole ack ID --reason TEXT)")
         if review.split or review.split_problem:
-            print(f"split check in {span} (§9): " + (f"{len(review.split)} offence(s)" if review.split
+            print(f"split check in {span} (§9): " + (counted(len(review.split), "offence") if review.split
                                                       else f"not made: {one_line(review.split_problem)}"))
             for o in review.split:
                 print(f"  ✗ {o.commit[:10]}  {one_line(o.path)}  {one_line(o.why)}")

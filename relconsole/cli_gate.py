@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from relconsole.cli_options import workspace_lease_options
+from relconsole.cli_pipe import decided
 from relconsole.engine.errors import UsageError
 from relconsole.engine.literal import one_line
 
@@ -156,6 +157,7 @@ def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:
         from relconsole.engine.gate import history_decisions
         from relconsole.engine.report import record_decisions
         record_decisions(git_dir, history_decisions(payload))
+    decided(int(payload["exit_code"]))  # before printing: a reader who leaves cannot change it
     if args.json:
         print(json.dumps(payload | {"decision_file": str(written)}, indent=2, default=str))
     else:

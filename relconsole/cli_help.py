@@ -44,7 +44,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_BAD_INPUT: _BAD_ORACLE, EXIT_USAGE: _USAGE}),
     "demo": (
         "Build the sample repository (a small project with an oracle and an AI-written patch) in a "
-        "new directory and open the review console on it; --no-open only builds it and prints its path.",
+        "new directory and open the review console on it; quitting removes a temporary sample unless "
+        "--keep (an --into directory stays); --no-open only builds it and prints its path.",
         {EXIT_PASS: "the sample was built (and, with the console, you quit on a passing decision)",
          EXIT_REJECT: "the console closed on a reject decision",
          EXIT_GAP: "the console closed on a coverage gap",
@@ -182,7 +183,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "Check that every commit in BASE..HEAD (or, with --staged, the commit being made) keeps the "
         "commit discipline: a protected oracle path is never mixed with other paths, nor two kinds "
         "of oracle change in one commit. For CI and the pre-commit hook.",
-        {EXIT_PASS: "every commit keeps the discipline",
+        {EXIT_PASS: "every commit keeps the discipline (the range and the number of commits checked are printed)",
          EXIT_REJECT: "a commit mixes paths or kinds: one line per commit and path",
          EXIT_ABORT: _GIT + "; fetch full history (fetch-depth: 0) in CI",
          EXIT_BAD_INPUT: "pyproject.toml is not UTF-8 text",

@@ -21,7 +21,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, TextIO
 
-from relconsole.engine.literal import one_line
+from relconsole.engine.literal import counted, one_line
 
 HASH_MIN_BYTES = 4 << 20  # a corpus smaller than this hashes too fast to be worth a bar
 HASH_LINE_EVERY = 0.25  # without a terminal, a big corpus's hashing is a line per quarter
@@ -56,7 +56,7 @@ class Reporter:
 
     def results(self, total: int) -> Callable[[object], None]:
         """A ``run_review(progress=...)`` callback counting ``total`` relation results."""
-        self.begin(total, f"running {total} relation(s)")
+        self.begin(total, f"running {counted(total, 'relation')}")
         done = [0]
         lock = threading.Lock()
 

@@ -12,6 +12,7 @@ import os
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
+from relconsole.cli_pipe import decided
 from relconsole.engine.defaults import WORKSPACE_TTL_SECONDS
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, UsageError
 from relconsole.engine.literal import one_line
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # imported by the commands themselves: the parser must not lo
     from relconsole.engine import wslease
 
 ACTIONS = ("acquire", "renew", "release", "status")
+PAST = {"acquire": "acquired", "renew": "renewed"}
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -91,7 +93,7 @@ def _change(args, store: wslease.LeaseStore) -> int:
     act = store.acquire if args.workspace_command == "acquire" else store.renew
     lease = act(args.workspace, holder, args.ttl_seconds)
     _print(args, lease.to_json() | {"store": wslease.redact(store.url)},
-           f"{args.workspace_command}d workspace {lease.workspace} for {lease.holder}: generation "
+           f"{PAST[args.workspace_command]} workspace {lease.workspace} for {lease.holder}: generation "
            f"{lease.generation}, expires {lease.to_json()['expires']} ({lease.seconds_left():.1f} s left), "
            f"lease {lease.id}")
     return EXIT_PASS
@@ -108,6 +110,7 @@ def _status(args, store: wslease.LeaseStore) -> int:
                "seconds_left": round(lease.seconds_left(), 3) if lease else None,
                "lease": lease.to_json() if lease else None, "store": wslease.redact(store.url)}
     if not status.reachable:  # nothing could be read: an error, like any other
+        decided(EXIT_ABORT)  # a reader who leaves mid-output cannot change it (issue 18)
         payload["error"] = {"message": one_line(status.reason), "exit_code": EXIT_ABORT}
         if args.json:
             print(json.dumps(payload, indent=2))

@@ -16,7 +16,7 @@ from _pytest.runner import runtestprotocol
 
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.literal import one_line
+from relconsole.engine.literal import counted, one_line
 from relconsole.engine.owners import protected
 from relconsole.engine.report import counted_verdict, decision_fields, run_payload
 from relconsole.engine.review import Review, load_review, run_review
@@ -326,7 +326,7 @@ def _failing(payload: dict) -> str:
     if payload["decision"] not in _PASSING:
         return f"decision {payload['decision']} ({payload['reason']})"
     if payload["gaps"]:
-        return f"{len(payload['gaps'])} touched path(s) no relation owns (coverage gap)"
+        return f"{counted(len(payload['gaps']), 'touched path')} no relation owns (coverage gap)"
     return ""
 
 

@@ -53,12 +53,13 @@ def _pong(port: int) -> bool:
         return False
 
 
-def _start(binary: str, workdir: Path) -> tuple[subprocess.Popen, int]:
-    """Start a server on a free port; retried, since another process may take the port first."""
+def _start(binary: str, workdir: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, int]:
+    """Start a server on a free port (``extra``: more server options, e.g. ``--maxmemory 2mb``);
+    retried, since another process may take the port first."""
     for _ in range(5):
         port = _free_port()
         proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                 "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no"],
+                                 "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no", *extra],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + START_SECONDS
         while proc.poll() is None and time.monotonic() < deadline:
@@ -80,14 +81,15 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def private_redis():
-    """Yield ``(url, stop)``: ``redis://127.0.0.1:PORT/0`` of a fresh server, and a function
+def private_redis(*extra: str):
+    """Yield ``(url, stop)``: ``redis://127.0.0.1:PORT/0`` of a fresh server started with the
+    server options ``extra`` (e.g. ``"--maxmemory-policy", "allkeys-lru"``), and a function
     that stops it (safe to call twice). Skips (or fails, see module doc) without redis-server."""
     binary = redis_server_binary()
     if binary is None:
         no_redis("redis-server is not installed")
     workdir = Path(tempfile.mkdtemp(prefix="relconsole-redis-"))
-    proc, port = _start(binary, workdir)
+    proc, port = _start(binary, workdir, extra)
     try:
         yield f"redis://127.0.0.1:{port}/0", lambda: _stop(proc)
     finally:

@@ -289,3 +289,46 @@ def test_the_hook_judges_an_amended_commit_as_a_whole(repo):
     (repo / "src" / "app.py").write_text("v5\n")
     git(repo, "add", "src/app.py")
     assert git_commit("--amend", "--no-edit").returncode == 0  # code amended with code: fine
+
+
+def test_a_clean_range_says_what_it_checked(repo, capsys):
+    """Issue 18: check-split printed nothing on success; now the range and how many commits."""
+    for n in range(3):
+        commit(repo, f"code {n}", {"src/app.py": f"v{n + 2}\n"})
+    counted = int(git(repo, "rev-list", "--count", "start..HEAD"))
+    assert main(["check-split", "start..HEAD", "--repo", str(repo)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "start..HEAD" in line and f"{counted} commits" in line
+    code = main(["check-split", "start..HEAD", "--repo", str(repo), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0 and (payload["range"], payload["commits_checked"], payload["offences"]) == ("start..HEAD", counted, [])
+    assert payload["staged"] is False
+
+
+def test_one_commit_is_counted_in_the_singular(repo, capsys):
+    commit(repo, "code", {"src/app.py": "v2\n"})
+    assert main(["check-split", "start..HEAD", "--repo", str(repo)]) == 0
+    out = capsys.readouterr().out
+    assert "1 commit " in out and "1 commits" not in out
+
+
+def test_an_offending_range_keeps_one_stdout_line_per_offence_and_counts_in_json(repo, capsys):
+    commit(repo, "code", {"src/app.py": "v2\n"})
+    commit(repo, "mixed", {"src/app.py": "v3\n", "oracle/freezes.json": "[1]\n"})
+    assert main(["check-split", "start..HEAD", "--repo", str(repo), "--json"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["commits_checked"] == 2 and len(payload["offences"]) == 1
+    assert main(["check-split", "start..HEAD", "--repo", str(repo)]) == 1
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 1 and "2 commits" in captured.err
+
+
+def test_a_clean_staged_commit_says_what_it_checked(repo, capsys):
+    (repo / "src" / "app.py").write_text("v3\n")
+    git(repo, "add", "-A")
+    assert main(["check-split", "--staged", "--repo", str(repo)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "staged" in line and "1 path" in line
+    assert main(["check-split", "--staged", "--repo", str(repo), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert (payload["range"], payload["staged"], payload["commits_checked"], payload["offences"]) == (None, True, 1, [])

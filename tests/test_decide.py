@@ -28,14 +28,17 @@ STORE = f"sqlite://{STORE_FILE}"  # a real store where workspace pr-42 is at gen
 
 @pytest.fixture(autouse=True, scope="module")
 def _store_at_generation_7():
-    """The store the sheets name, with workspace pr-42 acquired seven times (generation 7)."""
+    """The store the sheets name, with workspace pr-42's counter at 7 (a store that counted
+    acquisitions before generations became clock-based; the next one jumps past the clock)."""
+    import sqlite3
+
     from relconsole.engine.wslease import open_store
     STORE_FILE.parent.mkdir(parents=True, exist_ok=True)
     STORE_FILE.unlink(missing_ok=True)
+    open_store(STORE, ".").close()  # creates the tables
+    with sqlite3.connect(STORE_FILE) as db:
+        db.execute("INSERT INTO generations VALUES ('pr-42', 7)")
     store = open_store(STORE, ".")
-    for _ in range(7):
-        store.acquire("pr-42", "ci@worker-1", 60)
-        store.release("pr-42", "ci@worker-1")
     assert store.generation("pr-42") == 7
     store.close()
     yield

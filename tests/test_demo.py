@@ -329,3 +329,38 @@ def test_default_target_is_a_fresh_temporary_directory():
         assert not list(root.rglob("__pycache__"))
     finally:
         shutil.rmtree(root)
+
+
+@pytest.fixture
+def quitting_console(monkeypatch, tmp_path):
+    """The demo's console, quit at once with the sample's decision (reject, exit 1); temporary
+    directories go under ``tmp_path/tmp``. Yields the list of repositories it was opened on."""
+    app = pytest.importorskip("relconsole.console.app")
+    opened: list[Path] = []
+
+    def run(self, *args, **kwargs):
+        opened.append(Path(self.repo_path))
+        assert (opened[-1] / ".git").is_dir()  # the sample exists while the console runs
+        return 1
+    monkeypatch.setattr(app.ReviewApp, "run", run)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    yield opened
+
+
+def test_quitting_the_demo_removes_its_temporary_sample(quitting_console, capsys):
+    """Issue 18: the demo left its relconsole-demo-XXXX folder behind."""
+    from relconsole.cli import main
+    assert main(["demo", "--today", TODAY.isoformat()]) == 1  # the sample's decision: reject
+    [opened] = quitting_console
+    assert opened.name.startswith("relconsole-demo-") and not opened.exists()
+    assert "--keep" in capsys.readouterr().err
+
+
+def test_keep_and_into_leave_the_sample_in_place(quitting_console, tmp_path):
+    from relconsole.cli import main
+    assert main(["demo", "--today", TODAY.isoformat(), "--keep"]) == 1
+    assert main(["demo", "--today", TODAY.isoformat(), "--into", str(tmp_path / "mine")]) == 1
+    kept, into = quitting_console
+    assert (kept / ".git").is_dir() and (into / ".git").is_dir() and into == tmp_path / "mine"

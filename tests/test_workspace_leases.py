@@ -74,7 +74,7 @@ def test_an_expired_lease_is_taken_over_and_the_generation_rises(store, ws):
     assert expired.state == "stale" and "expired" in expired.reason and expired.lease == first
     second = store.acquire(ws, "bob", 30)
     assert second.holder == "bob" and second.id != first.id
-    assert second.generation == first.generation + 1 == store.generation(ws)
+    assert second.generation > first.generation and second.generation == store.generation(ws)
     assert store.status(ws, "bob").state == "fresh" and store.status(ws, "alice").state == "stale"
 
 
@@ -114,7 +114,7 @@ def test_release_ends_the_lease_and_keeps_the_generation(store, ws):
     assert (status.state, status.lease, status.generation) == ("missing", None, held.generation)
     with pytest.raises(NotHolder):
         store.release(ws, "alice")
-    assert store.acquire(ws, "bob", 30).generation == held.generation + 1
+    assert store.acquire(ws, "bob", 30).generation > held.generation
 
 
 def test_list_shows_expired_leases_but_not_released_ones(store, ws):
@@ -139,7 +139,8 @@ def test_a_ttl_must_be_a_positive_number_of_seconds(store, ws, ttl):
 
 def test_random_operations_follow_the_single_holder_model(store, ws):
     """200 random acquire/renew/release calls by three holders (TTLs too long to lapse)
-    agree with a model of one holder and a counter that rises on every new acquisition."""
+    agree with a model of one holder and a generation that rises on every new acquisition
+    and stays put otherwise."""
     rng = random.Random(ws)
     holder, generation = None, 0
     for _ in range(200):
@@ -152,8 +153,10 @@ def test_random_operations_follow_the_single_holder_model(store, ws):
             with pytest.raises(error):
                 call()
             continue
-        call()
-        generation += op == "acquire" and holder is None
+        result = call()
+        if op == "acquire" and holder is None:
+            assert result.generation > generation
+            generation = result.generation
         holder = None if op == "release" else who
         assert (store.get(ws).holder if store.get(ws) else None) == holder
         assert store.generation(ws) == generation
@@ -194,7 +197,7 @@ def test_racing_processes_have_exactly_one_winner_per_round(store_url, ws):
         winners = [row for row in mine if row[2] == "won"]
         assert len(mine) == RACERS and len(winners) == 1, mine
         winner = winners[0][1]
-        assert winners[0][3:] == (winner, 1)
+        assert winners[0][3] == winner and winners[0][4] > 0
         losers = [row for row in mine if row is not winners[0]]
         assert all(row[2] == "held" and row[3] == winner and winner in row[4] for row in losers), losers
     assert all(proc.exitcode == 0 for proc in procs)
@@ -230,7 +233,7 @@ def test_a_killed_holder_blocks_others_until_its_ttl_lapses(store, store_url, ws
     assert store.status(ws, "heir").state == "stale" and store.status(ws).state == "fresh"
     wait_until_expired(store, ws)
     heir = store.acquire(ws, "heir", 30)
-    assert heir.holder == "heir" and heir.generation == generation + 1
+    assert heir.holder == "heir" and heir.generation > generation
 
 
 # --- unreachable stores --------------------------------------------------------------
@@ -260,7 +263,7 @@ def test_a_redis_server_that_goes_away_leaves_a_stale_lease(ws):
     """Redis only (its own server, stopped mid-lease); the SQLite twin is the test above."""
     with private_redis() as (url, stop):
         store = open_store(url, ".")
-        assert store.acquire(ws, "alice", 30).generation == 1
+        assert store.acquire(ws, "alice", 30).generation > 0
         stop()
         status = store.status(ws, "alice")
         assert (status.state, status.lease, status.reachable) == ("stale", None, False)
@@ -309,7 +312,9 @@ def test_cli_acquire_has_one_winner_and_names_the_holder(store_url, ws):
     won = run_cli("acquire", *common, "--holder", "alice", "--ttl-seconds", "30", "--json")
     assert won.returncode == EXIT_PASS, won.stderr
     lease = json.loads(won.stdout)
-    assert (lease["holder"], lease["workspace"], lease["generation"]) == ("alice", ws, 1)
+    assert (lease["holder"], lease["workspace"]) == ("alice", ws)
+    with open_store(store_url, ".") as store:
+        assert lease["generation"] == store.generation(ws) > 0
     lost = run_cli("acquire", *common, "--holder", "bob")
     assert lost.returncode == EXIT_ABORT and lost.stdout == ""
     assert len(lost.stderr.splitlines()) == 1 and "alice" in lost.stderr
@@ -326,18 +331,28 @@ def test_cli_status_answers_fresh_stale_and_missing(store_url, ws):
         assert done.returncode == EXIT_PASS, done.stderr
         return json.loads(done.stdout)
 
-    assert run_cli("acquire", *common, "--holder", "alice").returncode == EXIT_PASS
+    acquired = run_cli("acquire", *common, "--holder", "alice", "--json")
+    assert acquired.returncode == EXIT_PASS, acquired.stderr
+    generation = json.loads(acquired.stdout)["generation"]
     held = status()
-    assert (held["state"], held["holder"], held["generation"]) == ("fresh", "alice", 1)
+    assert (held["state"], held["holder"], held["generation"]) == ("fresh", "alice", generation)
     assert 0 < held["seconds_left"] <= 600
     assert status("--holder", "bob")["state"] == "stale"
     assert run_cli("release", *common, "--holder", "bob").returncode == EXIT_ABORT
     assert run_cli("release", *common, "--holder", "alice").returncode == EXIT_PASS
     gone = status()
-    assert (gone["state"], gone["holder"], gone["generation"]) == ("missing", None, 1)
+    assert (gone["state"], gone["holder"], gone["generation"]) == ("missing", None, generation)
     assert {held["state"], gone["state"]} <= set(STATES)
     text = run_cli("status", *common)
     assert text.returncode == EXIT_PASS and "missing" in text.stdout
+
+
+def test_cli_text_says_acquired_and_renewed(store_url, ws):
+    """Issue 18: renewing printed "renewd workspace"."""
+    common = ["--workspace", ws, "--lease-url", store_url, "--holder", "alice"]
+    acquired, renewed = run_cli("acquire", *common), run_cli("renew", *common)
+    assert acquired.stdout.startswith(f"acquired workspace {ws} ") and acquired.returncode == EXIT_PASS
+    assert renewed.stdout.startswith(f"renewed workspace {ws} ") and renewed.returncode == EXIT_PASS
 
 
 def test_cli_default_holder_is_the_calling_process(store_url, ws):

@@ -39,7 +39,7 @@ from relconsole.engine import actions, checklist, gatehealth
 from relconsole.engine.bite import cached_verdict
 from relconsole.engine.confirm import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.literal import literal, one_line
+from relconsole.engine.literal import counted, literal, one_line
 from relconsole.engine.replay import (SHEET_SUFFIX, Cancel, ReplayOptions, Shard, default_artifacts,
                                      load_workspace_leases, replay, to_replay)
 from relconsole.engine.report import record_decisions
@@ -227,7 +227,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         for problem in keymap.problems[:KEYMAP_PROBLEMS_SHOWN]:
             self.notify(one_line(problem), title="keymap", severity="warning", markup=False, timeout=30)
         if len(keymap.problems) > KEYMAP_PROBLEMS_SHOWN:
-            self.notify(f"{len(keymap.problems) - KEYMAP_PROBLEMS_SHOWN} more keymap problem(s) in "
+            self.notify(f"{counted(len(keymap.problems) - KEYMAP_PROBLEMS_SHOWN, 'more keymap problem')} in "
                         f"{one_line(keymap.path)}", title="keymap", severity="warning", markup=False, timeout=30)
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
@@ -425,7 +425,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                                         for r in relations if r is not None], refilter)
 
     def refresh_status(self) -> None:
-        running = f"running {len(self.running)} relation(s)…" if self.running else ""
+        running = f"running {counted(len(self.running), 'relation')}…" if self.running else ""
         self.query_one("#status", StatusLine).show_decision(self.review, running)
 
     # --- detail strip and detail screens ------------------------------------------------
@@ -639,7 +639,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             finally:
                 store.close()
             record_decisions(review.repo.common_dir, list(outcome.decisions.values()))
-            message = f"{len(outcome.sheets)} sheet(s) in {outcome.artifacts}"
+            message = f"{counted(len(outcome.sheets), 'sheet')} in {outcome.artifacts}"
             failed = None
         except RelconsoleError as exc:
             failed, message = exc.one_line(), ""
@@ -891,7 +891,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
         body = views.freeze_body(review, row)
         fields = [("reason", "Reason (required: why is this miss tolerable for now?)", "", "flaky because …"),
-                  ("expires", f"Expires (at most {policy.max_days} days from today)", row["expires"], "YYYY-MM-DD")]
+                  ("expires", f"Expires (at most {counted(policy.max_days, 'day')} from today)", row["expires"], "YYYY-MM-DD")]
         self.push_screen(FormScreen(f"Commit a freeze for {rid}", body, fields, check),
                          lambda values: values and self._freeze(row, values))
 
@@ -977,7 +977,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         if not self.pending:
             self._quit()
             return
-        self.push_screen(ConfirmScreen("Quit?", f"{len(self.pending)} accepted item(s) are not committed yet "
+        self.push_screen(ConfirmScreen("Quit?", f"{counted(len(self.pending), 'accepted item')} {'is' if len(self.pending) == 1 else 'are'} not committed yet "
                                                 "(press c to commit them). Quit anyway?"),
                          lambda yes: yes and self._quit())
 

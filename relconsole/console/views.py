@@ -20,7 +20,7 @@ from relconsole.engine.actions import OVERRIDE, base_miss_advice
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.leases import check_renewal
-from relconsole.engine.literal import one_line
+from relconsole.engine.literal import counted, one_line
 from relconsole.engine.review import Review
 
 
@@ -393,7 +393,7 @@ def renewal_body(review: Review, status, limit: dt.date) -> str:
             f"owner: {', '.join(status.lease.owners)} · you: {me}\n"
             f"One lease: commit on {review.oracle_branch} with only {status.source};\n"
             f"sha256 stays {status.lease.sha256[:16]}…; at most {limit.isoformat()} "
-            f"({review.layout.renew_max_days} days from today).")
+            f"({counted(review.layout.renew_max_days, 'day')} from today).")
 
 
 def renewal_blocker(review: Review, status, limit: dt.date) -> str | None:

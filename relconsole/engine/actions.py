@@ -24,7 +24,7 @@ from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleErr
 from relconsole.engine.freezes import check_new_row
 from relconsole.engine.gitio import TreeView, author_ident, resolve
 from relconsole.engine.leases import check_renewal, rehash_preview
-from relconsole.engine.literal import one_line
+from relconsole.engine.literal import counted, one_line
 from relconsole.engine.owners import protected
 from relconsole.engine.patchflags import BlobReader
 from relconsole.engine.replay import SHEET_SUFFIX, default_artifacts
@@ -119,7 +119,7 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         changes += _catalog_with(view, review.layout.catalog, candidates)
     changes += _seeds_with(review, view, rows) + _shrink_quarantine(view, rows)
     _refuse_unloadable(review, view, changes, candidates)
-    names = [one_line(c.id) for c in candidates] + ([f"{len(rows)} seed row(s) for "
+    names = [one_line(c.id) for c in candidates] + ([f"{counted(len(rows), 'seed row')} for "
                                                     + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
                                                    if rows else [])
     body = "".join(f"Accepted from quarantine: {one_line(c.path)}\n" + "".join(
@@ -267,7 +267,7 @@ def delete(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         raise UsageError("nothing to delete")
     changes = [FileChange(c.path, None) for c in candidates]
     changes += _shrink_quarantine(_tip_view(review), rows)
-    names = [one_line(c.id) for c in candidates] + ([f"{len(rows)} drafted seed row(s) for "
+    names = [one_line(c.id) for c in candidates] + ([f"{counted(len(rows), 'drafted seed row')} for "
                                                     + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
                                                    if rows else [])
     body = "".join(f"{one_line(c.path)}: {one_line('; '.join(c.reasons) or 'deleted by reviewer')}\n"

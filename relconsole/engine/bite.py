@@ -62,6 +62,7 @@ from relconsole.engine.owners import protected
 from relconsole.engine.review import Review, import_paths, plan_for
 from relconsole.engine.runner import RunPlan, RunRecord, draw_seed, evaluate_once
 from relconsole.engine.workspace import build_run_tree, scratch_dir
+from relconsole.engine.literal import counted
 
 CACHE_FILE = ("relconsole", "bite.json")
 CACHE_ENTRIES = 500
@@ -126,11 +127,11 @@ class BiteVerdict:
         shows the same words."""
         if self.verdict == BITES:
             crashes = f" ({self.crashed} by an exception)" if self.crashed else ""
-            return f"{BITES}: caught {self.caught} of {self.total} mutations{crashes}"
+            return f"{BITES}: caught {self.caught} of {counted(self.total, 'mutation')}{crashes}"
         if self.verdict == CRASH_ONLY:
-            return (f"{CRASH_ONLY}: caught {self.caught} of {self.total} mutations, "
+            return (f"{CRASH_ONLY}: caught {self.caught} of {counted(self.total, 'mutation')}, "
                     "every one by an exception or a timeout, none by the comparison")
-        return f"{NO_BITE}: caught {self.caught} of {self.total} mutations"
+        return f"{NO_BITE}: caught {self.caught} of {counted(self.total, 'mutation')}"
 
     def to_json(self) -> dict:
         """``{"verdict", "caught", "crashed", "total"}``: the ``bite`` field of ``run --json``."""
@@ -963,7 +964,7 @@ def _counts(chosen: list[tuple[str, mutations.Mutant]], called_by: dict) -> str:
 def _spent(first: list, spare: list, targets: _Targets) -> str:
     """One note: how the mutants were spent over the functions, tier by tier."""
     total = len(first) + len(spare)
-    text = f"the {total} mutants: {len(first)} in what it calls and their callees"
+    text = f"the {counted(total, 'mutant')}: {len(first)} in what it calls and their callees"
     text += f" ({_counts(first, targets.called_by)})" if first else ""
     if targets.spare:
         text += f"; {len(spare)} in the other public methods of the classes it uses"

@@ -213,7 +213,7 @@ def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: i
     encoded = params.get("encoded")
     if encoded is not None and not (isinstance(encoded, str) and encoded or isinstance(encoded, list) and encoded
                                     and all(isinstance(w, str) and w for w in encoded)):
-        raise BadInputError(source, f"relation {raw['id']!r}: params.encoded names the type(s) f encodes to "
+        raise BadInputError(source, f"relation {raw['id']!r}: params.encoded names what f encodes to "
                                     "(str, bytes, a list of them)", loaded.line_of(("relations", index, "params")))
     if raw["compare"] == "tolerance" and "quantum" not in raw:
         raise BadInputError(source, f"relation {raw['id']!r}: compare tolerance needs a quantum", line)

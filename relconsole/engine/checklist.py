@@ -31,6 +31,7 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.freezes import LIVE, parse_rows
 from relconsole.engine.yamlload import load_yaml_text
+from relconsole.engine.literal import counted
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 _ACCEPTED = re.compile(r"^Accepted (?:from quarantine: (?P<candidate>.+)|seed row (?P<seeds>.+?):(?P<line>\d+): )")
@@ -216,10 +217,10 @@ def _reruns_counted(review) -> Item:
             unknown.append(f"{row.relation_id}: {result.outcome}, not judged ({result.verdict.reason}): "
                            "no rerun was due")
         elif len(result.reruns) == row.reruns:
-            good.append(f"{row.relation_id}: {len(result.reruns)} of {row.reruns} reruns executed, "
+            good.append(f"{row.relation_id}: {len(result.reruns)} of {counted(row.reruns, 'rerun')} executed, "
                         f"{result.rerun_passes} passed (needed {row.pass_needed})")
         else:
-            bad.append(f"{row.relation_id}: {len(result.reruns)} reruns recorded, the freeze asks for {row.reruns}")
+            bad.append(f"{row.relation_id}: {counted(len(result.reruns), 'rerun')} recorded, the freeze asks for {row.reruns}")
     return _item(key, title, bad, good, unknown)
 
 

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
+from relconsole.engine.literal import counted
+
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/relconsole/"
@@ -85,6 +87,11 @@ def text_lines(payload: dict) -> list[str]:
     lines += [f"{c['decision']} {c['reason']}: {c['detail']}" for c in payload.get("causes", [])
               if c["reason"] in EVIDENCE_REASONS]
     return lines
+
+
+def _shards(shards: object) -> str:
+    """``"1 shard"``, ``"4 shards"``; a value that is not a count is shown as given."""
+    return counted(shards, "shard") if isinstance(shards, int) and not isinstance(shards, bool) else f"{shards} shards"
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -315,7 +322,7 @@ def summary_markdown(payload: dict) -> str:
              + (f" for relation {md_text(payload['relation_id'])}" if payload.get("relation_id") else "")
              + (f": {md_text(_cut(payload['detail']))}" if payload.get("detail") else ""), "",
              f"base {md_text(payload.get('base'))} · merge base {md_text(str(payload.get('merge_base'))[:12])} · "
-             f"head {md_text(str(payload.get('head'))[:12])} · {md_text(payload.get('shards', 1))} shard(s)", ""]
+             f"head {md_text(str(payload.get('head'))[:12])} · {md_text(_shards(payload.get('shards', 1)))}", ""]
     for section in (_md_relations, _md_flags, _md_gaps, _md_split, _md_checklist, _md_leases, _md_evidence,
                     _md_errors):
         lines += section(payload)

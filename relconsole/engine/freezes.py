@@ -17,6 +17,7 @@ from relconsole.engine.errors import BadInputError
 from relconsole.engine.jsonnumbers import loads
 from relconsole.engine.schemacheck import first_error, shipped_part
 from relconsole.engine.yamlload import load_yaml_text
+from relconsole.engine.literal import counted
 
 LIVE, EXPIRED, INVALID = "live", "expired", "invalid"
 
@@ -188,7 +189,7 @@ def check_new_row(row: dict, catalog: Catalog, today: dt.date) -> str | None:
     if expires <= today:
         return f"expiry {expires.isoformat()} is not after today"
     if (expires - today).days > relation.freeze.max_days:
-        return f"expiry {expires.isoformat()} beyond the policy's {relation.freeze.max_days} days"
+        return f"expiry {expires.isoformat()} beyond the policy's {counted(relation.freeze.max_days, 'day')}"
     return None
 
 

@@ -29,6 +29,7 @@ from relconsole.engine.checklist import merge_checklist
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, RelconsoleError, UsageError
 from relconsole.engine.sheets import DECISION_FILE, MANIFEST_PATTERN, Fences, decide_sheets, write_json
+from relconsole.engine.literal import counted
 
 GATE_VERSION = 1
 PART_PATTERN = "gate-shard-*-of-*.json"
@@ -251,7 +252,7 @@ def _incomplete_parts(directory: Path, parts: list[dict]) -> list[Decision]:
     keys = {(p["shard_total"], p["head"], p.get("merge_base"), p.get("base")) for p in parts}
     if len(keys) > 1:
         return [incomplete(f"gate parts under {directory} come from different gates: "
-                           + "; ".join(f"{n} shards of {str(h)[:12]}" for n, h, _, _ in sorted(keys, key=str)))]
+                           + "; ".join(f"{counted(n, 'shard')} of {str(h)[:12]}" for n, h, _, _ in sorted(keys, key=str)))]
     total = parts[0]["shard_total"]
     seen = {p["shard_index"] for p in parts}
     problems = []

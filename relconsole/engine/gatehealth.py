@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relconsole.engine.decision import ORDER, ROWS, Decision
+from relconsole.engine.literal import counted
 
 HISTORY = ("relconsole", "decisions.jsonl")
 ONLY_FREEZE_MIN_DAYS = 2  # distinct days with decisions before "only freeze fires" is a pattern
@@ -91,14 +92,14 @@ class GateStats:
         """The stats as plain text lines: the window, each §8 row's count and meaning, then
         the decision words, skipped lines, warnings and notes (``relconsole stats``, console)."""
         span = f" ({self.first} .. {self.last})" if self.first else ""
-        lines = [f"gate health: last {self.days} days, {self.total} decision{'' if self.total == 1 else 's'}{span}"]
+        lines = [f"gate health: last {counted(self.days, 'day')}, {counted(self.total, 'decision')}{span}"]
         for n, (decision, reason, evidence) in ROWS.items():
             evidence += "; or reject freeze_not_allowed by policy" if n == 8 else ""
             lines.append(f"row {n}  {self.by_row[str(n)]:>5}  {decision:<6}  {reason:<22}  {evidence}")
         lines.append(f"row -  {self.by_row['none']:>5}  (no table row: nothing missed)")
         lines.append("  ".join(f"{word} {count}" for word, count in self.by_decision.items()))
         if self.skipped:
-            lines.append(f"skipped {self.skipped} unreadable history lines")
+            lines.append(f"skipped {counted(self.skipped, 'unreadable history line')}")
         return lines + [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
 
 
@@ -162,7 +163,7 @@ def stats(git_dir: str | os.PathLike | None, days: int = 7, now: dt.datetime | N
     if not exists:
         result.notes.append("no decision history yet: nothing has been decided in this repository")
     elif not window:
-        result.notes.append(f"no decisions in the last {days} days")
+        result.notes.append(f"no decisions in the last {counted(days, 'day')}")
     return result
 
 
@@ -170,9 +171,9 @@ def _warnings(window: list[tuple[dt.datetime, dict]], result: GateStats) -> list
     out = []
     day_count = len({at.date() for at, _ in window})
     if day_count >= ONLY_FREEZE_MIN_DAYS and result.by_decision["freeze"] == result.total:
-        out.append(f"only freeze fired ({result.total} decisions over {day_count} days): rows 1-7 "
+        out.append(f"only freeze fired ({counted(result.total, 'decision')} over {counted(day_count, 'day')}): rows 1-7 "
                    "never fire, so the gate is broken or every relation is flaky")
     if result.total >= NEVER_ABORT_MIN and result.by_decision["abort"] == 0:
-        out.append(f"{result.total} decisions and never an abort: workspace leases may never be "
+        out.append(f"{counted(result.total, 'decision')} and never an abort: workspace leases may never be "
                    "checked (row 2) and sheets may never lack a field (row 1)")
     return out

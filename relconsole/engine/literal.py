@@ -35,3 +35,10 @@ def _escape(match: re.Match) -> str:
 def one_line(text: object) -> str:
     """``literal(text)`` with newlines and tabs shown as ``\\n`` / ``\\t`` (for a cell)."""
     return literal(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``"1 decision"``, ``"0 decisions"``, ``"3 entries"``: ``count`` and the noun in the
+    number it takes (``plural`` when it is not ``noun + "s"``). Words are the caller's own,
+    never untrusted text."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from relconsole.engine.canon import canonical, differences, path_text
+from relconsole.engine.literal import counted
 from relconsole.engine.subject.harness import (check_raisable, kept_type, pack_order, raise_field, same_value,
                                                step_changes_nothing)
 
@@ -436,7 +437,7 @@ def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
     if isinstance(before, (list, set, frozenset)) and isinstance(after, (list, set, frozenset)):
         kept = {canonical_key(v) for v in after}
         lost = [v for v in before if canonical_key(v) not in kept]
-        return [f"{path_text(path)} lost {len(lost)} member(s), e.g. {lost[0]!r}"] if lost else []
+        return [f"{path_text(path)} lost {counted(len(lost), 'member')}, e.g. {lost[0]!r}"] if lost else []
     if isinstance(before, (int, float)) and isinstance(after, (int, float)):
         return [path_text(path)] if after < before else []
     return [] if before == after else [path_text(path)]
@@ -680,7 +681,7 @@ def followup_words(rel: dict, rows: list[Any], seed: int, corpus: bool = True) -
             points = split_points(len(rows), splits, random.Random(seed)) if not isinstance(splits, list) else split_points(len(rows), splits)
             where = f"split at row{'s' * (len(points) > 1)} {', '.join(map(str, points))} of {len(rows)}" if points else "not split (no rows)"
         else:
-            where = f"each seed split at {len(splits) if isinstance(splits, list) else int(splits)} point(s)"
+            where = f"each seed split at {counted(len(splits) if isinstance(splits, list) else int(splits), 'point')}"
         return f"{where}; the parts run separately, merged by {merge}, compared with the whole"
     if kind == "monotonic":
         name, step, cap = params.get("field"), params.get("step", 1), params.get("max")

@@ -187,11 +187,17 @@ def check_split(repo_dir: str | Path, spec: str, layout: Layout | None = None) -
     """Every offence in ``spec``, oldest commit first. ``layout`` defaults to the one in the
     range start's ``pyproject.toml`` ([tool.relconsole]): the base's, so a branch cannot
     move its own gate (§2). Raises UsageError, GitError, BadInputError (a malformed pyproject)."""
+    return check_range(repo_dir, spec, layout)[1]
+
+
+def check_range(repo_dir: str | Path, spec: str, layout: Layout | None = None) -> tuple[int, list[Offence]]:
+    """``(number of commits checked, offences)`` of ``spec``; see :func:`check_split`."""
     if layout is None:
         base = spec.split("..")[0] or "HEAD"
         layout = layout_at(repo_dir, base)
-    return [o for commit in range_commits(repo_dir, spec)
-            for o in offences(commit, layout, _creates_oracle(repo_dir, commit, layout))]
+    commits = range_commits(repo_dir, spec)
+    return len(commits), [o for commit in commits
+                          for o in offences(commit, layout, _creates_oracle(repo_dir, commit, layout))]
 
 
 def _creates_oracle(repo_dir: str | Path, commit: Commit, layout: Layout) -> bool:
@@ -259,6 +265,11 @@ def amending(pid: int | None = None, depth: int = 6) -> bool:
 
 def staged_offences(repo_dir: str | Path) -> list[Offence]:
     """``offences`` of the commit being made, under HEAD's layout (the pre-commit hook)."""
+    return staged_check(repo_dir)[1]
+
+
+def staged_check(repo_dir: str | Path) -> tuple[int, list[Offence]]:
+    """``(number of paths the commit being made touches, its offences)``; see :func:`staged_offences`."""
     commit = staged_commit(repo_dir)
     layout = layout_at(repo_dir, "HEAD") if commit.parents else Layout()
-    return offences(commit, layout, _creates_oracle(repo_dir, commit, layout))
+    return len(commit.paths), offences(commit, layout, _creates_oracle(repo_dir, commit, layout))

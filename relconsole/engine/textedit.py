@@ -17,6 +17,7 @@ import yaml
 
 from relconsole.engine.errors import BadInputError, UsageError
 from relconsole.engine.yamlload import dump_yaml, load_yaml_text
+from relconsole.engine.literal import counted
 
 _DEFAULT_INDENT = 2
 _YAML_UNSAFE = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]")
@@ -221,7 +222,7 @@ def remove_jsonl_lines(text: str, line_numbers: set[int]) -> str:
     lines = re.findall(r"[^\n]*\n|[^\n]+\Z", text)
     missing = sorted(n for n in line_numbers if not 1 <= n <= len(lines))
     if missing:
-        raise UsageError(f"no line {missing[0]} in a file of {len(lines)} lines")
+        raise UsageError(f"no line {missing[0]} in a file of {counted(len(lines), 'line')}")
     return "".join(line for number, line in enumerate(lines, 1) if number not in line_numbers)
 
 

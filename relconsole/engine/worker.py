@@ -26,6 +26,7 @@ import sys
 import traceback
 
 from relconsole.engine.subject.harness import Unencodable, encode, read_corpus, read_seeds  # noqa: F401 (read_corpus: API)
+from relconsole.engine.literal import counted
 
 _prctl_done = False
 
@@ -436,7 +437,7 @@ class Server:
             labels = None
             if scale:  # the corpus, then the corpus repeated: a path for large inputs is judged too
                 inputs = [inputs[0], inputs[0] * scale]
-                labels = ["", f"corpus repeated {scale} times, {len(inputs[1])} rows"]
+                labels = ["", f"corpus repeated {counted(scale, 'time')}, {counted(len(inputs[1]), 'row')}"]
             run.update(sandbox=server.sandbox, hashseed=server.hashseed, clock=server.clock,
                        frozen_at=server.frozen_at)
             if second is not None:

@@ -3,8 +3,12 @@
 A lease ``{id, holder, workspace, acquired_at, expires_at, generation}`` has a TTL in
 seconds. A second holder of an unexpired lease is refused (:class:`LeaseHeld`); renew
 and release are for the holder of an unexpired lease only (:class:`NotHolder`).
-``generation`` is a per-workspace counter that rises with every new acquisition and is
-kept after release: it is the fencing token a replay sheet records.
+``generation`` is the fencing token a replay sheet records: per workspace, it rises with
+every new acquisition and is kept after release. A new one is
+``max(previous + 1, the store's clock in microseconds)`` (:func:`next_generation`), so a
+lost counter (a Redis key evicted or deleted, a SQLite file removed) only moves it forward
+and can never hand out a superseded generation again (issue 18); the previous one is the
+larger of the counter and the current lease record's.
 
 Two stores with identical semantics:
 
@@ -13,7 +17,8 @@ Two stores with identical semantics:
 * :class:`RedisLeaseStore`, shared by CI workers on many machines; every operation is
   one server-side Lua script judged by the Redis server's ``TIME``, so hosts with skewed
   clocks agree. Keys: a hash ``relconsole:wslease:<workspace>`` and a counter
-  ``relconsole:wsgen:<workspace>``.
+  ``relconsole:wsgen:<workspace>``. A server whose ``maxmemory-policy`` is not
+  ``noeviction`` (or whose policy cannot be read) is refused on connect (:class:`EvictingStore`).
 
 Both make their decision with the same rules (:func:`_transition` and its Lua twin),
 so the Python layer in :class:`LeaseStore` turns outcomes into leases and errors once.
@@ -133,6 +138,18 @@ class StoreUnavailable(RelconsoleError):
         super().__init__(f"workspace lease store {self.url} is unavailable: {cause}")
 
 
+class EvictingStore(StoreUnavailable):
+    """A Redis server that may evict keys, or whose eviction policy cannot be read (exit 3;
+    issue 18): an evicted counter or lease would unfence superseded sheets. ``policy`` is the
+    server's ``maxmemory-policy`` (None when it could not be read), ``why`` says why in words."""
+
+    def __init__(self, url: str, policy: str | None, why: str):
+        self.url, self.policy = redact(url), policy
+        RelconsoleError.__init__(self, f"workspace lease store {self.url} is refused: {why}; leases need "
+                                       "maxmemory-policy noeviction (an evicted generation would let a "
+                                       "superseded sheet pass as current)")
+
+
 @dataclass(frozen=True)
 class LeaseStatus:
     """A workspace's lease state for a caller (SPEC §5).
@@ -174,7 +191,7 @@ class LeaseStore:
         """Take the workspace for ``ttl_seconds``; raises :class:`LeaseHeld` while another
         holder's lease is unexpired. An expired lease is taken over. The same holder's
         unexpired lease is extended (same id and generation); any other acquisition gets a
-        new id and generation = previous + 1."""
+        new id and a higher generation (:func:`next_generation`)."""
         out = self._apply("acquire", _name(workspace), _name(holder, "holder"), _ttl(ttl_seconds))
         if out.kind == _HELD:
             raise LeaseHeld(out.record, out.record.expires_at - out.now)
@@ -194,7 +211,8 @@ class LeaseStore:
         return self._apply("read", _name(workspace), "", 0.0).record
 
     def generation(self, workspace: str) -> int:
-        """The workspace's counter: 0 when never acquired; kept after release."""
+        """The workspace's generation: 0 when never acquired (or its counter and lease were
+        both lost); kept after release."""
         return self._apply("read", _name(workspace), "", 0.0).generation
 
     def status(self, workspace: str, holder: str | None = None) -> LeaseStatus:
@@ -264,17 +282,28 @@ def _ttl(seconds: float) -> float:
     return seconds
 
 
-def _transition(op: str, workspace: str, record: WorkspaceLease | None, generation: int,
+def next_generation(previous: int, now: float) -> int:
+    """The generation of a new acquisition (SPEC §5 fencing token): above ``previous`` and
+    at least the store's clock ``now`` (unix seconds) in whole microseconds, so a counter
+    that was lost (read as 0) still yields a generation above every one handed out before,
+    and a clock that steps back still yields ``previous + 1``. Mirrored in the Lua script."""
+    return max(previous + 1, int(now * 1_000_000))
+
+
+def _transition(op: str, workspace: str, record: WorkspaceLease | None, counter: int,
                 holder: str, now: float, ttl: float) -> tuple[str, WorkspaceLease | None, int, bool]:
     """The lease rules (SPEC §5), shared by SQLite and mirrored by the Redis Lua script.
+    ``counter`` is the stored counter (0 when missing); the generation is the larger of it and
+    the record's, so a lost counter under a held lease keeps the holder's sheets current.
 
     Returns (outcome, record after the operation, generation, whether to write)."""
+    generation = max(counter, record.generation if record is not None else 0)
     live = record is not None and record.expires_at > now
     mine = live and record.holder == holder
     if op == "acquire" and live and not mine:
         return _HELD, record, generation, False
     if op == "acquire" and not mine:
-        generation += 1
+        generation = next_generation(generation, now)
         fresh = WorkspaceLease(uuid.uuid4().hex, workspace, holder, now, now + ttl, generation)
         return _OK, fresh, generation, True
     if op in ("acquire", "renew") and mine:
@@ -368,23 +397,27 @@ class SqliteLeaseStore(LeaseStore):
 
 
 # One script for every operation, mirroring _transition; times come from the server's TIME.
-# Numbers go back as strings (Redis truncates Lua numbers to integers).
+# Numbers go back as strings (Redis truncates Lua numbers to integers); generations, near
+# 2**51, are formatted with %.0f (tostring would round them to 14 digits).
 _LUA = """
 local op, holder, ttl, new_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local gen = tonumber(redis.call('GET', KEYS[2]) or '0')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local f = redis.call('HMGET', KEYS[1], 'id', 'holder', 'acquired_at', 'expires_at', 'generation')
 local have = f[1] ~= false
+local gen = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), have and tonumber(f[5]) or 0)
 local live = have and tonumber(f[4]) > now
 local mine = live and f[2] == holder
 local kind = 'ok'
 local function fmt(x) return string.format('%.6f', x) end
+local function int(x) return string.format('%.0f', x) end
 if op == 'acquire' and live and not mine then
   kind = 'held'
 elseif op == 'acquire' and not mine then
-  gen = redis.call('INCR', KEYS[2])
-  f = {new_id, holder, fmt(now), fmt(now + ttl), tostring(gen)}
+  gen = math.max(gen + 1, now_us)
+  redis.call('SET', KEYS[2], int(gen))
+  f = {new_id, holder, fmt(now), fmt(now + ttl), int(gen)}
   have = true
   redis.call('HSET', KEYS[1], 'id', f[1], 'holder', f[2], 'acquired_at', f[3], 'expires_at', f[4], 'generation', f[5])
 elseif (op == 'acquire' or op == 'renew') and mine then
@@ -395,8 +428,8 @@ elseif (op == 'renew' or op == 'release') and not mine then
 elseif op == 'release' then
   redis.call('DEL', KEYS[1])
 end
-if not have then return {kind, fmt(now), tostring(gen)} end
-return {kind, fmt(now), tostring(gen), f[1], f[2], f[3], f[4], f[5]}
+if not have then return {kind, fmt(now), int(gen)} end
+return {kind, fmt(now), int(gen), f[1], f[2], f[3], f[4], f[5]}
 """
 
 
@@ -405,7 +438,11 @@ class RedisLeaseStore(LeaseStore):
 
     Each operation is one Lua script (atomic on the server, judged by the server's TIME).
     Socket timeouts are :data:`REDIS_TIMEOUT_SECONDS` with no retries, so an unreachable
-    server fails fast with :class:`StoreUnavailable`.
+    server fails fast with :class:`StoreUnavailable`. Before its first operation the store
+    reads the server's ``maxmemory-policy`` (``CONFIG GET``, else ``INFO memory`` when an
+    ACL refuses CONFIG) and raises :class:`EvictingStore` for anything but ``noeviction``
+    (issue 18). The check is made once per store object; a policy changed afterwards is
+    caught by the next one, and generations still only rise meanwhile.
     """
 
     HASH_PREFIX = "relconsole:wslease:"
@@ -429,10 +466,36 @@ class RedisLeaseStore(LeaseStore):
         except (ValueError, *self._errors) as exc:
             raise UsageError(f"bad Redis URL {redact(url)}: {exc}") from exc
         self._script = self._client.register_script(_LUA)
+        self._refused = redis.exceptions.ResponseError  # NOPERM from an ACL, or CONFIG renamed away
+        self._safe = False
+
+    def _check_policy(self) -> None:
+        """Raise :class:`EvictingStore` unless the server's ``maxmemory-policy`` is
+        ``noeviction``; connection errors propagate (the callers turn them into StoreUnavailable)."""
+        if self._safe:
+            return
+        try:
+            policy = self._client.config_get("maxmemory-policy").get("maxmemory-policy")
+            config_error = "it answered nothing"
+        except self._refused as exc:
+            policy, config_error = None, str(exc)
+        if policy is None:
+            try:
+                policy = self._client.info("memory").get("maxmemory_policy")
+            except self._refused as exc:
+                raise EvictingStore(self.url, None, f"its maxmemory-policy cannot be read (CONFIG GET: "
+                                                    f"{config_error}; INFO memory: {exc})") from None
+        if policy is None:
+            raise EvictingStore(self.url, None, f"its maxmemory-policy cannot be read (CONFIG GET: "
+                                                f"{config_error}; INFO memory names none)")
+        if policy != "noeviction":
+            raise EvictingStore(self.url, policy, f"its maxmemory-policy is {policy}")
+        self._safe = True
 
     def _apply(self, op: str, workspace: str, holder: str, ttl: float) -> _Outcome:
         keys = [self.HASH_PREFIX + workspace, self.GEN_PREFIX + workspace]
         try:
+            self._check_policy()
             reply = self._script(keys=keys, args=[op, holder, repr(ttl), uuid.uuid4().hex])
         except self._errors as exc:
             raise StoreUnavailable(self.url, exc) from exc
@@ -443,6 +506,7 @@ class RedisLeaseStore(LeaseStore):
     def _records(self) -> list[WorkspaceLease]:
         fields = ("id", "holder", "acquired_at", "expires_at", "generation")
         try:
+            self._check_policy()
             seconds, micros = self._client.time()
             offset = seconds + micros / 1e6 - time.time()
             keys = list(self._client.scan_iter(match=self.HASH_PREFIX + "*", count=500))

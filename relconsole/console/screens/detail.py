@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from relconsole.console.render import lit
 from relconsole.console.widgets.keybar import KeyBar
-from relconsole.engine.literal import literal
+from relconsole.engine.literal import counted, literal
 
 
 OUTLINE_LINES = 400  # lines of one output column before "… N more keys"
@@ -90,7 +90,7 @@ def outline(value: Any, differing: set[str], path: tuple = (), indent: int = 0,
     lines: list[Text] = []
     if whole:
         lines.append(Text.assemble(Text(*_MARKS["≠"]), ("(whole output) disagrees: ", "bold"),
-                                   f"{type(value).__name__} of {len(value)} entries"))
+                                   f"{type(value).__name__} of {counted(len(value), 'entry', 'entries')}"))
     within = _ancestors(differing)
     rest = 0
     for entry in _walk(value, differing, within, path, indent):
@@ -343,7 +343,7 @@ def replay_text(replayed) -> Text:
     for side in ("head", "base"):
         misses, runs = replayed.misses(side)
         commit = str(sheet.get("runs", {}).get(side, {}).get("commit", ""))[:10]
-        text.append(f"\n  {side.upper():<4} {commit}: missed {misses} of {runs} runs", "")
+        text.append(f"\n  {side.upper():<4} {commit}: missed {misses} of {counted(runs, 'run')}", "")
         first = evidence.get(side) if isinstance(evidence.get(side), dict) else None
         if first and first.get("describe"):
             text.append(f" · first miss (seed {first.get('seed')}): ", "dim")

@@ -1,0 +1,90 @@
+"""A reader that leaves early never turns a decision into a pass (issue 18, SPEC §8).
+
+``relconsole run --json | head -c 10`` exited 0 where the same run unpiped exits 1, and
+``relconsole bind | (exec 0<&-; true)`` exited 0 instead of 2: the CLI answered
+``BrokenPipeError`` with the pass code. Now a command that decides exits with its decision,
+and one that has no decision to give exits 141 (128 + SIGPIPE, as shells expect); never a
+traceback. Real pipes only: a pipe shrunk to one page that the reader closes after 10 bytes,
+and bash with ``set -o pipefail`` and ``PIPESTATUS`` on the sample repository.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from relconsole.engine.demo import materialise
+from tests.conftest import TODAY
+
+ROOT = Path(__file__).resolve().parents[1]
+SIGPIPE_EXIT = 141
+PAGE = 4096
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    return materialise(tmp_path_factory.mktemp("pipes") / "sample", TODAY)
+
+
+def env() -> dict[str, str]:
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "RELCONSOLE_TODAY": TODAY.isoformat()}
+
+
+def unpiped(sample: Path, *args: str) -> subprocess.CompletedProcess:
+    """The command with its stdout a file (no pipe to break)."""
+    return subprocess.run([sys.executable, "-m", "relconsole", *args], cwd=sample, env=env(),
+                          capture_output=True, timeout=600)
+
+
+def read_ten_then_close(sample: Path, *args: str) -> tuple[int, bytes]:
+    """Run the command into a pipe of one page, read 10 bytes, close the read end (what
+    ``| head -c 10`` does); returns (exit code, stderr)."""
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PAGE)  # a bigger output cannot sit in the pipe
+    proc = subprocess.Popen([sys.executable, "-m", "relconsole", *args], cwd=sample, env=env(),
+                            stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        assert len(reader.read(10)) == 10
+    _, stderr = proc.communicate(timeout=600)
+    return proc.returncode, stderr
+
+
+def in_bash(sample: Path, pipeline: str) -> list[int]:
+    """``PIPESTATUS`` of ``pipeline`` run by bash with ``set -o pipefail``; ``RC`` is relconsole."""
+    script = f"set -o pipefail\nRC='{sys.executable} -m relconsole'\n{pipeline}\necho \"${{PIPESTATUS[*]}}\"\n"
+    done = subprocess.run(["bash", "-c", script], cwd=sample, env=env(), capture_output=True, text=True,
+                          timeout=600)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    return [int(code) for code in done.stdout.split()[-2:]]
+
+
+def test_run_json_cut_after_ten_bytes_exits_with_the_decision(sample):
+    whole = unpiped(sample, "run", "--json")
+    assert whole.returncode == 1 and len(whole.stdout) > 4 * PAGE  # a reject, and more than the pipe holds
+    code, stderr = read_ten_then_close(sample, "run", "--json")
+    assert code == whole.returncode
+    assert b"Traceback" not in stderr and b"Exception ignored" not in stderr, stderr
+
+
+@pytest.mark.parametrize("args", [["bind"], ["run", "--json"], ["validate"], ["check-split", "main..agent/patch"]])
+def test_a_reader_that_closes_at_once_leaves_the_decision_in_pipestatus(sample, args):
+    whole = unpiped(sample, *args)
+    statuses = in_bash(sample, f"$RC {' '.join(args)} | (exec 0<&-; true)")
+    assert statuses == [whole.returncode, 0], (statuses, whole.returncode)
+
+
+def test_bind_with_a_gap_stays_exit_2_when_its_reader_leaves(sample):
+    assert unpiped(sample, "bind").returncode == 2
+    assert in_bash(sample, "$RC bind | (exec 0<&-; true)")[0] == 2
+
+
+def test_a_command_with_no_decision_exits_141_when_its_reader_leaves(sample):
+    assert unpiped(sample, "schema").returncode == 0
+    assert in_bash(sample, "$RC schema | (exec 0<&-; true)") == [SIGPIPE_EXIT, 0]
