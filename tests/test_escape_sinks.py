@@ -125,6 +125,8 @@ def unescaped(node: ast.expr | None, scope: Scope, seen: frozenset = frozenset()
     if isinstance(node, ast.Call):
         if _func_name(node) in ESCAPERS:
             return []
+        if _func_name(node) == "counted":  # literal.counted prints int(count): only its words count
+            return [bad for p in node.args[1:] + [k.value for k in node.keywords] for bad in unescaped(p, scope, seen)]
         parts = list(node.args) + [k.value for k in node.keywords]
         if isinstance(node.func, ast.Attribute) and _func_name(node) in ("join", "format", "strip", "rstrip",
                                                                           "lstrip", "splitlines", "split"):

@@ -40,5 +40,7 @@ def one_line(text: object) -> str:
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``"1 decision"``, ``"0 decisions"``, ``"3 entries"``: ``count`` and the noun in the
     number it takes (``plural`` when it is not ``noun + "s"``). Words are the caller's own,
-    never untrusted text."""
+    never untrusted text; ``count`` is printed as ``int(count)``, so it is digits whatever was
+    passed (TypeError/ValueError for what is not a number)."""
+    count = int(count)
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
