@@ -450,7 +450,8 @@ def checklist_view(review: Review, items) -> DetailView:
     decision = review.decision()
     body.append(f" {decision.decision.upper()} ", f"reverse {render.DECISION_STYLE[decision.decision]}")
     body.append_text(lit(f" {decision.reason}", "bold"))
-    body.append(" with the checklist (relconsole flags exits with this)\n\n", "dim")
+    body.append(" with the checklist and the relations' results so far (relconsole flags --run exits "
+                "with this; without --run, flags judges what needs no run)\n\n", "dim")
     body.append(f"Review flags in {review.merge_base[:10]}..{review.head_sha[:10]}: ", "bold")
     body.append(f"{len(review.flags)}\n" if review.flags else "none\n")
     for flag in review.flags:

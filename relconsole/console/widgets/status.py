@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from relconsole.console.render import DECISION_STYLE, lit
+from relconsole.engine.literal import counted
 
 
 class StatusLine(Static):
@@ -32,7 +33,7 @@ class StatusLine(Static):
         text.append(f" {row}{decision.reason}", "bold")
         gaps = len(review.gaps())
         if gaps:
-            text.append(f" ✗ {gaps} unowned path{'s' if gaps > 1 else ''} (exit 2)", "bold red")
+            text.append(f" ✗ {counted(gaps, 'unowned path')} (a gap: exit 2 unless worse)", "bold red")
         standing = [f for f in review.flags if review.acknowledgement(f) is None]
         if standing:
             text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} ({self._key('merge_checklist')})",
