@@ -612,7 +612,9 @@ def cmd_demo(args) -> int:
     print(path)
     if console is None:
         return EXIT_PASS
-    app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
+    from relconsole.engine.demo import TOUR_REPLAY_SEEDS, TOUR_RUN_SEED
+    app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap,
+                            run_seed=TOUR_RUN_SEED, replay_seeds=list(TOUR_REPLAY_SEEDS))
     return app.run() or 0
 
 

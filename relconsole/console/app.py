@@ -119,8 +119,13 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def __init__(self, repo: str = ".", base_ref: str | None = None, head_ref: str = "HEAD",
                  today: dt.date | None = None, oracle_from: str = "base", autorun: bool = True,
-                 preferences: bool = True, keymap: str | None = None):
+                 preferences: bool = True, keymap: str | None = None,
+                 run_seed: int | None = None, replay_seeds: list[int] | None = None):
         super().__init__()
+        # recorded seeds (the demo's tour, engine.demo.TOUR_SEEDS): every first run replays
+        # ``run_seed`` and ``b`` replays ``replay_seeds``; None: each run draws its own (§7)
+        self.run_seed = run_seed
+        self.replay_seeds = list(replay_seeds) if replay_seeds else None
         self.preferences = preferences  # the user's saved theme and keymap; screenshots use the defaults
         self.keymap_file = keymap  # --keymap PATH; None: $RELCONSOLE_KEYMAP or the user's config folder
         self.active_keys: dict[str, list[str]] = default_keys(self.BINDINGS)  # binding id -> keys in force
@@ -492,7 +497,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         """Evaluate the touched relations in worker processes, reporting each as it ends."""
         try:
             run_review(review, ids, lambda result: self._from_thread(self._relation_done, review, result),
-                       cancel=self.run_cancel)
+                       replay_seed=self.run_seed, cancel=self.run_cancel)
         except RunCancelled:
             return  # the console is quitting
         except Exception as exc:
@@ -576,7 +581,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         try:
             store = open_store(None, review.repo.common_dir)
             try:
-                outcome = replay(review, store, ReplayOptions(cancel=self.replay_cancel), step)
+                outcome = replay(review, store, ReplayOptions(cancel=self.replay_cancel, seeds=self.replay_seeds), step)
             finally:
                 store.close()
             record_decisions(review.repo.common_dir, list(outcome.decisions.values()))
