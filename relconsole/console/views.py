@@ -156,13 +156,23 @@ def sound_confirmation(review: Review, state) -> bool:
     return bool(state is not None and state.confirmed and not state.base_miss and not state.elsewhere(review))
 
 
+CONFIRM_THEN_ACCEPT = "if it confirms, the candidate is marked for accept (c commits it)"
+CONFIRM_CHOICE = "confirm first"  # the override dialog's third key, o (§10)
+
+
+def offers_confirm(state) -> bool:
+    """Whether the override dialog offers a second replay (``o``): not for a candidate already
+    confirmed for this review, whose replay found a miss on the base."""
+    return not (state is not None and state.confirmed and state.base_miss)
+
+
 def unconfirmed_question(review: Review, oid: str, state) -> str:
     """The override dialog's text: why the candidate is not confirmed (or misses on the base),
     what the commit records."""
     name = item_label(review, oid)
     if state is not None and state.confirmed and state.elsewhere(review):
         return (f"{name} was confirmed for another review ({state.elsewhere(review)}).\n"
-                "Press n, then o to confirm it here.\n\n"
+                f"Press o to confirm it here now; {CONFIRM_THEN_ACCEPT}.\n\n"
                 "Accept it anyway as the reviewer's override? The catalog: commit message records "
                 "the override and your git identity.")
     if state is not None and state.confirmed and state.base_miss:
@@ -174,7 +184,7 @@ def unconfirmed_question(review: Review, oid: str, state) -> str:
            else "its replay state is unknown")
     return (f"{name} is not confirmed ({why}).\n"
             "A candidate is accepted after a second replay on a new workspace lease agrees with the "
-            "first (§10): press n, then o to run it.\n\n"
+            f"first (§10): press o to run it now; {CONFIRM_THEN_ACCEPT}.\n\n"
             "Accept it unconfirmed as the reviewer's override? The catalog: commit message records "
             "the override and your git identity.")
 
