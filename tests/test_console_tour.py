@@ -101,3 +101,23 @@ async def test_n_in_the_accept_dialog_runs_nothing(demo_repo: Path):
         assert app.pending == {} and "confirm" not in app.busy_reasons
         state = app.review.candidate_states.get(candidate.path)
         assert state is None or state.state == "unreplayed"
+
+
+async def test_marks_follow_their_seed_rows_across_a_commit(demo_repo: Path):
+    """Marked seed rows stay marked as the same rows after a commit moves their lines (they
+    were keyed by line: a mark on line 3 landed on another row once lines 1-2 were accepted)."""
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rows = list(app.review.seed_rows)
+        valid = [f"s:{r.key}" for r in rows if r.valid]
+        rejected = {r.id: r.text for r in rows if not r.valid}
+        assert len(valid) >= 1 and len(rejected) >= 2
+        app.pending.update({oid: "accept" for oid in valid})
+        app.marked |= {f"s:{r.key}" for r in rows if not r.valid}
+        app.action_commit()
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "the commit dialog")
+        await pilot.press("y")
+        await settle(pilot)
+        shown = {r.id: r.text for r in app.review.seed_rows if f"s:{r.key}" in app.marked}
+        assert shown == rejected and app.pending == {}

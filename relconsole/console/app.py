@@ -321,12 +321,21 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                     review.replays.setdefault(rid, replayed)
         return carried
 
+    def _carry_marks(self, old: Review, review: Review) -> None:
+        """Marks, pending accepts and overrides follow their items into the reloaded review
+        (a seed row's line moves after a commit; a mark must not land on the row now there)."""
+        moved = views.moved_items(old, review)
+        self.marked = {moved[o] for o in self.marked if o in moved}
+        self.pending = {moved[o]: what for o, what in self.pending.items() if o in moved}
+        self.overrides = {moved[o] for o in self.overrides if o in moved}
+
     def _loaded(self, review: Review, first: bool, built: dict, carried: dict) -> None:
         self.collector.releasing()
         old = self.review
         late = []
         if old is not None:
             self._carry_over(old, review)
+            self._carry_marks(old, review)
             late = [rid for rid, result in old.results.items() if carried.get(rid) is not result
                     and review.results.get(rid) is result]
             old.close()
@@ -561,6 +570,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             return
         self.busy_reasons.add("replay")
         self.replay_cancel = Cancel()
+        self._replay_started_at = self._where()
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=None, progress=0)
         bar.display = True
@@ -627,8 +637,31 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         if self.review is not None:
             self.update_relations(list(review.replays))
             self.refresh_workspace_items()
+            if not failed:
+                self._show_freezable(review)
             self.refresh_status()
             self.show_detail()
+
+    def _where(self) -> tuple[str | None, str | None]:
+        """(focused pane kind, its highlighted item id): where the reviewer is."""
+        pane = self.focused_pane()
+        return (pane.kind, pane.highlighted_id) if pane is not None else (None, None)
+
+    def _show_freezable(self, review: Review) -> None:
+        """After a replay whose table row allows a freeze (§8 row 8), put the Relations cursor on
+        that relation, so ``f`` is the next key; only when the reviewer has not moved since ``b``
+        (a cursor they moved meanwhile stays where they put it)."""
+        freezable = [rid for rid in review.touched_relations()
+                     if rid in review.replays and review.replays[rid].decision.decision == "freeze"]
+        if not freezable or self._where() != getattr(self, "_replay_started_at", None) or \
+                self.screen is not self.screen_stack[0]:
+            return
+        pane = self.pane("relations")
+        index = next((n for n, item in enumerate(pane.options) if item.id == f"r:{freezable[0]}"), None)
+        if index is None:
+            return
+        self.action_focus_pane("relations")
+        pane.highlighted = index
 
     def action_gate_health(self) -> None:
         """``s``: the gate-health view (counts per §8 row from the local decision history)."""
@@ -699,7 +732,15 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                 self.overrides.add(oid)
                 self.action_accept()
 
-            self.ask_override(oid, views.confirm_state(self.review, oid), override)
+            def confirmed() -> None:  # the dialog's o: a second replay confirmed the candidate
+                others = set(unconfirmed[1:])
+                ready = [o for o in targets if o not in others]
+                for ready_oid in ready:
+                    self.pending[ready_oid] = "accept"
+                self.marked -= set(ready)
+                self.refresh_quarantine()
+
+            self.ask_override(oid, views.confirm_state(self.review, oid), override, confirmed)
             return
         for oid in targets:
             self.pending[oid] = "accept"

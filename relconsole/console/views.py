@@ -111,6 +111,22 @@ def item_id(item) -> str:
     return f"s:{item.key}" if hasattr(item, "key") and hasattr(item, "line") else f"c:{item.path}"
 
 
+def moved_items(old: Review, new: Review) -> dict[str, str]:
+    """Item id in ``old`` -> the same item's id in ``new``: a candidate by its path, a seed row
+    by its stable ``id`` (its content) in the same file, since its line moves after every accept
+    or delete. Items gone from ``new`` are left out; equal rows pair up in file order."""
+    moved = {item_id(c): item_id(c) for c in new.candidates
+             if any(o.path == c.path for o in old.candidates)}
+    places: dict[tuple[str, str], list[str]] = {}
+    for row in new.seed_rows:
+        places.setdefault((row.path, row.id), []).append(item_id(row))
+    for row in old.seed_rows:
+        spots = places.get((row.path, row.id))
+        if spots:
+            moved[item_id(row)] = spots.pop(0)
+    return moved
+
+
 def quarantine_options(review: Review, marked: set[str], pending: dict[str, str]) -> list[tuple[str, Text, bool]]:
     items = []
     for candidate in review.candidates:
