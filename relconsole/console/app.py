@@ -147,6 +147,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.run_cancel = Cancel()  # the touched relations' run; q cancels it with the replay
         self.init_listing()
         self._catch_up_pending = False
+        self._after_load: list = []  # what waits for the reload in flight (a commit asked meanwhile)
         self._focus_shown = None  # the widget focus_shown last showed
         self.collector = Collector()
         self._quitting = False
@@ -351,6 +352,9 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.refresh_all(built)
         self.update_relations(late)
         self.collector.settled()
+        waiting, self._after_load = self._after_load, []
+        for then in waiting:
+            then()
         if first and self.autorun and review.catalog is not None and review.touched_relations():
             self.action_run()
 
@@ -753,7 +757,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             return
         question = views.describe_change(self.review, targets, "delete")
         self.push_screen(ConfirmScreen("Delete from quarantine?", question),
-                         lambda yes: yes and self._commit("delete", targets))
+                         lambda yes: yes and self._commit_asked("delete", targets, self.review))
 
     def action_commit(self) -> None:
         accepts = [oid for oid, what in self.pending.items() if what == "accept"]
@@ -763,7 +767,23 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             return
         question = views.describe_change(self.review, accepts, "accept", self.overrides)
         self.push_screen(ConfirmScreen("Commit catalog changes?", question),
-                         lambda yes: yes and self._commit("accept", accepts))
+                         lambda yes: yes and self._commit_asked("accept", accepts, self.review))
+
+    def _commit_asked(self, what: str, oids: list[str], asked_on: Review) -> None:
+        """The commit a dialog asked about, for the same items. A seed row's item id is its
+        line, which a commit moves: while a commit or reload is in flight this waits for the
+        reloaded review, and the ids are carried to it (``views.moved_items``) before committing."""
+        if self.busy_reasons & {"git", "load"}:
+            self._after_load.append(lambda: self._commit_asked(what, oids, asked_on))
+            return
+        if self.review is None:
+            return
+        if self.review is not asked_on:
+            moved = views.moved_items(asked_on, self.review)
+            oids = [moved[o] for o in oids if o in moved]
+            if not oids:
+                return
+        self._commit(what, oids)
 
     def _commit(self, what: str, oids: list[str]) -> None:
         candidates, rows = views.split_targets(oids)
@@ -801,6 +821,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def _commit_failed(self, message: str) -> None:
         self.busy_reasons.discard("git")
+        self._after_load.clear()  # a commit asked after this one was asked on what it would have changed
         self.notify(message, title="no commit made", severity="error", markup=False, timeout=30)
 
     def _committed(self, result, decided: list[str]) -> None:
