@@ -94,7 +94,7 @@ def _gate(args) -> int:
     written = _write(lambda: gate.write_part(part, artifacts))
     if shard.total > 1:  # this shard's say; the decision is collect's
         return _report(args, gate.shard_payload(part), written, None)
-    payload = gate.collect(artifacts, _fences(args), part["head"])
+    payload = gate.collect(artifacts, _fences(args), part["head"], lambda _base: part["oracle"])
     return _report(args, payload, _write(lambda: gate.write_decision_file(payload, artifacts)), git_dir)
 
 
@@ -105,9 +105,19 @@ def _collect(args) -> int:
         raise UsageError("gate --collect DIR merges what the shards wrote: it takes no --shard or --artifacts")
     if not args.collect.is_dir():
         raise UsageError(f"{args.collect}: not a directory of gate artifacts")
-    payload = gate.collect(args.collect, _fences(args), _head_of(args))
+    payload = gate.collect(args.collect, _fences(args), _head_of(args), lambda base: _commit_of(args.repo, base))
     written = _write(lambda: gate.write_decision_file(payload, args.collect))
     return _report(args, payload, written, git_dir_of(None if args.repo == "." else args.repo))
+
+
+def _commit_of(repo: str, ref: str) -> str | None:
+    """The full sha ``ref`` names in ``repo`` now (git with a scrubbed environment), or None."""
+    from relconsole.engine.gitio import run_git
+    try:
+        proc = run_git(repo, "rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}", ok=None)
+    except OSError:
+        return None
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
 
 def _head_of(args) -> str | None:
@@ -115,12 +125,7 @@ def _head_of(args) -> str | None:
     cannot say (collect then aborts: the evidence cannot be matched to a commit). git runs as
     every engine call runs it (``gitio.run_git``: GIT_DIR and the other redirecting variables
     scrubbed), so an exported GIT_DIR cannot name another repository's HEAD."""
-    from relconsole.engine.gitio import run_git
-    try:
-        proc = run_git(args.repo, "rev-parse", "--verify", "--end-of-options", f"{args.head}^{{commit}}", ok=None)
-    except OSError:
-        return None
-    return proc.stdout.decode().strip() if proc.returncode == 0 else None
+    return _commit_of(args.repo, args.head)
 
 
 def _fences(args):

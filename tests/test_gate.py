@@ -243,3 +243,72 @@ def test_a_failed_collect_rewrites_the_sarif_and_summary_it_was_asked_for(tmp_pa
     assert "PASS" not in summary.read_text() and "ABORT" in summary.read_text()
     results = json.loads(sarif.read_text())["runs"][0]["results"]
     assert [r["ruleId"] for r in results] == ["gate_failed"]
+
+
+def _on_main(repo: Path, edit, message: str) -> None:
+    """Commit ``edit(catalog text) -> text`` to main's catalog from a linked worktree."""
+    other = repo.parent / f"main-{len(list(repo.parent.iterdir()))}"
+    git(repo, "worktree", "add", "-q", str(other), "main")
+    catalog = other / "oracle" / "catalog.yaml"
+    catalog.write_text(edit(catalog.read_text()))
+    git(other, "commit", "-qam", message)
+    git(repo, "worktree", "remove", "--force", str(other))
+
+
+def test_parts_judged_under_an_older_oracle_are_not_collected(sample, tmp_path):
+    """The red team's pass: shards judged while main's catalog had dropped the relation a naive
+    patch breaks, then main restored it; collect must not decide by the loosened oracle."""
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE})
+    owned = '"src/aggregator.py": [penguins.order_invariant, penguins.split_merge]'
+    assert owned in (repo / "oracle" / "catalog.yaml").read_text()
+    _on_main(repo, lambda text: text.replace(owned, '"src/aggregator.py": [penguins.split_merge]'), "catalog: A")
+    shared = tmp_path / "shards"
+    for k in (1, 2):
+        gate(repo, shared, "--shard", f"{k}/2")
+    loosened = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
+    assert json_of(loosened)["decision"] == "pass", loosened.stdout  # the loosened oracle's honest answer
+    _on_main(repo, lambda text: text.replace('"src/aggregator.py": [penguins.split_merge]', owned), "catalog: B")
+    stale = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
+    assert (stale.returncode, json_of(stale)["reason"]) == (3, "incomplete_evidence"), stale.stdout
+    assert subprocess.run([sys.executable, "-m", "relconsole", "run", "--base", "main"], cwd=repo, env=_env(),
+                          capture_output=True, timeout=600).returncode == 1  # the oracle now: reject
+
+
+def test_a_part_cannot_clear_a_miss_by_its_own_word(sample, tmp_path):
+    """A forged part saying pass for a relation it says missed, its sheet and manifests gone or
+    emptied, and the same relation claimed twice: collect aborts or keeps the worse."""
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE})
+    art = tmp_path / "art"
+    code, _ = gate(repo, art)
+    assert code == 1
+    part_file = art / "gate-shard-1-of-1.json"
+    part = json.loads(part_file.read_text())
+    missed = [r for r in part["relations"] if r["outcome"] == "missed"]
+    assert missed, part["relations"]
+    for entry in missed:
+        entry |= {"decision": "pass", "reason": "held", "row": None}
+    part["patch"], part["extra"], part["gaps"] = [], [], []
+    part_file.write_text(json.dumps(part))
+    for sheet in art.glob("*.sheet.json"):
+        sheet.unlink()
+    for manifest in art.glob("replay-shard-*.json"):
+        manifest.write_text(json.dumps(json.loads(manifest.read_text()) | {"sheets": []}))
+    forged = cli(repo, "gate", "--collect", str(art), "--json", "--no-history")
+    assert (forged.returncode, json_of(forged)["decision"]) == (3, "abort"), forged.stdout
+    assert any(c.get("relation_id") == missed[0]["relation_id"] for c in json_of(forged)["causes"])
+
+
+def test_the_worse_of_two_parts_judging_one_relation_stands_and_a_shard_index_must_fit(sample, tmp_path):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE})
+    art = tmp_path / "art"
+    gate(repo, art)
+    part = json.loads((art / "gate-shard-1-of-1.json").read_text())
+    rejected = next(r for r in part["relations"] if r["decision"] == "reject")
+    twin = dict(part, shard_index=1, shard_total=1, relations=[rejected | {"decision": "pass", "reason": "held"}])
+    (art / "sub").mkdir()
+    (art / "sub" / "gate-shard-1-of-1.json").write_text(json.dumps(twin))  # sorted after: it would win
+    both = cli(repo, "gate", "--collect", str(art), "--json", "--no-history")
+    assert json_of(both)["decision"] in ("reject", "abort") and both.returncode in (1, 3), both.stdout
+    (art / "sub" / "gate-shard-1-of-1.json").write_text(json.dumps(dict(part, shard_index=3)))
+    outside = cli(repo, "gate", "--collect", str(art), "--json", "--no-history")
+    assert outside.returncode == 5 and "shard_index" in outside.stderr, outside.stderr

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from relconsole.engine.checklist import merge_checklist
 from relconsole.engine.decision import Decision, worst
@@ -104,6 +105,7 @@ def part_payload(review, shard, mine: list[str], extra: list[Decision] = ()) -> 
     return {
         "relconsole_gate": GATE_VERSION, "shard_index": shard.index, "shard_total": shard.total,
         "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
+        "oracle": review.oracle_sha,
         "oracle_from": review.oracle_from, "today": review.today.isoformat(),
         "touched": review.touched_relations() if not review.errors else [],
         "relations": relations,
@@ -154,7 +156,8 @@ def write_part(part: dict, artifacts: Path) -> Path:
     return write_json(Path(artifacts) / part_name(part["shard_index"], part["shard_total"]), part)
 
 
-def collect(directory: Path, fences: Fences | None = None, head: str | None = None) -> dict:
+def collect(directory: Path, fences: Fences | None = None, head: str | None = None,
+            oracle_of: Callable[[str], str | None] | None = None) -> dict:
     """Merge every gate part and replay sheet under ``directory`` into decision.json's content.
 
     The decision is the worst of: every part's relation verdicts, each replayed relation's
@@ -165,22 +168,35 @@ def collect(directory: Path, fences: Fences | None = None, head: str | None = No
     commit is an abort too, and so is ``head`` None (nobody said which commit the evidence
     must be about: stale artifacts, or a patch's own committed ``artifacts/``, would pass).
     The exit code is §8's: 5 when a part saw a bad file, 2 for a coverage gap when nothing
-    is worse. Raises BadInputError (exit 5) for a part or sheet that is not JSON.
+    is worse. ``oracle_of(base ref name)`` is the commit that ref names now in the checkout
+    (None: unknown): evidence judged under any other oracle commit is an abort as well (a
+    part made before the oracle changed, or parts of two oracles), and so is ``oracle_of``
+    None when the oracle was read from the base. A relation a part calls missed or replayed
+    passes only by a sheet found here. Raises BadInputError (exit 5) for a part or sheet that
+    is not JSON.
     """
     directory = Path(directory)
     parts = [_read_part(path) for path in sorted(directory.rglob(PART_PATTERN))]
-    problems = _incomplete_parts(directory, parts) + _other_head(directory, parts, head)
+    problems = (_incomplete_parts(directory, parts) + _other_head(directory, parts, head)
+                + _other_oracle(parts, oracle_of))
     if not parts:
         return finish({}, [], [], problems)
     first = parts[0]
-    relations = {r["relation_id"]: r for part in parts for r in part["relations"]}
+    relations: dict[str, dict] = {}
+    for entry in (r for part in parts for r in part["relations"]):  # two parts judging one relation: the worse
+        known = relations.get(entry["relation_id"])
+        if known is None or worst([_decision_of(known), _decision_of(entry)]) == _decision_of(entry):
+            relations[entry["relation_id"]] = entry
     verdicts = [_decision_of(r) for r in relations.values()]
     report = decide_sheets(directory, fences=fences)
+    sheeted = set()
     for sheet, decided in report.per_sheet:
         verdicts.append(decided)
+        sheeted.add(decided.relation_id)
         entry = relations.get(decided.relation_id)
         if entry is not None and decided.decision != entry["decision"]:
             entry["fenced"] = _decision_json(decided)
+    problems += _unsheeted(relations, sheeted)
     if report.overall.reason == "incomplete_evidence":
         problems.append(report.overall)
     patch = [_decision_of(d) for part in parts for d in part["patch"] + part["extra"]]
@@ -216,10 +232,45 @@ def _read_part(path: Path) -> dict:
     if not isinstance(data, dict) or data.get("relconsole_gate") != GATE_VERSION:
         raise BadInputError(str(path), f"not a gate part of version {GATE_VERSION}", 1)
     for key, kind in (("shard_index", int), ("shard_total", int), ("relations", list), ("patch", list),
-                      ("extra", list), ("touched", list), ("errors", list), ("head", str)):
-        if not isinstance(data.get(key), kind):
+                      ("extra", list), ("touched", list), ("errors", list), ("head", str), ("oracle", str)):
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
             raise BadInputError(str(path), f"a gate part's {key} must be a {kind.__name__}", 1)
+    if not 1 <= data["shard_index"] <= data["shard_total"]:
+        raise BadInputError(str(path), f"a gate part's shard_index {data['shard_index']} is not in "
+                                       f"1..{data['shard_total']}", 1)
+    if not all(isinstance(r, dict) and isinstance(r.get("relation_id"), str) for r in data["relations"]):
+        raise BadInputError(str(path), "a gate part's relations must each name a relation_id", 1)
     return data
+
+
+def _other_oracle(parts: list[dict], oracle_of: Callable[[str], str | None] | None) -> list[Decision]:
+    """An abort when the parts were judged under another oracle commit than the base ref names
+    now, or under two (see ``collect``); none for parts that read the oracle from HEAD."""
+    oracles = {str(p.get("oracle")) for p in parts}
+    if len(oracles) > 1:
+        return [Decision("abort", "incomplete_evidence", None, None, "gate parts judged under different oracle "
+                         f"commits ({', '.join(sorted(o[:12] for o in oracles))}): run every shard again")]
+    if not parts or all(p.get("oracle_from") == "HEAD" for p in parts):
+        return []
+    base = str(parts[0].get("base"))
+    now = oracle_of(base) if oracle_of is not None else None
+    (judged,) = oracles
+    if now == judged:
+        return []
+    return [Decision("abort", "incomplete_evidence", None, None,
+                     f"the parts were judged under {base} at {judged[:12]}, but {base} is "
+                     f"{now[:12] if now else 'not known here'}: the oracle changed since; run the gate again")]
+
+
+def _unsheeted(relations: dict[str, dict], sheeted: set[str]) -> list[Decision]:
+    """An abort for each relation a part says missed, or replayed, that no sheet here decided
+    while the part calls it a pass: a part cannot clear a miss by its own word."""
+    return [Decision("abort", "incomplete_evidence", None, rid,
+                     f"{rid}: a gate part says it {'missed' if entry.get('outcome') == 'missed' else 'was replayed'} "
+                     "and passes, but no replay sheet here decided it")
+            for rid, entry in sorted(relations.items())
+            if rid not in sheeted and (entry.get("replayed") or entry.get("outcome") == "missed")
+            and entry.get("decision") == "pass"]
 
 
 def _other_head(directory: Path, parts: list[dict], head: str | None) -> list[Decision]:
