@@ -656,7 +656,7 @@ def cmd_review(args) -> int:
     ReviewApp = _console_module("app").ReviewApp
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
                     oracle_from=args.oracle_from, keymap=args.keymap)
-    return app.run() or 0
+    return _console_exit(app)
 
 
 def cmd_demo(args) -> int:
@@ -671,9 +671,21 @@ def cmd_demo(args) -> int:
     app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap,
                             run_seed=TOUR_RUN_SEED, replay_seeds=list(TOUR_REPLAY_SEEDS))
     try:
-        return app.run() or 0  # the sample's decision is reject: quitting exits 1
+        return _console_exit(app)  # the sample's decision is reject: quitting exits 1
     finally:
         _remove_or_keep(path, keep=args.keep or args.into is not None)
+
+
+def _console_exit(app) -> int:
+    """Run the console and return its §8 exit code: the one it quit with, else (Textual's own
+    quit) the decision it shows, and ``EXIT_ABORT`` after a crash (Textual's return code
+    is non-zero then): a console that broke never exits with the pass code."""
+    result = app.run()
+    if isinstance(result, int) and not isinstance(result, bool):
+        return result
+    if app.return_code:
+        return EXIT_ABORT
+    return app.exit_code()
 
 
 def _remove_or_keep(sample: Path, keep: bool) -> None:

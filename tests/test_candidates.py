@@ -1032,3 +1032,24 @@ def test_a_step_below_one_on_an_integer_field_is_always_true(step, always_true):
     drafted = variant(**dict(MONOTONIC, input={"seeds": SEEDS_FILE, "schema": schema},
                              params={"field": "percent", "step": step, "max": 100}))
     assert ("not_always_true" in failed(judge(drafted))) == always_true
+
+
+def test_a_drafted_seed_row_with_a_lone_surrogate_is_rejected_and_can_be_deleted(demo_repo, capsys):
+    """Red team: ``"\\ud800"`` in a drafted row crashed validate, accept, delete and the
+    console's load (UnicodeEncodeError). It is a rejected row like any other bad line."""
+    from tests.conftest import git
+    seeds = "oracle/quarantine/rollout.monotonic.seeds.jsonl"
+    other = demo_repo.parent / "main-surrogate"
+    git(demo_repo, "worktree", "add", "-q", str(other), "main")
+    with open(other / seeds, "a", encoding="utf-8") as handle:
+        handle.write('{"percent": 50, "salt": "zz\\ud800", "population": 10}\n')
+    line = len((other / seeds).read_text(encoding="utf-8").splitlines())
+    git(other, "commit", "-qam", "quarantine: a surrogate")
+    git(demo_repo, "worktree", "remove", "--force", str(other))
+    args = ["--repo", str(demo_repo), "--today", TODAY.isoformat()]
+    assert cli.main(["validate", "--json", *args]) == EXIT_PASS
+    rows = [r for r in json.loads(capsys.readouterr().out)["seed_rows"] if r["key"] == f"{seeds}:{line}"]
+    assert len(rows) == 1 and rows[0]["valid"] is False
+    assert any("surrogate" in reason for reason in rows[0]["reasons"]), rows
+    assert cli.main(["delete", f"{seeds}:{line}", *args]) == EXIT_PASS
+    assert "zz" not in git(demo_repo, "show", f"main:{seeds}")

@@ -312,3 +312,24 @@ def test_commits_are_refused_when_the_review_reads_the_oracle_from_head(demo_rep
     code, _, err = cli(capsys, "delete", "penguins.mass_permutation", "--oracle-from", "HEAD", *repo_args(demo_repo))
     assert code == EXIT_USAGE and "--oracle-from HEAD" in err
     assert git(demo_repo, "rev-parse", "main").strip() == tip
+
+
+@pytest.mark.parametrize("ran, textual_code, shown, expected", [
+    (1, 0, 0, 1),        # quit with the decision's code
+    (0, 0, 1, 0),        # quit on a pass
+    (None, 1, 0, 3),     # crashed (Textual's return code 1): abort, never the pass code
+    (None, 0, 2, 2),     # Textual's own quit: the decision the console shows
+])
+def test_the_console_s_exit_code_is_never_a_pass_after_a_crash(ran, textual_code, shown, expected):
+    """Red team: a crash while loading exited 0 (``app.run() or 0``)."""
+    from relconsole.cli import _console_exit
+
+    class App:
+        return_code = textual_code
+
+        def run(self):
+            return ran
+
+        def exit_code(self):
+            return shown
+    assert _console_exit(App()) == expected

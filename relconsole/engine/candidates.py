@@ -181,7 +181,12 @@ class SeedRow:
             canonical = json.dumps(self.value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         except (TypeError, ValueError):
             canonical = self.text
-        digest = hashlib.sha256(f"{self.relation_id}\0{canonical}".encode("utf-8", "surrogateescape"))
+        text = f"{self.relation_id}\0{canonical}"
+        try:
+            data = text.encode("utf-8", "surrogateescape")  # a file's undecodable bytes, as read
+        except UnicodeEncodeError:  # a lone surrogate from a JSON escape (a rejected row)
+            data = text.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(data)
         return "row-" + digest.hexdigest()[:12]
 
     def named_by(self, token: str) -> bool:
@@ -773,11 +778,26 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
 def parse_seed_line(line: str) -> Any:
     """One JSON-lines line as its JSON value, refusing an object (at any depth) that holds
     a key twice: ``{"percent": 10, "percent": 200}`` would otherwise read as 200 while a
-    reviewer may read 10. Raises SeedLineError naming the key, or why the line is not JSON."""
+    reviewer may read 10. A string holding a lone surrogate (``"\\ud800"``: JSON allows the
+    escape, Unicode has no such character, and no file, terminal or subject can carry it) is
+    refused too. Raises SeedLineError naming the key, or why the line is not JSON."""
     try:
-        return jsonnumbers.loads(line, object_pairs_hook=_no_duplicate_keys)
+        value = jsonnumbers.loads(line, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise SeedLineError(f"not JSON: {exc.msg}") from None
+    if _has_lone_surrogate(value):
+        raise SeedLineError("holds a lone surrogate escape (\\ud800-\\udfff): not Unicode text")
+    return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(map(_has_lone_surrogate, value))
+    return False
 
 
 def relation_of_seed_file(path: str) -> str:
