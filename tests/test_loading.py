@@ -227,6 +227,12 @@ CASES = {
         lambda t: replace_once(t, '"oracle/data/penguins.csv": "sha256:', '"oracle/data/penguins.csv": "md5:'),
         lambda t: line_of(t, '"oracle/data/penguins.csv"'),
         ["oracle/data/penguins.csv"]),
+    **{f"shuffles_{name}": (  # red team: a non-count crashed run (int(inf)) or was taken as a count
+        CATALOG,
+        lambda t, value=value: replace_once(t, "params: {shuffles: 6, seed: 7}", f"params: {{shuffles: {value}, seed: 7}}"),
+        lambda t, value=value: line_of(t, f"shuffles: {value}"),
+        ["shuffles"]) for name, value in (("inf", ".inf"), ("nan", ".nan"), ("huge_float", "1e400"),
+                                          ("octal_text", "0o7"), ("bool", "true"), ("text", "'6'"))},
 }
 
 

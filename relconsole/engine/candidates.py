@@ -23,7 +23,6 @@ import datetime as dt
 import functools
 import hashlib
 import json
-import math
 import re
 import sys
 import unicodedata
@@ -32,7 +31,7 @@ from typing import Any, Callable
 
 import yaml
 
-from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation,
+from relconsole.engine.catalog import (KIND_PARAMS, RELATION_SCHEMA, Catalog, _relation, param_problem,
                                        answer_like, check_row)
 from relconsole.engine import jsonnumbers
 from relconsole.engine.errors import BadInputError
@@ -712,25 +711,6 @@ def _transform(raw: dict) -> Verdict:
     return Verdict("known_transform", True)
 
 
-def _param_problem(name: str, value: Any) -> str | None:
-    """Why ``params.<name>`` has the wrong type for the relation kinds (§3), or None."""
-    if name in ("shuffles", "seed"):
-        return None if isinstance(value, int) and not isinstance(value, bool) else "a whole number"
-    if name == "order_free":
-        return None if isinstance(value, bool) else "true or false"
-    if name == "splits":
-        if isinstance(value, int) and not isinstance(value, bool):
-            return None
-        if isinstance(value, list) and value and all(_is_number(v) for v in value):
-            return None
-        return "a whole number of splits or a list of fractions"
-    if name == "field":
-        return None if _text(value) else "the name of an input field"
-    if name in ("step", "max"):
-        return None if _is_number(value) and math.isfinite(value) else "a finite number"
-    return None
-
-
 def _catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
     """The relation row the candidate becomes on accept, checked like a catalog row."""
     kind = TRANSFORM_TO_KIND.get(str(raw.get("transform")))
@@ -751,7 +731,7 @@ def _catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
         return Verdict("catalog_form", False,
                        f"params {', '.join(sorted(map(str, unknown)))} do not apply to {kind}"), None
     for name, value in params.items():
-        wanted = _param_problem(name, value)
+        wanted = param_problem(name, value)
         if wanted:
             return Verdict("catalog_form", False, f"params.{name}: {value!r} is not {wanted}"), None
     try:  # the catalog's own rules (tolerance needs a quantum, roundtrip needs inverse...)

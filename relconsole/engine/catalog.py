@@ -44,6 +44,33 @@ KIND_PARAMS: dict[str, set[str]] = {
     "bound": {"equals", "raises", "edge"},
 }
 MAX_SCALE = 1000  # params.scale: how many copies of a corpus the scaled source input may hold
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _finite(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and value not in (float("inf"), float("-inf")) and value == value)
+
+
+def param_problem(name: str, value: Any) -> str | None:
+    """Why ``params.<name>`` has the wrong type for the relation kinds (§3), or None: the same
+    rule for a catalog row and a drafted candidate (a ``shuffles: .inf`` crashed a run)."""
+    if name in ("shuffles", "seed"):
+        return None if _whole(value) else "a whole number"
+    if name == "order_free":
+        return None if isinstance(value, bool) else "true or false"
+    if name == "splits":
+        if _whole(value) or isinstance(value, list) and value and all(_finite(v) for v in value):
+            return None
+        return "a whole number of splits or a list of fractions"
+    if name == "field":
+        return None if isinstance(value, str) and value.strip() else "the name of an input field"
+    if name in ("step", "max"):
+        return None if _finite(value) else "a finite number"
+    return None
 KIND_FIELDS: dict[str, set[str]] = {"split_merge": {"merge"}, "roundtrip": {"inverse"},
                                     "invariance": {"transform"}}
 KIND_REQUIRED: dict[str, set[str]] = {"roundtrip": {"inverse"}, "invariance": {"transform"}}
@@ -205,6 +232,11 @@ def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: i
         raise BadInputError(
             source, f"relation {raw['id']!r}: unknown params for {kind}: {', '.join(sorted(unknown))}",
             loaded.line_of(("relations", index, "params")))
+    for name, value in params.items():
+        problem = param_problem(name, value)
+        if problem:
+            raise BadInputError(source, f"relation {raw['id']!r}: params.{name}: {value!r} is not {problem}",
+                                loaded.line_of(("relations", index, "params", name)))
     scale = params.get("scale")
     if scale is not None and (type(scale) is not int or not 2 <= scale <= MAX_SCALE or "lease" not in raw["input"]):
         raise BadInputError(source, f"relation {raw['id']!r}: params.scale is how many copies of a leased corpus "
