@@ -638,3 +638,16 @@ def test_unusual_line_breaks_in_a_reason_do_not_shift_line_numbers(odd):
     with pytest.raises(BadInputError) as caught:
         parse_rows(text, "oracle/freezes.json")
     assert caught.value.line in (second, key_line)
+
+
+@settings(max_examples=100)
+@given(reruns=st.integers(1, 12), min_reruns=st.integers(1, 12))
+def test_a_hand_written_row_below_the_policy_s_min_reruns_freezes_nothing(reruns, min_reruns):
+    """Red team: a committed row with reruns 1, pass_needed 1 under a policy of min_reruns 5
+    was honoured (the console's writer checked the policy; the reader did not)."""
+    today = dt.date(2031, 5, 17)
+    rows = parse_rows(freeze_text(row(reruns=reruns, pass_needed=1)), "oracle/freezes.json")
+    [assessed] = assess(rows, catalog(min_reruns=min_reruns), today)
+    assert (assessed.state == INVALID) == (reruns < min_reruns)
+    if reruns < min_reruns:
+        assert str(min_reruns) in assessed.why

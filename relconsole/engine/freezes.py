@@ -153,6 +153,9 @@ def assess(rows: list[tuple[dict, int | None]], catalog: Catalog, today: dt.date
             out.append(FreezeRow(raw, line, INVALID, f"no relation {raw['relation_id']!r} in the catalog"))
         elif not relation.freeze.allowed:
             out.append(FreezeRow(raw, line, INVALID, f"{relation.id} does not allow freezing"))
+        elif raw["reruns"] < relation.freeze.min_reruns:  # a hand-written row holds to the policy too
+            out.append(FreezeRow(raw, line, INVALID, f"reruns {raw['reruns']} below the policy's min_reruns "
+                                                     f"{relation.freeze.min_reruns}"))
         elif expires < today:
             out.append(FreezeRow(raw, line, EXPIRED, f"freeze expired on {expires.isoformat()}: mandatory again"))
         elif (expires - today).days > relation.freeze.max_days:
