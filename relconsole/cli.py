@@ -771,10 +771,13 @@ def main(argv: list[str] | None = None) -> int:
         code = _dispatch(args)
         if code != EXIT_PASS or args.command in DECIDING:
             cli_pipe.decided(code)
-        sys.stdout.flush()  # a reader that left shows here, not in the interpreter's last flush
+        if sys.stdout is not None:  # started with stdout closed (>&-): nothing to flush
+            sys.stdout.flush()  # a reader that left shows here, not in the interpreter's last flush
         return code
     except BrokenPipeError:
         return cli_pipe.exit_code_after_broken_pipe()
+    except OSError as exc:  # stdout cannot take the output (a full disk, /dev/full): never a pass
+        return cli_pipe.exit_code_after_failed_write(exc)
 
 
 def _dispatch(args) -> int:

@@ -51,3 +51,17 @@ def _silence(stream) -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
+
+
+def exit_code_after_failed_write(error: OSError) -> int:
+    """The exit code when stdout refused the output for another reason than a reader that left
+    (ENOSPC on ``> /dev/full``, EIO): one line on stderr naming it, then the recorded decision
+    when it is not a pass, else ``EXIT_ABORT`` (3): the output that says pass was never written."""
+    from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS
+    _silence(sys.stdout)
+    try:
+        print(f"relconsole: cannot write the output: {error.strerror or error}", file=sys.stderr)
+    except (OSError, ValueError, AttributeError):
+        pass
+    code = _decision[0] if _decision else EXIT_ABORT
+    return EXIT_ABORT if code == EXIT_PASS else code

@@ -88,3 +88,19 @@ def test_bind_with_a_gap_stays_exit_2_when_its_reader_leaves(sample):
 def test_a_command_with_no_decision_exits_141_when_its_reader_leaves(sample):
     assert unpiped(sample, "schema").returncode == 0
     assert in_bash(sample, "$RC schema | (exec 0<&-; true)") == [SIGPIPE_EXIT, 0]
+
+
+@pytest.mark.parametrize("args", [["bind"], ["validate"], ["run", "--json"]])
+def test_an_output_that_cannot_be_written_is_never_a_pass(sample, args):
+    """Red team: ``bind > /dev/full`` ended in an OSError traceback (exit 1) and ``>&-`` in an
+    AttributeError. A decision that is not a pass keeps its code; a pass nobody could read is
+    an abort; a closed stdout prints nothing and keeps the decision."""
+    whole = unpiped(sample, *args).returncode
+    script = f"{sys.executable} -m relconsole {' '.join(args)} > /dev/full; echo $?"
+    full = subprocess.run(["bash", "-c", script], cwd=sample, env=env(), capture_output=True, text=True, timeout=600)
+    assert "Traceback" not in full.stderr and "Exception ignored" not in full.stderr, full.stderr
+    assert int(full.stdout.split()[-1]) == (whole if whole != 0 else 3)
+    closed = subprocess.run(["bash", "-c", f"{sys.executable} -m relconsole {' '.join(args)} >&-"], cwd=sample,
+                            env=env(), capture_output=True, text=True, timeout=600)
+    assert "Traceback" not in closed.stderr, closed.stderr
+    assert closed.returncode == whole
