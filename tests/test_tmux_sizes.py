@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from relconsole.engine.review import load_review
 from tests.conftest import TODAY
 from tests.test_e2e_tmux import Terminal, review_command, terminal  # noqa: F401  (the fixture)
