@@ -58,9 +58,10 @@ def exit_code_after_failed_write(error: OSError) -> int:
     (ENOSPC on ``> /dev/full``, EIO): one line on stderr naming it, then the recorded decision
     when it is not a pass, else ``EXIT_ABORT`` (3): the output that says pass was never written."""
     from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS
+    from relconsole.engine.literal import one_line
     _silence(sys.stdout)
     try:
-        print(f"relconsole: cannot write the output: {error.strerror or error}", file=sys.stderr)
+        print(f"relconsole: cannot write the output: {one_line(str(error.strerror or error))}", file=sys.stderr)
     except (OSError, ValueError, AttributeError):
         pass
     code = _decision[0] if _decision else EXIT_ABORT
