@@ -415,6 +415,9 @@ def test_the_patch_cannot_set_the_gates_options_through_addopts(demo_repo, tmp_p
     assert run.code == 4 and "came from the configuration" in run.out, run.out
 
 
+INTERMITTENT = "bands.repeat_scans"
+
+
 def test_under_xdist_relations_run_once_and_the_results_file_is_complete(demo_repo, tmp_path):
     """``pytest -n 2``: each worker collects the relation items; the controller runs every
     relation once and writes the whole file, the same verdicts and decision as one process."""
@@ -423,8 +426,15 @@ def test_under_xdist_relations_run_once_and_the_results_file_is_complete(demo_re
     single = run_pytest(demo_repo, tmp_path / "single", FLAKY_COUNTER=str(tmp_path / "single.count"))
     spread = run_pytest(demo_repo, tmp_path / "spread", "-n", "2", FLAKY_COUNTER=str(tmp_path / "spread.count"))
     assert spread.results is not None, spread.out
-    verdicts = lambda run: {(r["relation_id"], r["decision"], r["reason"]) for r in run.results["relations"]}  # noqa: E731
+    # the sample's bands.repeat_scans misses on about one drawn seed in ten, by design (the
+    # tour's intermittent miss): two runs may differ there, and only there
+    steady = lambda r: r["relation_id"] != INTERMITTENT  # noqa: E731
+    verdicts = lambda run: {(r["relation_id"], r["decision"], r["reason"])  # noqa: E731
+                            for r in run.results["relations"] if steady(r)}
     assert verdicts(spread) == verdicts(single) and verdicts(single)
+    for run in (single, spread):
+        assert {(r["decision"], r["reason"]) for r in run.results["relations"] if not steady(r)} <= {
+            ("pass", "held"), ("reject", "property_fail")}
     assert spread.results["not_run"] == [] and spread.results["tests"], spread.out
     assert {t["test_id"] for t in spread.results["tests"]} == {t["test_id"] for t in single.results["tests"]}
     for key in ("decision", "reason", "row", "gaps"):
@@ -432,6 +442,6 @@ def test_under_xdist_relations_run_once_and_the_results_file_is_complete(demo_re
     assert spread.code == single.code != 0
     cases = [c.get("name") for c in spread.junit.iter("testcase") if c.get("classname") == "relconsole"]
     assert sorted(cases) == sorted(r["relation_id"] for r in single.results["relations"])  # once each
-    for relation in single.results["relations"]:
+    for relation in spread.results["relations"]:
         case = spread.case("relconsole", relation["relation_id"])
         assert (case.find("failure") is None) == (relation["decision"] in ("pass", "freeze"))
