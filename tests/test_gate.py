@@ -176,14 +176,19 @@ def test_a_part_of_another_head_is_not_collected_with_this_one(sample, tmp_path)
     assert (mixed.returncode, json_of(mixed)["reason"]) == (3, "incomplete_evidence")
 
 
-def test_a_forged_passing_part_cannot_hide_a_relation(sample, tmp_path):
-    """A part edited to drop its failing relation: collect sees the touched relation unjudged."""
+def _rejected_part(sample: Path, tmp_path: Path) -> tuple[Path, Path, Path, dict]:
+    """(repo, artifacts, part file, part) of an unsharded gate over the naive patch (a reject)."""
     repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE})
     art = tmp_path / "art"
     code, _ = gate(repo, art)
     assert code == 1
     part_file = art / "gate-shard-1-of-1.json"
-    part = json.loads(part_file.read_text())
+    return repo, art, part_file, json.loads(part_file.read_text())
+
+
+def test_a_forged_passing_part_cannot_hide_a_relation(sample, tmp_path):
+    """A part edited to drop its failing relation: collect sees the touched relation unjudged."""
+    repo, art, part_file, part = _rejected_part(sample, tmp_path)
     part["relations"] = [r for r in part["relations"] if r["decision"] == "pass"]
     part_file.write_text(json.dumps(part))
     for sheet in art.glob("*.sheet.json"):
@@ -277,12 +282,7 @@ def test_parts_judged_under_an_older_oracle_are_not_collected(sample, tmp_path):
 def test_a_part_cannot_clear_a_miss_by_its_own_word(sample, tmp_path):
     """A forged part saying pass for a relation it says missed, its sheet and manifests gone or
     emptied, and the same relation claimed twice: collect aborts or keeps the worse."""
-    repo = patched(sample, tmp_path, {"src/aggregator.py": NAIVE})
-    art = tmp_path / "art"
-    code, _ = gate(repo, art)
-    assert code == 1
-    part_file = art / "gate-shard-1-of-1.json"
-    part = json.loads(part_file.read_text())
+    repo, art, part_file, part = _rejected_part(sample, tmp_path)
     missed = [r for r in part["relations"] if r["outcome"] == "missed"]
     assert missed, part["relations"]
     for entry in missed:
