@@ -667,7 +667,9 @@ def cmd_demo(args) -> int:
     print(one_line(path))
     if console is None:
         return EXIT_PASS
-    app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap)
+    from relconsole.engine.demo import TOUR_REPLAY_SEEDS, TOUR_RUN_SEED
+    app = console.ReviewApp(repo=str(path), today=args.today, keymap=args.keymap,
+                            run_seed=TOUR_RUN_SEED, replay_seeds=list(TOUR_REPLAY_SEEDS))
     try:
         return _console_exit(app)  # the sample's decision is reject: quitting exits 1
     finally:

@@ -138,7 +138,9 @@ def test_bad_relconsole_today_is_a_usage_error(demo_repo: Path, capsys, monkeypa
 
 
 def test_run_json_reports_the_miss(demo_repo: Path, capsys):
-    code, out, _ = cli(capsys, "run", "--json", *repo_args(demo_repo))
+    # a recorded seed: the sample's bands.repeat_scans misses on some seeds only (issue 18),
+    # and seed 0 is one where it holds, so the deterministic miss is the only one
+    code, out, _ = cli(capsys, "run", "--json", "--replay-seed", "0", *repo_args(demo_repo))
     payload = json.loads(out)
     assert code == EXIT_REJECT and payload["decision"] == "reject"
     missed = {r["relation_id"]: r for r in payload["relations"] if r["outcome"] == "missed"}

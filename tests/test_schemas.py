@@ -316,7 +316,7 @@ def test_the_sample_and_the_agents_catalog_start_with_the_modeline():
     """The sample's YAML oracle files (and the agent patch's copy of the catalog, so its diff
     does not drop the line) name the copies ``demo`` writes beside the catalog."""
     for path in [SAMPLE / "catalog.yaml", *SAMPLE.glob("leases/*.yaml"), *SAMPLE.glob("quarantine/*.yaml"),
-                 ROOT / "sample_repo/.agent_patch/04-loosen-catalog/files/oracle/catalog.yaml"]:
+                 ROOT / "sample_repo/.agent_patch/05-loosen-catalog/files/oracle/catalog.yaml"]:
         match = MODELINE.match(path.read_text())
         assert match, path
         inside = path.as_posix().split("/oracle/", 1)[1]  # e.g. leases/penguins.yaml

@@ -145,8 +145,13 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def __init__(self, repo: str = ".", base_ref: str | None = None, head_ref: str = "HEAD",
                  today: dt.date | None = None, oracle_from: str = "base", autorun: bool = True,
-                 preferences: bool = True, keymap: str | None = None):
+                 preferences: bool = True, keymap: str | None = None,
+                 run_seed: int | None = None, replay_seeds: list[int] | None = None):
         super().__init__()
+        # recorded seeds (the demo's tour, engine.demo.TOUR_SEEDS): every first run replays
+        # ``run_seed`` and ``b`` replays ``replay_seeds``; None: each run draws its own (§7)
+        self.run_seed = run_seed
+        self.replay_seeds = list(replay_seeds) if replay_seeds else None
         self.preferences = preferences  # the user's saved theme and keymap; screenshots use the defaults
         self.keymap_file = keymap  # --keymap PATH; None: $RELCONSOLE_KEYMAP or the user's config folder
         self.active_keys: dict[str, list[str]] = default_keys(self.BINDINGS)  # binding id -> keys in force
@@ -170,6 +175,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self._catch_up_pending = False
         self.saved_replays: dict = {}  # relation id -> replay sheet saved before this session (saved_replays)
         self.cursor_after_reload: str | None = None  # the Quarantine item to highlight once a commit reloads
+        self._after_load: list = []  # what waits for the reload in flight (a commit asked meanwhile)
         self._focus_shown = None  # the widget focus_shown last showed
         self.collector = Collector()
         self._quitting = False
@@ -370,6 +376,16 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                     review.replays.setdefault(rid, replayed)
         return carried
 
+    def _carry_marks(self, old: Review, review: Review) -> None:
+        """Marks, pending accepts and overrides follow their items into the reloaded review
+        (a seed row's line moves after a commit; a mark must not land on the row now there)."""
+        moved = views.moved_items(old, review)
+        self.marked = {moved[o] for o in self.marked if o in moved}
+        self.pending = {moved[o]: what for o, what in self.pending.items() if o in moved}
+        self.overrides = {moved[o] for o in self.overrides if o in moved}
+        if self.cursor_after_reload is not None:
+            self.cursor_after_reload = moved.get(self.cursor_after_reload, self.cursor_after_reload)
+
     def _loaded(self, review: Review, first: bool, built: dict, carried: dict, saved: dict) -> None:
         self.collector.releasing()
         self.saved_replays = saved
@@ -377,6 +393,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         late = []
         if old is not None:
             self._carry_over(old, review)
+            self._carry_marks(old, review)
             late = [rid for rid, result in old.results.items() if carried.get(rid) is not result
                     and review.results.get(rid) is result]
             old.close()
@@ -393,6 +410,9 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         self.refresh_all(built)
         self.update_relations(late)
         self.collector.settled()
+        waiting, self._after_load = self._after_load, []
+        for then in waiting:
+            then()
         if first and self.autorun and review.catalog is not None and review.touched_relations():
             self.action_run()
 
@@ -551,7 +571,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         """Evaluate the touched relations in worker processes, reporting each as it ends."""
         try:
             run_review(review, ids, lambda result: self._from_thread(self._relation_done, review, result),
-                       cancel=self.run_cancel)
+                       replay_seed=self.run_seed, cancel=self.run_cancel)
         except RunCancelled:
             return  # the console is quitting
         except Exception as exc:
@@ -615,6 +635,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             return
         self.busy_reasons.add("replay")
         self.replay_cancel = Cancel()
+        self._replay_started_at = self._where()
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=None, progress=0)
         bar.display = True
@@ -635,7 +656,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         try:
             store = open_store(None, review.repo.common_dir)
             try:
-                outcome = replay(review, store, ReplayOptions(cancel=self.replay_cancel), step)
+                outcome = replay(review, store, ReplayOptions(cancel=self.replay_cancel, seeds=self.replay_seeds), step)
             finally:
                 store.close()
             record_decisions(review.repo.common_dir, list(outcome.decisions.values()))
@@ -681,8 +702,31 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         if self.review is not None:
             self.update_relations(list(review.replays))
             self.refresh_workspace_items()
+            if not failed:
+                self._show_freezable(review)
             self.refresh_status()
             self.show_detail()
+
+    def _where(self) -> tuple[str | None, str | None]:
+        """(focused pane kind, its highlighted item id): where the reviewer is."""
+        pane = self.focused_pane()
+        return (pane.kind, pane.highlighted_id) if pane is not None else (None, None)
+
+    def _show_freezable(self, review: Review) -> None:
+        """After a replay whose table row allows a freeze (§8 row 8), put the Relations cursor on
+        that relation, so ``f`` is the next key; only when the reviewer has not moved since ``b``
+        (a cursor they moved meanwhile stays where they put it)."""
+        freezable = [rid for rid in review.touched_relations()
+                     if rid in review.replays and review.replays[rid].decision.decision == "freeze"]
+        if not freezable or self._where() != getattr(self, "_replay_started_at", None) or \
+                self.screen is not self.screen_stack[0]:
+            return
+        pane = self.pane("relations")
+        index = next((n for n, item in enumerate(pane.options) if item.id == f"r:{freezable[0]}"), None)
+        if index is None:
+            return
+        self.action_focus_pane("relations")
+        pane.highlighted = index
 
     def action_gate_health(self) -> None:
         """``s``: the gate-health view (counts per §8 row from the local decision history)."""
@@ -753,7 +797,15 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
                 self.overrides.add(oid)
                 self.action_accept()
 
-            self.ask_override(oid, views.confirm_state(self.review, oid), override)
+            def confirmed() -> None:  # the dialog's o: a second replay confirmed the candidate
+                others = set(unconfirmed[1:])
+                ready = [o for o in targets if o not in others]
+                for ready_oid in ready:
+                    self.pending[ready_oid] = "accept"
+                self.marked -= set(ready)
+                self.refresh_quarantine()
+
+            self.ask_override(oid, views.confirm_state(self.review, oid), override, confirmed)
             return
         for oid in targets:
             self.pending[oid] = "accept"
@@ -766,7 +818,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             return
         question = views.describe_change(self.review, targets, "delete")
         self.push_screen(ConfirmScreen("Delete from quarantine?", question),
-                         lambda yes: yes and self._commit("delete", targets))
+                         lambda yes: yes and self._commit_asked("delete", targets, self.review))
 
     def action_commit(self) -> None:
         accepts = [oid for oid, what in self.pending.items() if what == "accept"]
@@ -776,7 +828,23 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
             return
         question = views.describe_change(self.review, accepts, "accept", self.overrides)
         self.push_screen(ConfirmScreen("Commit catalog changes?", question),
-                         lambda yes: yes and self._commit("accept", accepts))
+                         lambda yes: yes and self._commit_asked("accept", accepts, self.review))
+
+    def _commit_asked(self, what: str, oids: list[str], asked_on: Review) -> None:
+        """The commit a dialog asked about, for the same items. A seed row's item id is its
+        line, which a commit moves: while a commit or reload is in flight this waits for the
+        reloaded review, and the ids are carried to it (``views.moved_items``) before committing."""
+        if self.busy_reasons & {"git", "load"}:
+            self._after_load.append(lambda: self._commit_asked(what, oids, asked_on))
+            return
+        if self.review is None:
+            return
+        if self.review is not asked_on:
+            moved = views.moved_items(asked_on, self.review)
+            oids = [moved[o] for o in oids if o in moved]
+            if not oids:
+                return
+        self._commit(what, oids)
 
     def _commit(self, what: str, oids: list[str]) -> None:
         candidates, rows = views.split_targets(oids)
@@ -814,6 +882,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def _commit_failed(self, message: str) -> None:
         self.busy_reasons.discard("git")
+        self._after_load.clear()  # a commit asked after this one was asked on what it would have changed
         self.notify(message, title="no commit made", severity="error", markup=False, timeout=30)
 
     def next_undecided(self, decided: list[str]) -> str | None:

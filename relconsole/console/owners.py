@@ -12,7 +12,7 @@ from textual import work
 from textual.widgets import ProgressBar
 
 from relconsole.console import views
-from relconsole.console.screens.confirm import ConfirmScreen
+from relconsole.console.screens.confirm import ALSO, ConfirmScreen
 from relconsole.console.screens.detail import DetailView, lease_text
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
@@ -33,10 +33,12 @@ class OwnerWorkflows:
 
     # --- second replay of a candidate (§10) ---------------------------------------------
 
-    def action_confirm_candidate(self) -> None:
-        """``o``: replay the highlighted candidate twice in clean worktrees (background)."""
+    def action_confirm_candidate(self, oid: str | None = None, then=None) -> None:
+        """``o``: replay the highlighted candidate (or ``oid``) twice in clean worktrees
+        (background); ``then()`` (from the accept dialog's ``o``: accept what ``a`` was
+        pressed on) runs when the replay confirms it soundly, with no miss on the base (§10)."""
         review = self.review
-        oid = self.pane("quarantine").highlighted_id
+        oid = oid or self.pane("quarantine").highlighted_id
         candidate = views.candidate_of(review, oid) if review else None
         if candidate is None:
             self.notify("highlight a candidate relation (seed rows need no replay)", severity="information")
@@ -49,6 +51,7 @@ class OwnerWorkflows:
             self.notify("a replay or run is in progress: wait for it to finish", severity="warning")
             return
         self.busy_reasons.add("confirm")
+        self.after_confirm = then
         self.replay_cancel = Cancel()
         self._show_progress(f"second replay of {literal(candidate.id)}…")
         self.confirm_in_background(review, candidate.id)
@@ -89,8 +92,13 @@ class OwnerWorkflows:
             lines = [f"{state.state.replace('_', ' ')}: {state.reason}"] + outcome.notes
             if outcome.commit is not None:
                 lines.append(f"{outcome.commit.sha[:10]} {outcome.commit.message.splitlines()[0]}")
+            then = getattr(self, "after_confirm", None)
+            if then is not None and state.confirmed and not state.base_miss:
+                then()
+                lines.append("marked for accept: c commits it")
             self.notify("\n".join(lines), title=f"second replay of {candidate_id}", severity=severity,
                         markup=False, timeout=20)
+        self.after_confirm = None
         self.reload()  # a discard made a commit; states are re-read with the review
 
     # --- re-hash of a drifted lease (§4) --------------------------------------------------
@@ -157,12 +165,20 @@ class OwnerWorkflows:
 
     # --- accept gating (§10): only confirmed candidates, or a recorded override --------------
 
-    def ask_override(self, oid: str, state, then) -> None:
-        """A second confirmation before an unconfirmed candidate may be accepted."""
+    def ask_override(self, oid: str, state, then, confirmed=None) -> None:
+        """A second confirmation before an unconfirmed candidate may be accepted: ``y`` runs
+        ``then()`` (the override); ``o``, offered unless the candidate is confirmed already,
+        runs its second replay and ``confirmed()`` if that confirms it."""
         title = ("Accept a candidate that misses on the base?" if state is not None and state.confirmed
                  else "Accept without a confirming second replay?")
-        self.push_screen(ConfirmScreen(title, views.unconfirmed_question(self.review, oid, state)),
-                         lambda yes: yes and then())
+        also = views.CONFIRM_CHOICE if views.offers_confirm(state) else None
+
+        def answered(answer) -> None:
+            if answer == ALSO:
+                self.action_confirm_candidate(oid, then=confirmed)
+            elif answer:
+                then()
+        self.push_screen(ConfirmScreen(title, views.unconfirmed_question(self.review, oid, state), also), answered)
 
     def _show_progress(self, message: str) -> None:
         bar = self.query_one("#progress", ProgressBar)

@@ -17,13 +17,15 @@ from pathlib import Path
 
 from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
-from relconsole.engine.demo import materialise
+from relconsole.engine.demo import TOUR_REPLAY_SEEDS, TOUR_RUN_SEED, materialise
 
 SIZE = (160, 48)
 TODAY = dt.date(2026, 11, 30)
 SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health",
          "merge-checklist", "candidate-confirmed", "filtered", "narrow-tabs", "lease-rehash", "lease-history")
 NARROW = (80, 24)
+# the demo's recorded seeds: the same screens every time (the sample's intermittent miss shown)
+TOUR = {"run_seed": TOUR_RUN_SEED, "replay_seeds": list(TOUR_REPLAY_SEEDS)}
 STOCKS_CORPUS = "oracle/data/stocks.csv"
 
 
@@ -48,7 +50,7 @@ async def _goto(pilot, pane_key: str, kind: str, option_id: str) -> None:
 
 async def _shoot(repo: Path, out: Path) -> list[Path]:
     written = []
-    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False)
+    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False, **TOUR)
 
     def save(name: str) -> None:
         path = out / f"{name}.svg"
@@ -104,7 +106,7 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
 
 async def _shoot_narrow(repo: Path, out: Path) -> list[Path]:
     """80x24: the four panes two by two (listing.layout_class); the quarantine pane is focused."""
-    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False)
+    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False, **TOUR)
     async with app.run_test(size=NARROW) as pilot:
         await _settle(pilot)
         await pilot.press("4", "j")
@@ -116,7 +118,7 @@ async def _shoot_narrow(repo: Path, out: Path) -> list[Path]:
 async def _shoot_rehash(repo: Path, out: Path) -> list[Path]:
     """The stocks corpus changes in a reviewed commit; its owner re-hashes, renews, reads history."""
     _drift_stocks(repo)
-    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False)
+    app = ReviewApp(repo=str(repo), today=TODAY, preferences=False, **TOUR)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot)
         await _goto(pilot, "3", "leases", "l:oracle/leases/stocks.yaml")

@@ -111,6 +111,22 @@ def item_id(item) -> str:
     return f"s:{item.key}" if hasattr(item, "key") and hasattr(item, "line") else f"c:{item.path}"
 
 
+def moved_items(old: Review, new: Review) -> dict[str, str]:
+    """Item id in ``old`` -> the same item's id in ``new``: a candidate by its path, a seed row
+    by its stable ``id`` (its content) in the same file, since its line moves after every accept
+    or delete. Items gone from ``new`` are left out; equal rows pair up in file order."""
+    moved = {item_id(c): item_id(c) for c in new.candidates
+             if any(o.path == c.path for o in old.candidates)}
+    places: dict[tuple[str, str], list[str]] = {}
+    for row in new.seed_rows:
+        places.setdefault((row.path, row.id), []).append(item_id(row))
+    for row in old.seed_rows:
+        spots = places.get((row.path, row.id))
+        if spots:
+            moved[item_id(row)] = spots.pop(0)
+    return moved
+
+
 def quarantine_options(review: Review, marked: set[str], pending: dict[str, str]) -> list[tuple[str, Text, bool]]:
     items = []
     for candidate in review.candidates:
@@ -156,13 +172,23 @@ def sound_confirmation(review: Review, state) -> bool:
     return bool(state is not None and state.confirmed and not state.base_miss and not state.elsewhere(review))
 
 
+CONFIRM_THEN_ACCEPT = "if it confirms, the candidate is marked for accept (c commits it)"
+CONFIRM_CHOICE = "confirm first"  # the override dialog's third key, o (§10)
+
+
+def offers_confirm(state) -> bool:
+    """Whether the override dialog offers a second replay (``o``): not for a candidate already
+    confirmed for this review, whose replay found a miss on the base."""
+    return not (state is not None and state.confirmed and state.base_miss)
+
+
 def unconfirmed_question(review: Review, oid: str, state) -> str:
     """The override dialog's text: why the candidate is not confirmed (or misses on the base),
     what the commit records."""
     name = item_label(review, oid)
     if state is not None and state.confirmed and state.elsewhere(review):
         return (f"{name} was confirmed for another review ({state.elsewhere(review)}).\n"
-                "Press n, then o to confirm it here.\n\n"
+                f"Press o to confirm it here now; {CONFIRM_THEN_ACCEPT}.\n\n"
                 "Accept it anyway as the reviewer's override? The catalog: commit message records "
                 "the override and your git identity.")
     if state is not None and state.confirmed and state.base_miss:
@@ -174,7 +200,7 @@ def unconfirmed_question(review: Review, oid: str, state) -> str:
            else "its replay state is unknown")
     return (f"{name} is not confirmed ({why}).\n"
             "A candidate is accepted after a second replay on a new workspace lease agrees with the "
-            "first (§10): press n, then o to run it.\n\n"
+            f"first (§10): press o to run it now; {CONFIRM_THEN_ACCEPT}.\n\n"
             "Accept it unconfirmed as the reviewer's override? The catalog: commit message records "
             "the override and your git identity.")
 

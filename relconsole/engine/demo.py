@@ -50,6 +50,12 @@ FREEZE_EXPIRY_DAYS = {
     "penguins.order_invariant": 7,  # live (within the relation's max_days)
     "weather.replay_ingest": -5,  # expired
 }
+# The tour's recorded run seeds (SPEC §7: a recorded seed replays a run). bands.repeat_scans
+# misses on about one run in ten, on main as on the patch; with these the demo's first run is
+# one of its misses and ``b`` replays five runs per side of which two miss on both sides, so
+# the reviewer meets row 8 and a freeze to commit. ``relconsole review`` draws its own seeds.
+TOUR_RUN_SEED = 21
+TOUR_REPLAY_SEEDS = (21, 22, 23, 24, 25)
 FREEZES_FILE = "oracle/freezes.json"
 QUARANTINE_DIR = "oracle/quarantine"
 DRAFTED_DAYS_AGO = 2

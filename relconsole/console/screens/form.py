@@ -44,10 +44,17 @@ class FormScreen(ModalScreen[dict | None]):
             yield Static(Text(f"enter: next / submit    {key_names(','.join(cancel))}: cancel", style="dim"),
                          id="dialog-keys")
 
+    def on_descendant_focus(self, event) -> None:
+        inputs = list(self.query(Input))
+        if event.widget in inputs:
+            self._at = inputs.index(event.widget)
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         inputs = list(self.query(Input))
-        index = inputs.index(event.input)
+        # an enter typed before the focus had moved on (enter enter, fast) belongs to the next field
+        index = max(inputs.index(event.input), getattr(self, "_at", 0))
         if index + 1 < len(inputs):
+            self._at = index + 1
             inputs[index + 1].focus()
             return
         values = {name: self.query_one(f"#field-{name}", Input).value for name, *_ in self.fields}
