@@ -277,9 +277,13 @@ def band_days(root: Path) -> list[list[str]]:
 def test_band_sightings_miss_intermittently_and_the_same_on_both_sides(repo, tmp_path):
     """The sample's intermittent miss (issue 18): with the subject's random seeded per call, as
     the harness seeds it, a salted fingerprint collision drops a band on some seeds only, and
-    the patch's bands.py drops the same band as main's for the same seed (the miss is on base)."""
+    the patch's bands.py drops the same band as main's for the same seed (the miss is on base).
+    At the sample's width a collision is one call in millions (the tour's recorded seeds meet
+    one, see test_console_tour); the mechanism is checked here at a width where seeds meet it."""
     base = load_module(repo, "main", "src/bands.py", tmp_path)
     patched = load_module(repo, "agent/patch", "src/bands.py", tmp_path)
+    assert base.FINGERPRINT_BITS == patched.FINGERPRINT_BITS >= 28  # rare enough that drawn seeds miss it
+    base.FINGERPRINT_BITS = patched.FINGERPRINT_BITS = 8
     day = max(band_days(repo), key=len)
     dropped = []
     for seed in range(60):

@@ -426,8 +426,8 @@ def test_under_xdist_relations_run_once_and_the_results_file_is_complete(demo_re
     single = run_pytest(demo_repo, tmp_path / "single", FLAKY_COUNTER=str(tmp_path / "single.count"))
     spread = run_pytest(demo_repo, tmp_path / "spread", "-n", "2", FLAKY_COUNTER=str(tmp_path / "spread.count"))
     assert spread.results is not None, spread.out
-    # the sample's bands.repeat_scans misses on about one drawn seed in ten, by design (the
-    # tour's intermittent miss): two runs may differ there, and only there
+    # the sample's bands.repeat_scans misses on about one drawn seed in 360,000, by design
+    # (the tour's intermittent miss): two runs may differ there, and only there
     steady = lambda r: r["relation_id"] != INTERMITTENT  # noqa: E731
     verdicts = lambda run: {(r["relation_id"], r["decision"], r["reason"])  # noqa: E731
                             for r in run.results["relations"] if steady(r)}

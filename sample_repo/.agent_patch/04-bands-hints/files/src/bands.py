@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-FINGERPRINT_BITS = 24
+FINGERPRINT_BITS = 29
 SALT_BYTES = 8
 
 
