@@ -54,7 +54,7 @@ FREEZE_EXPIRY_DAYS = {
 # misses on about one run in 360,000 (a 29-bit fingerprint collision among a visit's
 # readings), on main as on the patch, so drawn seeds, tests' included, all but never meet it;
 # with these the demo's first run is one of its misses and ``b`` replays five runs per side
-# of which the first misses on both sides, so
+# of which the first misses on both sides (found with tests/find_tour_seed.py), so
 # the reviewer meets row 8 and a freeze to commit. ``relconsole review`` draws its own seeds.
 TOUR_RUN_SEED = 1000550
 TOUR_REPLAY_SEEDS = (1000550, 1000551, 1000552, 1000553, 1000554)
