@@ -287,3 +287,21 @@ def test_fit_keeps_help_and_quit_and_order_and_drops_the_least_used_first(entrie
             if any(e.binding_id not in ALWAYS for e in shown) else True
     if len(wrap(entries, width)) <= max_rows:
         assert shown == entries  # nothing left out when everything fits
+
+
+@pytest.mark.parametrize("width", [50, 48, 60])
+async def test_every_tab_shows_whole_when_panes_are_tabs(demo_repo, width):
+    """A new user saw 'ouched paths  2 Relations …' at 50x24: the tab bar scrolled its first tab
+    off the left edge. Where the tab bar shows, each tab's label is on the screen whole,
+    whichever pane is active."""
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.has_class("-tabs")
+        for key in ("4", "1", "3"):
+            await pilot.press(key)
+            await pilot.pause()
+            bar = app.screen.query_one("#pane-tabs")
+            row = screen_rows(app)[bar.region.y]
+            labels = [str(tab.label) for tab in bar.query("Tab")]
+            assert all(label in row for label in labels), (row, labels)
