@@ -92,20 +92,33 @@ def _bind_paths(owners: list[tuple[str, list[str]]], touched: list[Touched],
             queries.append(item.old_path)
     answers = iter(index.winner_indexes(queries))
     table = index.owners
+    owned = {}  # winner index -> (pattern, relation ids as a tuple), made once per pattern
     out = []
+    append = out.append
+    new = object.__new__
     for item in touched:
         found = next(answers)
-        hit = None if found is None else table[found]
+        hit = None if found is None else owned.get(found)
+        if found is not None and hit is None:
+            hit = owned[found] = (table[found][0], tuple(table[found][1]))
         # a rename also removes the old path: its owners still guard the moved code
         found = next(answers) if item.status == "R" and item.old_path else None
         old = None if found is None else table[found]
         moved = tuple(rid for rid in old[1] if not hit or rid not in hit[1]) if old and old[1] else ()
+        # Binding(item, state, pattern, relations), its fields set straight into the row's
+        # __dict__: a frozen dataclass's __init__ costs twice as much (100,000 rows)
+        row = new(Binding)
+        values = row.__dict__
+        values["touched"] = item
         if hit is None:
-            out.append(Binding(item, PROTECTED if guarded(item.path) else GAP, None, moved))
+            values["state"], values["pattern"], values["relations"] = \
+                PROTECTED if guarded(item.path) else GAP, None, moved
         elif not hit[1] and not moved:
-            out.append(Binding(item, EXEMPT, hit[0], ()))
+            values["state"], values["pattern"], values["relations"] = EXEMPT, hit[0], ()
         else:
-            out.append(Binding(item, OWNED, hit[0], tuple(hit[1]) + moved))
+            values["state"], values["pattern"], values["relations"] = OWNED, hit[0], hit[1] + moved
+        values["via_import"] = ()
+        append(row)
     return out
 
 
