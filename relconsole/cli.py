@@ -341,22 +341,28 @@ def _print_bind(args, review) -> int:
         return code
     cli_pipe.decided(code)
     if review.bindings:  # one write: 100,000 lines cost 0.6 s as a print and a literal() each
-        print(literal("\n".join(_binding_line(b) for b in review.bindings)))
+        print(literal("\n".join(_binding_lines(review.bindings))))
     _emit(args, {}, [], review.errors)
     return code
 
 
-def _binding_line(b) -> str:
-    """``bind``'s text line of one binding (the caller passes the joined lines through
-    ``literal``; a path goes through ``one_line`` first, so its newlines and tabs show as
-    ``\\n`` and ``\\t``; a printable path is its own ``one_line``)."""
-    path = b.touched.path
-    line = f"{b.touched.status}  {path if path.isprintable() else one_line(path)}  {b.state}"
-    if b.relations:
-        line += f"  {', '.join(b.relations)}"
-    if b.via_import:
-        line += f"  (via import: {', '.join(b.via_import)})"
-    return line
+def _binding_lines(bindings) -> list[str]:
+    """``bind``'s text lines, ``STATUS  PATH  STATE[  RELATIONS][  (via import: ...)]`` (the
+    caller passes the joined lines through ``literal``; a path goes through ``one_line``
+    first, so its newlines and tabs show as ``\\n`` and ``\\t``; a printable path is its
+    own ``one_line``). The text after the path is made once per (state, relations, via)."""
+    tails: dict = {}
+    out = []
+    append = out.append
+    for b in bindings:
+        key = (b.state, b.relations, b.via_import)
+        tail = tails.get(key)
+        if tail is None:
+            tail = tails[key] = ("  " + b.state + (f"  {', '.join(b.relations)}" if b.relations else "")
+                                 + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else ""))
+        path = b.touched.path
+        append(b.touched.status + "  " + (path if path.isprintable() else one_line(path)) + tail)
+    return out
 
 
 def cmd_run(args) -> int:

@@ -124,15 +124,22 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
     if not _valid(facts):
         return None
     merge_base = gitio.merge_base(repo, base_tip, head_sha)
-    touched = gitio.touched_paths(repo, merge_base, head_sha)
-    from relconsole.engine import importmap
-    from relconsole.engine.owners import bind
+    diff = gitio.start_touched(repo, merge_base, head_sha)
+    try:  # while git diffs: the imports and the owner index
+        from relconsole.engine import importmap
+        from relconsole.engine.ownerindex import OwnerIndex
+        from relconsole.engine.owners import bind
+        index = OwnerIndex(facts["owners"])
+        touched = diff.result()
+    except BaseException:
+        diff.cancel()
+        raise
 
     relations = facts["relations"]
     known = frozenset(relations)
     review = SimpleNamespace(repo=repo, merge_base=merge_base, oracle_sha=oracle_sha,
                              catalog=SimpleNamespace(get=lambda rid: rid if rid in known else None),
-                             bindings=bind(facts["owners"], touched, facts["protected"]))
+                             bindings=bind(facts["owners"], touched, facts["protected"], index))
     importmap.apply(review)
     if importmap.needed(review):
         recorded = importmap.load(review)
