@@ -341,27 +341,30 @@ def _print_bind(args, review) -> int:
         return code
     cli_pipe.decided(code)
     if review.bindings:  # one write: 100,000 lines cost 0.6 s as a print and a literal() each
-        print(literal("\n".join(_binding_lines(review.bindings))))
+        print("\n".join(_binding_lines(review.bindings)))
     _emit(args, {}, [], review.errors)
     return code
 
 
 def _binding_lines(bindings) -> list[str]:
-    """``bind``'s text lines, ``STATUS  PATH  STATE[  RELATIONS][  (via import: ...)]`` (the
-    caller passes the joined lines through ``literal``; a path goes through ``one_line``
-    first, so its newlines and tabs show as ``\\n`` and ``\\t``; a printable path is its
-    own ``one_line``). The text after the path is made once per (state, relations, via)."""
+    """``bind``'s text lines, ``STATUS  PATH  STATE[  RELATIONS][  (via import: ...)]``, each
+    what ``literal`` makes of it: the path through ``one_line`` (its newlines and tabs shown as
+    ``\\n`` and ``\\t``; a printable path has no character ``literal`` escapes, so it is
+    its own ``one_line``), the rest through ``literal``, made once per (status, state,
+    relations, via) (``literal`` works character by character: the parts' escapes are the
+    line's)."""
     tails: dict = {}
     out = []
     append = out.append
     for b in bindings:
-        key = (b.state, b.relations, b.via_import)
-        tail = tails.get(key)
-        if tail is None:
-            tail = tails[key] = ("  " + b.state + (f"  {', '.join(b.relations)}" if b.relations else "")
-                                 + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else ""))
+        key = (b.touched.status, b.state, b.relations, b.via_import)
+        parts = tails.get(key)
+        if parts is None:
+            parts = tails[key] = (literal(b.touched.status + "  "), literal(
+                "  " + b.state + (f"  {', '.join(b.relations)}" if b.relations else "")
+                + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "")))
         path = b.touched.path
-        append(b.touched.status + "  " + (path if path.isprintable() else one_line(path)) + tail)
+        append(parts[0] + (path if path.isprintable() else one_line(path)) + parts[1])
     return out
 
 
