@@ -18,6 +18,7 @@ from relconsole.cli import main
 from relconsole.engine import bindfacts, gitio
 from relconsole.engine import review as review_module
 from relconsole.engine.errors import EXIT_ABORT, GitError
+from relconsole.engine.gitio import Touched
 
 
 def bind(capsys, repo: Path, *extra: str) -> tuple[int, str, str]:
@@ -134,3 +135,28 @@ def test_a_broken_repository_exits_3_with_one_line_and_no_traceback(tmp_path, br
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("relconsole: ")
+
+
+# --- bind's text lines -----------------------------------------------------------------
+
+HOSTILE = ["plain/path.py", "new\nline.py", "tab\there.py", "esc\x1b[31mred.py", "bidi\u202eyp.txt",
+           "zero\u200bwidth.md", "sep\u2028arator", "byte\udc9f.bin", "caf\u00e9 doc.md", "nbsp\u00a0x", "del\x7f.c"]
+
+
+@pytest.mark.parametrize("relations", [(), ("ok.relation",), ("bad\x1b]0;title\x07.rel", "line\nbreak")])
+def test_bind_lines_are_literal_of_each_whole_line(relations):
+    """``_binding_lines`` (made in parts, for speed) prints what ``literal`` of each whole line,
+    with the path through ``one_line``, prints: every control, bidi, separator and undecodable
+    byte escaped, in paths and in relation ids alike."""
+    from relconsole.cli import _binding_lines
+    from relconsole.engine.literal import literal, one_line
+    from relconsole.engine.owners import Binding
+
+    rows = [Binding(Touched(status, path, None), state, None, relations if state == "owned" else (),
+                    relations[:1] if state == "owned" else ())
+            for path in HOSTILE for status in ("A", "M") for state in ("owned", "gap", "exempt")]
+    expected = [literal(f"{b.touched.status}  {one_line(b.path)}  {b.state}"
+                        + (f"  {', '.join(b.relations)}" if b.relations else "")
+                        + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "")) for b in rows]
+    assert _binding_lines(rows) == expected
+    assert not any(c in "\x1b\u202e\u200b\u2028\udc9f\x7f\x07" for line in expected for c in line)
