@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import os
 import re
-import shutil
 import subprocess
 import threading
 import weakref
@@ -687,6 +686,7 @@ def _place(root: str, path: str, mode: int, stream, size: int) -> bool:
             os.mkdir(parent)
     target = os.path.join(parent, parts[-1])
     if os.path.isdir(target) and not os.path.islink(target):
+        import shutil  # here: a command that writes no tree never loads it
         shutil.rmtree(target)
     elif os.path.lexists(target):
         os.unlink(target)

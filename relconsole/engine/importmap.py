@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,6 +77,7 @@ def ensure(review, workers: int | None = None) -> None:
         from relconsole.engine.review import checkout_name, plan_for, sandboxed
         from relconsole.engine.runner import run_all
         from relconsole.engine.workspace import build_run_tree, scratch_dir
+        import shutil
         scratch = scratch_dir("tmp")
         tree = scratch / checkout_name(review)
         try:
