@@ -17,7 +17,7 @@ from conftest import TODAY, git, reviewed_repo
 from relconsole.cli import main
 from relconsole.engine import bindfacts, gitio
 from relconsole.engine import review as review_module
-from relconsole.engine.errors import EXIT_ABORT, GitError
+from relconsole.engine.errors import EXIT_ABORT, GitError, UsageError
 from relconsole.engine.gitio import Touched
 
 
@@ -194,3 +194,32 @@ def test_touched_and_binding_rows_keep_a_frozen_dataclass_manners():
         binding.replace(colour="red")
     import pickle
     assert pickle.loads(pickle.dumps(binding)) == binding
+
+
+def test_the_light_repository_handle_reads_dirs_dirtiness_and_objects_as_gitpython_did(tmp_path):
+    """``gitio.open_repo`` (no GitPython): the directories GitPython's Repo gave, from the top
+    or a subfolder, ``is_dirty`` as GitPython answered it (index or work tree, untracked files
+    ignored), and objects through its one cat-file."""
+    import git as gitpython
+    repo = reviewed_repo(tmp_path / "r", {"a.txt": "a\n", "sub/b.txt": "b\n"})
+    for where in (repo, repo / "sub"):
+        handle, theirs = gitio.open_repo(where), gitpython.Repo(where, search_parent_directories=True)
+        assert (handle.working_tree_dir, handle.git_dir) == (theirs.working_tree_dir, theirs.git_dir)
+        assert Path(handle.common_dir).resolve() == Path(theirs.common_dir).resolve()
+    handle = gitio.open_repo(repo)
+    assert handle.is_dirty() is False
+    (repo / "untracked.txt").write_text("u\n")
+    assert handle.is_dirty() is False
+    (repo / "a.txt").write_text("changed\n")
+    assert handle.is_dirty() is True
+    git(repo, "add", "a.txt")
+    assert handle.is_dirty() is True
+    git(repo, "commit", "-qm", "c")
+    assert handle.is_dirty() is False
+    view = gitio.TreeView(handle, git(repo, "rev-parse", "HEAD").strip())
+    assert view.read_text("a.txt") == "changed\n" and view.read_bytes("nope") is None
+    handle.close()  # a later read starts git cat-file again
+    assert view.read_texts(["sub/b.txt", "nope"]) == {"sub/b.txt": "b\n", "nope": None}
+    for nowhere in (tmp_path / "absent", tmp_path):
+        with pytest.raises(UsageError):
+            gitio.open_repo(nowhere)
