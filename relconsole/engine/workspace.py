@@ -14,10 +14,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import git
 
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.gitio import TreeView
+from relconsole.engine.gitio import TreeView, run_git
 from relconsole.engine.owners import protected
 from relconsole.engine.treestore import place_tree, stored_tree
 
@@ -28,7 +27,8 @@ def protected_files(view: TreeView, patterns: tuple[str, ...]) -> list[str]:
     Only the directories the patterns start with are listed (``oracle/**`` lists
     ``oracle/``), so a 100,000-file tree is not walked for a small oracle.
     """
-    listing = view.repo.git.ls_tree("-r", "-z", "--name-only", view.commit, "--", *_literal_dirs(patterns))
+    listing = run_git(view.repo.working_tree_dir or view.repo.git_dir, "ls-tree", "-r", "-z", "--name-only", view.commit,
+                      "--", *_literal_dirs(patterns)).stdout.decode("utf-8", "surrogateescape")
     return [p for p in listing.split("\0") if p and protected(patterns, p)]
 
 
@@ -45,7 +45,7 @@ def _literal_dirs(patterns: tuple[str, ...]) -> list[str]:
     return dirs
 
 
-def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
+def export_oracle(repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
     """Write the oracle commit's protected files under ``dest``; returns their paths."""
     view = TreeView(repo, oracle_commit)
     paths = protected_files(view, patterns)
@@ -55,7 +55,7 @@ def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...],
     return paths
 
 
-def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
+def build_run_tree(repo, code_commit: str, oracle_dir: Path,
                    patterns: tuple[str, ...], dest: Path, link: bool = False) -> Path:
     """``code_commit``'s committed files in ``dest`` (from the per-commit store,
     ``treestore``: hard links when ``link``, for a tree the subject sees through a read-only
@@ -74,7 +74,7 @@ def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
     return overlay_oracle(repo, code_commit, oracle_dir, patterns, dest)
 
 
-def overlay_oracle(repo: git.Repo, code_commit: str, oracle_dir: Path,
+def overlay_oracle(repo, code_commit: str, oracle_dir: Path,
                    patterns: tuple[str, ...], dest: Path) -> Path:
     """Replace the protected files of ``code_commit`` checked out in ``dest`` by the
     oracle's (§2): the commit's own protected files are removed first. Returns ``dest``."""
