@@ -162,40 +162,6 @@ def test_bind_lines_are_literal_of_each_whole_line(relations):
     assert not any(c in "\x1b\u202e\u200b\u2028\udc9f\x7f\x07" for line in expected for c in line)
 
 
-def test_touched_and_binding_rows_keep_a_frozen_dataclass_manners():
-    """Touched and Binding are no dataclasses any more (importing dataclasses cost a bind 6 ms):
-    they compare, hash, print and refuse writes as the frozen dataclasses did."""
-    import dataclasses
-
-    from relconsole.engine.owners import Binding
-
-    @dataclasses.dataclass(frozen=True)
-    class Old:  # the former Touched, for its repr
-        status: str
-        path: str
-        old_path: str | None = None
-
-    row = Touched("R", "new/x.py", "old/x.py")
-    assert row == Touched("R", "new/x.py", "old/x.py") != Touched("R", "new/x.py")
-    assert hash(row) == hash(Touched(status="R", path="new/x.py", old_path="old/x.py"))
-    assert repr(row) == repr(Old("R", "new/x.py", "old/x.py")).replace(Old.__qualname__ + "(", "Touched(")
-    assert row != ("R", "new/x.py", "old/x.py") and Touched("A", "a").old_path is None
-    binding = Binding(row, "owned", "new/**", ("r.one",))
-    assert binding.path == "new/x.py" and binding.via_import == ()
-    moved = binding.replace(state="gap", relations=())
-    assert (moved.state, moved.relations, moved.touched, binding.state) == ("gap", (), row, "owned")
-    assert len({binding, Binding(row, "owned", "new/**", ("r.one",)), moved}) == 2
-    for target, name in ((row, "path"), (binding, "state")):
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(target, name, "x")
-        with pytest.raises(AttributeError):
-            delattr(target, name)
-    with pytest.raises(TypeError):
-        binding.replace(colour="red")
-    import pickle
-    assert pickle.loads(pickle.dumps(binding)) == binding
-
-
 def test_the_light_repository_handle_reads_dirs_dirtiness_and_objects_as_gitpython_did(tmp_path):
     """``gitio.open_repo`` (no GitPython): the directories GitPython's Repo gave, from the top
     or a subfolder, ``is_dirty`` as GitPython answered it (index or work tree, untracked files

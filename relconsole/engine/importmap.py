@@ -15,8 +15,10 @@ that a record could bind.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from relconsole.engine.owners import EXEMPT, GAP, OWNED, Binding
@@ -75,7 +77,6 @@ def ensure(review, workers: int | None = None) -> None:
         from relconsole.engine.review import checkout_name, plan_for, sandboxed
         from relconsole.engine.runner import run_all
         from relconsole.engine.workspace import build_run_tree, scratch_dir
-        import dataclasses
         import shutil
         scratch = scratch_dir("tmp")
         tree = scratch / checkout_name(review)
@@ -111,5 +112,5 @@ def apply(review) -> None:
             continue
         extra = tuple(rid for rid in sorted(named) if rid not in binding.relations)
         if extra and binding.state in (EXEMPT, GAP, OWNED):
-            out[at] = binding.replace(state=OWNED, relations=binding.relations + extra, via_import=extra)
+            out[at] = replace(binding, state=OWNED, relations=binding.relations + extra, via_import=extra)
     review.bindings = out

@@ -10,6 +10,7 @@ so 100,000 paths against 10,000 patterns is not 10^9 regex calls.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
 from relconsole.engine.ownerindex import OwnerIndex, collector_paused, single_spec
@@ -42,53 +43,8 @@ def winning_pattern(owners: list[tuple[str, list[str]]], path: str) -> tuple[str
     return None
 
 
-class FrozenRow:
-    """A frozen record with a frozen dataclass's manners, without importing ``dataclasses``
-    (it loads ``inspect``: 6 ms of every bind): the fields in ``_fields`` order, equality and
-    hash by their tuple (rows of one class only), a repr naming them, ``replace(**changes)``,
-    and ``dataclasses.FrozenInstanceError`` (an AttributeError) on assignment. Subclasses
-    set ``_fields`` and their ``__init__`` (fields set straight into ``__dict__``)."""
-
-    _fields: tuple[str, ...] = ()
-
-    def _values(self) -> tuple:
-        values = self.__dict__
-        return tuple(values[name] for name in self._fields)
-
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}({', '.join(f'{n}={v!r}' for n, v in zip(self._fields, self._values()))})"
-
-    def __setattr__(self, name, value):
-        raise _frozen(name)
-
-    def __delattr__(self, name):
-        raise _frozen(name)
-
-    def replace(self, **changes):
-        """A copy with ``changes`` (field name -> value), as ``dataclasses.replace`` makes.
-        Raises TypeError for a name that is not a field."""
-        unknown = set(changes) - set(self._fields)
-        if unknown:
-            raise TypeError(f"{type(self).__qualname__} has no field {sorted(unknown)[0]!r}")
-        row = object.__new__(type(self))
-        row.__dict__.update(self.__dict__, **changes)
-        return row
-
-
-def _frozen(name: str) -> AttributeError:
-    from dataclasses import FrozenInstanceError  # only when something tries to write a row
-    return FrozenInstanceError(f"cannot assign to field {name!r}")
-
-
-class Binding(FrozenRow):
+@dataclass(frozen=True)
+class Binding:
     """One touched path and its owners.
 
     ``state`` is ``owned`` (relations listed), ``exempt`` (winning pattern lists none),
@@ -98,17 +54,11 @@ class Binding(FrozenRow):
     they are in ``relations`` too, and make an exempt or unowned path ``owned``.
     """
 
-    _fields = ("touched", "state", "pattern", "relations", "via_import")
     touched: Touched
     state: str
     pattern: str | None
     relations: tuple[str, ...]
-    via_import: tuple[str, ...]  # relations bound because their subject imported this file on the base
-
-    def __init__(self, touched: Touched, state: str, pattern: str | None, relations: tuple[str, ...],
-                 via_import: tuple[str, ...] = ()):
-        self.__dict__.update(touched=touched, state=state, pattern=pattern, relations=relations,
-                             via_import=via_import)
+    via_import: tuple[str, ...] = ()  # relations bound because their subject imported this file on the base
 
     @property
     def path(self) -> str:
@@ -167,7 +117,7 @@ def _bind_paths(owners: list[tuple[str, list[str]]], touched: list[Touched],
         old = None if found is None else table[found]
         moved = tuple(rid for rid in old[1] if not hit or rid not in hit[1]) if old and old[1] else ()
         # Binding(item, state, pattern, relations), its fields set straight into the row's
-        # __dict__ (100,000 rows: half the cost of a call to __init__)
+        # __dict__: a frozen dataclass's __init__ costs twice as much (100,000 rows)
         row = new(Binding)
         values = row.__dict__
         values["touched"] = item
