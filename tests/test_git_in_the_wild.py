@@ -335,3 +335,55 @@ def test_replay_sheets_abort_when_both_sides_fail_to_import(head, base, fault):
     from relconsole.engine.replay import environment_fault
     found = environment_fault([_record(t) for t in head], [_record(t) for t in base])
     assert (found is not None) == fault, found
+
+
+# --- refs and submodules a patch's author controls (red team, issue 17's bind) ----------------
+
+
+def _commit_catalog_line(repo: Path, branch: str, line: str, message: str) -> None:
+    """Add an owners line after the catalog's README.md entry on ``branch`` (checked out)."""
+    git(repo, "checkout", "-q", branch)
+    catalog = repo / "oracle" / "catalog.yaml"
+    text = catalog.read_text()
+    assert '  "README.md": []\n' in text
+    catalog.write_text(text.replace('  "README.md": []\n', f'  "README.md": []\n  {line}\n', 1))
+    git(repo, "commit", "-qam", message)
+
+
+@pytest.mark.parametrize("ignore", ["", "\tignore = all\n"])
+def test_a_submodule_change_is_touched_whatever_the_patchs_gitmodules_says(demo_repo, capsys, ignore):
+    """A .gitmodules with ignore = all, shipped by the patch, hid its gitlink from every diff:
+    bind passed a patch whose only owned change was the .gitmodules itself."""
+    _commit_catalog_line(demo_repo, "main", '"/.*": []', "exempt root dotfiles")
+    git(demo_repo, "checkout", "-q", "-b", "vendoring", "main")
+    base = git(demo_repo, "rev-parse", "HEAD").strip()
+    git(demo_repo, "update-index", "--add", "--cacheinfo", f"160000,{base},src/vendored")
+    (demo_repo / ".gitmodules").write_text(f'[submodule "v"]\n\tpath = src/vendored\n\turl = ./x\n{ignore}')
+    git(demo_repo, "add", ".gitmodules")
+    git(demo_repo, "commit", "-qm", "vendor")
+    code, out, _ = cli(capsys, "bind", "--repo", str(demo_repo), "--base", "main", "--today", TODAY.isoformat())
+    assert code == 2 and "src/vendored" in out
+
+
+def test_a_tag_named_like_the_base_branch_aborts_instead_of_lending_its_oracle(demo_repo, capsys):
+    """git prefers refs/tags/main to refs/heads/main and only warns: a pushed tag 'main' on the
+    patch's commit made the patch's own widened catalog the base's."""
+    args = ("bind", "--repo", str(demo_repo), "--base", "main", "--today", TODAY.isoformat())
+    honest, _, _ = cli(capsys, *args)
+    _commit_catalog_line(demo_repo, "agent/patch", '"**": []', "own everything")
+    git(demo_repo, "tag", "main")
+    code, _, err = cli(capsys, *args)
+    assert honest != 0 and code == 3 and "ambiguous" in err
+    git(demo_repo, "tag", "-d", "main")
+    assert cli(capsys, *args)[0] == honest
+    assert cli(capsys, "bind", "--repo", str(demo_repo), "--base", "refs/heads/main",
+               "--today", TODAY.isoformat())[0] == honest
+
+
+@pytest.mark.parametrize("refs", [("--base", "main..HEAD"), ("--base", "main...HEAD"),
+                                  ("--head", "agent/patch...main")])
+def test_a_range_is_no_ref(demo_repo, capsys, refs):
+    """A range given as --base or --head answered two lines to one rev-parse and shifted the
+    answers: the base became HEAD (nothing touched, exit 0)."""
+    code, out, err = cli(capsys, "bind", "--repo", str(demo_repo), *refs, "--today", TODAY.isoformat())
+    assert code == 3 and not out and err.count("\n") == 1

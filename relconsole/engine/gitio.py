@@ -34,6 +34,9 @@ SHALLOW_FIX = ("shallow clone: fetch-depth: 0 in the CI checkout (actions/checko
 # relconsole's git calls compare commits and read objects: none needs a scan of the user's
 # work tree, so none runs the user's fsmonitor hook (a slow one cost every replay its time).
 NO_FSMONITOR = ("-c", "core.fsmonitor=false")
+# every diff of a patch sees its submodule changes: without it git follows ``ignore = all`` in
+# the .gitmodules the patch itself ships, and a changed gitlink vanishes from the touched paths
+IGNORE_NO_SUBMODULE = "--ignore-submodules=none"
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -232,11 +235,17 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str]) -> tuple
             git_dir = os.path.join(top, ".git")  # the path as given (GitPython's), not its real path
     else:
         top = None if bare else os.path.dirname(git_dir)  # asked from inside the git directory
-    answers = lines[at:at + len(asked)]
+    answers, rest = lines[at:at + len(asked)], lines[at + len(asked):]
     shas: list[str | None] = [None] * len(refs)
-    if asked and proc.returncode == 0 and len(answers) == len(asked) and all(_SHA.match(a) for a in answers):
+    # one line per ref, nothing after: a range ("main..HEAD") answers two lines and would
+    # shift every answer after it; such a ref goes to resolve, whose --verify refuses it
+    exact = len(answers) == len(asked) and not any(rest)
+    if asked and proc.returncode == 0 and exact and all(_SHA.match(a) for a in answers):
         shas = list(answers)
-    return Repository(git_dir, common, top), shas
+    repository = Repository(git_dir, common, top)
+    for ref in refs:
+        refuse_ambiguous(repository.working_tree_dir or repository.git_dir, ref)
+    return repository, shas
 
 
 def check_readable(repo_dir: str | Path) -> None:
@@ -260,10 +269,37 @@ def check_readable(repo_dir: str | Path) -> None:
     raise GitError(f"git cannot read the repository at {repo_dir}: {lines[0] if lines else f'exit {proc.returncode}'}")
 
 
+_REF_NAME = re.compile(r"[^~^:@]+")  # the name a revision starts with (main of main~2)
+_DWIM = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")  # gitrevisions
+
+
+def refuse_ambiguous(where: str | Path, ref: str) -> None:
+    """Raise GitError (abort, §8) when the name ``ref`` starts with is a branch and also a tag
+    (or a remote branch) naming another commit: git takes the tag (refs/tags before refs/heads)
+    and only warns, so a pushed tag ``main`` would swap the base's oracle for the patch's.
+    Refs naming one commit, full names (refs/...) and plain shas pass."""
+    name = _REF_NAME.match(ref)
+    if not name or ref.startswith("-") or name.group(0).startswith("refs/"):
+        return
+    wanted = {pattern.format(name.group(0)) for pattern in _DWIM[1:]}
+    proc = run_git(where, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)",
+                   *sorted(wanted), ok=None)
+    commits: dict[str, str] = {}
+    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        refname, obj, peeled = (line.split("\0") + ["", ""])[:3]
+        if refname in wanted:
+            commits[refname] = peeled or obj
+    if len(set(commits.values())) > 1:
+        names = ", ".join(sorted(commits))
+        raise GitError(f"ref {name.group(0)!r} is ambiguous ({names} name different commits): "
+                       f"name the one you mean in full, e.g. --base refs/heads/{name.group(0)}")
+
+
 def resolve(repo, ref: str) -> str:
-    """The commit sha ``ref`` names. Raises GitError (abort) for an unknown ref, or with
-    git's own words when git refuses the repository."""
+    """The commit sha ``ref`` names. Raises GitError (abort) for an unknown or ambiguous ref
+    (``refuse_ambiguous``), or with git's own words when git refuses the repository."""
     where = repo.working_tree_dir or repo.git_dir
+    refuse_ambiguous(where, ref)
     proc = run_git(where, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", ok=None)
     if proc.returncode == 0:
         return proc.stdout.decode().strip()
@@ -332,7 +368,7 @@ class TouchedDiff:
         self.cwd = repo.working_tree_dir or repo.git_dir
         try:
             self.proc = subprocess.Popen(
-                ["git", *NO_FSMONITOR, "diff", "--name-status", "-z", "-M", "--no-ext-diff", base, head],
+                ["git", *NO_FSMONITOR, "diff", "--name-status", "-z", "-M", "--no-ext-diff", IGNORE_NO_SUBMODULE, base, head],
                 cwd=self.cwd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as exc:
             raise GitError(f"cannot run git diff in {self.cwd}: {exc.strerror or exc}") from None

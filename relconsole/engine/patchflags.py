@@ -42,7 +42,7 @@ from relconsole.engine.catalog import Catalog
 from relconsole.engine.config import Layout
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.freezes import row_line_finder
-from relconsole.engine.gitio import clean_env, run_git
+from relconsole.engine.gitio import IGNORE_NO_SUBMODULE, clean_env, run_git
 from relconsole.engine.owners import protection, winning_pattern
 from relconsole.engine.splitcheck import Commit, range_commits
 from relconsole.engine.yamlload import load_yaml_text
@@ -319,7 +319,7 @@ def checkout_rewrites(repo_dir: str | Path, merge_base: str, head: str, reader: 
     ``working-tree-encoding`` make a checkout's files differ from the committed blobs the
     judge reads), and every symlink it adds or changes (a module whose text lives in a file
     no rule reads, such as ``docs/tuning.py -> tuning``). Raises GitError as ``run_git``."""
-    listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--raw", "--no-renames", merge_base, head).stdout
+    listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--raw", "--no-renames", IGNORE_NO_SUBMODULE, merge_base, head).stdout
     fields = listing.split(b"\0")
     flags = []
     for meta, raw_path in zip(fields[0::2], fields[1::2]):
@@ -353,7 +353,7 @@ def harness_changes(repo_dir: str | Path, merge_base: str, head: str, reader: Bl
     pytest process (hooks, ``addopts``, ``-p no:...``): it can switch ``pytest --relconsole``
     off or reset its exit status, so a person reads it before the plugin's word counts.
     Raises GitError as ``run_git``."""
-    listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-only", "--no-renames", merge_base, head).stdout
+    listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-only", "--no-renames", IGNORE_NO_SUBMODULE, merge_base, head).stdout
     flags = []
     for raw in filter(None, listing.split(b"\0")):
         path = raw.decode("utf-8", "surrogateescape")

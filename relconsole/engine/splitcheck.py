@@ -19,7 +19,7 @@ from pathlib import Path
 
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import BadInputError, GitError, UsageError
-from relconsole.engine.gitio import SHALLOW_FIX, run_git
+from relconsole.engine.gitio import IGNORE_NO_SUBMODULE, SHALLOW_FIX, run_git
 from relconsole.engine.owners import protected
 
 
@@ -69,10 +69,10 @@ def _merge_additions(repo_dir: str | Path, merge: Commit) -> Commit:
                             *merge.parents,
                             ok=(0, 1)).stdout
         tree = automatic.split(b"\n", 1)[0].decode().strip()
-        listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-status", "-M", tree,
+        listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-status", "-M", IGNORE_NO_SUBMODULE, tree,
                           f"{merge.sha}^{{tree}}").stdout
     else:
-        listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--cc", "--name-status", "--no-commit-id",
+        listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--cc", "--name-status", "--no-commit-id", IGNORE_NO_SUBMODULE,
                           merge.sha).stdout
     added = _parse_log(merge.sha.encode() + b"\0" + listing)
     return Commit(merge.sha, merge.parents, added[0].paths, added[0].renames) if added else \
@@ -238,7 +238,7 @@ def staged_commit(repo_dir: str | Path, index_file: str | None = None, amend: bo
     if amend and head:
         head = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "HEAD^1^{commit}", ok=None).stdout.decode().strip()
         against = [head or EMPTY_TREE]
-    listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", *against, extra_env=index_env).stdout
+    listing = run_git(repo_dir, "diff", "--cached", "-z", "--name-status", "-M", IGNORE_NO_SUBMODULE, *against, extra_env=index_env).stdout
     commits = _parse_log(b"0" * 40 + b"\0" + listing)
     parents = (head,) if head else ()
     return Commit("staged", parents, commits[0].paths, commits[0].renames) if commits else Commit("staged", parents, ())
