@@ -24,8 +24,8 @@ from typing import Callable
 import git
 
 from relconsole.engine import gitio, jsonnumbers
-from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, InputShape, SeedRow, Verdict,
-                                          validate_candidate, validate_seed_rows)
+from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, CandidateRead, InputShape, SeedRow, Verdict,
+                                          read_candidate, validate_candidate, validate_seed_rows)
 from relconsole.engine.candidates import input_shape as candidate_input_shape
 from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
 from relconsole.engine.checklist import checklist_verdicts, merge_checklist
@@ -673,6 +673,7 @@ def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
     no_catalog = "cannot be judged: the catalog did not load"
     listed = view.list_files(review.layout.quarantine_dir)
     texts = view.read_texts(listed)  # one git call for every quarantine file
+    reads = _parse_cache(review, "candidate")  # file-only verdicts by blob id (issue 17)
     for path in listed:
         text = texts[path] or ""
         if path.endswith(SEEDS_SUFFIX):
@@ -683,13 +684,16 @@ def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
                 row.reasons = [no_catalog]
             review.seed_rows.extend(rows)
         elif path.endswith((".yaml", ".yml")):
-            candidate = validate_candidate(path, text, catalog, lambda inp: input_shape(review, inp, view))
+            read = reads.get(view.blob_id(path), path, lambda: read_candidate(path, text),
+                             lambda kept: isinstance(kept, CandidateRead) and kept.judges(text))
+            candidate = validate_candidate(path, text, catalog, lambda inp: input_shape(review, inp, view), read)
             if review.catalog is None:
                 candidate.verdicts = [Verdict("unique_id", False, no_catalog) if v.rule == "unique_id" else v
                                       for v in candidate.verdicts]
                 candidate.row = None
             candidate.notes.extend(_candidate_notes(review, candidate))
             review.candidates.append(candidate)
+    reads.flush()
 
 
 def _candidate_notes(review: Review, candidate: Candidate) -> list[str]:
