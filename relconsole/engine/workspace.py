@@ -17,7 +17,8 @@ from pathlib import Path
 import git
 
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.gitio import TreeView
+from relconsole.engine.exportstore import export_blobs
+from relconsole.engine.gitio import TreeView, tree_listing
 from relconsole.engine.owners import protected
 from relconsole.engine.treestore import place_tree, stored_tree
 
@@ -46,13 +47,16 @@ def _literal_dirs(patterns: tuple[str, ...]) -> list[str]:
 
 
 def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
-    """Write the oracle commit's protected files under ``dest``; returns their paths."""
-    view = TreeView(repo, oracle_commit)
-    paths = protected_files(view, patterns)
+    """Place the oracle commit's protected files under ``dest`` as committed (one ``git
+    ls-tree`` of the directories the patterns start in); returns their paths. Regular files
+    are hard links to the git dir's store of verified blobs (``exportstore``: read-only,
+    each hashed on every export, a damaged one written again from git), symlinks that stay
+    inside ``dest`` are made, submodules left out. Raises GitError when git fails."""
+    entries = [entry for entry in tree_listing(repo, oracle_commit, _literal_dirs(patterns) or None)
+               if protected(patterns, entry[2])]
     dest.mkdir(parents=True, exist_ok=True)
-    for start in range(0, len(paths), 500):  # keep argv short on big oracles
-        view.export(dest, paths[start:start + 500])
-    return paths
+    export_blobs(repo, entries, dest)
+    return [path for _mode, _oid, path in entries]
 
 
 def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
