@@ -513,15 +513,18 @@ def test_changes_read_by_blob_id_hold_the_bytes_read_by_path(tmp_path: Path):
     git(repo, "mv", "moved.py", "arrived.py")
     head = commit(repo, "patch", {"a b/keep.py": "x = 3\n", "gone.py": None, "new.py": "z = 4\n"})
     before, after = _blob_ids(repo, base, head)
-    assert set(before) == {"a b/keep.py", "gone.py", "moved.py"}
-    assert set(after) == {"a b/keep.py", "new.py", "arrived.py"}
-    wanted = [(base, p) for p in before] + [(head, p) for p in after] + [(head, "gone.py")]
+    changed = {"a b/keep.py", "gone.py", "moved.py", "new.py", "arrived.py"}
+    assert set(before) == set(after) == changed
+    assert {p for p, oid in before.items() if oid is None} == {"new.py", "arrived.py"}  # absent in the base
+    assert {p for p, oid in after.items() if oid is None} == {"gone.py", "moved.py"}
+    wanted = [(base, p) for p in sorted(changed)] + [(head, p) for p in sorted(changed)]
     reader = BlobReader(repo)
     try:
         by_path = reader.read_many(wanted)
-        by_id = reader.read_many(wanted, [*before.values(), *after.values(), None])
+        by_id = reader.read_many(wanted, [(before if rev == base else after)[p] for rev, p in wanted])
     finally:
         reader.close()
     assert by_id == by_path
-    assert by_path[-1] is None and all(data is not None for data in by_path[:-1])
-    assert by_path == [git_bytes(repo, "cat-file", "blob", f"{rev}:{path}") for rev, path in wanted[:-1]] + [None]
+    for (rev, path), data in zip(wanted, by_path):
+        oid = (before if rev == base else after)[path]
+        assert data == (None if oid is None else git_bytes(repo, "cat-file", "blob", f"{rev}:{path}"))

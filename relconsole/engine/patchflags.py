@@ -419,8 +419,13 @@ def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: Blob
               if not (path in renamed_from and path not in commit.renames)  # a rename's source: with its destination
               and (commit.renames.get(path, path) in wanted or path in wanted)]
     before_ids, after_ids = _blob_ids(repo_dir, parent, commit.sha) if judged else ({}, {})
-    blobs = reader.read_many([pair for old, path in judged for pair in ((parent, old), (commit.sha, path))],
-                             [oid for old, path in judged for oid in (before_ids.get(old), after_ids.get(path))])
+    wanted_sides, oids = [], []
+    for old, path in judged:
+        for rev, side, ids in ((parent, old, before_ids), (commit.sha, path, after_ids)):
+            known = ids.get(side, "")  # "": not in the listing, asked by path
+            wanted_sides.append((None if known is None else rev, side))  # None: no blob there, nothing to ask
+            oids.append(known or None)
+    blobs = reader.read_many(wanted_sides, oids)
     for index, (old, path) in enumerate(judged):
         before, after = blobs[2 * index], blobs[2 * index + 1]
         if before is None and after is None:  # neither side a readable blob: a submodule (gitlink)
@@ -430,18 +435,20 @@ def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: Blob
                       before, after)
 
 
-def _blob_ids(repo_dir: str | Path, parent: str | None, sha: str) -> tuple[dict[str, str], dict[str, str]]:
+def _blob_ids(repo_dir: str | Path, parent: str | None,
+              sha: str) -> tuple[dict[str, str | None], dict[str, str | None]]:
     """({path: blob id in ``parent``}, {path: blob id in ``sha``}) of the files that differ
     between the two (one ``git diff-tree -r --raw --no-renames``: a rename is its source's
-    deletion and its destination's addition). Gitlinks and absent sides are left out (they
-    are read by path, as before). ({}, {}) without a parent or when git cannot diff them."""
+    deletion and its destination's addition). None: that side holds no blob there (the
+    file is added or deleted, or a gitlink, which ``BlobReader.read`` reads as None too).
+    ({}, {}) without a parent or when git cannot diff them: every side is read by path."""
     if parent is None:
         return {}, {}
     proc = run_git(repo_dir, "diff-tree", "-r", "-z", "--raw", "--no-renames", parent, sha, ok=None)
     if proc.returncode != 0:
         return {}, {}
-    before: dict[str, str] = {}
-    after: dict[str, str] = {}
+    before: dict[str, str | None] = {}
+    after: dict[str, str | None] = {}
     fields = proc.stdout.split(b"\0")
     for meta, raw_path in zip(fields[0::2], fields[1::2]):
         parts = meta.decode("ascii", "replace").lstrip(":").split()
@@ -449,8 +456,7 @@ def _blob_ids(repo_dir: str | Path, parent: str | None, sha: str) -> tuple[dict[
             continue
         path = raw_path.decode("utf-8", "surrogateescape")
         for side, mode, oid in ((before, parts[0], parts[2]), (after, parts[1], parts[3])):
-            if mode not in ("000000", "160000") and oid.strip("0"):
-                side[path] = oid
+            side[path] = oid if mode not in ("000000", "160000") and oid.strip("0") else None
     return before, after
 
 
