@@ -38,7 +38,7 @@ from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_row
 from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.leases import header_fields
-from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
+from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected, protection
 from relconsole.engine.parsecache import MAX_ENTRIES, ParseCache, current_fingerprint
 from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
@@ -498,11 +498,14 @@ def _check_seeds(review: Review, view: gitio.TreeView) -> None:
     """§3: a seeds file with bad rows fails closed (the relation is blocked, exit 5)."""
     texts: dict[str, str | None] = {}
     problems: dict[tuple[str, str], BadInputError | None] = {}  # (path, schema) -> the file's first problem
+    placed: dict[str, str | None] = {}  # path -> seeds_path_problem, asked once per file
     for relation in review.relations:
         path = relation.seeds_path
         if not path:
             continue
-        misplaced = seeds_path_problem(review.layout, path)
+        if path not in placed:
+            placed[path] = seeds_path_problem(review.layout, path)
+        misplaced = placed[path]
         if misplaced:
             review.seed_problems[relation.id] = misplaced
             review.errors.append(BadInputError(review.layout.catalog, f"relation {relation.id!r}: {misplaced}",
@@ -739,7 +742,7 @@ def _patch_catalog(review: Review) -> None:
             path in (b.path, b.touched.old_path) for b in review.bindings):
         return  # identity covers the catalog and protected callables only: none of them changed
     changed = {p for b in review.bindings for p in (b.path, b.touched.old_path) if p}
-    if path not in changed and not any(p.endswith(".py") and protected(guarded, p) for p in changed):
+    if path not in changed and not _any_protected(guarded, [p for p in changed if p.endswith(".py")]):
         return  # protected files changed, but neither the catalog nor a module a callable can name
     head_view = gitio.TreeView(review.repo, review.head_sha)
     try:
@@ -768,6 +771,14 @@ def _patch_catalog(review: Review) -> None:
             "relation_changed", commit, where, new[1] if where == path else None,
             f"the patch {what} relation {rid} (identity {old[0][:19]} -> {new[0][:19]}); "
             "the review runs the oracle's version"))
+
+
+def _any_protected(guarded: tuple[str, ...], paths: list[str]) -> bool:
+    """Whether one of ``paths`` is protected (``owners.protected``), the patterns indexed
+    once: a patch may change 100,000 modules."""
+    guarded_path = protection(guarded)
+    guarded_path.prime(paths)
+    return any(map(guarded_path, paths))
 
 
 def _protected_sources(relation: Relation, guarded: tuple[str, ...]) -> list[str]:

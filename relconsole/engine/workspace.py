@@ -19,7 +19,7 @@ import git
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.exportstore import export_blobs
 from relconsole.engine.gitio import TreeView, tree_listing
-from relconsole.engine.owners import protected
+from relconsole.engine.owners import protected, protection
 from relconsole.engine.treestore import place_tree, stored_tree
 
 
@@ -52,8 +52,10 @@ def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...],
     are hard links to the git dir's store of verified blobs (``exportstore``: read-only,
     each hashed on every export, a damaged one written again from git), symlinks that stay
     inside ``dest`` are made, submodules left out. Raises GitError when git fails."""
-    entries = [entry for entry in tree_listing(repo, oracle_commit, _literal_dirs(patterns) or None)
-               if protected(patterns, entry[2])]
+    listed = tree_listing(repo, oracle_commit, _literal_dirs(patterns) or None)
+    guarded = protection(patterns)  # indexed once for every listed path
+    guarded.prime(path for _mode, _oid, path in listed)
+    entries = [entry for entry in listed if guarded(entry[2])]
     dest.mkdir(parents=True, exist_ok=True)
     export_blobs(repo, entries, dest)
     return [path for _mode, _oid, path in entries]
