@@ -169,3 +169,18 @@ def test_where_links_are_refused_the_export_is_written_from_git(tmp_path, monkey
     dest = _export(repo, commit, tmp_path / "copy")
     _assert_as_committed(dest, files)
     assert (dest / "oracle/data/big.csv").stat().st_nlink == 1
+
+
+def test_an_export_on_another_file_system_is_written_from_git_and_leaves_the_store_alone(tmp_path):
+    import tempfile
+
+    from relconsole.engine.exportstore import STORE
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second file system to export to")
+    repo, commit, files = _oracle_repo(tmp_path)
+    with tempfile.TemporaryDirectory(dir=other) as scratch:
+        dest = _export(repo, commit, Path(scratch) / "oracle-export")
+        _assert_as_committed(dest, files)
+        assert (dest / "oracle/data/big.csv").stat().st_nlink == 1
+    assert not any((Path(repo.common_dir) / STORE).iterdir()), "nothing stored that no export can link"

@@ -132,7 +132,7 @@ def export_blobs(repo: git.Repo, entries: list[tuple[int, str, str]], dest: Path
     os.makedirs(dest, exist_ok=True)
     root = os.path.realpath(dest)
     store = store_dir(repo)
-    linking = True
+    linking = os.stat(store).st_dev == os.stat(root).st_dev  # a link never crosses file systems
     direct: list[tuple[int, str, str]] = []  # written from git into dest
     missing: dict[str, tuple[str, int]] = {}  # store name -> (oid, mode): written into the store
     links: list[tuple[str, str, str, int]] = []  # (store name, target, oid, mode), linked once stored
@@ -156,7 +156,7 @@ def export_blobs(repo: git.Repo, entries: list[tuple[int, str, str]], dest: Path
         except OSError as exc:
             if exc.errno not in LINK_REFUSED:
                 raise
-            if not _regular(store / name):  # a folder (or a device) where the file should be
+            if os.path.lexists(store / name) and not _regular(store / name):  # a folder where the file should be
                 _discard(store / name)
                 missing[name] = (oid, mode)
                 links.append((name, target, oid, mode))
@@ -171,14 +171,21 @@ def export_blobs(repo: git.Repo, entries: list[tuple[int, str, str]], dest: Path
             links.append((name, target, oid, mode))
     if missing or direct:
         _from_git(repo, store, root, missing, direct)
+    unlinked = []  # links refused (or a store file another review dropped meanwhile): written from git
     for name, target, oid, mode in links:
-        try:
-            os.link(store / name, target)
-        except OSError as exc:
-            if exc.errno not in LINK_REFUSED and not isinstance(exc, FileNotFoundError):
-                raise
-            _from_git(repo, store, root, {}, [(mode, oid, os.path.relpath(target, root).replace(os.sep, "/"))])
-    _evict(store, used)
+        if linking:
+            try:
+                os.link(store / name, target)
+                continue
+            except OSError as exc:
+                if exc.errno not in LINK_REFUSED and not isinstance(exc, FileNotFoundError):
+                    raise
+                linking = exc.errno == errno.EMLINK or isinstance(exc, FileNotFoundError)
+        unlinked.append((mode, oid, os.path.relpath(target, root).replace(os.sep, "/")))
+    if unlinked:
+        _from_git(repo, store, root, {}, unlinked)
+    if used:
+        _evict(store, used)
 
 
 def _target(root: str, path: str, ready: set[str]) -> str | None:
