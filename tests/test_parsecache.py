@@ -126,6 +126,10 @@ def test_the_fingerprint_follows_the_code_it_covers(tmp_path, monkeypatch):
     changed = code_fingerprint()
     (tmp_path / "schemas" / "lease.json").write_text("{}")
     assert code_fingerprint() != changed
+    schemas = code_fingerprint()
+    (tmp_path / "schemas" / "__pycache__").mkdir()
+    (tmp_path / "schemas" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"recompiled")
+    assert code_fingerprint() == schemas, "a recompiled package is the same code"
 
 
 # --- probe findings (the review flags' environment_probe rule), kept by the content of a change ---

@@ -60,12 +60,14 @@ _DEPENDS_ON = ("catalog.py", "leases.py", "freezes.py", "schemacheck.py", "yamll
 
 def code_fingerprint() -> str:
     """sha256 over relconsole's version and the bytes of the engine modules a parse depends
-    on and of every file under ``relconsole/schemas/`` (when there is one)."""
+    on and of every file under ``relconsole/schemas/`` (when there is one) but Python's
+    ``__pycache__`` (rewritten whenever an interpreter recompiles the package: it dropped
+    every cache without a change of code)."""
     digest = hashlib.sha256(f"{relconsole.__version__}\0{CACHE_VERSION}\0".encode())
     files = [_ENGINE / name for name in _DEPENDS_ON]
     schemas = _ENGINE.parent / "schemas"
     if schemas.is_dir():
-        files += sorted(p for p in schemas.rglob("*") if p.is_file())
+        files += sorted(p for p in schemas.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     for path in files:
         try:
             data = path.read_bytes()
