@@ -308,26 +308,64 @@ def _errors_payload(review: Review) -> list[dict]:
 
 
 def cmd_bind(args) -> int:
+    from relconsole.engine import bindfacts
+    if bindfacts.enabled():  # an oracle commit bound before: its facts, without the full load
+        known = bindfacts.bind_from_facts(args.repo, args.base, args.head, args.today, args.oracle_from)
+        if known is not None:
+            return _print_bind(args, known)
     from relconsole.engine import importmap
     review = _load(args, deferred=True)  # ownership needs no flags, quarantine or split check
     try:
+        bindfacts.save(review)
         if not review.errors:
             importmap.ensure(review)
+        return _print_bind(args, review)
+    finally:
+        review.close()
+
+
+def _print_bind(args, review) -> int:
+    """Print ``bind``'s rows of ``review`` (a Review, or ``bindfacts``' answer: ``base_ref``,
+    ``merge_base``, ``head_sha``, ``bindings``, ``errors``); returns the §8 exit code."""
+    gaps = [b for b in review.bindings if b.state == "gap"]
+    code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if gaps else EXIT_PASS
+    if args.json:
         paths = [{"status": b.touched.status, "path": b.path, "old_path": b.touched.old_path,
                   "state": b.state, "pattern": b.pattern, "relations": list(b.relations),
                   "via_import": list(b.via_import)}
                  for b in review.bindings]
         payload = {"base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
-                   "paths": paths, "gaps": [b.path for b in review.gaps()],
-                   "errors": _errors_payload(review)}
-        lines = [f"{b.touched.status}  {one_line(b.path)}  {b.state}"
-                 + (f"  {', '.join(b.relations)}" if b.relations else "")
-                 + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "") for b in review.bindings]
-        code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if review.gaps() else EXIT_PASS
-        _emit(args, payload, lines, review.errors, code)
+                   "paths": paths, "gaps": [b.path for b in gaps],
+                   "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors]}
+        _emit(args, payload, [], review.errors, code)
         return code
-    finally:
-        review.close()
+    cli_pipe.decided(code)
+    if review.bindings:  # one write: 100,000 lines cost 0.6 s as a print and a literal() each
+        print("\n".join(_binding_lines(review.bindings)))
+    _emit(args, {}, [], review.errors)
+    return code
+
+
+def _binding_lines(bindings) -> list[str]:
+    """``bind``'s text lines, ``STATUS  PATH  STATE[  RELATIONS][  (via import: ...)]``, each
+    what ``literal`` makes of it: the path through ``one_line`` (its newlines and tabs shown as
+    ``\\n`` and ``\\t``; a printable path has no character ``literal`` escapes, so it is
+    its own ``one_line``), the rest through ``literal``, made once per (status, state,
+    relations, via) (``literal`` works character by character: the parts' escapes are the
+    line's)."""
+    tails: dict = {}
+    out = []
+    append = out.append
+    for b in bindings:
+        key = (b.touched.status, b.state, b.relations, b.via_import)
+        parts = tails.get(key)
+        if parts is None:
+            parts = tails[key] = (literal(b.touched.status + "  "), literal(
+                "  " + b.state + (f"  {', '.join(b.relations)}" if b.relations else "")
+                + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "")))
+        path = b.touched.path
+        append(parts[0] + (path if path.isprintable() else one_line(path)) + parts[1])
+    return out
 
 
 def cmd_run(args) -> int:

@@ -128,8 +128,10 @@ class BarReporter(Reporter):
             bar = self._bar()
             if self._steps is None:
                 self._steps = bar.add_task("", total=total, detail="")
+            # drawn now, not at the next tick: a relation finishing between two ticks was never
+            # shown (the terminal showed its neighbours' results only)
             bar.update(self._steps, total=total, completed=done, description=f"{done}/{total}",
-                       detail=one_line(label)[:60])
+                       detail=one_line(label)[:60], refresh=True)
 
     def bytes(self, label: str, done: int, total: int) -> None:
         if total < HASH_MIN_BYTES:

@@ -33,6 +33,22 @@ STEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (.+)$")
 # --- the reporter ---------------------------------------------------------------------------
 
 
+class TerminalText(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_every_step_is_drawn_however_fast_they_come():
+    """CI saw a relation's result missing from the bar: it finished between two of the bar's
+    ticks. Each step is drawn when it is reported."""
+    stream = TerminalText()
+    labels = [f"relation-{n}: held" for n in range(1, 6)]
+    with progress_reporter(stream, True) as report:
+        for done, label in enumerate(labels, 1):
+            report.step(done, len(labels), label)
+    assert BAR in stream.getvalue() and all(label in stream.getvalue() for label in labels)
+
+
 def test_without_a_terminal_each_step_is_one_plain_line():
     stream = io.StringIO()
     with progress_reporter(stream, True) as report:

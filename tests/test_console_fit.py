@@ -287,3 +287,46 @@ def test_fit_keeps_help_and_quit_and_order_and_drops_the_least_used_first(entrie
             if any(e.binding_id not in ALWAYS for e in shown) else True
     if len(wrap(entries, width)) <= max_rows:
         assert shown == entries  # nothing left out when everything fits
+
+
+@pytest.mark.parametrize("width", [50, 48, 60])
+async def test_every_tab_shows_whole_when_panes_are_tabs(demo_repo, width):
+    """A new user saw 'ouched paths  2 Relations …' at 50x24: the tab bar scrolled its first tab
+    off the left edge. Where the tab bar shows, each tab's label is on the screen whole,
+    whichever pane is active."""
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.has_class("-tabs")
+        for key in ("4", "1", "3"):
+            await pilot.press(key)
+            await pilot.pause()
+            bar = app.screen.query_one("#pane-tabs")
+            row = screen_rows(app)[bar.region.y]
+            labels = [str(tab.label) for tab in bar.query("Tab")]
+            assert all(label in row for label in labels), (row, labels)
+
+
+@pytest.mark.parametrize("size", [(30, 8), (80, 24)])
+async def test_the_help_reads_at_any_width(demo_repo, size):
+    """At 30x8 every description of the help read '…' (the key column took the width). Scrolled
+    through, the help shows the first words of what each key does."""
+    from relconsole.console.screens.help import HelpScreen
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        scroll = app.screen.query_one("#dialog")
+        seen = []
+        for _ in range(400):
+            seen += screen_rows(app)
+            if scroll.scroll_y >= scroll.max_scroll_y:
+                break
+            scroll.scroll_to(y=scroll.scroll_y + max(1, scroll.size.height - 1), animate=False)
+            await pilot.pause()
+        shown = " ".join(" ".join(row.split()) for row in seen)
+        words = {" ".join((b.tooltip or b.description or b.action).split()[:2]) for _, bs in app.screen.groups
+                 for b in bs}
+        missing = [w for w in words if w not in shown]
+        assert not missing, missing

@@ -51,6 +51,15 @@ async def test_b_then_f_commits_the_freeze_row_8_allows(demo_repo: Path):
         await type_text(pilot, reason)
         await pilot.press("enter", "enter")
         await settle(pilot)
+        await goto(pilot, "relations", f"r:{INTERMITTENT}")
+        await pilot.press("enter")
+        await until(pilot, lambda: type(app.screen).__name__ == "DetailScreen", "the full view")
+        shown = app.screen.query_one("#detail-header").render().plain + \
+            app.screen.query_one("#detail-body Static").render().plain
+        # a new user read "freeze: live" beside "missed with no live freeze", and "property_result
+        # pass" under "missed 1 of 5", as contradictions: the view says what each means
+        assert "live" in shown and "r runs it again under the freeze" in shown
+        assert "property_result pass (not every HEAD run missed" in shown
     assert git(demo_repo, "rev-parse", "main~1").strip() == main_before
     subject, entries = last_commit(demo_repo)
     assert subject.startswith("freeze:") and INTERMITTENT in subject

@@ -39,6 +39,9 @@ from relconsole.console.app import ReviewApp
 
 PACKAGE = Path(relconsole.__file__).resolve().parent
 ESCAPERS = {"literal", "one_line", "dumps"}  # dumps: json.dumps (ensure_ascii: controls become \\uXXXX)
+# cli._binding_lines: bind's lines, each literal() of the whole line made in parts (test_bindfacts
+# checks it against literal() of the line on hostile paths and relation ids)
+ESCAPERS |= {"_binding_lines"}
 # Expressions (as ast.unparse writes them) whose text the engine makes from hex, digits,
 # dates and fixed words: never a repository's or a drafter's text.
 SAFE = [re.compile(p) for p in (

@@ -386,3 +386,23 @@ def test_bind_builds_one_index_per_call(monkeypatch):
     bindings = bind(owners, touched, ("oracle/**",))
     assert [b.pattern for b in bindings] == [winning_pattern(owners, t.path)[0] for t in touched]
     assert len(built) == 2  # the owner map once, the protected patterns once
+
+
+def test_plain_owner_patterns_need_no_pathspec_and_its_files_answer_as_it_does():
+    """An index of plain patterns (the sample's) matches without importing pathspec (issue 17:
+    10 ms of every start); what the index read of pathspec's files before importing it is
+    what pathspec says once imported."""
+    import subprocess
+    import sys
+    script = (
+        "import sys\n"
+        "from relconsole.engine import ownerindex as o\n"
+        "index = o.OwnerIndex([('src/a.py', ['r']), ('tests/**', []), ('docs/', []), ('README.md', [])])\n"
+        "got = index.winner_indexes(['src/a.py', 'tests/x/y.py', 'docs/z.md', 'a/README.md', 'src/b.py'])\n"
+        "assert got == [0, 1, 2, 3, None], got\n"
+        "assert 'pathspec' not in sys.modules\n"
+        "before = o._mirroring()\n"
+        "assert o._pathspec()['mirroring'] == before == o._mirroring()\n"
+        "assert index.winner_indexes(['src/a.py']) == [0]\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -321,3 +321,29 @@ def test_every_compared_kind_names_its_two_sides_and_a_roundtrip_shows_its_input
     assert all(left != right for left, right in COLUMN_TITLES.values())
     left, right = COLUMN_TITLES["roundtrip"]
     assert "input" in left and "output" not in left and "inverse" in right
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=30), st.lists(st.text(max_size=12), max_size=30))
+def test_two_different_values_show_different_windows_taken_from_each(source, followup):
+    """A new user saw '["PB-14837",…,"PB…' vs the same text: both values cut before they
+    differed. Each shown window is a piece of its own value's text, short, and two values whose
+    texts differ never show the same window."""
+    import json
+
+    from relconsole.engine.runner import SHORT, short_pair
+    shown = short_pair(source, followup)
+    for value, window in zip((source, followup), shown):
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        assert window.strip("…") in text and len(window) <= SHORT + 1
+    texts = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in (source, followup)]
+    assert (shown[0] == shown[1]) == (texts[0] == texts[1])
+
+
+def test_a_missing_id_in_a_long_list_is_inside_the_shown_windows():
+    """The sample's bands miss: 14 ids against 13, the dropped one far past the cut."""
+    from relconsole.engine.runner import short_pair
+    ids = [f"PB-{n:05d}" for n in range(10000, 80000, 5000)]
+    dropped = ids[9]
+    source, followup = short_pair(ids, ids[:9] + ids[10:])
+    assert dropped in source and dropped not in followup

@@ -129,6 +129,10 @@ def test_the_reviewer_flow_on_the_sample_fits_the_key_budget(terminal: Terminal,
     assert dialog.count("drop row") == 3
     press("y")
     wait_commit(terminal, repo, commits + 2, "quarantine:")
+    removed = [line.split("\t")[1] for line in git(repo, "show", "--name-status", "--format=", "main").splitlines()
+               if line.startswith("D\t")]
+    # the dialog said every file the commit removes (a new user missed the emptied seeds file)
+    assert all(f"remove {path} (no row left)" in dialog for path in removed) and dialog.count("(no row left)") == len(removed)
     terminal.wait_for(lambda s: not any("rollout.monotonic" in line for line in pane_lines(s, QUARANTINE)),
                       "the reloaded quarantine without drafted seed rows")
 

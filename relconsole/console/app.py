@@ -23,7 +23,7 @@ from relconsole.console import filters, views
 from relconsole.console.collector import SWEEP_EVERY_SECONDS, Collector
 from relconsole.console.commands import ReviewCommands
 from relconsole.console.keymap import default_keys, keymap_path, load_keymap
-from relconsole.console.listing import PANE_TITLES, PANES, PaneListing
+from relconsole.console.listing import PANE_TITLES, PANES, TAB_TITLES, PaneListing
 from relconsole.console.settings import load_settings, save_setting
 from relconsole.console.owners import OwnerWorkflows
 from relconsole.console.screens.confirm import ConfirmScreen
@@ -190,7 +190,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        tabs = Tabs(*[Tab(PANE_TITLES[kind], id=f"tab-{kind}") for kind in PANES], id="pane-tabs")
+        tabs = Tabs(*[Tab(TAB_TITLES[kind], id=f"tab-{kind}") for kind in PANES], id="pane-tabs")
         tabs.can_focus = False  # numbers and tab switch panes; the bar shows which one is up
         yield tabs
         with Horizontal(id="panes"):

@@ -22,6 +22,8 @@ from relconsole.engine.literal import literal
 PANES = ("touched", "relations", "leases", "quarantine")
 PANE_TITLES = {"touched": "1 Touched paths", "relations": "2 Relations", "leases": "3 Leases",
                "quarantine": "4 Quarantine"}
+TAB_TITLES = {"touched": "1 Touched", "relations": "2 Relations", "leases": "3 Leases",
+              "quarantine": "4 Quarantine"}  # a tab bar is for narrow terminals: 48 columns hold all four
 EMPTY = {"touched": "no touched paths", "relations": "no relations", "leases": "no leases",
          "quarantine": "quarantine is empty"}
 MIN_PANE_WIDTH = 30  # columns under which a pane is unreadable whatever its ids

@@ -241,7 +241,8 @@ def describe_change(review: Review, oids: list[str], what: str, overrides: set[s
         for key in rows:
             row = _find(review, "s:" + key)
             seeds = review.catalog.get(row.relation_id).seeds_path
-            lines.append(f"  append row {row.line} to {seeds}: {row.text}")
+            lines.append(f"  move row {row.line} of {row.path} to {seeds}: {row.text}")
+        lines += _emptied(review, rows)
     else:
         lines.append(f"One quarantine: commit on {branch}:")
         for path in candidates:
@@ -249,8 +250,17 @@ def describe_change(review: Review, oids: list[str], what: str, overrides: set[s
         for key in rows:
             row = _find(review, "s:" + key)
             lines.append(f"  drop row {row.line} of {row.path}: {row.text}")
+    lines += _emptied(review, rows)
     lines.append("Your staged and unstaged work is left as it is.")
     return "\n".join(lines)
+
+
+def _emptied(review: Review, keys: list[str]) -> list[str]:
+    """A line per quarantine seeds file the commit leaves with no row: it is removed too."""
+    chosen = set(keys)
+    paths = {row.path for row in review.seed_rows if row.key in chosen}
+    return [f"  remove {path} (no row left)" for path in sorted(paths)
+            if all(row.key in chosen for row in review.seed_rows if row.path == path)]
 
 
 def detail_text(review: Review, kind: str, oid: str | None) -> Text:

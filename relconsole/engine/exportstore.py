@@ -41,8 +41,6 @@ import threading
 import time
 from pathlib import Path
 
-import git
-
 from relconsole.engine.errors import GitError
 from relconsole.engine.gitio import _copy, _feed, _place, clean_env, place_target
 
@@ -53,8 +51,9 @@ LINK_REFUSED = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EAC
 _CHUNK = 1 << 20
 
 
-def store_dir(repo: git.Repo) -> Path:
-    """``<git common dir>/relconsole/exports`` (made on first use, private to its owner)."""
+def store_dir(repo) -> Path:
+    """``<git common dir>/relconsole/exports`` (made on first use, private to its owner);
+    ``repo``: a ``gitio.Repository`` (or a GitPython ``Repo``: only its directories are read)."""
     store = Path(repo.common_dir) / STORE
     store.mkdir(mode=0o700, parents=True, exist_ok=True)
     return store
@@ -122,7 +121,7 @@ def _discard(path: str | os.PathLike) -> None:
         pass
 
 
-def export_blobs(repo: git.Repo, entries: list[tuple[int, str, str]], dest: Path) -> None:
+def export_blobs(repo, entries: list[tuple[int, str, str]], dest: Path) -> None:
     """Place each (mode, blob id, path) of ``entries`` (``gitio.tree_listing`` rows of one
     commit) under ``dest``: regular files as hard links to the store's verified copy,
     written there from git first when it lacks one or holds one that fails its hash;
@@ -202,7 +201,7 @@ def _target(root: str, path: str, ready: set[str]) -> str | None:
     return target
 
 
-def _from_git(repo: git.Repo, store: Path, root: str, missing: dict[str, tuple[str, int]],
+def _from_git(repo, store: Path, root: str, missing: dict[str, tuple[str, int]],
               direct: list[tuple[int, str, str]]) -> None:
     """One streamed ``git cat-file --batch``: the ``missing`` store files (each written to
     a temporary file, checked against its id, made read-only, renamed into place), then the

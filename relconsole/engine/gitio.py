@@ -1,9 +1,12 @@
 """Read-only git access: refs, merge base, touched paths and blobs of a commit.
 
 Touched paths come from ``git diff --name-status -z -M`` (no C-quoting of odd names,
-renames with both paths), never from GitPython's object diff, which is orders of
-magnitude slower on big diffs. Blobs are read as bytes from the object database
-because ``git show`` through GitPython strips the final newline.
+renames with both paths). Objects (trees, blobs, commits) are read as bytes from one
+persistent ``git cat-file --batch`` per repository handle (``Repository``), never through a
+filter, textconv or anything else the reviewed tree could name. No GitPython here: opening a
+repository and reading its refs and objects costs a command-line start 120 ms of imports
+with it (issue 17); ``open_repo`` returns a light ``Repository`` handle, and every function
+below also takes a GitPython ``Repo`` (it reads only ``working_tree_dir`` and ``git_dir``).
 """
 
 from __future__ import annotations
@@ -11,14 +14,12 @@ from __future__ import annotations
 import gc
 import os
 import re
-import shutil
 import subprocess
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
 
 from relconsole.engine.errors import GitError, UsageError
 
@@ -69,18 +70,173 @@ def run_git(cwd: str | Path, *args: str, ok: tuple[int, ...] | None = (0,),
     return proc
 
 
-def open_repo(path: str | Path) -> git.Repo:
-    """Open the repository whose work tree contains ``path``.
+class Repository:
+    """A light handle on one git repository: its directories (the attribute names of
+    GitPython's ``Repo``, which every function here also accepts) and a persistent
+    ``git cat-file --batch`` that reads its objects (``read_object``), started on first use
+    and ended by ``close`` (or when the handle is collected; a later read starts another).
 
-    Raises UsageError (exit 64) when ``path`` is not inside a git work tree.
+    ``working_tree_dir`` is None for a bare repository; ``working_dir`` is the work tree,
+    else the git directory (where git commands run).
     """
-    try:
-        repo = git.Repo(path, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise UsageError(f"{path}: not a git repository") from None
-    check_readable(repo.working_tree_dir or repo.git_dir)
-    repo.git.set_persistent_git_options(c=NO_FSMONITOR[1])
-    return repo
+
+    def __init__(self, git_dir: str, common_dir: str, working_tree_dir: str | None):
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.working_tree_dir = working_tree_dir
+        self.working_dir = working_tree_dir or git_dir
+        self._batch = _Batch(self.working_dir)
+        weakref.finalize(self, self._batch.close)
+
+    def __repr__(self) -> str:
+        return f"Repository({self.working_dir!r})"
+
+    def read_object(self, oid: str) -> tuple[str, bytes] | None:
+        """(type, bytes) of the object ``oid`` (40 or 64 hex digits), or None when the
+        object database has none. Raises GitError when git cannot be asked."""
+        return self._batch.read(oid)
+
+    def is_dirty(self, untracked_files: bool = False) -> bool:
+        """Whether the index or the work tree differ from HEAD (GitPython's ``is_dirty``:
+        ``git diff --cached --raw``, then ``git diff --raw``; untracked files are not
+        asked about). A bare repository is never dirty."""
+        if self.working_tree_dir is None:
+            return False
+        raw = ("--abbrev=40", "--full-index", "--raw", "--no-ext-diff")
+        if os.path.isfile(os.path.join(self.git_dir, "index")) and \
+                run_git(self.working_dir, "diff", "--cached", *raw, ok=None).stdout.strip():
+            return True
+        return bool(run_git(self.working_dir, "diff", *raw, ok=None).stdout.strip())
+
+    def close(self) -> None:
+        """End the object reader (a later ``read_object`` starts a new one)."""
+        self._batch.close()
+
+
+class _Batch:
+    """One ``git cat-file --batch`` kept running for a repository: a request and its answer
+    at a time (a lock for threads), restarted when it died or was closed."""
+
+    def __init__(self, cwd: str):
+        self.cwd = cwd
+        self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+
+    def read(self, oid: str) -> tuple[str, bytes] | None:
+        with self.lock:
+            for attempt in (1, 2):
+                proc = self.proc
+                if proc is None or proc.poll() is not None:
+                    proc = self.proc = self._start()
+                try:
+                    proc.stdin.write(oid.encode("ascii", "replace") + b"\n")
+                    proc.stdin.flush()
+                    header = proc.stdout.readline()
+                    fields = header.split()
+                    if len(fields) == 3:
+                        data = proc.stdout.read(int(fields[2]) + 1)[:-1]
+                        if len(data) != int(fields[2]):
+                            raise GitError(f"git cat-file stopped in the middle of {oid}")
+                        return fields[1].decode("ascii", "replace"), data
+                    if len(fields) == 2 and fields[1] in (b"missing", b"ambiguous"):
+                        return None
+                    if header:
+                        raise GitError(f"git cat-file: unexpected answer {header[:80]!r} for {oid}")
+                except (BrokenPipeError, OSError, ValueError):
+                    pass
+                self._stop()  # git ended (a killed process, a broken repository): once more
+            raise GitError(f"git cat-file cannot read objects in {self.cwd}")
+
+    def _start(self) -> subprocess.Popen:
+        try:
+            return subprocess.Popen(["git", *NO_FSMONITOR, "cat-file", "--batch"], cwd=self.cwd, env=clean_env(),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError as exc:
+            raise GitError(f"cannot run git cat-file in {self.cwd}: {exc.strerror or exc}") from None
+
+    def _stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def close(self) -> None:
+        with self.lock:
+            self._stop()
+
+
+def _handle(repo) -> Repository:
+    """``repo`` as a ``Repository`` (a GitPython ``Repo`` gets one handle, kept on it)."""
+    if isinstance(repo, Repository):
+        return repo
+    handle = getattr(repo, "_relconsole_handle", None)
+    if handle is None:
+        handle = Repository(repo.git_dir, getattr(repo, "common_dir", repo.git_dir), repo.working_tree_dir)
+        try:
+            repo._relconsole_handle = handle
+        except AttributeError:
+            pass
+    return handle
+
+
+def open_repo(path: str | Path) -> Repository:
+    """Open the repository whose work tree (or git directory) contains ``path``.
+
+    Raises UsageError (exit 64) when ``path`` is not inside a git repository, GitError
+    (abort) when git refuses to read it (``check_readable``).
+    """
+    return open_with_refs(path, ())[0]
+
+
+_OPEN_QUERIES = ("--is-bare-repository", "--git-dir", "--git-common-dir", "--is-inside-work-tree", "--show-cdup")
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str]) -> tuple[Repository, list[str | None]]:
+    """``open_repo(path)`` and the commit sha each of ``refs`` names, asked in one
+    ``git rev-parse``; a ref that call cannot answer plainly (unknown, ambiguous, starting
+    with ``-``) is None: ``resolve`` it for its own answer or error. Raises as ``open_repo``.
+    """
+    start = Path(path).expanduser().absolute()
+    if not start.exists():
+        raise UsageError(f"{path}: not a git repository")
+    cwd = start if start.is_dir() else start.parent
+    asked = [f"{ref}^{{commit}}" for ref in refs] if not any(r.startswith("-") or not r for r in refs) else []
+    proc = run_git(cwd, "rev-parse", *_OPEN_QUERIES, *asked, ok=None)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if len(lines) < 5 or lines[0] not in ("true", "false"):
+        said = proc.stderr.decode("utf-8", "replace")
+        if "not a git repository" in said and "dubious ownership" not in said:
+            raise UsageError(f"{path}: not a git repository")
+        check_readable(cwd)  # raises with git's words
+        if asked:  # a ref this call could not take: open without them, resolve them one by one
+            return open_with_refs(path, ())[0], [None] * len(refs)
+        raise GitError(f"git cannot read the repository at {cwd}: {said.strip().splitlines()[0] if said.strip() else 'exit ' + str(proc.returncode)}")
+    bare, git_dir, common, inside = lines[0] == "true", lines[1], lines[2], lines[3] == "true"
+    git_dir = os.path.normpath(os.path.join(cwd, git_dir))
+    common = os.path.normpath(os.path.join(cwd, common))
+    at = 4
+    if inside:
+        top = os.path.normpath(os.path.join(cwd, lines[4]))
+        at = 5
+        if os.path.realpath(os.path.join(top, ".git")) == os.path.realpath(git_dir):
+            git_dir = os.path.join(top, ".git")  # the path as given (GitPython's), not its real path
+    else:
+        top = None if bare else os.path.dirname(git_dir)  # asked from inside the git directory
+    answers = lines[at:at + len(asked)]
+    shas: list[str | None] = [None] * len(refs)
+    if asked and proc.returncode == 0 and len(answers) == len(asked) and all(_SHA.match(a) for a in answers):
+        shas = list(answers)
+    return Repository(git_dir, common, top), shas
 
 
 def check_readable(repo_dir: str | Path) -> None:
@@ -104,22 +260,23 @@ def check_readable(repo_dir: str | Path) -> None:
     raise GitError(f"git cannot read the repository at {repo_dir}: {lines[0] if lines else f'exit {proc.returncode}'}")
 
 
-def resolve(repo: git.Repo, ref: str) -> str:
-    """The commit sha ``ref`` names. Raises GitError (abort) for an unknown ref."""
-    try:
-        return repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
-    except git.GitCommandError as exc:
-        if (exc.stderr or "").strip():  # --quiet: an unknown ref says nothing; this is git refusing
-            where = repo.working_tree_dir or repo.git_dir
-            check_readable(where)
-            return run_git(where, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
+def resolve(repo, ref: str) -> str:
+    """The commit sha ``ref`` names. Raises GitError (abort) for an unknown ref, or with
+    git's own words when git refuses the repository."""
+    where = repo.working_tree_dir or repo.git_dir
+    proc = run_git(where, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", ok=None)
+    if proc.returncode == 0:
+        return proc.stdout.decode().strip()
+    if proc.stderr.strip():  # --quiet: an unknown ref says nothing; this is git refusing
+        check_readable(where)
+        return run_git(where, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
     if ref == "HEAD":
         raise GitError("HEAD has no commit yet: commit the patch first")
-    if is_shallow(repo.working_dir or repo.git_dir):
+    if is_shallow(where):
         raise GitError(f"unknown ref {ref!r} in a {SHALLOW_FIX}")
     remote, _, branch = ref.partition("/")
-    fetch = f"git fetch {remote} {branch}" if branch and remote in {r.name for r in repo.remotes} \
-        else f"git fetch origin {ref}"
+    remotes = run_git(where, "remote", ok=None).stdout.decode("utf-8", "replace").split() if branch else []
+    fetch = f"git fetch {remote} {branch}" if branch and remote in remotes else f"git fetch origin {ref}"
     raise GitError(f"unknown ref {ref!r}: fetch it ({fetch}) or name another with --base/--head")
 
 
@@ -130,27 +287,25 @@ def is_shallow(repo_dir: str | Path) -> bool:
     return proc.returncode == 0 and proc.stdout.strip() == b"true"
 
 
-def merge_base(repo: git.Repo, base: str, head: str) -> str:
+def merge_base(repo, base: str, head: str) -> str:
     """The merge base of two commits.
 
     Raises GitError (abort, §8) when there is none, telling a shallow clone (fetch more
     history) apart from unrelated histories.
     """
-    try:
-        return repo.git.merge_base(base, head)
-    except git.GitCommandError:
-        pass
-    if is_shallow(repo.working_dir or repo.git_dir):
+    where = repo.working_tree_dir or repo.git_dir
+    proc = run_git(where, "merge-base", base, head, ok=None)
+    if proc.returncode == 0 and proc.stdout.strip():
+        return proc.stdout.decode().strip()
+    if is_shallow(where):
         raise GitError(f"no merge base of {base} and {head}: {SHALLOW_FIX}")
     raise GitError(f"no merge base of {base} and {head}: the histories are unrelated")
 
 
-def current_branch(repo: git.Repo) -> str | None:
+def current_branch(repo) -> str | None:
     """The checked-out branch name, or None for a detached HEAD (as CI checks out)."""
-    try:
-        return repo.git.symbolic_ref("--quiet", "--short", "HEAD")
-    except git.GitCommandError:
-        return None
+    proc = run_git(repo.working_tree_dir or repo.git_dir, "symbolic-ref", "--quiet", "--short", "HEAD", ok=None)
+    return proc.stdout.decode("utf-8", "surrogateescape").strip() if proc.returncode == 0 else None
 
 
 @dataclass(frozen=True)
@@ -165,30 +320,91 @@ class Touched:
     old_path: str | None = None
 
 
-def touched_paths(repo: git.Repo, base: str, head: str) -> list[Touched]:
-    """Paths changed between ``base`` and ``head`` (commits), renames detected.
+class TouchedDiff:
+    """``git diff --name-status -z -M`` of two commits, running: started by ``start_touched``
+    so that git works while the caller reads the oracle; ``result()`` waits for it and
+    parses it into ``Touched`` rows (``touched_paths``). Raises GitError from ``result``
+    with git's first error line when git fails (an unknown or missing commit, a broken
+    object database)."""
 
-    The cyclic garbage collector is paused while the rows are made: 100,000 acyclic
-    Touched rows would otherwise trigger collections that walk the caller's whole heap.
-    """
-    raw = repo.git.execute(
-        ["git", "diff", "--name-status", "-z", "-M", "--no-ext-diff", base, head],
-        env=clean_env(), strip_newline_in_stdout=False)
+    def __init__(self, repo, base: str, head: str):
+        self.base, self.head = base, head
+        self.cwd = repo.working_tree_dir or repo.git_dir
+        try:
+            self.proc = subprocess.Popen(
+                ["git", *NO_FSMONITOR, "diff", "--name-status", "-z", "-M", "--no-ext-diff", base, head],
+                cwd=self.cwd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise GitError(f"cannot run git diff in {self.cwd}: {exc.strerror or exc}") from None
+        self._out: list = []
+        # drained on a thread: git would stop at a full pipe (64 KiB) until result() reads
+        self._drain = threading.Thread(target=self._communicate, name="relconsole-diff", daemon=True)
+        self._drain.start()
+
+    def _communicate(self) -> None:
+        try:
+            self._out[:] = self.proc.communicate()
+        except BaseException as exc:  # raised by result(), on the caller's thread
+            self._out[:] = [exc]
+
+    def cancel(self) -> None:
+        """Stop git (the caller no longer wants the diff) and wait for it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self._drain.join()
+
+    def result(self) -> list[Touched]:
+        self._drain.join()
+        if len(self._out) == 1:
+            raise self._out[0]
+        raw, said = self._out
+        if self.proc.returncode != 0:
+            lines = said.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git diff {self.base[:12]} {self.head[:12]} failed in {self.cwd}: "
+                           f"{lines[0] if lines else f'exit {self.proc.returncode}'}")
+        return _parse_touched(raw.decode("utf-8", "surrogateescape"))
+
+
+def start_touched(repo, base: str, head: str) -> TouchedDiff:
+    """Start ``touched_paths(repo, base, head)`` in the background (see ``TouchedDiff``)."""
+    return TouchedDiff(repo, base, head)
+
+
+def touched_paths(repo, base: str, head: str) -> list[Touched]:
+    """Paths changed between ``base`` and ``head`` (commits), renames detected. Raises
+    GitError (abort, §8) with git's message when git cannot diff them."""
+    return TouchedDiff(repo, base, head).result()
+
+
+def _parse_touched(raw: str) -> list[Touched]:
+    """Touched rows of ``--name-status -z`` output. The cyclic garbage collector is paused
+    while they are made (100,000 acyclic rows would otherwise trigger collections that walk
+    the caller's whole heap), and each row's attributes are set straight into its
+    ``__dict__``: a frozen dataclass's ``__init__`` sets each through ``object.__setattr__``,
+    twice the cost for the same object."""
     fields = raw.split("\0")
     out: list[Touched] = []
+    append = out.append
+    new = object.__new__
     collecting = gc.isenabled()
     gc.disable()
     try:
         i = 0
-        while i < len(fields) and fields[i]:
-            status = fields[i]
-            letter = status[0]
+        count = len(fields)
+        while i < count and fields[i]:
+            letter = fields[i][0]
+            row = new(Touched)
+            values = row.__dict__
+            values["status"] = letter
             if letter in "RC":
-                out.append(Touched(letter, fields[i + 2], fields[i + 1]))
+                values["path"] = fields[i + 2]
+                values["old_path"] = fields[i + 1]
                 i += 3
             else:
-                out.append(Touched(letter, fields[i + 1]))
+                values["path"] = fields[i + 1]
+                values["old_path"] = None
                 i += 2
+            append(row)
     finally:
         if collecting:
             gc.enable()
@@ -201,27 +417,32 @@ _TREES_MAX = 1024  # parsed trees kept (a tree of 1,000 entries is ~100 KB parse
 _TREES_LOCK = threading.Lock()
 
 
-def tree_entries(repo: git.Repo, binsha: bytes) -> dict[str, tuple[int, bytes]]:
+def tree_entries(repo, binsha: bytes) -> dict[str, tuple[int, bytes]]:
     """name -> (mode, binsha) of the tree object ``binsha``, parsed from git's raw format.
 
     Kept in a process-wide LRU keyed by (git dir, tree id): a tree object's id is its
-    content's hash, so an entry can never go stale. Raises ValueError for a malformed tree.
+    content's hash, so an entry can never go stale. Raises ValueError for a malformed tree,
+    GitError when the object database has no such tree.
     """
-    key = (repo.git_dir, binsha)
+    key = (str(repo.git_dir), binsha)
     with _TREES_LOCK:
         hit = _TREES.get(key)
         if hit is not None:
             _TREES.move_to_end(key)
             return hit
-    data = repo.odb.stream(binsha).read()
+    found = _handle(repo).read_object(binsha.hex())
+    if found is None or found[0] != "tree":
+        raise GitError(f"git cat-file: tree {binsha.hex()} is missing from the object database")
+    data = found[1]
     entries: dict[str, tuple[int, bytes]] = {}
     at = 0
     while at < len(data):  # "<octal mode> <name>\0<20-byte id>", repeated
         space = data.index(b" ", at)
         nul = data.index(b"\0", space)
+        end = nul + 1 + _oid_bytes(binsha)
         entries[data[space + 1:nul].decode("utf-8", "surrogateescape")] = (int(data[at:space], 8),
-                                                                          data[nul + 1:nul + 21])
-        at = nul + 21
+                                                                          data[nul + 1:end])
+        at = end
     with _TREES_LOCK:
         _TREES[key] = entries
         while len(_TREES) > _TREES_MAX:
@@ -229,56 +450,60 @@ def tree_entries(repo: git.Repo, binsha: bytes) -> dict[str, tuple[int, bytes]]:
     return entries
 
 
-class TreeView:
-    """Read-only view of one commit's tree: what the oracle or the code under test holds."""
+def _oid_bytes(binsha: bytes) -> int:
+    return len(binsha)  # 20 (SHA-1) or 32 (SHA-256): a tree names its entries with ids of its own kind
 
-    def __init__(self, repo: git.Repo, commit: str):
+
+class TreeView:
+    """Read-only view of one commit's tree: what the oracle or the code under test holds.
+    Raises GitError when ``commit`` names no commit in the object database."""
+
+    def __init__(self, repo, commit: str):
         self.repo = repo
         self.commit = commit
-        self._tree = repo.commit(commit).tree
+        self._objects = _handle(repo)
+        found = self._objects.read_object(commit)
+        if found is None or found[0] != "commit" or not found[1].startswith(b"tree "):
+            raise GitError(f"git cat-file: {commit} is not a commit in the object database")
+        self._root = bytes.fromhex(found[1][5:found[1].index(b"\n")].decode("ascii"))
         self._dirs: dict[str, dict | None] = {}
 
     def _directory(self, directory: str) -> dict | None:
         """name -> (mode, binsha) of the entries directly under ``directory`` ("" is the
         root), or None when the commit has no such directory. Trees are parsed once per
-        process (``tree_entries``); GitPython's ``tree / path`` re-parsed, and validated,
-        every tree on the way for every lookup."""
+        process (``tree_entries``)."""
         if directory in self._dirs:
             return self._dirs[directory]
         if directory == "":
-            entries = tree_entries(self.repo, self._tree.binsha)
+            entries = tree_entries(self._objects, self._root)
         else:
             parent, _, name = directory.rpartition("/")
             above = self._directory(parent)
             found = above.get(name) if above is not None else None
-            entries = tree_entries(self.repo, found[1]) if found and found[0] == _TREE_MODE else None
+            entries = tree_entries(self._objects, found[1]) if found and found[0] == _TREE_MODE else None
         self._dirs[directory] = entries
         return entries
 
-    def _object(self, path: str):
-        """The GitPython Blob or Tree at ``path`` (a "/"-separated repository path), or None."""
+    def _blob(self, path: str) -> tuple[int, bytes] | None:
+        """(mode, binsha) of the file (blob: a regular file or a symlink) at ``path``, or None."""
         parent, _, name = path.strip("/").rpartition("/")
         entries = self._directory(parent)
         found = entries.get(name) if entries is not None and name else None
-        if found is None:
+        if found is None or found[0] in (_TREE_MODE, _SUBMODULE_MODE):
             return None
-        mode, binsha = found
-        full = f"{parent}/{name}" if parent else name
-        if mode == _TREE_MODE:
-            return git.Tree(self.repo, binsha, mode, full)
-        if mode == _SUBMODULE_MODE:
-            return None
-        return git.Blob(self.repo, binsha, mode, full)
+        return found
 
-    def _blob(self, path: str):
-        obj = self._object(path)
-        return obj if obj is not None and obj.type == "blob" else None
+    def _data(self, binsha: bytes) -> bytes:
+        found = self._objects.read_object(binsha.hex())
+        if found is None:
+            raise GitError(f"git cat-file: blob {binsha.hex()} is missing from the object database")
+        return found[1]
 
     def blob_id(self, path: str) -> str | None:
         """The hex git blob id of the file ``path`` in this commit (it names the bytes), or
         None when the commit has no such file."""
         blob = self._blob(path)
-        return None if blob is None else blob.hexsha
+        return None if blob is None else blob[1].hex()
 
     def exists(self, path: str) -> bool:
         """True when ``path`` is a file in this commit."""
@@ -287,14 +512,14 @@ class TreeView:
     def read_bytes(self, path: str) -> bytes | None:
         """The file's exact bytes, or None when the commit has no such file."""
         blob = self._blob(path)
-        return None if blob is None else blob.data_stream.read()
+        return None if blob is None else self._data(blob[1])
 
     def symlink_target(self, path: str) -> str | None:
         """The target ``path`` names when the commit holds it as a symlink, else None."""
         blob = self._blob(path)
-        if blob is None or blob.mode != 0o120000:
+        if blob is None or blob[0] != 0o120000:
             return None
-        return blob.data_stream.read().decode("utf-8", "surrogateescape")
+        return self._data(blob[1]).decode("utf-8", "surrogateescape")
 
     def read_text(self, path: str) -> str | None:
         """The file decoded as UTF-8, or None when absent."""
@@ -302,29 +527,19 @@ class TreeView:
         return None if data is None else data.decode("utf-8", "replace")
 
     def read_texts(self, paths: list[str]) -> dict[str, str | None]:
-        """path -> the file decoded as UTF-8 (None when absent), for many files at once:
-        one ``git cat-file --batch`` for all of them instead of a round trip each (a
-        thousand lease manifests). Raises GitError when git fails."""
-        blobs = {path: self._blob(path) for path in paths}
-        oids = list(dict.fromkeys(b.hexsha for b in blobs.values() if b is not None))
-        data: dict[str, bytes] = {}
-        if oids:
-            proc = subprocess.run(["git", "cat-file", "--batch"], input="".join(o + "\n" for o in oids).encode(),
-                                  cwd=self.repo.working_tree_dir or self.repo.git_dir, env=clean_env(),
-                                  capture_output=True)
-            if proc.returncode != 0:
-                raise GitError(f"git cat-file failed: {proc.stderr.decode(errors='replace').strip()}")
-            out, at = proc.stdout, 0
-            for oid in oids:
-                end = out.index(b"\n", at)
-                header = out[at:end].split()
-                if len(header) != 3 or header[1] == b"missing":
-                    raise GitError(f"git cat-file: {oid} is missing from the object database")
-                size = int(header[2])
-                data[oid] = out[end + 1:end + 1 + size]
-                at = end + 1 + size + 1  # the content, then a newline
-        return {path: None if blob is None else data[blob.hexsha].decode("utf-8", "replace")
-                for path, blob in blobs.items()}
+        """path -> the file decoded as UTF-8 (None when absent), for many files at once,
+        through the repository's one ``git cat-file --batch``. Raises GitError when git fails."""
+        data: dict[bytes, str] = {}
+        out: dict[str, str | None] = {}
+        for path in paths:
+            blob = self._blob(path)
+            if blob is None:
+                out[path] = None
+                continue
+            if blob[1] not in data:
+                data[blob[1]] = self._data(blob[1]).decode("utf-8", "replace")
+            out[path] = data[blob[1]]
+        return out
 
     def is_dir(self, path: str) -> bool:
         """True when ``path`` is a directory (a tree, not a symlink) in this commit."""
@@ -352,7 +567,7 @@ class TreeView:
         write_blobs(self.repo, self.commit, Path(dest), paths)
 
 
-def tree_listing(repo: git.Repo, commit: str, paths: list[str] | None = None) -> list[tuple[int, str, str]]:
+def tree_listing(repo, commit: str, paths: list[str] | None = None) -> list[tuple[int, str, str]]:
     """(mode, blob id, path) of every blob ``commit`` holds (under ``paths``), from
     ``git ls-tree -r -z``. Raises GitError."""
     args = ["ls-tree", "-r", "-z", "--full-tree", commit]
@@ -373,7 +588,7 @@ def tree_listing(repo: git.Repo, commit: str, paths: list[str] | None = None) ->
     return out
 
 
-def write_blobs(repo: git.Repo, commit: str, dest: Path, paths: list[str] | None = None,
+def write_blobs(repo, commit: str, dest: Path, paths: list[str] | None = None,
                 unchanged: dict[str, tuple] | None = None) -> dict[str, tuple]:
     """Write ``commit``'s blobs (under ``paths``) into ``dest`` byte for byte (see
     ``TreeView.export``). ``unchanged``: what an earlier call returned for the same ``dest``;
@@ -470,6 +685,7 @@ def place_target(root: str, path: str) -> str | None:
             os.mkdir(parent)
     target = os.path.join(parent, parts[-1])
     if os.path.isdir(target) and not os.path.islink(target):
+        import shutil  # here: a command that writes no tree never loads it
         shutil.rmtree(target)
     elif os.path.lexists(target):
         os.unlink(target)

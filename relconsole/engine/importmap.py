@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,6 +77,7 @@ def ensure(review, workers: int | None = None) -> None:
         from relconsole.engine.review import checkout_name, plan_for, sandboxed
         from relconsole.engine.runner import run_all
         from relconsole.engine.workspace import build_run_tree, scratch_dir
+        import shutil
         scratch = scratch_dir("tmp")
         tree = scratch / checkout_name(review)
         try:
@@ -91,7 +91,7 @@ def ensure(review, workers: int | None = None) -> None:
             shutil.rmtree(scratch, ignore_errors=True)
         record(review, {r.relation_id: list((r.first.run or {}).get("imported") or []) for r in results
                         if r.first is not None and r.first.run})
-    apply(review)
+        apply(review)  # with nothing missing, load_review applied this same record already
 
 
 def apply(review) -> None:
@@ -105,11 +105,12 @@ def apply(review) -> None:
         if review.catalog is not None and review.catalog.get(rid) is not None:
             for path in paths:
                 by_path.setdefault(path, []).append(rid)
-    out = []
-    for binding in review.bindings:
-        extra = tuple(rid for rid in sorted(by_path.get(binding.path, ())) if rid not in binding.relations)
-        if not extra or binding.state not in (EXEMPT, GAP, OWNED):
-            out.append(binding)
+    out = list(review.bindings)
+    for at, binding in enumerate(out):
+        named = by_path.get(binding.touched.path)
+        if named is None:  # most paths: no subject imported them
             continue
-        out.append(replace(binding, state=OWNED, relations=binding.relations + extra, via_import=extra))
+        extra = tuple(rid for rid in sorted(named) if rid not in binding.relations)
+        if extra and binding.state in (EXEMPT, GAP, OWNED):
+            out[at] = replace(binding, state=OWNED, relations=binding.relations + extra, via_import=extra)
     review.bindings = out

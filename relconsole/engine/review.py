@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import git
-
 from relconsole.engine import gitio, jsonnumbers
 from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, CandidateRead, InputShape, SeedRow, Verdict,
                                           read_candidate, validate_candidate, validate_seed_rows)
@@ -79,7 +77,7 @@ class Replayed:
 class Review:
     """The state of one review. Paths are repository-relative POSIX strings."""
 
-    repo: git.Repo
+    repo: gitio.Repository  # or a GitPython Repo: only its directories are read
     base_ref: str
     head_ref: str
     head_sha: str
@@ -298,6 +296,8 @@ class Review:
     def close(self) -> None:
         """Remove the review's temporary oracle directory."""
         shutil.rmtree(self.oracle_dir, ignore_errors=True)
+        if isinstance(self.repo, gitio.Repository):
+            self.repo.close()  # its git cat-file (a later read starts another)
 
     def __enter__(self) -> "Review":
         return self
@@ -324,9 +324,12 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     Raises UsageError for a path outside git, GitError (abort) for unknown refs or a
     missing merge base. Bad oracle files do not raise: they land in ``review.errors``.
     """
-    repo = gitio.open_repo(repo_path)
-    head_sha = gitio.resolve(repo, head_ref)
-    base_ref, base_tip = _base(repo, base_ref)
+    repo, (head_sha, base_tip) = gitio.open_with_refs(repo_path, (head_ref, base_ref or DEFAULT_BASE))  # one git call
+    head_sha = head_sha or gitio.resolve(repo, head_ref)
+    if base_tip is None:  # unknown (or origin/main), or git's own error: asked one by one
+        base_ref, base_tip = _base(repo, base_ref)
+    else:
+        base_ref = base_ref or DEFAULT_BASE
     merge_base = gitio.merge_base(repo, base_tip, head_sha)
     oracle_sha = head_sha if oracle_from.upper() == "HEAD" else base_tip
     errors: list[BadInputError] = []
@@ -340,6 +343,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     review = Review(repo, base_ref, head_ref, head_sha, base_tip, merge_base, oracle_sha,
                     "HEAD" if oracle_sha == head_sha and oracle_from.upper() == "HEAD" else "base",
                     today or today_from_env(), layout, oracle_dir, errors=errors)
+    review._diff = diff = gitio.start_touched(repo, merge_base, head_sha)  # git diffs while the oracle is read
     try:
         export_oracle(repo, oracle_sha, layout.protected, oracle_dir)
         _load_oracle(review, oracle_view, hash_progress)
@@ -349,6 +353,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
         if not deferred:
             finish_review(review)
     except BaseException:  # the oracle copy can be gigabytes: never leave it behind
+        diff.cancel()
         review.close()
         raise
     return review
@@ -382,7 +387,7 @@ def _load_acks(review: Review) -> None:
             review.flag_id(review.flags[0])
 
 
-def _base(repo: git.Repo, base_ref: str | None) -> tuple[str, str]:
+def _base(repo: gitio.Repository, base_ref: str | None) -> tuple[str, str]:
     """(name, sha) of the base ref; by default ``main``, else ``origin/main`` (a CI clone)."""
     if base_ref:
         return base_ref, gitio.resolve(repo, base_ref)
@@ -582,7 +587,9 @@ def _callable_sources(relation: Relation, view: gitio.TreeView, guarded: tuple[s
 
 
 def _bind(review: Review) -> None:
-    touched = gitio.touched_paths(review.repo, review.merge_base, review.head_sha)
+    """Bind the touched paths (their git diff, when ``load_review`` started it, is ``_diff``)."""
+    diff = review.__dict__.pop("_diff", None) or gitio.start_touched(review.repo, review.merge_base, review.head_sha)
+    touched = diff.result()
     owners = review.catalog.owners if review.catalog else []
     review.bindings = bind(owners, touched, review.layout.protected)
     if review.catalog is None:  # no owner map: say "unknown", never a false gap

@@ -72,7 +72,7 @@ class RunRecord:
         if not keys:
             return self.note or "missed"
         how = f"; compared {self.compared}" if self.compared else ""
-        shown = f": {_short(self.source)} vs {_short(self.followup)}" if self.differing == [WHOLE] else ""
+        shown = ": {} vs {}".format(*short_pair(self.source, self.followup)) if self.differing == [WHOLE] else ""
         return f"disagree on {keys} ({self.note}{how}){shown}"
 
 
@@ -80,13 +80,30 @@ WHOLE = "(whole output)"  # relations.path_text of the empty path
 SHORT = 60  # characters of a value shown in a one-line miss
 
 
-def _short(value: Any) -> str:
-    """``value`` as compact JSON, cut to SHORT characters."""
+def _compact(value: Any) -> str:
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
     except (ValueError, TypeError, RecursionError):
-        text = repr(value)
-    return text if len(text) <= SHORT else text[:SHORT - 1] + "…"
+        return repr(value)
+
+
+def short_pair(source: Any, followup: Any) -> tuple[str, str]:
+    """Two values as compact JSON, each cut to about SHORT characters around where they first
+    differ: ``(source_text, followup_text)``. Cutting both at their start hid the difference
+    behind a shared prefix (two long id lists read "[…,"PB…" vs "[…,"PB…"); here both windows
+    start a third of SHORT before the first differing character, with "…" where text is cut,
+    so two different texts always show different windows."""
+    texts = _compact(source), _compact(followup)
+    if all(len(t) <= SHORT for t in texts):
+        return texts
+    first_difference = len(os.path.commonprefix(texts))
+    start = max(0, first_difference - SHORT // 3)
+    return tuple(_window(t, start) for t in texts)
+
+
+def _window(text: str, start: int) -> str:
+    body = text[start:start + SHORT - 1]
+    return ("…" if start else "") + body + ("…" if start + len(body) < len(text) else "")
 
 
 @dataclass

@@ -18,19 +18,19 @@ import stat
 import tempfile
 from pathlib import Path
 
-import git
 
-from relconsole.engine.gitio import write_blobs
+from relconsole.engine.gitio import run_git, write_blobs
 
 STORE = Path("relconsole") / "trees"
 KEEP = 4  # trees kept: HEAD, the merge base, the base tip and one more
 
 
-def stored_tree(repo: git.Repo, commit: str) -> Path:
+def stored_tree(repo, commit: str) -> Path:
     """The folder holding ``commit``'s committed files, written on first use (read-only
     files, an atomic rename into place, so a reader never sees half a tree). Raises
     GitError when git cannot list or read the commit."""
-    tree_id = repo.git.rev_parse(f"{commit}^{{tree}}")
+    tree_id = run_git(repo.working_tree_dir or repo.git_dir, "rev-parse", "--verify", "--quiet",
+                      f"{commit}^{{tree}}").stdout.decode().strip()
     store = Path(repo.common_dir) / STORE
     final = store / tree_id
     if final.is_dir():

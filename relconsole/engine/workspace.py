@@ -14,11 +14,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import git
 
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.exportstore import export_blobs
-from relconsole.engine.gitio import TreeView, tree_listing
+from relconsole.engine.gitio import TreeView, run_git, tree_listing
 from relconsole.engine.owners import protected, protection
 from relconsole.engine.treestore import place_tree, stored_tree
 
@@ -29,7 +28,8 @@ def protected_files(view: TreeView, patterns: tuple[str, ...]) -> list[str]:
     Only the directories the patterns start with are listed (``oracle/**`` lists
     ``oracle/``), so a 100,000-file tree is not walked for a small oracle.
     """
-    listing = view.repo.git.ls_tree("-r", "-z", "--name-only", view.commit, "--", *_literal_dirs(patterns))
+    listing = run_git(view.repo.working_tree_dir or view.repo.git_dir, "ls-tree", "-r", "-z", "--name-only", view.commit,
+                      "--", *_literal_dirs(patterns)).stdout.decode("utf-8", "surrogateescape")
     return [p for p in listing.split("\0") if p and protected(patterns, p)]
 
 
@@ -46,7 +46,7 @@ def _literal_dirs(patterns: tuple[str, ...]) -> list[str]:
     return dirs
 
 
-def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
+def export_oracle(repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
     """Place the oracle commit's protected files under ``dest`` as committed (one ``git
     ls-tree`` of the directories the patterns start in); returns their paths. Regular files
     are hard links to the git dir's store of verified blobs (``exportstore``: read-only,
@@ -61,7 +61,7 @@ def export_oracle(repo: git.Repo, oracle_commit: str, patterns: tuple[str, ...],
     return [path for _mode, _oid, path in entries]
 
 
-def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
+def build_run_tree(repo, code_commit: str, oracle_dir: Path,
                    patterns: tuple[str, ...], dest: Path, link: bool = False) -> Path:
     """``code_commit``'s committed files in ``dest`` (from the per-commit store,
     ``treestore``: hard links when ``link``, for a tree the subject sees through a read-only
@@ -80,7 +80,7 @@ def build_run_tree(repo: git.Repo, code_commit: str, oracle_dir: Path,
     return overlay_oracle(repo, code_commit, oracle_dir, patterns, dest)
 
 
-def overlay_oracle(repo: git.Repo, code_commit: str, oracle_dir: Path,
+def overlay_oracle(repo, code_commit: str, oracle_dir: Path,
                    patterns: tuple[str, ...], dest: Path) -> Path:
     """Replace the protected files of ``code_commit`` checked out in ``dest`` by the
     oracle's (§2): the commit's own protected files are removed first. Returns ``dest``."""

@@ -28,7 +28,6 @@ import re
 import shutil
 from pathlib import Path
 
-import git
 
 from relconsole.engine.errors import GitError
 from relconsole.engine.gitio import run_git, write_blobs
@@ -59,7 +58,7 @@ class WorktreePool:
     replay. Raises GitError when git refuses.
     """
 
-    def __init__(self, repo: git.Repo, workspace: str, fresh: bool = False):
+    def __init__(self, repo, workspace: str, fresh: bool = False):
         self._repo = repo
         self.repo_dir = Path(repo.working_tree_dir or repo.git_dir)
         self.root = Path(repo.common_dir).resolve() / "relconsole" / "worktrees" / pool_name(workspace)

@@ -329,9 +329,17 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
     if freeze is not None:
         text.append("\nfreeze: ")
         text.append_text(lit(f"{freeze.state} · {freeze.why} · reason: {freeze.raw.get('reason', '')}"))
+        if result.freeze is None and result.verdict.decision != "pass":
+            # the verdict above was decided before this freeze row existed (a new user read
+            # "live" beside "missed with no live freeze" as a contradiction)
+            text.append("\n  committed after this run decided: r runs it again under the freeze (§6)", "cyan")
     if result.signature:
         text.append(f"\nsignature {result.signature[:23]}…", "dim")
     return text
+
+
+PROPERTY_WORDS = {"fail": "every HEAD run missed: deterministic",
+                  "pass": "not every HEAD run missed"}  # §7's definition, said where the word shows
 
 
 def replay_text(replayed) -> Text:
@@ -351,7 +359,8 @@ def replay_text(replayed) -> Text:
     if isinstance(evidence.get("blocked"), str):
         text.append("\n  ")
         text.append_text(lit(evidence["blocked"], "red"))
-    text.append(f"\n  property_result {sheet.get('property_result')} · fixture pin "
+    result = sheet.get("property_result")
+    text.append(f"\n  property_result {result} ({PROPERTY_WORDS.get(result, 'not recorded')}) · fixture pin "
                 f"{(sheet.get('fixture_pin') or {}).get('state')}", "dim")
     text.append(f"\n  signature {_short(sheet.get('signature'))} · base {_short(sheet.get('base_signature'))}",
                 "dim")

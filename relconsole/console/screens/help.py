@@ -70,6 +70,31 @@ def help_groups(bindings: list[Binding], active: dict[str, list[str]] | None = N
             ("Dialogs and views", dialogs)]
 
 
+STACK_BELOW = 50  # columns under which each key's words go on the lines below it
+
+
+class BindingsHelp:
+    """The help's body for whatever width it gets: the two-column table (``bindings_table``),
+    or, under STACK_BELOW columns, each key on its own line with its words wrapped below it
+    (at 30 columns the table's key column left the words no room: every one read "…")."""
+
+    def __init__(self, groups: list[tuple[str, list[Binding]]]):
+        self.groups = groups
+
+    def __rich_console__(self, console, options):
+        if options.max_width >= STACK_BELOW:
+            yield bindings_table(self.groups)
+            return
+        text = Text()
+        for title, bindings in self.groups:
+            text.append(f"{title}\n", "bold underline")
+            for binding in bindings:
+                text.append(key_names(binding.key), "bold cyan")
+                text.append(f"\n  {binding.tooltip or binding.description or binding.action}\n")
+            text.append("\n")
+        yield text
+
+
 def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
     """One row per binding: its keys and what it does, under a heading per group; long
     descriptions wrap in their own column."""
@@ -98,4 +123,4 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog"):
             yield Static(Text("relconsole keys", style="bold"), id="dialog-title")
-            yield Static(bindings_table(self.groups))
+            yield Static(BindingsHelp(self.groups))
