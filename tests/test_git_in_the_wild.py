@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from relconsole.cli import main
+from relconsole.engine.runner import RunRecord
 from tests.conftest import TODAY, git
 
 OTHER_UID = 12345  # no such user here: any uid but ours makes git's ownership check refuse
@@ -317,8 +318,7 @@ def test_an_honest_patch_under_crlf_rules_is_decided_as_on_a_plain_clone(demo_re
     assert (code, decisions) == (plain_code, plain_decisions)
 
 
-def _record(error_type: str | None) -> "RunRecord":
-    from relconsole.engine.runner import RunRecord
+def _record(error_type: str | None) -> RunRecord:
     return RunRecord(held=error_type is None, seed=1, error_type=error_type,
                      error="" if error_type is None else f"{error_type}: cannot import summarize_fast")
 

@@ -4,6 +4,7 @@ parsed afresh."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -125,6 +126,10 @@ def test_the_fingerprint_follows_the_code_it_covers(tmp_path, monkeypatch):
     changed = code_fingerprint()
     (tmp_path / "schemas" / "lease.json").write_text("{}")
     assert code_fingerprint() != changed
+    schemas = code_fingerprint()
+    (tmp_path / "schemas" / "__pycache__").mkdir()
+    (tmp_path / "schemas" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"recompiled")
+    assert code_fingerprint() == schemas, "a recompiled package is the same code"
 
 
 # --- probe findings (the review flags' environment_probe rule), kept by the content of a change ---
@@ -179,3 +184,69 @@ def test_a_poisoned_entry_for_other_bytes_cannot_clear_a_probe(demo_repo):
     cache._dirty = True
     cache.flush()
     assert _probe_flags(demo_repo) == expected
+
+
+# --- file-only verdicts of quarantined candidates (kind "candidate"), kept by blob id ---
+
+GOOD = "oracle/quarantine/penguins.mass_permutation.yaml"
+BAD = "oracle/quarantine/penguins.expected_total.yaml"
+
+
+def _candidates(repo: Path) -> dict[str, tuple]:
+    with load_review(repo, "main", "HEAD", today=TODAY) as review:
+        return {c.path: (c.valid, c.row, [(v.rule, v.ok, v.reason, v.checked) for v in c.verdicts], c.notes)
+                for c in review.candidates}
+
+
+def _refuse_reading(monkeypatch) -> None:
+    def refuse(*_args):
+        raise AssertionError("read again: the kept verdicts were not used")
+    monkeypatch.setattr(review_module, "read_candidate", refuse)
+
+
+def _kept_reads(repo: Path) -> ParseCache:
+    return ParseCache(Path(git(repo, "rev-parse", "--absolute-git-dir").strip()), "candidate",
+                      review_module.current_fingerprint())
+
+
+def test_kept_candidate_verdicts_are_the_verdicts_of_a_fresh_validation(demo_repo, monkeypatch):
+    fresh = _candidates(demo_repo)
+    assert fresh[GOOD][0] and not fresh[BAD][0], "the sample has a valid and a rejected candidate"
+    assert _cache_file(demo_repo, "candidate").exists()
+    _refuse_reading(monkeypatch)
+    assert _candidates(demo_repo) == fresh
+
+
+def test_a_changed_candidate_is_judged_again_never_answered_from_its_old_blob(demo_repo):
+    assert _candidates(demo_repo)[GOOD][0]  # kept: this blob passes every rule
+    _commit_on_main(demo_repo, GOOD, lambda text: text + "expected_total: 4200\n")  # same path, an answer added
+    valid, row, verdicts, _notes = _candidates(demo_repo)[GOOD]
+    assert not valid and row is None
+    assert not dict((rule, ok) for rule, ok, _reason, _checked in verdicts)["no_answers"]
+
+
+def test_a_planted_or_damaged_candidate_entry_is_not_trusted(demo_repo):
+    """An entry copied under the rejected file's key from the valid file (what a cache
+    would say if it could be told "this blob passed"), or one of a shape ``read_candidate``
+    never makes, is judged afresh: each entry is checked against the text in hand."""
+    expected = _candidates(demo_repo)
+    cache = _kept_reads(demo_repo)
+    [good] = [value for (_blob, path), value in cache.entries.items() if path == GOOD]
+    [(bad_key, bad)] = [(key, value) for key, value in cache.entries.items() if key[1] == BAD]
+    assert not all(v.ok for v in bad.verdicts)
+    for planted in (good, "valid", None, (), dataclasses.replace(good, verdicts=good.verdicts[:1]),
+                    dataclasses.replace(bad, verdicts=(*bad.verdicts, "ok")),  # the right text, other shapes
+                    dataclasses.replace(bad, verdicts=bad.verdicts[::-1]),
+                    dataclasses.replace(bad, row=good.row)):
+        cache.entries[bad_key] = planted
+        cache._dirty = True
+        cache.flush()
+        assert _candidates(demo_repo) == expected
+        assert _kept_reads(demo_repo).entries[bad_key] != planted, "the planted entry is replaced"
+
+
+def test_a_corrupt_candidate_cache_is_ignored(demo_repo):
+    expected = _candidates(demo_repo)
+    _cache_file(demo_repo, "candidate").write_bytes(b"\x80\x05\x95truncated")
+    assert _candidates(demo_repo) == expected
+    assert _kept_reads(demo_repo).entries, "rewritten whole"

@@ -11,7 +11,7 @@ import pytest
 from relconsole.cli import main
 from relconsole.engine import pyscan
 from relconsole.engine.review import load_review
-from tests.conftest import TODAY, git, init_repo
+from tests.conftest import TODAY, git, git_bytes, init_repo
 from tests.test_check_split import commit
 
 CORPUS = "day,temp\n2024-01-01,3\n2024-01-02,5\n"
@@ -500,3 +500,31 @@ def test_a_patch_that_changes_pytests_own_harness_is_flagged(tmp_path: Path, fil
     commit(base_repo, "the patch", files)
     harness = [f.path for f in _flags(base_repo)[0] if f.name == "test_harness_changed"]
     assert harness == ([flagged] if flagged else [])
+
+
+def test_changes_read_by_blob_id_hold_the_bytes_read_by_path(tmp_path: Path):
+    """Issue 17: the flag rules read a commit's changed files by the blob ids of one
+    ``git diff-tree`` listing; each side (a rename's source and destination, an edit, an
+    addition, a deletion, a path with spaces) holds the bytes ``rev:path`` names."""
+    from relconsole.engine.patchflags import BlobReader, _blob_ids
+    repo = init_repo(tmp_path / "repo")
+    base = commit(repo, "base", {"a b/keep.py": "x = 1\n", "gone.py": "y = 2\n",
+                                 "moved.py": "def f():\n    return 1\n" * 20})
+    git(repo, "mv", "moved.py", "arrived.py")
+    head = commit(repo, "patch", {"a b/keep.py": "x = 3\n", "gone.py": None, "new.py": "z = 4\n"})
+    before, after = _blob_ids(repo, base, head)
+    changed = {"a b/keep.py", "gone.py", "moved.py", "new.py", "arrived.py"}
+    assert set(before) == set(after) == changed
+    assert {p for p, oid in before.items() if oid is None} == {"new.py", "arrived.py"}  # absent in the base
+    assert {p for p, oid in after.items() if oid is None} == {"gone.py", "moved.py"}
+    wanted = [(base, p) for p in sorted(changed)] + [(head, p) for p in sorted(changed)]
+    reader = BlobReader(repo)
+    try:
+        by_path = reader.read_many(wanted)
+        by_id = reader.read_many(wanted, [(before if rev == base else after)[p] for rev, p in wanted])
+    finally:
+        reader.close()
+    assert by_id == by_path
+    for (rev, path), data in zip(wanted, by_path):
+        oid = (before if rev == base else after)[path]
+        assert data == (None if oid is None else git_bytes(repo, "cat-file", "blob", f"{rev}:{path}"))

@@ -702,20 +702,19 @@ def _copy(stream, size: int, out=None) -> bytes:
     return b"".join(chunks)
 
 
-def _place(root: str, path: str, mode: int, stream, size: int) -> bool:
-    """Write the next ``size`` bytes of ``stream`` (one blob) at ``root/path``, never through
-    a symlink, streamed (a 1 GiB corpus never sits in memory); False when it is not written
-    (a path that leaves ``root``, a symlink whose target leaves it): its bytes are read anyway."""
+def place_target(root: str, path: str) -> str | None:
+    """Where the repository path ``path`` goes under the real folder ``root``: every folder
+    on the way made a real folder (a file in the way removed), whatever is at the target
+    removed. None for a path that would leave ``root`` (absolute,
+    ``..``, ``.``, an empty part, ``.git``, a folder on the way that is a symlink)."""
     parts = path.split("/")
     if path.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
-        _copy(stream, size, _Discard())
-        return False
+        return None
     parent = root
     for part in parts[:-1]:
         parent = os.path.join(parent, part)
         if os.path.islink(parent):
-            _copy(stream, size, _Discard())
-            return False
+            return None
         if not os.path.isdir(parent):
             if os.path.lexists(parent):
                 os.unlink(parent)
@@ -726,6 +725,18 @@ def _place(root: str, path: str, mode: int, stream, size: int) -> bool:
         shutil.rmtree(target)
     elif os.path.lexists(target):
         os.unlink(target)
+    return target
+
+
+def _place(root: str, path: str, mode: int, stream, size: int) -> bool:
+    """Write the next ``size`` bytes of ``stream`` (one blob) at ``root/path``, never through
+    a symlink, streamed (a 1 GiB corpus never sits in memory); False when it is not written
+    (a path that leaves ``root``, a symlink whose target leaves it): its bytes are read anyway."""
+    target = place_target(root, path)
+    if target is None:
+        _copy(stream, size, _Discard())
+        return False
+    parent = os.path.dirname(target)
     if mode == 0o120000:
         link = _copy(stream, size).decode("utf-8", "surrogateescape")
         resolved = os.path.normpath(os.path.join(parent, link))

@@ -15,7 +15,14 @@ Why the cache cannot hand back a stale or a forged parse:
   module and schema file a parse depends on (``code_fingerprint``); a file made by other
   code (an upgrade, another helper's schema change, a checkout of another branch of
   relconsole) is dropped whole, never partly used.
-* Only successful parses are kept: a bad file is parsed (and reported) every time.
+* Only successful parses are kept: a bad file is parsed (and reported) every time. The
+  ``candidate`` kind is the exception that proves the rule: its result *is* a list of
+  verdicts, failed ones included (``candidates.read_candidate``, the rules that read a
+  quarantined file alone); each entry also carries the sha256 of the text it judged and is
+  used only when that matches the text the review just read and its shape is one
+  ``read_candidate`` makes (``CandidateRead.judges``), so an entry planted under another
+  file's blob id, or damaged, is judged afresh. The rules that read the catalog or the
+  oracle's inputs are never kept.
 * The file is written atomically (a temporary file, then ``os.replace``); one that does not
   unpickle, or holds anything but the expected shape, is ignored and rewritten.
 
@@ -49,17 +56,19 @@ CACHE_VERSION = 1
 MAX_ENTRIES = 4096  # per kind; beyond it the oldest entries are dropped
 _ENGINE = Path(__file__).resolve().parent
 _DEPENDS_ON = ("catalog.py", "leases.py", "freezes.py", "schemacheck.py", "yamlload.py", "errors.py",
-               "config.py", "canon.py", "probescan.py", "pyscan.py")
+               "config.py", "canon.py", "probescan.py", "pyscan.py", "candidates.py")
 
 
 def code_fingerprint() -> str:
     """sha256 over relconsole's version and the bytes of the engine modules a parse depends
-    on and of every file under ``relconsole/schemas/`` (when there is one)."""
+    on and of every file under ``relconsole/schemas/`` (when there is one) but Python's
+    ``__pycache__`` (rewritten whenever an interpreter recompiles the package: it dropped
+    every cache without a change of code)."""
     digest = hashlib.sha256(f"{relconsole.__version__}\0{CACHE_VERSION}\0".encode())
     files = [_ENGINE / name for name in _DEPENDS_ON]
     schemas = _ENGINE.parent / "schemas"
     if schemas.is_dir():
-        files += sorted(p for p in schemas.rglob("*") if p.is_file())
+        files += sorted(p for p in schemas.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     for path in files:
         try:
             data = path.read_bytes()
@@ -76,7 +85,7 @@ def current_fingerprint() -> str:
 
 
 class ParseCache:
-    """Results of one loader (``kind``: ``catalog``, ``lease``, ``probes``) by (blob id or
+    """Results of one loader (``kind``: ``catalog``, ``lease``, ``probes``, ``candidate``) by (blob id or
     content digest, source path), read from the git directory on creation, written by
     ``flush`` when it learnt something (at most ``max_entries``, newest kept). An unreadable,
     corrupt or foreign cache file is ignored; a failed write is dropped."""
@@ -101,15 +110,18 @@ class ParseCache:
         return {key: value for key, value in stored["entries"].items()
                 if isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)}
 
-    def get(self, blob_id: str | None, source: str, parse: Callable[[], Any]) -> Any:
+    def get(self, blob_id: str | None, source: str, parse: Callable[[], Any],
+            check: Callable[[Any], bool] | None = None) -> Any:
         """``parse()``'s result for the file ``source`` whose content is blob ``blob_id``:
         the kept one when this (blob id, source) was parsed before by this code, else
         ``parse()`` (kept when it returns; what it raises goes to the caller, unkept).
-        ``blob_id`` None (no committed blob): always ``parse()``."""
+        ``blob_id`` None (no committed blob): always ``parse()``. ``check(kept)``: whether
+        a kept result may be used (a kind that can verify its entries against the file it
+        has in hand); one that fails it is parsed afresh and replaced."""
         if blob_id is None:
             return parse()
         key = (blob_id, source)
-        if key in self.entries:
+        if key in self.entries and (check is None or check(self.entries[key])):
             return self.entries[key]
         value = parse()
         self.entries[key] = value

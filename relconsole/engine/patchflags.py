@@ -103,17 +103,23 @@ class BlobReader:
         self._proc.stdin.flush()
         return self._answer()
 
-    def read_many(self, wanted: list[tuple[str | None, str | None]]) -> list[bytes | None]:
+    def read_many(self, wanted: list[tuple[str | None, str | None]],
+                  oids: list[str | None] | None = None) -> list[bytes | None]:
         """``read`` of each (rev, path), the requests written by a thread while the answers
-        are read, so 20,000 blobs cost one pipe's throughput, not 20,000 round trips."""
-        batched = [i for i, (rev, path) in enumerate(wanted) if rev is not None and path is not None
-                   and "\n" not in path]
+        are read, so 20,000 blobs cost one pipe's throughput, not 20,000 round trips.
+        ``oids`` (same length, when given): the blob id each (rev, path) is known to hold
+        (from a ``git diff-tree`` listing), asked for by id: git then looks up no path in
+        any tree, about 20 times faster over 20,000 blobs. None in it: asked by path."""
+        names = [oids[i] if oids is not None and oids[i] else
+                 None if rev is None or path is None or "\n" in path else f"{rev}:{path}"
+                 for i, (rev, path) in enumerate(wanted)]
+        batched = [i for i, name in enumerate(names) if name is not None]
         alone = set(range(len(wanted))) - set(batched)  # absent sides, and paths the batch cannot name
         out: list[bytes | None] = [self.read(*wanted[i]) if i in alone else None for i in range(len(wanted))]
         if not batched:
             return out
         self._start()
-        requests = b"".join(f"{wanted[i][0]}:{wanted[i][1]}\n".encode("utf-8", "surrogateescape") for i in batched)
+        requests = b"".join(f"{names[i]}\n".encode("utf-8", "surrogateescape") for i in batched)
 
         def write() -> None:
             try:
@@ -412,7 +418,14 @@ def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: Blob
     judged = [(commit.renames.get(path, path), path) for path in commit.paths
               if not (path in renamed_from and path not in commit.renames)  # a rename's source: with its destination
               and (commit.renames.get(path, path) in wanted or path in wanted)]
-    blobs = reader.read_many([pair for old, path in judged for pair in ((parent, old), (commit.sha, path))])
+    before_ids, after_ids = _blob_ids(repo_dir, parent, commit.sha) if judged else ({}, {})
+    wanted_sides, oids = [], []
+    for old, path in judged:
+        for rev, side, ids in ((parent, old, before_ids), (commit.sha, path, after_ids)):
+            known = ids.get(side, "")  # "": not in the listing, asked by path
+            wanted_sides.append((None if known is None else rev, side))  # None: no blob there, nothing to ask
+            oids.append(known or None)
+    blobs = reader.read_many(wanted_sides, oids)
     for index, (old, path) in enumerate(judged):
         before, after = blobs[2 * index], blobs[2 * index + 1]
         if before is None and after is None:  # neither side a readable blob: a submodule (gitlink)
@@ -420,6 +433,31 @@ def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: Blob
             continue
         yield _Change(commit, old if before is not None else None, path if after is not None else None,
                       before, after)
+
+
+def _blob_ids(repo_dir: str | Path, parent: str | None,
+              sha: str) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """({path: blob id in ``parent``}, {path: blob id in ``sha``}) of the files that differ
+    between the two (one ``git diff-tree -r --raw --no-renames``: a rename is its source's
+    deletion and its destination's addition). None: that side holds no blob there (the
+    file is added or deleted, or a gitlink, which ``BlobReader.read`` reads as None too).
+    ({}, {}) without a parent or when git cannot diff them: every side is read by path."""
+    if parent is None:
+        return {}, {}
+    proc = run_git(repo_dir, "diff-tree", "-r", "-z", "--raw", "--no-renames", IGNORE_NO_SUBMODULE, parent, sha, ok=None)
+    if proc.returncode != 0:
+        return {}, {}
+    before: dict[str, str | None] = {}
+    after: dict[str, str | None] = {}
+    fields = proc.stdout.split(b"\0")
+    for meta, raw_path in zip(fields[0::2], fields[1::2]):
+        parts = meta.decode("ascii", "replace").lstrip(":").split()
+        if len(parts) < 5:
+            continue
+        path = raw_path.decode("utf-8", "surrogateescape")
+        for side, mode, oid in ((before, parts[0], parts[2]), (after, parts[1], parts[3])):
+            side[path] = oid if mode not in ("000000", "160000") and oid.strip("0") else None
+    return before, after
 
 
 class _Rules:
@@ -507,7 +545,7 @@ class _Rules:
             flag("protected_path_changed", _first_changed_line(change), f"{what} a protected path{moved}; {effect}")
         if any(self._lease_manifest(p) for p in paths):
             self._lease(change, flag)
-        for path in sorted(paths & set(self.corpora)):
+        for path in sorted(paths & self.corpora.keys()):  # no set of 1,000 corpora per change
             flag("leased_corpus_edited", _first_changed_line(change),
                  f"changes the corpus lease {self.corpora[path]} pins: renew the lease in a reviewed "
                  "commit, do not patch the corpus", path)

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from relconsole.engine import gitio, jsonnumbers
-from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, InputShape, SeedRow, Verdict,
-                                          validate_candidate, validate_seed_rows)
+from relconsole.engine.candidates import (SEEDS_SUFFIX, Candidate, CandidateRead, InputShape, SeedRow, Verdict,
+                                          read_candidate, validate_candidate, validate_seed_rows)
 from relconsole.engine.candidates import input_shape as candidate_input_shape
 from relconsole.engine.catalog import Catalog, Relation, check_row, load_catalog
 from relconsole.engine.checklist import checklist_verdicts, merge_checklist
@@ -36,7 +36,7 @@ from relconsole.engine.freezes import FreezeRow, assess, for_relation, parse_row
 from relconsole.engine.hashcache import CommitFiles, HashCache, sha256_stream
 from relconsole.engine.leases import LeaseStatus, lease_status, parse_lease, pin_states, reading_refusal
 from relconsole.engine.leases import header_fields
-from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected
+from relconsole.engine.owners import GAP, PROTECTED, UNKNOWN, Binding, bind, protected, protection
 from relconsole.engine.parsecache import MAX_ENTRIES, ParseCache, current_fingerprint
 from relconsole.engine.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.patchflags import Flag, imported_probes, patch_flags, probed_by_name
@@ -503,11 +503,14 @@ def _check_seeds(review: Review, view: gitio.TreeView) -> None:
     """§3: a seeds file with bad rows fails closed (the relation is blocked, exit 5)."""
     texts: dict[str, str | None] = {}
     problems: dict[tuple[str, str], BadInputError | None] = {}  # (path, schema) -> the file's first problem
+    placed: dict[str, str | None] = {}  # path -> seeds_path_problem, asked once per file
     for relation in review.relations:
         path = relation.seeds_path
         if not path:
             continue
-        misplaced = seeds_path_problem(review.layout, path)
+        if path not in placed:
+            placed[path] = seeds_path_problem(review.layout, path)
+        misplaced = placed[path]
         if misplaced:
             review.seed_problems[relation.id] = misplaced
             review.errors.append(BadInputError(review.layout.catalog, f"relation {relation.id!r}: {misplaced}",
@@ -680,6 +683,7 @@ def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
     no_catalog = "cannot be judged: the catalog did not load"
     listed = view.list_files(review.layout.quarantine_dir)
     texts = view.read_texts(listed)  # one git call for every quarantine file
+    reads = _parse_cache(review, "candidate")  # file-only verdicts by blob id (issue 17)
     for path in listed:
         text = texts[path] or ""
         if path.endswith(SEEDS_SUFFIX):
@@ -690,13 +694,16 @@ def _load_quarantine(review: Review, view: gitio.TreeView) -> None:
                 row.reasons = [no_catalog]
             review.seed_rows.extend(rows)
         elif path.endswith((".yaml", ".yml")):
-            candidate = validate_candidate(path, text, catalog, lambda inp: input_shape(review, inp, view))
+            read = reads.get(view.blob_id(path), path, lambda: read_candidate(path, text),
+                             lambda kept: isinstance(kept, CandidateRead) and kept.judges(text))
+            candidate = validate_candidate(path, text, catalog, lambda inp: input_shape(review, inp, view), read)
             if review.catalog is None:
                 candidate.verdicts = [Verdict("unique_id", False, no_catalog) if v.rule == "unique_id" else v
                                       for v in candidate.verdicts]
                 candidate.row = None
             candidate.notes.extend(_candidate_notes(review, candidate))
             review.candidates.append(candidate)
+    reads.flush()
 
 
 def _candidate_notes(review: Review, candidate: Candidate) -> list[str]:
@@ -742,7 +749,7 @@ def _patch_catalog(review: Review) -> None:
             path in (b.path, b.touched.old_path) for b in review.bindings):
         return  # identity covers the catalog and protected callables only: none of them changed
     changed = {p for b in review.bindings for p in (b.path, b.touched.old_path) if p}
-    if path not in changed and not any(p.endswith(".py") and protected(guarded, p) for p in changed):
+    if path not in changed and not _any_protected(guarded, [p for p in changed if p.endswith(".py")]):
         return  # protected files changed, but neither the catalog nor a module a callable can name
     head_view = gitio.TreeView(review.repo, review.head_sha)
     try:
@@ -771,6 +778,14 @@ def _patch_catalog(review: Review) -> None:
             "relation_changed", commit, where, new[1] if where == path else None,
             f"the patch {what} relation {rid} (identity {old[0][:19]} -> {new[0][:19]}); "
             "the review runs the oracle's version"))
+
+
+def _any_protected(guarded: tuple[str, ...], paths: list[str]) -> bool:
+    """Whether one of ``paths`` is protected (``owners.protected``), the patterns indexed
+    once: a patch may change 100,000 modules."""
+    guarded_path = protection(guarded)
+    guarded_path.prime(paths)
+    return any(map(guarded_path, paths))
 
 
 def _protected_sources(relation: Relation, guarded: tuple[str, ...]) -> list[str]:

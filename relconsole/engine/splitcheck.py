@@ -20,7 +20,7 @@ from pathlib import Path
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import BadInputError, GitError, UsageError
 from relconsole.engine.gitio import IGNORE_NO_SUBMODULE, SHALLOW_FIX, run_git
-from relconsole.engine.owners import protected
+from relconsole.engine.owners import protection
 
 
 @dataclass(frozen=True)
@@ -151,12 +151,15 @@ def offences(commit: Commit, layout: Layout, init: bool = False) -> list[Offence
     only, a catalog commit the catalog, seeds and the adapters it names); two lease
     manifests. ``init``: the commit creates the oracle (its parent has no catalog), the
     ``oracle: init`` kind, which may hold every oracle file and ``pyproject.toml`` at once."""
+    protected_path = protection(layout.protected)  # the patterns indexed once: a commit may hold 100,000 paths
+    protected_path.prime(commit.paths)
     if init:
         return [Offence(commit.sha, p, "an oracle: init commit holds the oracle and pyproject.toml only")
-                for p in commit.paths if not (protected(layout.protected, p) or kind_of(p, layout)
+                for p in commit.paths if not (protected_path(p) or kind_of(p, layout)
                                               or p == "pyproject.toml")]
-    guarded = [p for p in commit.paths if protected(layout.protected, p) or kind_of(p, layout)]
-    others = [p for p in commit.paths if p not in guarded]
+    guarded = [p for p in commit.paths if protected_path(p) or kind_of(p, layout)]
+    inside = set(guarded)
+    others = [p for p in commit.paths if p not in inside]
     if guarded and others:
         return [Offence(commit.sha, p, f"mixes the protected path {guarded[0]} with a path outside it")
                 for p in others]

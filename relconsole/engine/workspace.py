@@ -16,8 +16,9 @@ from pathlib import Path
 
 
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.gitio import TreeView, run_git
-from relconsole.engine.owners import protected
+from relconsole.engine.exportstore import export_blobs
+from relconsole.engine.gitio import TreeView, run_git, tree_listing
+from relconsole.engine.owners import protected, protection
 from relconsole.engine.treestore import place_tree, stored_tree
 
 
@@ -46,13 +47,18 @@ def _literal_dirs(patterns: tuple[str, ...]) -> list[str]:
 
 
 def export_oracle(repo, oracle_commit: str, patterns: tuple[str, ...], dest: Path) -> list[str]:
-    """Write the oracle commit's protected files under ``dest``; returns their paths."""
-    view = TreeView(repo, oracle_commit)
-    paths = protected_files(view, patterns)
+    """Place the oracle commit's protected files under ``dest`` as committed (one ``git
+    ls-tree`` of the directories the patterns start in); returns their paths. Regular files
+    are hard links to the git dir's store of verified blobs (``exportstore``: read-only,
+    each hashed on every export, a damaged one written again from git), symlinks that stay
+    inside ``dest`` are made, submodules left out. Raises GitError when git fails."""
+    listed = tree_listing(repo, oracle_commit, _literal_dirs(patterns) or None)
+    guarded = protection(patterns)  # indexed once for every listed path
+    guarded.prime(path for _mode, _oid, path in listed)
+    entries = [entry for entry in listed if guarded(entry[2])]
     dest.mkdir(parents=True, exist_ok=True)
-    for start in range(0, len(paths), 500):  # keep argv short on big oracles
-        view.export(dest, paths[start:start + 500])
-    return paths
+    export_blobs(repo, entries, dest)
+    return [path for _mode, _oid, path in entries]
 
 
 def build_run_tree(repo, code_commit: str, oracle_dir: Path,
