@@ -804,6 +804,7 @@ def main(argv: list[str] | None = None) -> int:
     autocomplete(parser)  # a TAB in the shell: answer and exit (only when _ARGCOMPLETE is set)
     args = parser.parse_args(argv)
     _exit_cleanly_on_signals()  # after parsing: --help and usage errors need no handlers
+    _escape_what_the_terminal_cannot_encode()
     cli_pipe.forget()
     try:
         code = _dispatch(args)
@@ -816,6 +817,17 @@ def main(argv: list[str] | None = None) -> int:
         return cli_pipe.exit_code_after_broken_pipe()
     except OSError as exc:  # stdout cannot take the output (a full disk, /dev/full): never a pass
         return cli_pipe.exit_code_after_failed_write(exc)
+
+
+def _escape_what_the_terminal_cannot_encode() -> None:
+    """stdout and stderr write a character their encoding lacks as a backslash escape: a path
+    named "café" with a combining accent under PYTHONIOENCODING=ascii ended bind in a
+    UnicodeEncodeError traceback and exit 1, the reject code (red team)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # closed, or not a text stream we may change
+            pass
 
 
 def _dispatch(args) -> int:

@@ -104,3 +104,19 @@ def test_an_output_that_cannot_be_written_is_never_a_pass(sample, args):
                             env=env(), capture_output=True, text=True, timeout=600)
     assert "Traceback" not in closed.stderr, closed.stderr
     assert closed.returncode == whole
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_path_the_output_encoding_lacks_keeps_the_decision(tmp_path, encoding):
+    """A touched path 'cafe' + U+0301 under PYTHONIOENCODING=ascii ended bind in a
+    UnicodeEncodeError traceback and exit 1 (the reject code) instead of its decision."""
+    repo = materialise(tmp_path / "sample", TODAY)
+    name = "cafe\u0301.py"
+    (repo / name).write_text("x = 1\n")
+    subprocess.run(["git", "add", name], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "accent"], cwd=repo, check=True)
+    utf8 = unpiped(repo, "bind", "--json")
+    narrow = subprocess.run([sys.executable, "-m", "relconsole", "bind"], cwd=repo, capture_output=True,
+                            env={**env(), "PYTHONIOENCODING": encoding}, timeout=600)
+    assert narrow.returncode == utf8.returncode and b"Traceback" not in narrow.stderr
+    assert b"cafe\\u0301.py" in narrow.stdout
