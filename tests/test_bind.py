@@ -231,6 +231,20 @@ def test_exempt_gap_and_protected_are_told_apart(repo):
     assert states["oracle/catalog.yaml"] == OWNED
 
 
+def test_a_protected_file_moved_to_an_exempt_place_stays_protected(repo):
+    """Deleting oracle/catalog.yaml binds as protected; moving it under docs/ showed only
+    'R docs/… exempt' (red team): a move out of the oracle is as protected as its deletion."""
+    repo.write("oracle/catalog.yaml")
+    base = repo.commit()
+    repo.mv("oracle/catalog.yaml", "docs/catalog.yaml")
+    head = repo.commit()
+    [moved] = bind(OWNERS, repo.touched(base, head), PROTECTED_PATTERNS)
+    repo.rm("docs/catalog.yaml")
+    [deleted] = bind(OWNERS, repo.touched(base, repo.commit()), PROTECTED_PATTERNS)
+    assert moved.touched.status == "R" and deleted.touched.status == "D"
+    assert moved.state == deleted.state == PROTECTED
+
+
 # --- patterns: git is the reference ----------------------------------------------------------
 
 POOL_PATTERNS = [

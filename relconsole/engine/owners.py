@@ -124,8 +124,9 @@ def _bind_paths(owners: list[tuple[str, list[str]]], touched: list[Touched],
         if hit is None:
             values["state"], values["pattern"], values["relations"] = \
                 PROTECTED if guarded(item.path) else GAP, None, moved
-        elif not hit[1] and not moved:
-            values["state"], values["pattern"], values["relations"] = EXEMPT, hit[0], ()
+        elif not hit[1] and not moved:  # moved out of the oracle into an exempt place: still the oracle's
+            values["state"] = PROTECTED if item.status == "R" and item.old_path and guarded(item.old_path) else EXEMPT
+            values["pattern"], values["relations"] = hit[0], ()
         else:
             values["state"], values["pattern"], values["relations"] = OWNED, hit[0], hit[1] + moved
         values["via_import"] = ()
