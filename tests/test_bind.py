@@ -306,7 +306,10 @@ def reference_binding(owners, item: Touched, git_matches) -> tuple[str, set[str]
     ids = set(new[1] if new else ()) | set(old[1] if old else ())
     if new is None:
         return (PROTECTED if item.path in git_matches["oracle/**"] else GAP), ids
-    return (OWNED if ids else EXEMPT), ids
+    if ids:
+        return OWNED, ids
+    moved_out_of_the_oracle = item.status == "R" and item.old_path in git_matches["oracle/**"]
+    return (PROTECTED if moved_out_of_the_oracle else EXEMPT), ids
 
 
 _owners = st.lists(st.tuples(st.sampled_from(POOL_PATTERNS),
