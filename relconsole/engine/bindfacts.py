@@ -38,7 +38,7 @@ MAX_ENTRIES = 64  # oracle commits remembered (each: one owner map)
 _ENGINE = Path(__file__).resolve().parent
 # the code of the load whose facts are kept, beyond what parsecache's fingerprint covers
 _LOAD_CODE = ("review.py", "jsonnumbers.py", "textedit.py", "decision.py", "candidates.py", "gitio.py",
-              "workspace.py", "owners.py", "bindfacts.py")
+              "workspace.py", "owners.py", "bindfacts.py", "hashcache.py", "importmap.py")
 
 
 def fingerprint() -> str:
