@@ -748,3 +748,65 @@ def test_a_step_changes_nothing_exactly_when_every_raised_integer_rounds_back(va
     assert unchanged == all(int(v + step) == v for v in values)
     assert not step_changes_nothing([{"n": float(v)} for v in values], "n", step)  # floats always move
     assert not step_changes_nothing([{"k": "x"}], "n", step)  # no row has it: check_raisable's to say
+
+
+WRITE_BESIDE = """
+import os
+
+def f(x):
+    folder = x
+    done = []
+    for name in ("cache.pickle", "store/blob"):
+        path = os.path.join(folder, name)
+        try:
+            os.chmod(path, 0o644)
+        except OSError as exc:
+            done.append(exc.errno)
+        try:
+            with open(path, "a") as handle:
+                handle.write("planted")
+            done.append(0)
+        except OSError as exc:
+            done.append(exc.errno)
+    return done
+"""
+
+
+def test_a_subject_without_bubblewrap_cannot_write_the_reviewers_folders(tmp_path):
+    """Red team: a plain-process subject chmod-ed and rewrote a file of the oracle export's store
+    under the reviewer's .git (a hard link every later export shared) and planted a pickle a
+    later run loaded. The reviewer's folders are read-only to it."""
+    if not os.path.exists("/proc/self/ns/user"):
+        pytest.skip("no user namespaces here")
+    import shutil
+    import tempfile
+    # outside /tmp (the call's own tmpfs would hide a folder there): in this checkout, as a
+    # reviewer's repository usually is
+    reviewer = Path(tempfile.mkdtemp(prefix=".reviewer-", dir=Path(__file__).resolve().parents[1]))
+    try:
+        _cannot_write(tmp_path, reviewer)
+    finally:
+        for name in ("cache.pickle", "store/blob"):
+            (reviewer / name).chmod(0o644) if (reviewer / name).exists() else None
+        shutil.rmtree(reviewer)
+
+
+def _cannot_write(tmp_path, reviewer):
+    import errno
+    (reviewer / "store").mkdir(parents=True)
+    for name in ("cache.pickle", "store/blob"):
+        (reviewer / name).write_text("honest")
+        (reviewer / name).chmod(0o444)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "write_beside.py").write_text(WRITE_BESIDE)
+    forked = ForkServer(tree, [str(tree)], None, None, sandbox="process", readonly=[str(reviewer)])
+    try:
+        result = forked.call({"subject": "write_beside:f", "ops": [["value", json.dumps(str(reviewer))]],
+                              "seed": 1}, 30)
+    finally:
+        forked.close()
+    assert result.status == "ok", result
+    refused = result.body["ok"]  # an errno per chmod and per write; 0: the write went through
+    assert 0 not in refused and errno.EROFS in refused, result.body
+    assert all((reviewer / name).read_text() == "honest" for name in ("cache.pickle", "store/blob"))

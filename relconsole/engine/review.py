@@ -1010,8 +1010,17 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
                    _fixture_pin(review, relative, path, digest), review.layout.relation_timeout_seconds, clock,
                    review.layout.protected, sandbox="bwrap" if review.layout.require_sandbox or linked else "auto",
                    clock_day=relation.clock == "frozen", clock_today=review.today.isoformat(),
-                   checkout=checkout_name(review),
+                   checkout=checkout_name(review), readonly=reviewer_folders(review),
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ})
+
+
+def reviewer_folders(review: Review) -> tuple[str, ...]:
+    """The reviewer's own folders a subject must not write (SPEC §7): the git directory (its
+    parse caches and the oracle export's store), the common one of a linked worktree, and the
+    checkout. bwrap never shows them; a plain-process subject gets them read-only."""
+    repo = review.repo
+    folders = [repo.git_dir, getattr(repo, "common_dir", None), repo.working_tree_dir]
+    return tuple(dict.fromkeys(str(f) for f in folders if f))
 
 
 def checkout_name(review: Review) -> str:

@@ -161,6 +161,7 @@ class RunPlan:
     spare: bool = False  # with fresh_server: more reruns follow, the worker boots a server ahead for one
     clock_day: bool = False  # with clock: stand at an instant drawn per fork server around its day (clock: frozen)
     clock_today: str | None = None  # with clock_day: the review's today (ISO date), which the drawn span reaches past
+    readonly: tuple[str, ...] = ()  # the reviewer's git directories and checkout: read-only to a subject without bwrap
 
 
 
@@ -188,7 +189,7 @@ def _request(plan: RunPlan, seed: int) -> dict:
             "protected": list(plan.protected) or ["oracle/**"],
             "sandbox": plan.sandbox, "timeout": plan.timeout_seconds, "checkout": plan.checkout, "env": plan.env,
             "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
-            "hashseed": plan.replay_hashseed, "spare": plan.spare,
+            "hashseed": plan.replay_hashseed, "spare": plan.spare, "readonly": list(plan.readonly),
             "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
 
 

@@ -311,7 +311,8 @@ class Server:
             "clock_today": request.get("clock_today")}
         server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"], **clock,
                             sandbox=request.get("sandbox", "auto"), hashseed=hashseed,
-                            checkout=checkout, extra_env=request.get("env") or {}, input_given=True)
+                            checkout=checkout, extra_env=request.get("env") or {}, input_given=True,
+                            readonly=request.get("readonly") or [])
         if source["path"] in self.wire_corpora:
             server.give_input(self.wire_corpora[source["path"]])
         return server

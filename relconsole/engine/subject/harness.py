@@ -1063,7 +1063,7 @@ PR_SET_SECUREBITS = 28
 SECURE_NOROOT_ALL = 0x3F  # noroot, no_setuid_fixup, keep_caps: each set and locked
 
 
-def own_namespaces(ask_fd, answer_fd, keep=()):
+def own_namespaces(ask_fd, answer_fd, keep=(), readonly=()):
     """Give this call (a fresh child) state no other call can see: a new session keyring,
     a new user namespace (its own user keyrings), a new IPC namespace (System V objects,
     POSIX message queues), a new network namespace (sockets, TIME_WAIT ports, abstract
@@ -1090,7 +1090,7 @@ def own_namespaces(ask_fd, answer_fd, keep=()):
             return ""
     os.write(ask_fd, b"u")
     os.read(answer_fd, 1)
-    if made == "all" and not (_private_mounts(libc, keep) and _loopback_up(libc)):
+    if made == "all" and not (_private_mounts(libc, keep, readonly) and _loopback_up(libc)):
         made = "some"
     libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL, 0, 0, 0)  # uid 0 regains nothing by exec
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
@@ -1114,12 +1114,40 @@ def _outermost(paths, folder):
     return out
 
 
-def _private_mounts(libc, keep):
-    """In the call's own mount namespace: an empty tmpfs on each of ``CALL_TMPFS`` that exists,
-    with the folders of ``keep`` that were under it (the tree, the interpreter, site folders,
-    when they live in /tmp) cloned first and put back at their paths. Returns False when the
+MS_RDONLY, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 8, 32, 4096
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+ST_RELATIME = 4096
+
+
+def _read_only(libc, folders):
+    """Each of ``folders`` (the reviewer's git directory and checkout) bound onto itself
+    read-only in the call's mount namespace: a subject without bubblewrap could otherwise
+    write through the oracle export's hard links into its store, or plant a parse cache that
+    a later run loads (red team). The new mount keeps the flags the kernel locks on it
+    (nosuid, nodev, noexec, atime). False when the kernel refused a step."""
+    for folder in folders:
+        if not os.path.isdir(folder):
+            continue
+        path = folder.encode()
+        if libc.mount(path, path, None, MS_BIND | MS_REC, None) != 0:
+            return False
+        flags = os.statvfs(folder).f_flag
+        locked = flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+        locked |= MS_RELATIME if flags & ST_RELATIME else 0
+        if libc.mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | locked, None) != 0:
+            return False
+    return True
+
+
+def _private_mounts(libc, keep, readonly=()):
+    """In the call's own mount namespace: ``readonly`` folders bound read-only
+    (``_read_only``), then an empty tmpfs on each of ``CALL_TMPFS`` that exists, with the
+    folders of ``keep`` that were under it (the tree, the interpreter, site folders, when
+    they live in /tmp) cloned first and put back at their paths. Returns False when the
     kernel refused any step (the call then keeps the server's folders, wiped between calls)."""
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    if not _read_only(libc, readonly):
         return False
     for folder in CALL_TMPFS:
         if not os.path.isdir(folder) or os.path.islink(folder):
@@ -1393,7 +1421,7 @@ def serve_call(call, init, base, timeout, kept=None):
             err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # before /tmp is its own
             keep = [init["root"], *init["import_paths"], *init.get("site_dirs", []), *sys.path, sys.prefix,
                     sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
-            made = own_namespaces(ask_w, answer_r, keep)
+            made = own_namespaces(ask_w, answer_r, keep, init.get("readonly") or ())
             close_page_cache(init.get("page_cache_filter"))
             os.close(ask_w)
             os.close(answer_r)

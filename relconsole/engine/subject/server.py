@@ -319,6 +319,18 @@ def readable(fd: int, seconds: float) -> bool:
 SCRATCH_VARIABLE = "RELCONSOLE_JUDGE_SCRATCH"  # the worker's, never a subject's (its environment is built from nothing)
 
 
+def _readonly_beside(folders, scratch: Path) -> list[str]:
+    """The real paths of ``folders`` that exist and do not hold ``scratch`` (a TMPDIR inside
+    the repository: the call writes its home and output there)."""
+    out = []
+    inner = os.path.realpath(scratch)
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if os.path.isdir(real) and not (inner + os.sep).startswith(real.rstrip(os.sep) + os.sep):
+            out.append(real)
+    return out
+
+
 def scratch_root() -> str | None:
     """Where fork servers keep their scratch folders: the judge's own working folder, which
     the process that started the judge removes whatever happens to the judge, named by
@@ -363,7 +375,7 @@ class ForkServer:
                  clock_day: bool = False, clock_today: str | None = None,
                  hashseed: int | None = None, checkout: str | None = None,
                  extra_env: dict[str, str] | None = None, max_bytes: int = harness.MAX_BYTES,
-                 input_given: bool = False):
+                 input_given: bool = False, readonly: list[str] = ()):
         self.root = Path(root)
         self.max_bytes = max_bytes
         self.checkout = Path(checkout) if checkout else self.root
@@ -413,7 +425,10 @@ class ForkServer:
                 "input_kind": input_kind, "input": inside(input_path) if input_path else None,
                 "oracle_roots": list(oracle_roots), "parent": None if bwrap else os.getpid(),
                 "sandboxed": bool(bwrap), "max_bytes": self.max_bytes,
-                "input_frame": bool(input_given and input_kind == "lease")}
+                "input_frame": bool(input_given and input_kind == "lease"),
+                # without bubblewrap, each call's own mount namespace binds these read-only (the
+                # sandbox never shows them); one holding the server's scratch would break the call
+                "readonly": [] if bwrap else _readonly_beside(readonly, self.scratch)}
         self.awaits_input = init["input_frame"]
         self._write(init)
         self.records: int | None = None  # set by ``ready``
