@@ -40,8 +40,11 @@ IGNORE_NO_SUBMODULE = "--ignore-submodules=none"
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The process environment without git variables that would redirect a git call."""
+    """The process environment without git variables that would redirect a git call, and
+    with replace refs off: ``refs/replace/*`` (a mirror fetch brings them) would swap an
+    oracle blob for another under the same id, and the review must read what commits name."""
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
     env.update(extra or {})
     return env
 
