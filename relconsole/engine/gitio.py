@@ -246,8 +246,7 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str]) -> tuple
     if asked and proc.returncode == 0 and exact and all(_SHA.match(a) for a in answers):
         shas = list(answers)
     repository = Repository(git_dir, common, top)
-    for ref in refs:
-        refuse_ambiguous(repository.working_tree_dir or repository.git_dir, ref)
+    refuse_ambiguous(repository.working_tree_dir or repository.git_dir, *refs)
     return repository, shas
 
 
@@ -276,26 +275,28 @@ _REF_NAME = re.compile(r"[^~^:@]+")  # the name a revision starts with (main of 
 _DWIM = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")  # gitrevisions
 
 
-def refuse_ambiguous(where: str | Path, ref: str) -> None:
-    """Raise GitError (abort, §8) when the name ``ref`` starts with is a branch and also a tag
-    (or a remote branch) naming another commit: git takes the tag (refs/tags before refs/heads)
-    and only warns, so a pushed tag ``main`` would swap the base's oracle for the patch's.
-    Refs naming one commit, full names (refs/...) and plain shas pass."""
-    name = _REF_NAME.match(ref)
-    if not name or ref.startswith("-") or name.group(0).startswith("refs/"):
+def refuse_ambiguous(where: str | Path, *refs: str) -> None:
+    """Raise GitError (abort, §8) when a name one of ``refs`` starts with is a branch and also
+    a tag (or a remote branch) naming another commit: git takes the tag (refs/tags before
+    refs/heads) and only warns, so a pushed tag ``main`` would swap the base's oracle for the
+    patch's. Refs naming one commit, full names (refs/...), HEAD and plain shas pass. One
+    ``git for-each-ref`` for all of them."""
+    names = {m.group(0) for ref in refs if ref and not ref.startswith("-")
+             for m in [_REF_NAME.match(ref)] if m and not m.group(0).startswith("refs/") and m.group(0) != "HEAD"}
+    if not names:
         return
-    wanted = {pattern.format(name.group(0)) for pattern in _DWIM[1:]}
+    wanted = {pattern.format(name): name for name in names for pattern in _DWIM[1:]}
     proc = run_git(where, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)",
                    *sorted(wanted), ok=None)
-    commits: dict[str, str] = {}
+    commits: dict[str, dict[str, str]] = {name: {} for name in names}
     for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
         refname, obj, peeled = (line.split("\0") + ["", ""])[:3]
         if refname in wanted:
-            commits[refname] = peeled or obj
-    if len(set(commits.values())) > 1:
-        names = ", ".join(sorted(commits))
-        raise GitError(f"ref {name.group(0)!r} is ambiguous ({names} name different commits): "
-                       f"name the one you mean in full, e.g. --base refs/heads/{name.group(0)}")
+            commits[wanted[refname]][refname] = peeled or obj
+    for name in sorted(names):
+        if len(set(commits[name].values())) > 1:
+            raise GitError(f"ref {name!r} is ambiguous ({', '.join(sorted(commits[name]))} name different "
+                           f"commits): name the one you mean in full, e.g. --base refs/heads/{name}")
 
 
 def resolve(repo, ref: str) -> str:
