@@ -96,13 +96,16 @@ def _bind_paths(owners: list[tuple[str, list[str]]], touched: list[Touched],
     # (1,949 gaps of a 100,000-path bind cost 0.2 s one at a time)
     at = 0
     unowned = []
+    table = index.owners
     for item in touched:
-        if found_all[at] is None:
+        found = found_all[at]
+        if found is None:
             unowned.append(item.path)
+        elif item.status == "R" and item.old_path and not table[found][1]:
+            unowned.append(item.old_path)  # moved into an exempt place: was it the oracle's?
         at += 2 if item.status == "R" and item.old_path else 1
     guarded.prime(unowned)
     answers = iter(found_all)
-    table = index.owners
     owned = {}  # winner index -> (pattern, relation ids as a tuple), made once per pattern
     out = []
     append = out.append
