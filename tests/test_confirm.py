@@ -46,7 +46,7 @@ import os
 
 def total(rows):
     if os.environ.get({FLIP!r}) == "on":
-        return rows[0]["qty"]  # the first row: depends on the order
+        return [row["sku"] for row in rows]  # the order itself: any shuffle that moves a row misses
     return sum(int(row["qty"]) for row in rows)
 """
 CORPUS = "sku,qty\n" + "".join(f"s{n},{n * 7 % 11 + 1}\n" for n in range(12))
