@@ -650,6 +650,8 @@ def cmd_check_split(args) -> int:
     from relconsole.engine import gitio, splitcheck
     if bool(args.range) == bool(args.staged):
         raise UsageError("check-split takes a BASE..HEAD range or --staged")
+    if args.range:
+        _refuse_half_range(args.range)
     repo = gitio.open_repo(args.repo)
     root = repo.working_tree_dir or repo.git_dir  # a bare repository has history, no work tree
     if args.staged and Path(repo.git_dir, "MERGE_HEAD").exists():
@@ -673,6 +675,17 @@ def cmd_check_split(args) -> int:
     return code
 
 
+def _refuse_half_range(spec: str) -> None:
+    """UsageError (64) for a range with an empty or blank side: ``"..HEAD"`` is what the
+    README's ``"$(git merge-base …)..HEAD"`` becomes when merge-base fails (a shallow CI
+    clone), and git reads it as HEAD..HEAD: no commit checked, a pass (new-user trial)."""
+    sides = spec.split("...") if "..." in spec else spec.split("..")
+    if len(sides) == 2 and not all(side.strip() and side == side.strip() for side in sides):
+        raise UsageError(f"check-split: {one_line(spec)!r} has an empty or blank side: give both, "
+                         f"as in \"$(git merge-base origin/main HEAD)..HEAD\" (did git merge-base fail? "
+                         f"a shallow clone needs fetch-depth: 0)")
+
+
 CONSOLE_MISSING = "the console needs textual: pip install 'relconsole[console]'"
 
 
@@ -690,8 +703,22 @@ def _console_module(name: str):
         raise
 
 
+def _need_terminal(command: str) -> None:
+    """UsageError (64) unless stdin and stdout are a terminal: without one the console drew
+    its screen as escape codes into a file and never exited (new-user trial)."""
+    def terminal(stream) -> bool:
+        try:
+            return stream is not None and stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+    if not (terminal(sys.stdin) and terminal(sys.stdout)):
+        raise UsageError(f"{command} opens the console and needs a terminal (stdin and stdout); "
+                         f"in scripts and CI use bind, run, flags or gate")
+
+
 def cmd_review(args) -> int:
     ReviewApp = _console_module("app").ReviewApp
+    _need_terminal("review")
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
                     oracle_from=args.oracle_from, keymap=args.keymap)
     return _console_exit(app)
@@ -701,6 +728,8 @@ def cmd_demo(args) -> int:
     from relconsole.engine.demo import materialise
 
     console = None if args.no_open else _console_module("app")  # before writing anything
+    if console is not None:
+        _need_terminal("demo (without --no-open)")
     path = materialise(args.into, args.today)
     print(one_line(path))
     if console is None:

@@ -332,3 +332,13 @@ def test_a_clean_staged_commit_says_what_it_checked(repo, capsys):
     assert main(["check-split", "--staged", "--repo", str(repo), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert (payload["range"], payload["staged"], payload["commits_checked"], payload["offences"]) == (None, True, 1, [])
+
+
+@pytest.mark.parametrize("spec", ["..HEAD", " ..HEAD", "start..", "start.. ", "...HEAD", "start..HEAD "])
+def test_a_range_with_an_empty_side_is_a_usage_error_not_a_pass(repo, capsys, spec):
+    """`"$(git merge-base …)..HEAD"` is `..HEAD` when merge-base fails (a shallow clone): git
+    reads it as HEAD..HEAD, no commit was checked, and a mixed commit passed (new-user trial)."""
+    commit(repo, "mixed", {"src/app.py": "v2\n", "oracle/catalog.yaml": "relations: [x]\n"})
+    assert check(capsys, repo)[0] == 1  # the whole range finds the mix
+    code = main(["check-split", spec, "--repo", str(repo)])
+    assert code == 64 and "empty or blank side" in capsys.readouterr().err

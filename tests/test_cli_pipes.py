@@ -120,3 +120,12 @@ def test_a_path_the_output_encoding_lacks_keeps_the_decision(tmp_path, encoding)
                             env={**env(), "PYTHONIOENCODING": encoding}, timeout=600)
     assert narrow.returncode == utf8.returncode and b"Traceback" not in narrow.stderr
     assert b"cafe\\u0301.py" in narrow.stdout
+
+
+@pytest.mark.parametrize("command", [["review"], ["demo"]])
+def test_the_console_without_a_terminal_is_one_line_and_exit_64(tmp_path, command):
+    """`relconsole review > file` drew the console as escape codes and never exited."""
+    proc = subprocess.run([sys.executable, "-m", "relconsole", *command], cwd=tmp_path, env=env(),
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert proc.returncode == 64 and proc.stderr.count(b"\n") == 1 and b"terminal" in proc.stderr
+    assert proc.stdout == b"" and list(tmp_path.iterdir()) == []

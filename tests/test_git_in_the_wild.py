@@ -401,3 +401,16 @@ def test_a_replace_ref_does_not_swap_the_oracle_relconsole_reads(demo_repo, caps
     assert git(demo_repo, "cat-file", "blob", blob).endswith("# swapped\n")  # what git alone says now
     view = gitio.TreeView(gitio.open_repo(demo_repo), git(demo_repo, "rev-parse", "main").strip())
     assert view.read_text("oracle/catalog.yaml") == honest
+
+
+def test_an_unknown_ref_hints_a_fetch_only_where_there_is_a_remote(demo_repo, capsys):
+    """A new user's typo (--base mian) was told to run `git fetch origin mian` in a repository
+    with no remote; a range as --base was told to fetch the range."""
+    args = ("bind", "--repo", str(demo_repo), "--today", TODAY.isoformat())
+    code, _, err = cli(capsys, *args, "--base", "mian")
+    assert code == 3 and "mian" in err and "fetch" not in err
+    code, _, err = cli(capsys, *args, "--base", "main..HEAD")
+    assert code == 3 and "range" in err and "fetch" not in err
+    git(demo_repo, "remote", "add", "upstream", str(demo_repo))
+    code, _, err = cli(capsys, *args, "--base", "mian")
+    assert code == 3 and "git fetch upstream mian" in err

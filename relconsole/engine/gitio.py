@@ -314,10 +314,17 @@ def resolve(repo, ref: str) -> str:
         raise GitError("HEAD has no commit yet: commit the patch first")
     if is_shallow(where):
         raise GitError(f"unknown ref {ref!r} in a {SHALLOW_FIX}")
+    if ".." in ref:
+        raise GitError(f"{ref!r} is a range: --base and --head each take one ref (a branch, tag or commit)")
     remote, _, branch = ref.partition("/")
-    remotes = run_git(where, "remote", ok=None).stdout.decode("utf-8", "replace").split() if branch else []
-    fetch = f"git fetch {remote} {branch}" if branch and remote in remotes else f"git fetch origin {ref}"
-    raise GitError(f"unknown ref {ref!r}: fetch it ({fetch}) or name another with --base/--head")
+    remotes = run_git(where, "remote", ok=None).stdout.decode("utf-8", "replace").split()
+    if branch and remote in remotes:
+        fetch = f"fetch it (git fetch {remote} {branch}) or "
+    elif remotes:
+        fetch = f"fetch it (git fetch {remotes[0]} {ref}) or "
+    else:
+        fetch = ""  # no remote to fetch from: a hint to fetch would send the user nowhere
+    raise GitError(f"unknown ref {ref!r}: no branch, tag or commit of that name; {fetch}name another with --base/--head")
 
 
 def is_shallow(repo_dir: str | Path) -> bool:
