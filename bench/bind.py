@@ -54,10 +54,10 @@ from pathlib import Path
 
 import git
 
-from relconsole.engine import gitio
-from relconsole.engine.catalog import load_catalog
-from relconsole.engine.ownerindex import OwnerIndex, single_spec
-from relconsole.engine.owners import GAP, bind, winning_pattern
+from relconsole.engine.repo import gitio
+from relconsole.engine.oracle.catalog import load_catalog
+from relconsole.engine.repo.ownerindex import OwnerIndex, single_spec
+from relconsole.engine.repo.owners import GAP, bind, winning_pattern
 
 PROTECTED = ("oracle/**",)
 RELATIONS = [f"{team}.{name}" for team in ("core", "data", "web", "infra") for name in ("ingest", "order", "roundtrip")]

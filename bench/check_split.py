@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from relconsole.engine.splitcheck import check_split
+from relconsole.engine.repo.splitcheck import check_split
 
 
 def build(root: Path, commits: int) -> None:

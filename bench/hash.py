@@ -42,12 +42,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from relconsole.engine.hashcache import CHUNK_BYTES, RACY_NS, HashCache
+from relconsole.engine.oracle.hashcache import CHUNK_BYTES, RACY_NS, HashCache
 
 MIB = 1 << 20
 CHILD = """\
 import sys, time
-from relconsole.engine.hashcache import sha256_stream
+from relconsole.engine.oracle.hashcache import sha256_stream
 started = time.perf_counter()
 digest = sha256_stream(sys.argv[1], chunk_bytes=int(sys.argv[2]))
 seconds = time.perf_counter() - started

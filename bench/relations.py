@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.flights import RELATIONS, make_repo  # noqa: E402
-from relconsole.engine.relations import split_points  # noqa: E402
-from relconsole.engine.review import load_review, run_review  # noqa: E402
-from relconsole.engine.subject.harness import read_corpus  # noqa: E402
+from relconsole.engine.relations.kinds import split_points  # noqa: E402
+from relconsole.engine.gate.review import load_review, run_review  # noqa: E402
+from relconsole.engine.relations.subject.harness import read_corpus  # noqa: E402
 
 TODAY = dt.date(2026, 11, 30)
 
@@ -138,7 +138,7 @@ def sample_pytest_vs_run(scratch: Path, repeat: int) -> dict | None:
 def per_call_ms(scratch: Path, calls: int = 30) -> dict:
     """Median milliseconds of one fork-server call (fork, import of a small subject, one call,
     encode in the child and decode in the judge), in the sandbox and as a plain process."""
-    from relconsole.engine.subject.server import ForkServer, bwrap_path
+    from relconsole.engine.relations.subject.server import ForkServer, bwrap_path
     tree = scratch / "percall"
     tree.mkdir()
     (tree / "tiny.py").write_text("def f(x):\n    return {'n': len(x), 'first': x[:1]}\n")

@@ -46,13 +46,13 @@ sys.path.insert(0, str(ROOT))
 import git  # noqa: E402
 
 from relconsole.engine.demo import materialise  # noqa: E402
-from relconsole.engine.gitio import clean_env  # noqa: E402
-from relconsole.engine.replay import ReplayOptions, Shard, replay, to_replay  # noqa: E402
-from relconsole.engine.review import load_review, plan_for, run_review  # noqa: E402
-from relconsole.engine.runner import evaluate_once  # noqa: E402
-from relconsole.engine.workspace import overlay_oracle  # noqa: E402
-from relconsole.engine.worktrees import WorktreePool  # noqa: E402
-from relconsole.engine.wslease import open_store  # noqa: E402
+from relconsole.engine.repo.gitio import clean_env  # noqa: E402
+from relconsole.engine.gate.replay import ReplayOptions, Shard, replay, to_replay  # noqa: E402
+from relconsole.engine.gate.review import load_review, plan_for, run_review  # noqa: E402
+from relconsole.engine.relations.runner import evaluate_once  # noqa: E402
+from relconsole.engine.repo.workspace import overlay_oracle  # noqa: E402
+from relconsole.engine.repo.worktrees import WorktreePool  # noqa: E402
+from relconsole.engine.gate.wslease import open_store  # noqa: E402
 
 TODAY = dt.date(2026, 11, 30)
 FILES_PER_DIR = 1000

@@ -17,10 +17,10 @@ from _pytest.runner import runtestprotocol
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, one_line
-from relconsole.engine.owners import protected
-from relconsole.engine.report import counted_verdict, decision_fields, run_payload
-from relconsole.engine.review import Review, load_review, run_review
-from relconsole.engine.runner import RelationResult
+from relconsole.engine.repo.owners import protected
+from relconsole.engine.gate.report import counted_verdict, decision_fields, run_payload
+from relconsole.engine.gate.review import Review, load_review, run_review
+from relconsole.engine.relations.runner import RelationResult
 from relconsole.pytest_plugin import MARKER
 
 COLLECTOR_NAME = "relconsole"

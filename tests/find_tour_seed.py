@@ -31,9 +31,9 @@ def main(argv: list[str]) -> int:
     import bands  # the sample's subject, imported here only: this is a maintainer's tool, not the judge
     import yaml
 
-    from relconsole.engine import worker
-    from relconsole.engine.subject.harness import build_input
-    from relconsole.engine.subject.server import CallResult
+    from relconsole.engine.relations import worker
+    from relconsole.engine.relations.subject.harness import build_input
+    from relconsole.engine.relations.subject.server import CallResult
 
     catalog = yaml.safe_load((sample / "oracle/catalog.yaml").read_text(encoding="utf-8"))
     relation = next(r for r in catalog["relations"] if r["id"] == RELATION)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 import sys
 
-from relconsole.engine import replay, runner
+from relconsole.engine.gate import replay
+
+from relconsole.engine.relations import runner
 
 
 def main() -> int:
@@ -20,7 +22,7 @@ def main() -> int:
     replay_draws = itertools.count(seed)
     runner.run_seed = lambda plan: plan.replay_seed if plan.replay_seed is not None else seed
     replay.draw_seed = lambda: next(replay_draws)
-    from relconsole.cli import main as relconsole_main
+    from relconsole.cli.main import main as relconsole_main
     return relconsole_main(sys.argv[2:])
 
 

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.cli import main
+from relconsole.cli.main import main
 from relconsole.console.app import ReviewApp
-from relconsole.engine import actions
-from relconsole.engine.acks import fingerprint, parse_acks, with_ack
+from relconsole.engine.gate import actions
+from relconsole.engine.gate.acks import fingerprint, parse_acks, with_ack
 from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError, CommitRefused,
                                       UsageError)
-from relconsole.engine.patchflags import Flag
-from relconsole.engine.review import load_review
-from relconsole.engine.splitcheck import check_split
+from relconsole.engine.gate.patchflags import Flag
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.repo.splitcheck import check_split
 from tests.conftest import TODAY, git, git_bytes
 from tests.test_console import SIZE, assert_user_work_kept, last_commit, settle, user_work
 
@@ -93,7 +93,7 @@ def test_an_acknowledgement_written_by_the_author_or_inside_the_patch_counts_for
     review = review_of(demo_repo)
     try:
         assert len(open_reasons(review)) == count
-        from relconsole.engine.checklist import merge_checklist
+        from relconsole.engine.gate.checklist import merge_checklist
         item = next(i for i in merge_checklist(review) if i.key == "flags_acknowledged")
         assert item.state == "fail" and "void" in item.evidence[0]
     finally:

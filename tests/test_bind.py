@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relconsole.cli import main as relconsole_main
-from relconsole.engine.gitio import Touched, touched_paths
+from relconsole.cli.main import main as relconsole_main
+from relconsole.engine.repo.gitio import Touched, touched_paths
 from relconsole.engine.literal import one_line
-from relconsole.engine.owners import EXEMPT, GAP, OWNED, PROTECTED, bind, gaps, winning_pattern
+from relconsole.engine.repo.owners import EXEMPT, GAP, OWNED, PROTECTED, bind, gaps, winning_pattern
 
 PROTECTED_PATTERNS = ("oracle/**",)
 
@@ -276,7 +276,7 @@ def git_matches(tmp_path_factory) -> dict[str, set[str]]:
 
 
 def test_single_patterns_match_as_git_matches(git_matches):
-    from relconsole.engine.owners import matches
+    from relconsole.engine.repo.owners import matches
     for pattern in POOL_PATTERNS:
         ours = {p for p in POOL_PATHS if matches(pattern, p)}
         assert ours == git_matches[pattern], pattern

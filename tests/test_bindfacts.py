@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from conftest import TODAY, git, reviewed_repo
-from relconsole.cli import main
-from relconsole.engine import bindfacts, gitio
-from relconsole.engine import review as review_module
+from relconsole.cli.main import main
+from relconsole.engine.gate import bindfacts
+from relconsole.engine.repo import gitio
+from relconsole.engine.gate import review as review_module
 from relconsole.engine.errors import EXIT_ABORT, GitError, UsageError
-from relconsole.engine.gitio import Touched
+from relconsole.engine.repo.gitio import Touched
 
 
 def bind(capsys, repo: Path, *extra: str) -> tuple[int, str, str]:
@@ -148,9 +149,9 @@ def test_bind_lines_are_literal_of_each_whole_line(relations):
     """``_binding_lines`` (made in parts, for speed) prints what ``literal`` of each whole line,
     with the path through ``one_line``, prints: every control, bidi, separator and undecodable
     byte escaped, in paths and in relation ids alike."""
-    from relconsole.cli import _binding_lines
+    from relconsole.cli.main import _binding_lines
     from relconsole.engine.literal import literal, one_line
-    from relconsole.engine.owners import Binding
+    from relconsole.engine.repo.owners import Binding
 
     rows = [Binding(Touched(status, path, None), state, None, relations if state == "owned" else (),
                     relations[:1] if state == "owned" else ())

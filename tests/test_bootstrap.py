@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.cli import main
+from relconsole.cli.main import main
 from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE
-from relconsole.engine.splitcheck import check_split
+from relconsole.engine.repo.splitcheck import check_split
 from tests.conftest import TODAY, git
 
 CORE = '''import json

@@ -21,15 +21,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole import cli
-from relconsole.engine.candidates import (CANDIDATE_MAX_BYTES, RULES, InputShape, input_shape, validate_candidate,
+import relconsole.cli.main as cli
+from relconsole.engine.oracle.candidates import (CANDIDATE_MAX_BYTES, RULES, InputShape, input_shape, validate_candidate,
                                           validate_seed_rows)
-from relconsole.engine.catalog import load_catalog
+from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.demo import materialise
 from relconsole.engine.errors import EXIT_PASS
-from relconsole.engine.leases import parse_lease
-from relconsole.engine.review import load_review
-from relconsole.engine.yamlload import MAX_FILE_BYTES
+from relconsole.engine.oracle.leases import parse_lease
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.oracle.yamlload import MAX_FILE_BYTES
 
 PROJECT = Path(__file__).resolve().parents[1]
 SAMPLE = PROJECT / "sample_repo"
@@ -929,7 +929,7 @@ def test_bad_yaml_candidate_on_main_is_listed_as_rejected(tmp_path, capsys):
 @pytest.mark.parametrize("row", [{"s": "2", "meta": {"expected": 2}}, {"s": "2", "output ": 2},
                                  {"s": "2", "rows": [{"result": 1}]}])
 def test_answers_hidden_in_nested_or_padded_keys_fail_a_seed_row(row):
-    from relconsole.engine.catalog import check_row
+    from relconsole.engine.oracle.catalog import check_row
 
     reasons = check_row(row, None)
     assert reasons and all("answer-like" in r for r in reasons)
@@ -1002,7 +1002,7 @@ def test_an_optional_key_may_be_missing_from_a_seed_row_and_a_required_one_may_n
 
 @pytest.mark.parametrize("transform", ["idempotence", "permutation", "other"])
 def test_an_unknown_transform_is_told_every_transform_it_may_use(transform):
-    from relconsole.engine.candidates import TRANSFORM_TO_KIND
+    from relconsole.engine.oracle.candidates import TRANSFORM_TO_KIND
     reason = failed(judge(variant(transform=transform)))["known_transform"]
     assert all(name in reason for name in TRANSFORM_TO_KIND), reason
 

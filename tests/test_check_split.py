@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.cli import main
+from relconsole.cli.main import main
 from tests.conftest import git
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from relconsole.engine import cireport
-from relconsole.engine.gate import finish
+from relconsole.engine.gate import cireport
+from relconsole.engine.gate.pipeline import finish
 
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 HOSTILE = ["src/a b#c?d%e.py", "src/ünï/çødé.py", "src/new\nline.py", "src/\x1b[31mred\x07.py",

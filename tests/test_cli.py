@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.cli import main
+from relconsole.cli.main import main
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE
-from relconsole.engine.leases import parse_lease
+from relconsole.engine.oracle.leases import parse_lease
 from tests.conftest import TODAY, git
 
 
@@ -177,13 +177,13 @@ def test_a_lease_renewed_under_an_injected_today_says_so_in_its_commit(demo_repo
 
 
 def test_a_run_reads_the_flags_while_it_judges_and_decides_as_a_full_load_does(demo_repo, capsys):
-    from relconsole.engine.review import load_review
+    from relconsole.engine.gate.review import load_review
     with load_review(demo_repo, "main", today=TODAY) as full, \
             load_review(demo_repo, "main", today=TODAY, deferred=True) as deferred:
         assert deferred.flags == [] and not deferred.finished  # nothing read yet
         assert deferred.decision() == full.decision()  # deciding reads them first: never without
         assert [f.name for f in deferred.flags] == [f.name for f in full.flags] != []
-        from relconsole.engine.review import run_review
+        from relconsole.engine.gate.review import run_review
         run_review(full)  # a relation's miss is the headline once the relations ran
         reason = full.decision().reason
     code, out, _ = cli(capsys, "run", "--json", *repo_args(demo_repo))
@@ -322,7 +322,7 @@ def test_commits_are_refused_when_the_review_reads_the_oracle_from_head(demo_rep
 ])
 def test_the_console_s_exit_code_is_never_a_pass_after_a_crash(ran, textual_code, shown, expected):
     """Red team: a crash while loading exited 0 (``app.run() or 0``)."""
-    from relconsole.cli import _console_exit
+    from relconsole.cli.main import _console_exit
 
     class App:
         return_code = textual_code

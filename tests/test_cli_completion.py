@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from relconsole import cli_completion, cli_help
-from relconsole.cli import build_parser, main
+from relconsole.cli import completion as cli_completion
+
+from relconsole.cli import help as cli_help
+from relconsole.cli.main import build_parser, main
 from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +81,7 @@ def test_an_unknown_shell_is_a_usage_error(capsys):
 
 
 def test_help_and_commands_never_import_argcomplete():
-    probe = ("import sys\nfrom relconsole.cli import main\n"
+    probe = ("import sys\nfrom relconsole.cli.main import main\n"
              "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
              "print('argcomplete' in sys.modules, file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", probe], env=python_env(), capture_output=True, text=True,

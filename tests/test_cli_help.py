@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from relconsole import cli_help
-from relconsole.cli import build_parser, main
+from relconsole.cli import help as cli_help
+from relconsole.cli.main import build_parser, main
 from relconsole.engine import errors
 from tests.conftest import TODAY
 
@@ -40,7 +40,7 @@ def test_the_parser_has_nested_commands_to_check():
 
 def test_every_command_has_its_own_entry():
     missing = [path for path, _ in commands() if path not in cli_help.HELP]
-    assert not missing, f"write a description and exit codes for {missing} in relconsole/cli_help.py"
+    assert not missing, f"write a description and exit codes for {missing} in relconsole/cli/help.py"
 
 
 def test_no_entry_outlives_its_command():
@@ -138,14 +138,14 @@ def _help_of(parser: argparse.ArgumentParser, words: list[str]) -> tuple[int, st
 def test_a_parser_built_for_one_command_says_what_the_full_parser_says(words):
     """The start builds only the named command's parser (``--help`` in under 2x argparse's
     import, bench/cli.py); the texts and exit codes must be those of the full parser."""
-    from relconsole.cli import command_in
+    from relconsole.cli.main import command_in
     lazy = build_parser(command_in(words), everything=False)
     assert _help_of(lazy, words) == _help_of(build_parser(), words)
 
 
 def test_every_command_parses_the_same_when_built_alone():
     """Each command's own options, nested commands included, survive building it alone."""
-    from relconsole.cli import command_in
+    from relconsole.cli.main import command_in
     for path, _ in commands():
         words = path.split() + ["--help"]
         lazy = build_parser(command_in(words), everything=False)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from relconsole import cli
-from relconsole.cli_progress import HASH_MIN_BYTES, progress_reporter
+import relconsole.cli.main as cli
+from relconsole.cli.progress import HASH_MIN_BYTES, progress_reporter
 from relconsole.engine.demo import materialise
 from tests.conftest import TODAY
 
@@ -178,7 +178,7 @@ def test_replay_on_a_terminal_draws_a_bar(sample):
 
 
 def test_a_big_corpus_hashed_while_loading_is_reported_unless_json(sample, capsys, monkeypatch):
-    from relconsole.engine import review as engine_review
+    from relconsole.engine.gate import review as engine_review
     real = engine_review.load_review
 
     def hashing(*args, hash_progress=None, **kwargs):  # a corpus over the threshold, hashed once
@@ -197,8 +197,8 @@ def test_a_big_corpus_hashed_while_loading_is_reported_unless_json(sample, capsy
 
 
 def test_rich_is_imported_only_when_a_bar_is_drawn():
-    probe = ("import io, sys, relconsole.cli, relconsole.cli_progress as p\n"
-             "relconsole.cli.build_parser()\n"
+    probe = ("import io, sys, relconsole.cli.main, relconsole.cli.progress as p\n"
+             "relconsole.cli.main.build_parser()\n"
              "with p.progress_reporter(io.StringIO(), True) as r:\n"
              "    r.step(1, 2, 'a')\n"
              "print(sorted(m for m in sys.modules if m == 'rich' or m.startswith('rich.')))\n")

@@ -10,9 +10,9 @@ import git
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from relconsole.engine import commits
-from relconsole.engine.commits import FileChange, check_kind, commit_changes
-from relconsole.engine.config import Layout
+from relconsole.engine.repo import commits
+from relconsole.engine.repo.commits import FileChange, check_kind, commit_changes
+from relconsole.engine.repo.config import Layout
 from relconsole.engine.errors import CommitRefused, UsageError
 
 CATALOG = b"""# The oracle catalog: reviewed by hand.
@@ -426,7 +426,7 @@ def _git_trailers(message: str) -> str:
 
 
 
-from relconsole.engine.actions import before_trailers  # noqa: E402
+from relconsole.engine.gate.actions import before_trailers  # noqa: E402
 
 _words = st.text(alphabet="abc xyz.,", min_size=1, max_size=30).filter(lambda t: t.strip() and ":" not in t)
 

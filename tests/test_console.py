@@ -16,7 +16,7 @@ import yaml
 
 from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
-from relconsole.engine.leases import parse_lease
+from relconsole.engine.oracle.leases import parse_lease
 from tests.conftest import TODAY, git, git_bytes
 
 SIZE = (160, 48)

@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 from rich.console import Console
 from textual.widgets import Static
 
-from relconsole.cli import build_parser
+from relconsole.cli.main import build_parser
 from relconsole.console.app import ReviewApp
 from relconsole.console.commands import palette_entries
 from relconsole.console.keymap import (KEYMAP_ENV, console_contexts, default_keys, keymap_path, load_keymap,

@@ -14,7 +14,7 @@ from relconsole.console import app as app_module
 from relconsole.console.app import ReviewApp
 from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.screens.form import FormScreen
-from relconsole.engine.leases import parse_lease
+from relconsole.engine.oracle.leases import parse_lease
 from tests.conftest import TODAY, git, git_bytes
 from tests.test_console import SIZE, assert_user_work_kept, goto, last_commit, prompts, settle, user_work
 
@@ -160,7 +160,7 @@ async def test_marking_an_unconfirmed_candidate_for_accept_can_be_declined(demo_
 
 
 def test_replays_that_ran_on_another_head_are_said_to_be_about_that_code(demo_repo: Path):
-    from relconsole.engine.confirm import ConfirmState
+    from relconsole.engine.gate.confirm import ConfirmState
     from relconsole.console.screens.detail import replay_state_text
     sides = {"head": {"outcome": "missed", "misses": 3, "runs": 3}, "base": {"outcome": "held", "misses": 0, "runs": 3}}
     record = {"head": "a" * 40, "sides": sides, "lease": {"generation": 2}, "worktree": "fresh", "at": "t"}

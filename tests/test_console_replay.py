@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from relconsole.console.app import ReviewApp
-from relconsole.engine.wslease import open_store
+from relconsole.engine.gate.wslease import open_store
 from tests.conftest import TODAY, git
 from tests.test_console import goto, prompts, settle
 
@@ -55,7 +55,7 @@ async def test_b_replays_the_missed_relation_and_shows_its_sheet(demo_repo: Path
 
 
 async def test_s_shows_gate_health_counted_from_the_decision_history(demo_repo: Path):
-    from relconsole.engine import gatehealth
+    from relconsole.engine.gate import gatehealth
     from relconsole.engine.decision import Decision
 
     freezes = [Decision("freeze", "intermittent_on_base", 8, f"r{n}") for n in range(3)]

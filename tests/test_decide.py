@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from relconsole.engine.decision import ORDER, ROWS, decide, worst
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.sheets import Fences, decide_sheets, fence, load_sheets, manifest_name, write_decision
+from relconsole.engine.gate.sheets import Fences, decide_sheets, fence, load_sheets, manifest_name, write_decision
 
 ROOT = Path(__file__).resolve().parents[1]
 SIG = "sha256:" + "ab" * 32
@@ -32,7 +32,7 @@ def _store_at_generation_7():
     acquisitions before generations became clock-based; the next one jumps past the clock)."""
     import sqlite3
 
-    from relconsole.engine.wslease import open_store
+    from relconsole.engine.gate.wslease import open_store
     STORE_FILE.parent.mkdir(parents=True, exist_ok=True)
     STORE_FILE.unlink(missing_ok=True)
     open_store(STORE, ".").close()  # creates the tables
@@ -407,7 +407,7 @@ def test_fences_use_the_configured_url_for_a_store_recorded_without_its_password
 
 
 def test_cli_decide_fences_against_the_repositorys_lease_store(tmp_path):
-    wslease = pytest.importorskip("relconsole.engine.wslease")
+    wslease = pytest.importorskip("relconsole.engine.gate.wslease")
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     store = wslease.open_store(None, repo / ".git")
@@ -504,7 +504,7 @@ def test_the_store_and_history_folder_is_the_repository_s_whatever_git_dir_is_ex
     an exported GIT_DIR (a decoy with its own lease store) must not move them."""
     import subprocess
 
-    from relconsole.cli_decide import git_dir_of
+    from relconsole.cli.decide import git_dir_of
     repos = {}
     for name in ("reviewed", "decoy"):
         repos[name] = tmp_path / name

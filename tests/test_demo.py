@@ -374,7 +374,7 @@ def quitting_console(monkeypatch, tmp_path):
         assert (opened[-1] / ".git").is_dir()  # the sample exists while the console runs
         return 1
     monkeypatch.setattr(app.ReviewApp, "run", run)
-    monkeypatch.setattr("relconsole.cli._need_terminal", lambda command: None)  # pytest's stdout is no terminal
+    monkeypatch.setattr("relconsole.cli.main._need_terminal", lambda command: None)  # pytest's stdout is no terminal
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(temp))
@@ -383,7 +383,7 @@ def quitting_console(monkeypatch, tmp_path):
 
 def test_quitting_the_demo_removes_its_temporary_sample(quitting_console, capsys):
     """Issue 18: the demo left its relconsole-demo-XXXX folder behind."""
-    from relconsole.cli import main
+    from relconsole.cli.main import main
     assert main(["demo", "--today", TODAY.isoformat()]) == 1  # the sample's decision: reject
     [opened] = quitting_console
     assert opened.name.startswith("relconsole-demo-") and not opened.exists()
@@ -391,7 +391,7 @@ def test_quitting_the_demo_removes_its_temporary_sample(quitting_console, capsys
 
 
 def test_keep_and_into_leave_the_sample_in_place(quitting_console, tmp_path):
-    from relconsole.cli import main
+    from relconsole.cli.main import main
     assert main(["demo", "--today", TODAY.isoformat(), "--keep"]) == 1
     assert main(["demo", "--today", TODAY.isoformat(), "--into", str(tmp_path / "mine")]) == 1
     kept, into = quitting_console

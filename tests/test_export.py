@@ -24,7 +24,7 @@ def test_repeated_exports_never_fail_on_the_archive_padding(tmp_path):
     git(repo, "commit", "-qm", "files")
     import git as gitpython
 
-    from relconsole.engine.gitio import TreeView
+    from relconsole.engine.repo.gitio import TreeView
     view = TreeView(gitpython.Repo(repo), git(repo, "rev-parse", "HEAD").strip())
     for attempt in range(200):  # the old reader failed 1 to 11 runs in 200 under load (a race)
         dest = tmp_path / f"out{attempt}"
@@ -45,7 +45,7 @@ def test_an_export_does_not_hold_the_archive_in_memory(tmp_path):
         import sys
         from pathlib import Path
         import git
-        from relconsole.engine.gitio import TreeView
+        from relconsole.engine.repo.gitio import TreeView
         repo = git.Repo({str(repo)!r})
         TreeView(repo, repo.head.commit.hexsha).export(Path({str(tmp_path / 'out')!r}))
         # VmHWM: this process image's own peak (ru_maxrss keeps the forking pytest's size across exec)
@@ -78,13 +78,13 @@ def _oracle_repo(tmp_path: Path):
 
 
 def _export(repo, commit: str, dest: Path) -> Path:
-    from relconsole.engine.workspace import export_oracle
+    from relconsole.engine.repo.workspace import export_oracle
     export_oracle(repo, commit, ("oracle/**",), dest)
     return dest
 
 
 def _store_file(repo, commit: str, path: str) -> Path:
-    from relconsole.engine.exportstore import STORE
+    from relconsole.engine.repo.exportstore import STORE
     oid = git(Path(repo.working_tree_dir), "rev-parse", f"{commit}:{path}").strip()
     store = Path(repo.common_dir) / STORE
     return next(store / name for name in (oid, oid + ".x") if (store / name).exists())
@@ -160,7 +160,7 @@ def test_a_store_file_changed_by_someone_else_is_replaced_never_used(tmp_path, t
 def test_where_links_are_refused_the_export_is_written_from_git(tmp_path, monkeypatch):
     import errno
 
-    from relconsole.engine import exportstore
+    from relconsole.engine.repo import exportstore
     repo, commit, files = _oracle_repo(tmp_path)
 
     def refuse(*_args):
@@ -174,7 +174,7 @@ def test_where_links_are_refused_the_export_is_written_from_git(tmp_path, monkey
 def test_an_export_on_another_file_system_is_written_from_git_and_leaves_the_store_alone(tmp_path):
     import tempfile
 
-    from relconsole.engine.exportstore import STORE
+    from relconsole.engine.repo.exportstore import STORE
     other = Path("/dev/shm")
     if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
         pytest.skip("no second file system to export to")

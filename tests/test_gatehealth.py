@@ -7,7 +7,7 @@ import json
 import threading
 from pathlib import Path
 
-from relconsole.engine import gatehealth
+from relconsole.engine.gate import gatehealth
 from relconsole.engine.decision import Decision
 from tests.conftest import git
 from tests.test_decide import _store_at_generation_7, relconsole_cli, varied, write_sheet  # noqa: F401 (autouse: the store the sheets name)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.cli import main
-from relconsole.engine.runner import RunRecord
+from relconsole.cli.main import main
+from relconsole.engine.relations.runner import RunRecord
 from tests.conftest import TODAY, git
 
 OTHER_UID = 12345  # no such user here: any uid but ours makes git's ownership check refuse
@@ -135,7 +135,7 @@ def test_a_failure_after_the_branch_moved_is_undone_so_branch_index_and_files_ag
                                                                                      monkeypatch, failing):
     """The ``failing``-th rename after the ref moved fails (a full disk): first the manifest's
     own, then the new index's. Branch, index and files end as they were, and it says so."""
-    from relconsole.engine import commits
+    from relconsole.engine.repo import commits
     git(demo_repo, "checkout", "-q", "main")
     before = _state(demo_repo)
     manifest = demo_repo / "oracle" / "leases" / "weather.yaml"
@@ -332,7 +332,7 @@ def _record(error_type: str | None) -> RunRecord:
     ([None], ["environment"], True),  # a module neither in the tree nor installed, on any side
 ])
 def test_replay_sheets_abort_when_both_sides_fail_to_import(head, base, fault):
-    from relconsole.engine.replay import environment_fault
+    from relconsole.engine.gate.replay import environment_fault
     found = environment_fault([_record(t) for t in head], [_record(t) for t in base])
     assert (found is not None) == fault, found
 
@@ -392,7 +392,7 @@ def test_a_range_is_no_ref(demo_repo, capsys, refs):
 def test_a_replace_ref_does_not_swap_the_oracle_relconsole_reads(demo_repo, capsys):
     """Red team: `git replace <main:oracle/catalog.yaml> <another blob>` (refs/replace/* come
     with a mirror fetch) made git hand back the other blob under the catalog's id."""
-    from relconsole.engine import gitio
+    from relconsole.engine.repo import gitio
     blob = git(demo_repo, "rev-parse", "main:oracle/catalog.yaml").strip()
     honest = git(demo_repo, "cat-file", "blob", blob)
     evil = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=demo_repo, input=honest + "# swapped\n",

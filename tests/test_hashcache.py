@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import TODAY, git, init_repo
-from relconsole.engine import hashcache
-from relconsole.engine.hashcache import (CHUNK_BYTES, RACY_NS, CommitFiles, HashCache, NotRegularFile,
+from relconsole.engine.oracle import hashcache
+from relconsole.engine.oracle.hashcache import (CHUNK_BYTES, RACY_NS, CommitFiles, HashCache, NotRegularFile,
                                          sha256_stream)
-from relconsole.engine.review import load_review
+from relconsole.engine.gate.review import load_review
 
 OLD_NS = 1_600_000_000 * 10**9  # an mtime long before any hashing in these tests
 

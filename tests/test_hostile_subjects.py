@@ -27,7 +27,7 @@ import pytest
 
 from conftest import TODAY, git
 from relconsole.engine.demo import materialise
-from relconsole.engine.subject.server import bwrap_path
+from relconsole.engine.relations.subject.server import bwrap_path
 
 PROJECT = Path(__file__).resolve().parents[1]
 AGGREGATOR = (PROJECT / "sample_repo" / "src" / "aggregator.py").read_text()
@@ -185,7 +185,7 @@ try:  # and relconsole's own comparison, wherever it is loaded
         for _name in ("differences", "outcome", "_identical"):
             if hasattr(_module, _name) and "relconsole" in getattr(_module, "__name__", ""):
                 setattr(_module, _name, lambda *a, **k: [])
-    import relconsole.engine.canon as _canon
+    import relconsole.engine.relations.canon as _canon
     _canon.differences = lambda *a, **k: []
 except Exception:
     pass

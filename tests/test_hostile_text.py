@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from relconsole.cli import main
+from relconsole.cli.main import main
 from relconsole.console.app import ReviewApp
 from tests.conftest import TODAY, git
 from tests.test_console import SIZE, goto, settle

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.cli import main
+from relconsole.cli.main import main
 from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
 from relconsole.engine.errors import EXIT_BAD_INPUT
-from relconsole.engine.jsonnumbers import count_problem, loads
+from relconsole.engine.oracle.jsonnumbers import count_problem, loads
 from tests.conftest import TODAY, git
 from tests.test_console import SIZE, settle
 from tests.test_decide import FREEZE_SHEET

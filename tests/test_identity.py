@@ -11,8 +11,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.catalog import load_catalog
-from relconsole.engine.review import load_review
+from relconsole.engine.oracle.catalog import load_catalog
+from relconsole.engine.gate.review import load_review
 from tests.conftest import TODAY, git, reviewed_repo
 
 BASE = {

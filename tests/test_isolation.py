@@ -17,9 +17,9 @@ import pytest
 
 from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
-from relconsole.engine.catalog import load_catalog
-from relconsole.engine.config import Layout
-from relconsole.engine.runner import RunPlan, evaluate_once
+from relconsole.engine.oracle.catalog import load_catalog
+from relconsole.engine.repo.config import Layout
+from relconsole.engine.relations.runner import RunPlan, evaluate_once
 from tests.conftest import TODAY, reviewed_repo
 from tests.test_console import settle
 
@@ -148,7 +148,7 @@ EDITING_SUBJECTS = {
 def test_an_in_place_edit_of_the_input_reaches_no_other_call(tmp_path, case):
     """Each call edits its own copy of the rows (a forked child): neither the follow-up calls
     nor the next relation on the same worker and corpus see the edit."""
-    from relconsole.engine.runner import Worker
+    from relconsole.engine.relations.runner import Worker
 
     name, rows, source, expected = EDITING_SUBJECTS[case]
     tree = tmp_path / "tree"
@@ -265,7 +265,7 @@ def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path, mon
         "oracle/adapters.py": "def merge(a, b):\n    raise RuntimeError('merge exploded')\n",
         "oracle/seeds/rows.jsonl": "[1, 2, 3]\n", "oracle/catalog.yaml": catalog,
     }, {"src/agg.py": "def total(rows):\n    return [sum(rows), 0][:1]\n"})
-    from relconsole.engine.review import load_review, run_review
+    from relconsole.engine.gate.review import load_review, run_review
 
     review = load_review(repo, "main", "HEAD", TODAY)
     try:
@@ -285,7 +285,7 @@ def test_parts_of_a_shape_the_merge_adapter_cannot_take_are_the_patch_s_miss(tmp
         "oracle/adapters.py": "def merge(a, b):\n    return {'sum': a['sum'] + b['sum']}\n",
         "oracle/seeds/rows.jsonl": "[1, 2, 3, 4]\n", "oracle/catalog.yaml": catalog,
     }, {"src/agg.py": "def total(rows):\n    return float(sum(rows))\n"})
-    from relconsole.engine.review import load_review, run_review
+    from relconsole.engine.gate.review import load_review, run_review
 
     with load_review(repo, "main", "HEAD", TODAY) as review:
         [result] = run_review(review)
@@ -318,14 +318,14 @@ def test_a_tree_linked_to_the_store_is_never_judged_outside_the_sandbox(demo_rep
     """The run tree hard-links the per-commit store's files when this process finds
     bubblewrap; a judge's worker that then finds none must not fall back to a plain process
     (a subject there could write into the store through the links): the run aborts."""
-    from relconsole.engine.review import load_review, run_review
-    from relconsole.engine.subject import server as server_module
+    from relconsole.engine.gate.review import load_review, run_review
+    from relconsole.engine.relations.subject import server as server_module
     real = server_module.bwrap_path()
     if real is None:
         pytest.skip("no working bubblewrap here: run trees are copied, not linked")
     shim = tmp_path / "bin" / "bwrap"
     shim.parent.mkdir()
-    shim.write_text(f'#!/bin/sh\ngrep -q relconsole.engine.worker /proc/$PPID/cmdline && exit 1\nexec {real} "$@"\n')
+    shim.write_text(f'#!/bin/sh\ngrep -q relconsole.engine.relations.worker /proc/$PPID/cmdline && exit 1\nexec {real} "$@"\n')
     shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(server_module, "_BWRAP_CHECKED", None)

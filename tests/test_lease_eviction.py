@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relconsole.engine.errors import EXIT_ABORT
-from relconsole.engine.sheets import fence
-from relconsole.engine.wslease import LeaseHeld, NotHolder, RedisLeaseStore, StoreUnavailable, open_store
+from relconsole.engine.gate.sheets import fence
+from relconsole.engine.gate.wslease import LeaseHeld, NotHolder, RedisLeaseStore, StoreUnavailable, open_store
 from tests.redis_server import private_redis, redis_url  # noqa: F401 (redis_url: fixture)
 from tests.test_workspace_leases import child_env
 

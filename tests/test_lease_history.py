@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.cli import main
-from relconsole.engine import actions
+from relconsole.cli.main import main
+from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, GitError, UsageError
-from relconsole.engine.leasehistory import (CREATED, EDITED, REHASHED, REMOVED, RENEWED, lease_history,
+from relconsole.engine.gate.leasehistory import (CREATED, EDITED, REHASHED, REMOVED, RENEWED, lease_history,
                                             renewal_history)
-from relconsole.engine.leases import parse_lease, rehash_preview
-from relconsole.engine.review import load_review
+from relconsole.engine.oracle.leases import parse_lease, rehash_preview
+from relconsole.engine.gate.review import load_review
 from tests.conftest import TODAY, git, init_repo
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -26,19 +26,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.catalog import load_catalog
-from relconsole.engine.config import Layout
+from relconsole.engine.oracle.catalog import load_catalog
+from relconsole.engine.repo.config import Layout
 from relconsole.engine.errors import BadInputError, CommitRefused
-from relconsole.engine.freezes import (EXPIRED, INVALID, LIVE, assess, check_new_row, for_relation,
+from relconsole.engine.oracle.freezes import (EXPIRED, INVALID, LIVE, assess, check_new_row, for_relation,
                                        parse_rows)
-from relconsole.engine import leases
-from relconsole.engine.leases import (DRIFTED, EXPIRING, MISSING, OK, check_renewal, identity_matches,
+from relconsole.engine.oracle import leases
+from relconsole.engine.oracle.leases import (DRIFTED, EXPIRING, MISSING, OK, check_renewal, identity_matches,
                                       lease_status, parse_lease, pin_states, reading_refusal)
-from relconsole.engine.leases import EXPIRED as LEASE_EXPIRED
-from relconsole.engine.leases import INVALID as LEASE_INVALID
-from relconsole.engine import runner
-from relconsole.engine.runner import RunPlan, run_relation
-from relconsole.engine.worker import subject_seed
+from relconsole.engine.oracle.leases import EXPIRED as LEASE_EXPIRED
+from relconsole.engine.oracle.leases import INVALID as LEASE_INVALID
+from relconsole.engine.relations import runner
+from relconsole.engine.relations.runner import RunPlan, run_relation
+from relconsole.engine.relations.worker import subject_seed
 
 PROJECT = Path(__file__).resolve().parents[1]
 PENGUINS = PROJECT / "sample_repo" / "oracle" / "data" / "penguins.csv"

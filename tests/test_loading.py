@@ -26,11 +26,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relconsole import cli
+import relconsole.cli.main as cli
 from relconsole.engine.demo import materialise
 from relconsole.engine.errors import EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT, BadInputError
-from relconsole.engine.leases import parse_lease
-from relconsole.engine.review import load_review
+from relconsole.engine.oracle.leases import parse_lease
+from relconsole.engine.gate.review import load_review
 
 PROJECT = Path(__file__).resolve().parents[1]
 TODAY = dt.date(2031, 5, 17)  # far from the real date: only the injected today can be right
@@ -554,7 +554,7 @@ def test_patch_symlink_out_of_the_tree_does_not_crash_run(demo, capsys):
 
 @pytest.mark.parametrize("clock", ["2026-13-45T99:99:00", "2020-05-05T10:00garbage"])
 def test_an_impossible_relation_clock_is_a_bad_catalog(clock):
-    from relconsole.engine.catalog import load_catalog
+    from relconsole.engine.oracle.catalog import load_catalog
 
     text = ("relations:\n  - id: r\n    kind: bound\n    subject: m:f\n    input: {seeds: s.jsonl}\n"
             f"    compare: exact\n    statement: s\n    clock: '{clock}'\n")
@@ -564,7 +564,7 @@ def test_an_impossible_relation_clock_is_a_bad_catalog(clock):
 
 
 def test_an_impossible_frozen_clock_in_pyproject_is_bad_input():
-    from relconsole.engine.config import layout_from_pyproject
+    from relconsole.engine.repo.config import layout_from_pyproject
 
     with pytest.raises(BadInputError) as caught:
         layout_from_pyproject('[tool.relconsole]\nfrozen_clock = "yesterday"\n')
@@ -575,7 +575,7 @@ def test_a_load_that_fails_midway_leaves_no_oracle_copy_behind(demo_repo, tmp_pa
     """The oracle copy can hold gigabytes of corpora: an interrupted load removes it."""
     import tempfile
 
-    import relconsole.engine.review as review_module
+    import relconsole.engine.gate.review as review_module
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -608,8 +608,8 @@ def test_a_committed_corpus_symlink_that_leaves_the_tree_is_invalid_not_missing(
 def test_a_killed_or_hung_up_process_removes_its_scratch_directories(signum):
     """A closed terminal mid-load must not leave a gigabyte oracle copy in the temp dir."""
     code = ("import time\n"
-            "from relconsole.cli import _exit_cleanly_on_signals\n"
-            "from relconsole.engine.workspace import scratch_dir\n"
+            "from relconsole.cli.main import _exit_cleanly_on_signals\n"
+            "from relconsole.engine.repo.workspace import scratch_dir\n"
             "_exit_cleanly_on_signals()\n"
             "d = scratch_dir('relconsole-oracle-')\n"
             "(d / 'corpus.csv').write_text('a,b\\n')\n"
@@ -627,8 +627,8 @@ def test_a_shutdown_stuck_on_a_dead_terminal_is_cut_short():
     gone, through a writer thread that died with it); the grace timer still removes the
     scratch directories and ends the process."""
     code = ("import threading, time\n"
-            "import relconsole.cli as cli\n"
-            "from relconsole.engine.workspace import scratch_dir\n"
+            "import relconsole.cli.main as cli\n"
+            "from relconsole.engine.repo.workspace import scratch_dir\n"
             "cli.SHUTDOWN_GRACE_SECONDS = 1.0\n"
             "cli._exit_cleanly_on_signals()\n"
             "threading.Thread(target=threading.Event().wait).start()  # never ends: shutdown waits on it\n"
@@ -661,7 +661,7 @@ def _child_with_scratch(code: str) -> tuple[subprocess.Popen, Path]:
 @pytest.mark.parametrize("encoded,good", [("str", True), ("[str, bytes]", True), ("''", False), ("3", False),
                                           ("[]", False), ("[str, 4]", False)])
 def test_a_roundtrip_s_encoded_type_is_words_or_bad_input_at_its_line(encoded, good):
-    from relconsole.engine.catalog import load_catalog
+    from relconsole.engine.oracle.catalog import load_catalog
 
     text = ("relations:\n  - id: r\n    kind: roundtrip\n    subject: m:f\n    inverse: m:g\n"
             f"    input: {{seeds: s.jsonl}}\n    compare: exact\n    statement: s\n    params: {{encoded: {encoded}}}\n")
@@ -678,7 +678,7 @@ def test_a_roundtrip_s_encoded_type_is_words_or_bad_input_at_its_line(encoded, g
                                             ("2.5", "{lease: corpus}", False), ("1001", "{lease: corpus}", False),
                                             ("'4'", "{lease: corpus}", False), ("4", "{seeds: s.jsonl}", False)])
 def test_a_scale_is_a_whole_number_of_copies_of_a_leased_corpus_or_bad_input_at_its_line(scale, inp, good):
-    from relconsole.engine.catalog import load_catalog
+    from relconsole.engine.oracle.catalog import load_catalog
 
     text = ("relations:\n  - id: r\n    kind: permutation\n    subject: m:f\n"
             f"    input: {inp}\n    compare: exact\n    statement: s\n    params: {{shuffles: 2, scale: {scale}}}\n")
@@ -695,7 +695,7 @@ def test_a_scale_is_a_whole_number_of_copies_of_a_leased_corpus_or_bad_input_at_
 def test_a_callable_named_without_its_colon_gets_a_hint_not_a_regex(role, ref):
     """Issue 16: ``semver.Version.parse`` for ``semver:Version.parse`` said only that it does
     not match a regular expression; the message names the form, the value and the line."""
-    from relconsole.engine.catalog import load_catalog
+    from relconsole.engine.oracle.catalog import load_catalog
 
     text = ("relations:\n  - id: r\n    kind: roundtrip\n    subject: m:f\n    inverse: m:g\n"
             "    input: {seeds: s.jsonl}\n    compare: exact\n    statement: s\n").replace(

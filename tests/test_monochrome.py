@@ -20,9 +20,9 @@ import pytest
 
 from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
-from relconsole.engine.freezes import LIVE
+from relconsole.engine.oracle.freezes import LIVE
 from relconsole.engine.demo import materialise
-from relconsole.engine.leases import DRIFTED, EXPIRED, OK
+from relconsole.engine.oracle.leases import DRIFTED, EXPIRED, OK
 from tests.conftest import TODAY, git
 
 PANES = ("touched", "relations", "leases", "quarantine")

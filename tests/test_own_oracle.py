@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.cli import main
-from relconsole.engine.catalog import Catalog, check_row, load_catalog
-from relconsole.engine.config import Layout
-from relconsole.engine.gitio import Touched
-from relconsole.engine.owners import GAP, bind
-from relconsole.engine.runner import RunPlan, RunRecord, evaluate_once, run_all
+from relconsole.cli.main import main
+from relconsole.engine.oracle.catalog import Catalog, check_row, load_catalog
+from relconsole.engine.repo.config import Layout
+from relconsole.engine.repo.gitio import Touched
+from relconsole.engine.repo.owners import GAP, bind
+from relconsole.engine.relations.runner import RunPlan, RunRecord, evaluate_once, run_all
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = "oracle/catalog.yaml"
@@ -56,7 +56,7 @@ def _code(text: str) -> str:
 
 
 BUGS = [
-    Planted("bind-dedupes-across-paths", "owners.bind_order_free", "relconsole/engine/owners.py", _code('''
+    Planted("bind-dedupes-across-paths", "owners.bind_order_free", "relconsole/engine/repo/owners.py", _code('''
         import dataclasses as _planted_dc
         _planted_bind = bind
         def bind(owners, touched, protected_patterns=()):
@@ -68,7 +68,7 @@ BUGS = [
                 seen.update(binding.relations)
             return out
         '''), ("bind",)),
-    Planted("bind-memoises-by-file-name", "owners.bind_order_free", "relconsole/engine/owners.py", _code('''
+    Planted("bind-memoises-by-file-name", "owners.bind_order_free", "relconsole/engine/repo/owners.py", _code('''
         _planted_bind = bind
         def bind(owners, touched, protected_patterns=()):
             """The binding of a file name is looked up once and reused for other directories."""
@@ -81,13 +81,13 @@ BUGS = [
                 out.append(Binding(item, hit.state, hit.pattern, hit.relations))
             return out
         '''), ("bind", "Binding")),
-    Planted("bind-first-match-wins", "owners.last_match_wins", "relconsole/engine/owners.py", _code('''
+    Planted("bind-first-match-wins", "owners.last_match_wins", "relconsole/engine/repo/owners.py", _code('''
         _planted_bind = bind
         def bind(owners, touched, protected_patterns=()):
             """The first matching pattern wins (gitattributes order, not CODEOWNERS)."""
             return _planted_bind(list(reversed(owners)), touched, protected_patterns)
         '''), ("bind",)),
-    Planted("canonical-sorts-bag-before-rounding", "canon.canonical_idempotent", "relconsole/engine/canon.py", _code('''
+    Planted("canonical-sorts-bag-before-rounding", "canon.canonical_idempotent", "relconsole/engine/relations/canon.py", _code('''
         import json as _planted_json
         _planted_canonical = canonical
         def canonical(value, compare="canon", quantum=None, order_free=False):
@@ -97,7 +97,7 @@ BUGS = [
                 return [_planted_canonical(v, compare, quantum, order_free) for v in ordered]
             return _planted_canonical(value, compare, quantum, order_free)
         '''), ("canonical",)),
-    Planted("canonical-names-keys-by-repr", "canon.canonical_idempotent", "relconsole/engine/canon.py", _code('''
+    Planted("canonical-names-keys-by-repr", "canon.canonical_idempotent", "relconsole/engine/relations/canon.py", _code('''
         _planted_canonical = canonical
         def canonical(value, compare="canon", quantum=None, order_free=False):
             """Every key is named by its repr, so that 1 and "1" stay apart."""
@@ -106,7 +106,7 @@ BUGS = [
                         for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))}
             return _planted_canonical(value, compare, quantum, order_free)
         '''), ("canonical",)),
-    Planted("differences-ignores-right-only-keys", "canon.differences_symmetric", "relconsole/engine/canon.py", _code('''
+    Planted("differences-ignores-right-only-keys", "canon.differences_symmetric", "relconsole/engine/relations/canon.py", _code('''
         _planted_differences = differences
         def differences(left, right, compare="canon", quantum=None, path=()):
             """Only the keys the left (source) output has are compared."""
@@ -114,7 +114,7 @@ BUGS = [
                 right = {k: v for k, v in right.items() if k in left}
             return _planted_differences(left, right, compare, quantum, path)
         '''), ("differences",)),
-    Planted("differences-tolerance-without-abs", "canon.differences_symmetric", "relconsole/engine/canon.py", _code('''
+    Planted("differences-tolerance-without-abs", "canon.differences_symmetric", "relconsole/engine/relations/canon.py", _code('''
         _planted_differences = differences
         def differences(left, right, compare="canon", quantum=None, path=()):
             """Tolerance as left - right <= quantum (the abs() forgotten)."""
@@ -127,7 +127,7 @@ BUGS = [
                     pass
             return _planted_differences(left, right, compare, quantum, path)
         '''), ("differences",)),
-    Planted("loader-drops-clock", "catalog.write_load_roundtrip", "relconsole/engine/catalog.py", _code('''
+    Planted("loader-drops-clock", "catalog.write_load_roundtrip", "relconsole/engine/oracle/catalog.py", _code('''
         _planted_load_catalog = load_catalog
         def load_catalog(text, source):
             """A relation's clock is not read: every relation runs on the frozen clock."""
@@ -136,7 +136,7 @@ BUGS = [
                 relation.clock = "frozen"
             return loaded
         '''), ("load_catalog",)),
-    Planted("loader-keeps-six-digits-of-quantum", "catalog.write_load_roundtrip", "relconsole/engine/catalog.py", _code('''
+    Planted("loader-keeps-six-digits-of-quantum", "catalog.write_load_roundtrip", "relconsole/engine/oracle/catalog.py", _code('''
         _planted_load_catalog = load_catalog
         def load_catalog(text, source):
             """quantum read through "%g" (six significant digits)."""
@@ -146,13 +146,13 @@ BUGS = [
                     relation.quantum = float(f"{relation.quantum:g}")
             return loaded
         '''), ("load_catalog",)),
-    Planted("writer-without-nel-escape", "catalog.write_load_roundtrip", "relconsole/engine/yamlload.py", _code('''
+    Planted("writer-without-nel-escape", "catalog.write_load_roundtrip", "relconsole/engine/oracle/yamlload.py", _code('''
         _UNICODE_BREAKS = ()  # a raw NEL is written into a quoted scalar, which YAML 1.1 folds
         '''), ("_UNICODE_BREAKS", "dump_yaml"), raises=True),
-    Planted("normalise-one-pass", "signatures.normalise_idempotent", "relconsole/engine/signatures.py", _code('''
+    Planted("normalise-one-pass", "signatures.normalise_idempotent", "relconsole/engine/relations/signatures.py", _code('''
         normalise = _one_pass  # "one pass is enough"
         '''), ("normalise", "_one_pass")),
-    Planted("failure-class-unsorted", "signatures.disagree_order_free", "relconsole/engine/signatures.py", _code('''
+    Planted("failure-class-unsorted", "signatures.disagree_order_free", "relconsole/engine/relations/signatures.py", _code('''
         _planted_failure_class = failure_class
         def failure_class(error_type, differing, message=""):
             """The disagreeing keys joined in the order the relation reported them."""
@@ -188,7 +188,7 @@ BUGS = [
                     return decision
             return _planted_worst(decisions)
         '''), ("worst",)),
-    Planted("scan-keys-nodes-by-position", "pyscan.layout_free", "relconsole/engine/pyscan.py", _code('''
+    Planted("scan-keys-nodes-by-position", "pyscan.layout_free", "relconsole/engine/gate/pyscan.py", _code('''
         def _added(before, after, collect):
             """An assertion counts as added when no node of its shape sat on the same line before."""
             seen = set()
@@ -200,7 +200,7 @@ BUGS = [
                      if (name, ast.dump(node), node.lineno) not in seen]
             return sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset))
         '''), ("_added", "_scopes")),
-    Planted("golden-keyed-by-line", "pyscan.layout_free", "relconsole/engine/pyscan.py", _code('''
+    Planted("golden-keyed-by-line", "pyscan.layout_free", "relconsole/engine/gate/pyscan.py", _code('''
         def new_golden(before, after):
             """A golden assertion counts as new unless one of its shape sat on the same line before."""
             seen = {(g.key, g.line) for g in before}
@@ -286,7 +286,7 @@ def test_no_tracked_path_is_a_coverage_gap():
     assert gaps == [], (f"paths no pattern of {CATALOG} owns: {gaps[:10]}; place them "
                         "(a relation, or [] for exempt) in a `catalog:` commit")
     engine = {b.path: b.relations for b in bindings if b.path.startswith("relconsole/engine/")}
-    assert engine["relconsole/engine/owners.py"] and engine["relconsole/engine/canon.py"]
+    assert engine["relconsole/engine/repo/owners.py"] and engine["relconsole/engine/relations/canon.py"]
 
 
 # --- the relations hold, and bite ------------------------------------------------------------

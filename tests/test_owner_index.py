@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.gitio import Touched
-from relconsole.engine.ownerindex import OwnerIndex, _key, compile_spec
-from relconsole.engine.owners import bind, matches, protected, protection, winning_pattern
+from relconsole.engine.repo.gitio import Touched
+from relconsole.engine.repo.ownerindex import OwnerIndex, _key, compile_spec
+from relconsole.engine.repo.owners import bind, matches, protected, protection, winning_pattern
 
 # pathspec's regex for a bracket holding "[" (from the grammar's odd patterns) draws this from re
 pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
@@ -372,7 +372,7 @@ def test_negation_matches_nothing_and_never_wins():
 
 
 def test_bind_builds_one_index_per_call(monkeypatch):
-    import relconsole.engine.owners as owners_module
+    import relconsole.engine.repo.owners as owners_module
     built = []
     real = owners_module.OwnerIndex
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import TODAY, git
-from relconsole.engine import review as review_module
+from relconsole.engine.gate import review as review_module
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.parsecache import ParseCache, code_fingerprint
-from relconsole.engine.review import load_review
+from relconsole.engine.oracle.parsecache import ParseCache, code_fingerprint
+from relconsole.engine.gate.review import load_review
 
 LEASE = "oracle/leases/stocks.yaml"
 
@@ -113,7 +113,7 @@ def test_a_failed_parse_is_not_kept(tmp_path):
 
 
 def test_the_fingerprint_follows_the_code_it_covers(tmp_path, monkeypatch):
-    from relconsole.engine import parsecache
+    from relconsole.engine.oracle import parsecache
     engine = tmp_path / "engine"
     engine.mkdir()
     for name in parsecache._DEPENDS_ON:
@@ -149,7 +149,7 @@ def _commit_module(repo: Path, name: str, text: str) -> None:
 
 
 def _refuse_scanning(monkeypatch) -> None:
-    from relconsole.engine import probescan
+    from relconsole.engine.gate import probescan
 
     def refuse(*_args):
         raise AssertionError("scanned again: the kept findings were not used")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.cli import main
-from relconsole.engine import pyscan
-from relconsole.engine.review import load_review
+from relconsole.cli.main import main
+from relconsole.engine.gate import pyscan
+from relconsole.engine.gate.review import load_review
 from tests.conftest import TODAY, git, git_bytes, init_repo
 from tests.test_check_split import commit
 
@@ -314,7 +314,7 @@ def test_paths_with_one_space_are_read_not_a_crash(base_repo: Path):
 
 
 def test_a_test_file_too_deep_to_judge_is_reported_and_the_checklist_says_unknown(base_repo: Path):
-    from relconsole.engine.checklist import merge_checklist
+    from relconsole.engine.gate.checklist import merge_checklist
 
     git(base_repo, "checkout", "-q", "-b", "patch")
     commit(base_repo, "deep", {"tests/test_deep.py": "def test_deep():\n    assert f(x)" + "[0]" * 3000 + " == 5\n",
@@ -467,7 +467,7 @@ def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_
 def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo: Path):
     """Issue 16: a flag on an honest upstream test became the PR's reason even when a relation
     missed. Both reject; the relation's miss is named, the flag is still there."""
-    from relconsole.engine.review import run_review
+    from relconsole.engine.gate.review import run_review
     with load_review(demo_repo, "main", "agent/patch", TODAY) as review:
         assert review.decision().reason.startswith("review_flag:")  # nothing run yet: the flag is all there is
         run_review(review)
@@ -506,7 +506,7 @@ def test_changes_read_by_blob_id_hold_the_bytes_read_by_path(tmp_path: Path):
     """Issue 17: the flag rules read a commit's changed files by the blob ids of one
     ``git diff-tree`` listing; each side (a rename's source and destination, an edit, an
     addition, a deletion, a path with spaces) holds the bytes ``rev:path`` names."""
-    from relconsole.engine.patchflags import BlobReader, _blob_ids
+    from relconsole.engine.gate.patchflags import BlobReader, _blob_ids
     repo = init_repo(tmp_path / "repo")
     base = commit(repo, "base", {"a b/keep.py": "x = 1\n", "gone.py": "y = 2\n",
                                  "moved.py": "def f():\n    return 1\n" * 20})

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relconsole.engine.bite import BiteVerdict
+from relconsole.engine.gate.bite import BiteVerdict
 from relconsole.engine.errors import UsageError
-from relconsole.engine.gatehealth import GateStats, stats
+from relconsole.engine.gate.gatehealth import GateStats, stats
 from relconsole.engine.literal import counted
-from relconsole.engine.textedit import remove_jsonl_lines
+from relconsole.engine.oracle.textedit import remove_jsonl_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_PLURAL = re.compile(r"(?<![\d.])1 (days|decisions|lines|mutations|commits|offences|runs|entries)\b")

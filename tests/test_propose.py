@@ -27,14 +27,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import TODAY, git
-from relconsole import cli, schemas
-from relconsole.engine import propose
-from relconsole.engine.candidates import validate_candidate, validate_seed_rows
+from relconsole import schemas
+import relconsole.cli.main as cli
+from relconsole.engine.drafting import propose
+from relconsole.engine.oracle.candidates import validate_candidate, validate_seed_rows
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE)
-from relconsole.engine.review import load_review
-from relconsole.engine.splitcheck import check_split
-from relconsole.engine.yamlload import dump_yaml
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.repo.splitcheck import check_split
+from relconsole.engine.oracle.yamlload import dump_yaml
 
 QUARANTINE = "oracle/quarantine"
 SEEDS_QUARANTINE = f"{QUARANTINE}/rollout.monotonic.seeds.jsonl"

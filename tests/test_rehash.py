@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relconsole.cli import main
-from relconsole.engine import actions
+from relconsole.cli.main import main
+from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused, UsageError
-from relconsole.engine.leases import DRIFTED, MISSING, OK, parse_lease, rehash_preview
-from relconsole.engine.review import load_review
-from relconsole.engine.textedit import set_lease_sha256
+from relconsole.engine.oracle.leases import DRIFTED, MISSING, OK, parse_lease, rehash_preview
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.oracle.textedit import set_lease_sha256
 from tests.conftest import TODAY, git, git_bytes, init_repo
 
 MANIFEST = "oracle/leases/orders.yaml"
@@ -312,7 +312,7 @@ def test_two_manifests_sharing_an_id_are_never_renewed_rehashed_or_mixed_in_hist
     commit_all(repo, "a second manifest with the same id")
     before = tip(repo)
     from relconsole.engine.errors import BadInputError
-    from relconsole.engine.leasehistory import lease_history
+    from relconsole.engine.gate.leasehistory import lease_history
     with review_of(repo) as review:
         for act in (lambda: actions.renew_lease(review, "orders", TODAY + dt.timedelta(days=20)),
                     lambda: rehash_preview(review, "orders"),

@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from conftest import TODAY, git, reviewed_repo
 from test_leases_freezes import FLAKY
 from test_leases_freezes import passes as flip_holds  # the model of FLAKY: holds on this seed?
-from relconsole.engine import actions
+from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
-from relconsole.engine.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
-from relconsole.engine.review import load_review, run_review
-from relconsole.engine.wslease import LeaseHeld, open_store
+from relconsole.engine.gate.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
+from relconsole.engine.gate.review import load_review, run_review
+from relconsole.engine.gate.wslease import LeaseHeld, open_store
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -64,8 +64,8 @@ def flaky_repo(tmp_path: Path, base: dict[str, str], patch: dict[str, str], name
 @pytest.fixture(autouse=True)
 def _seeds_from_seed(monkeypatch):
     """Run seeds as the model needs them: the first run SEED, each side's replays SEED + n."""
-    from relconsole.engine import replay as replay_module
-    from relconsole.engine import runner
+    from relconsole.engine.gate import replay as replay_module
+    from relconsole.engine.relations import runner
     draws = [0]
 
     def drawn() -> int:  # the first run's seed is SEED, then a replay's runs SEED, SEED + 1, ...
@@ -340,8 +340,8 @@ def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_pat
     TTL later): the sheet must still say fresh, under the same generation."""
     import threading
 
-    from relconsole.engine import replay as replay_module
-    from relconsole.engine import wslease
+    from relconsole.engine.gate import replay as replay_module
+    from relconsole.engine.gate import wslease
     renewals, renewed = [], threading.Event()
     real_renew = wslease.SqliteLeaseStore.renew
 
@@ -390,8 +390,8 @@ def test_run_shards_split_the_touched_relations(tmp_path):
                                  "properties/catalog.json", "**/keys", "a/b/[ab]/c", "docs", "!oracle/x"]),
                 min_size=1, max_size=4))
 def test_listing_only_the_pattern_directories_finds_every_protected_file(patterns):
-    from relconsole.engine.owners import protected
-    from relconsole.engine.workspace import _literal_dirs
+    from relconsole.engine.repo.owners import protected
+    from relconsole.engine.repo.workspace import _literal_dirs
     paths = ["oracle/catalog.yaml", "oracle/x", "src/oracle/y", "data/a.csv", "src/data/b.csv",
              "fixtures/leases/l.yaml", "deep/fixtures/leases/l.yaml", "k.secret", "src/k.secret", "top.txt",
              "src/top.txt", "properties/catalog.json", "src/keys/k", "a/b/a/c", "docs/x.md", "src/docs/y"]
@@ -417,7 +417,7 @@ def test_unwritable_artifacts_fail_before_any_run(tmp_path):
 
 
 def test_workspaces_with_one_slug_never_share_worktrees():
-    from relconsole.engine.worktrees import pool_name
+    from relconsole.engine.repo.worktrees import pool_name
     assert pool_name("a:b") != pool_name("a_b") and pool_name("a:b") == pool_name("a:b")
 
 
@@ -448,7 +448,7 @@ def hangs(marker: str) -> str:
 def test_cancel_kills_the_runs_in_flight_and_everything_the_subject_started(tmp_path):
     import threading
     import uuid
-    from relconsole.engine.replay import Cancel, ReplayCancelled
+    from relconsole.engine.gate.replay import Cancel, ReplayCancelled
     from test_hostile_subjects import _alive, _none_left
     marker = f"3333.{uuid.uuid4().int % 10**9}"
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})

@@ -18,10 +18,15 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import relconsole
-from relconsole.cli import main
-from relconsole.engine import acks, candidates, catalog, freezes, leases, schemacheck
+from relconsole.cli.main import main
+from relconsole.engine.gate import acks
+from relconsole.engine.oracle import candidates
+from relconsole.engine.oracle import catalog
+from relconsole.engine.oracle import freezes
+from relconsole.engine.oracle import leases
+from relconsole.engine.oracle import schemacheck
 from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, BadInputError
-from relconsole.engine.yamlload import load_yaml_text
+from relconsole.engine.oracle.yamlload import load_yaml_text
 from relconsole.schemas import ID_BASE, NAMES
 from tests.conftest import TODAY, git
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine import signatures
-from relconsole.engine.signatures import failure_class, normalise, signature
+from relconsole.engine.relations import signatures
+from relconsole.engine.relations.signatures import failure_class, normalise, signature
 
 # One honest run of a miss, in its own process and its own temporary directory: a real
 # traceback with real paths, the time, an object address, a duration, the pid, a request id.

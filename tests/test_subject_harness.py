@@ -27,8 +27,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.subject import harness
-from relconsole.engine.subject.server import ForkServer, ServerFault
+from relconsole.engine.relations.subject import harness
+from relconsole.engine.relations.subject.server import ForkServer, ServerFault
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.text(max_size=8),
                     st.floats(allow_nan=False), st.binary(max_size=8),
@@ -535,7 +535,7 @@ def test_each_call_has_a_tmp_of_its_own_and_still_sees_a_tree_that_lives_in_tmp(
     """The tree here is under /tmp (pytest's tmp_path): the call's own empty /tmp keeps the
     tree, the interpreter and the site folders in sight, and a file one call leaves in /tmp
     is not there for the next."""
-    from relconsole.engine.subject.server import bwrap_path
+    from relconsole.engine.relations.subject.server import bwrap_path
     if sandbox == "bwrap" and bwrap_path() is None:
         pytest.skip("no bubblewrap here")
     if not str(tmp_path.resolve()).startswith("/tmp/"):
@@ -555,7 +555,7 @@ def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_around_its
     midnight of New Year's Day says "a harness" to anything that prints a time or a date; and
     a clock before the review's day passes a time bomb set between the two."""
     import datetime as dt
-    from relconsole.engine.subject.server import clock_span
+    from relconsole.engine.relations.subject.server import clock_span
     (tmp_path / "clocked.py").write_text(CLOCKED)
     servers = [ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07", clock_day=True,
                           clock_today="2027-08-09") for _ in range(3)]
@@ -578,7 +578,7 @@ def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_around_its
 @given(st.datetimes(dt.datetime(2000, 1, 1), dt.datetime(2100, 1, 1)), st.dates(dt.date(2000, 1, 1), dt.date(2100, 1, 1)))
 def test_the_clock_span_starts_no_earlier_than_the_review_s_day_or_the_configured_one(configured, today):
     """A clock before the review's day would pass code whose answer changed on a day between."""
-    from relconsole.engine.subject.server import clock_span
+    from relconsole.engine.relations.subject.server import clock_span
     first, last = clock_span(configured.isoformat(), today.isoformat())
     assert first.date() == max(configured.date(), today) and last > first
     alone = clock_span(configured.isoformat())
@@ -588,7 +588,7 @@ def test_the_clock_span_starts_no_earlier_than_the_review_s_day_or_the_configure
 def test_a_venv_in_a_folder_named_relconsole_is_shown_as_a_plain_venv(tmp_path, monkeypatch):
     """A clone called relconsole holds its venv at .../relconsole/.venv: in the sandbox the
     site folders and the interpreter show no such path, and what they hold still imports."""
-    from relconsole.engine.subject import server as server_module
+    from relconsole.engine.relations.subject import server as server_module
     if server_module.bwrap_path() is None:
         pytest.skip("only a sandbox can show a folder under another path")
     site = tmp_path / "relconsole" / ".venv" / "lib" / "site-packages"
@@ -655,7 +655,7 @@ def test_a_libfaketime_in_a_venv_under_a_folder_named_relconsole_still_freezes_t
     the pip package vendors there, under .../relconsole/.venv: the sandbox shows that site
     folder at /opt/venv/..., and the preload must be named where it is shown."""
     import shutil as _shutil
-    from relconsole.engine.subject import server as server_module
+    from relconsole.engine.relations.subject import server as server_module
     found = server_module.faketime_setup()
     if server_module.bwrap_path() is None or found is None:
         pytest.skip("needs the sandbox and a libfaketime")
@@ -677,7 +677,7 @@ def test_a_libfaketime_in_a_venv_under_a_folder_named_relconsole_still_freezes_t
 def test_a_clock_said_frozen_that_does_not_stand_is_a_server_fault_not_a_record(tmp_path, monkeypatch):
     """A preload the subject's interpreter cannot load leaves the real clock running: the
     server refuses to serve rather than record "frozen" for calls that saw the real time."""
-    from relconsole.engine.subject import server as server_module
+    from relconsole.engine.relations.subject import server as server_module
     found = server_module.faketime_setup()
     if found is None:
         pytest.skip("needs a libfaketime")
@@ -741,7 +741,7 @@ def test_a_dict_subclass_that_answers_missing_keys_is_refused_but_the_standard_o
 def test_a_step_changes_nothing_exactly_when_every_raised_integer_rounds_back(values, step):
     """Red team: step 0.5 on an integer field wrote every row back unchanged, so a monotonic
     compared f(x) with itself and held whatever the patch did."""
-    from relconsole.engine.subject.harness import raise_field, step_changes_nothing
+    from relconsole.engine.relations.subject.harness import raise_field, step_changes_nothing
     rows = [{"n": v, "k": "x"} for v in values]
     unchanged = all(raise_field(r, "n", step, None) == r for r in rows)
     assert step_changes_nothing(rows, "n", step) == unchanged

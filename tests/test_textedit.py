@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relconsole.engine.errors import BadInputError, UsageError
-from relconsole.engine.textedit import (append_catalog_relation, append_jsonl_rows, remove_jsonl_lines,
+from relconsole.engine.oracle.textedit import (append_catalog_relation, append_jsonl_rows, remove_jsonl_lines,
                                         set_lease_expires, upsert_freeze_row)
 
 TRICKY = ["yes", "no", "on", "off", "2026-01-01", "1e3", "0x1F", "0o17", "1_000", ".inf", "-.5", "12:30",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relconsole.engine.review import load_review
+from relconsole.engine.gate.review import load_review
 from tests.conftest import TODAY
 from tests.test_e2e_tmux import Terminal, review_command, terminal  # noqa: F401  (the fixture)
 

@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import git, reviewed_repo
-from relconsole.engine import gitio, treestore
-from relconsole.engine.workspace import build_run_tree, export_oracle
+from relconsole.engine.repo import gitio
+from relconsole.engine.repo import treestore
+from relconsole.engine.repo.workspace import build_run_tree, export_oracle
 
 FILES = {"src/app.py": "def f(x):\n    return x\n", "src/pkg/__init__.py": "", "README.md": "hi\n",
          "oracle/catalog.yaml": "relations: []\n", "oracle/data/rows.csv": "a,b\n1,2\n",
@@ -58,7 +59,7 @@ def test_a_run_tree_from_the_store_is_the_one_a_fresh_export_gives(repo, tmp_pat
     oracle = _oracle(repo, tmp_path)
     fresh = tmp_path / "fresh"
     gitio.write_blobs(repo, "HEAD", fresh)
-    from relconsole.engine.workspace import overlay_oracle
+    from relconsole.engine.repo.workspace import overlay_oracle
     overlay_oracle(repo, "HEAD", oracle, ("oracle/**",), fresh)
     stored = build_run_tree(repo, "HEAD", oracle, ("oracle/**",), tmp_path / "stored", link=link)
     assert snapshot(stored) == snapshot(fresh)

@@ -178,7 +178,7 @@ def test_the_console_is_an_extra_of_the_wheel(venv, built, tmp_path):
     assert importable(venv, "textual", tmp_path)
     # the screenshots command as far as the console: the sample it materialises comes from the
     # wheel (driving the console for every picture takes minutes; test_console covers that)
-    probe = ("import json, sys, relconsole, relconsole.console.screenshots as shots, relconsole.cli as cli\n"
+    probe = ("import json, sys, relconsole, relconsole.console.screenshots as shots, relconsole.cli.main as cli\n"
              "async def shoot(repo, out):\n"
              "    print(json.dumps([sorted(p.name for p in repo.iterdir()), relconsole.__file__]))\n"
              "    return []\n"

@@ -35,17 +35,19 @@ from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
-from relconsole.engine import actions, checklist, gatehealth
-from relconsole.engine.bite import cached_verdict
-from relconsole.engine.confirm import DISCARDED, load_candidate_states
+from relconsole.engine.gate import actions
+from relconsole.engine.gate import checklist
+from relconsole.engine.gate import gatehealth
+from relconsole.engine.gate.bite import cached_verdict
+from relconsole.engine.gate.confirm import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, literal, one_line
-from relconsole.engine.replay import (SHEET_SUFFIX, Cancel, ReplayOptions, Shard, default_artifacts,
+from relconsole.engine.gate.replay import (SHEET_SUFFIX, Cancel, ReplayOptions, Shard, default_artifacts,
                                      load_workspace_leases, replay, to_replay)
-from relconsole.engine.report import record_decisions
-from relconsole.engine.review import Review, RunCancelled, load_review, run_review
-from relconsole.engine.worktrees import slug
-from relconsole.engine.wslease import open_store
+from relconsole.engine.gate.report import record_decisions
+from relconsole.engine.gate.review import Review, RunCancelled, load_review, run_review
+from relconsole.engine.repo.worktrees import slug
+from relconsole.engine.gate.wslease import open_store
 
 STATUS_EVERY_SECONDS = 0.2  # while relations finish, the status line and filtered panes catch up this often
 LEASE_REFRESH_SECONDS = 5.0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from relconsole.engine.review import Review
+from relconsole.engine.gate.review import Review
 
 
 class QuickFilter(NamedTuple):

@@ -16,14 +16,14 @@ from relconsole.console.screens.confirm import ALSO, ConfirmScreen
 from relconsole.console.screens.detail import DetailView, lease_text
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
-from relconsole.engine import actions
-from relconsole.engine.confirm import confirm_candidate
+from relconsole.engine.gate import actions
+from relconsole.engine.gate.confirm import confirm_candidate
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.leasehistory import lease_history
-from relconsole.engine.leases import rehash_preview
+from relconsole.engine.gate.leasehistory import lease_history
+from relconsole.engine.oracle.leases import rehash_preview
 from relconsole.engine.literal import literal
-from relconsole.engine.replay import Cancel
-from relconsole.engine.wslease import open_store
+from relconsole.engine.gate.replay import Cancel
+from relconsole.engine.gate.wslease import open_store
 
 DIGEST_PREFIX = 8  # hex characters of the new digest a re-hash confirmer types
 

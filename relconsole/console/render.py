@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from relconsole.engine.candidates import Candidate, SeedRow
-from relconsole.engine.leases import LeaseStatus
+from relconsole.engine.oracle.candidates import Candidate, SeedRow
+from relconsole.engine.oracle.leases import LeaseStatus
 from relconsole.engine.literal import one_line
-from relconsole.engine.owners import Binding
-from relconsole.engine.runner import RelationResult
+from relconsole.engine.repo.owners import Binding
+from relconsole.engine.relations.runner import RelationResult
 
 STATE_STYLE = {
     "owned": ("●", "green"), "exempt": ("○", "dim"), "gap": ("✗ UNOWNED", "bold red"),

@@ -15,13 +15,13 @@ from relconsole.console import render
 from relconsole.console.render import lit
 from relconsole.console.screens.detail import (DetailView, candidate_text, lease_text, output_columns,
                                                relation_body, relation_text, replay_text, workspace_lease_text)
-from relconsole.engine.acks import MIN_PREFIX
-from relconsole.engine.actions import OVERRIDE, base_miss_advice
+from relconsole.engine.gate.acks import MIN_PREFIX
+from relconsole.engine.gate.actions import OVERRIDE, base_miss_advice
 from relconsole.engine.errors import CommitRefused
-from relconsole.engine.freezes import check_new_row
-from relconsole.engine.leases import check_renewal
+from relconsole.engine.oracle.freezes import check_new_row
+from relconsole.engine.oracle.leases import check_renewal
 from relconsole.engine.literal import counted, one_line
-from relconsole.engine.review import Review
+from relconsole.engine.gate.review import Review
 
 
 def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
@@ -418,7 +418,7 @@ def freeze_problem(review: Review, row: dict, values: dict) -> str | None:
 
 
 def renewal_body(review: Review, status, limit: dt.date) -> str:
-    from relconsole.engine.actions import git_identity
+    from relconsole.engine.gate.actions import git_identity
 
     try:
         who = git_identity(review)
@@ -434,7 +434,7 @@ def renewal_body(review: Review, status, limit: dt.date) -> str:
 
 def renewal_blocker(review: Review, status, limit: dt.date) -> str | None:
     """Why no date at all could renew this lease now (owner, state, already long enough)."""
-    from relconsole.engine.actions import git_identity
+    from relconsole.engine.gate.actions import git_identity
 
     try:
         who = git_identity(review)
@@ -449,7 +449,7 @@ def renewal_blocker(review: Review, status, limit: dt.date) -> str | None:
 
 
 def renewal_problem(review: Review, status, until_text: str) -> str | None:
-    from relconsole.engine.actions import git_identity
+    from relconsole.engine.gate.actions import git_identity
 
     try:
         until = dt.date.fromisoformat(until_text.strip())

@@ -175,7 +175,7 @@ def write_schema_copies(root: Path) -> None:
     """Write the shipped JSON Schemas into ``oracle/schemas/`` (``bootstrap.schema_copies``):
     the sample's YAML files name them in their ``# yaml-language-server`` line. Written here,
     not kept in the sample, so they are always the installed version's."""
-    from relconsole.engine.bootstrap import schema_copies
+    from relconsole.engine.oracle.bootstrap import schema_copies
     for relative, data in schema_copies("oracle").items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 ``<name>.schema.json`` for each of ``NAMES``: the catalog (SPEC §3), a dataset lease
 manifest and the fixture pins (§4), the freeze file (§6), a quarantined candidate (§10)
 and the acks file (§9). Editors read these files (``relconsole schema NAME`` prints one);
-the engine validates with the same files (``relconsole.engine.schemacheck``). This module
+the engine validates with the same files (``relconsole.engine.oracle.schemacheck``). This module
 only reads them: it imports nothing heavier than ``json``, so the CLI can print a schema
 without loading the validator.
 """

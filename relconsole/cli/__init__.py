@@ -1,0 +1,1 @@
+"""The command line: ``relconsole COMMAND`` (``main`` parses and dispatches)."""

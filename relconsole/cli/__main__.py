@@ -1,0 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (python -m relconsole answers shell completion too)
+from relconsole.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,162 @@
+"""Reviewers' acknowledgements of review flags (SPEC §9: ``review:`` commits, ``oracle/acks.json``).
+
+A review flag (§9) makes the PR ``reject`` until a reviewer who has read the flagged code
+acknowledges it. An acknowledgement is a row of the acks file on the oracle branch that
+holds the flag's fingerprint: a hash of the flag's name, the commit it was raised on
+(empty for a flag on the patch as a whole), its path and the flagged line's text. So it
+covers that flag only, and is void as soon as the flagged line changes.
+
+It counts only when read from the base ref (the patch's own acks file is never read) and
+when the person who made it is not an author of a commit under review: an agent cannot
+wave its own flags through.
+
+The file is a JSON list of rows::
+
+    [{"id": "3f9c2a1b7d0e4c55", "flag": "environment_probe", "commit": null,
+      "path": "src/app.py", "line": 12, "text": "@functools.lru_cache",
+      "by": "Ana Reviewer <ana@example.org>", "reason": "memo of a pure function", "date": "2026-12-02"}]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from relconsole.engine.errors import BadInputError, UsageError
+from relconsole.engine.oracle.freezes import json_rows
+from relconsole.engine.repo.gitio import run_git
+from relconsole.engine.gate.patchflags import BlobReader, Flag, source_text
+from relconsole.engine.oracle.schemacheck import first_error, shipped_part
+
+ID_LENGTH = 16  # hex digits of the fingerprint: 64 bits, no two flags of a review alike
+MIN_PREFIX = 6  # the shortest id prefix ``relconsole ack`` takes
+
+ROW_SCHEMA = shipped_part("ack", "row")  # one row of relconsole/schemas/ack.schema.json
+
+
+@dataclass(frozen=True)
+class Ack:
+    """One acknowledgement row (``raw``, as in the file), the 1-based line it starts on, and
+    ``maker``: (name, email) of the author of the commit that added it (``makers``), whoever
+    the row's ``by`` says made it."""
+
+    raw: dict
+    line: int | None
+    maker: tuple[str, str] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.raw["id"]
+
+    @property
+    def by(self) -> str:
+        return self.raw["by"]
+
+    @property
+    def reason(self) -> str:
+        return self.raw["reason"]
+
+
+def fingerprint(flag: Flag, text: str) -> str:
+    """The flag's id: ``ID_LENGTH`` hex digits of the sha256 of its name, commit (empty for the
+    patch as a whole), path and ``text`` (the flagged line, stripped; empty for a whole file)."""
+    payload = json.dumps([flag.name, flag.commit or "", flag.path, text.strip()], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8", "surrogateescape")).hexdigest()[:ID_LENGTH]
+
+
+def flagged_text(reader: BlobReader, flag: Flag, head: str) -> str:
+    """The text of the flagged line, read from the flag's commit (HEAD for a flag on the patch
+    as a whole); "" for a flag on a whole file, or a line the file no longer has."""
+    if not flag.line:
+        return ""
+    data = reader.read(flag.commit or head, flag.path)
+    if not data:
+        return ""
+    lines = source_text(flag.path, data).splitlines()
+    return lines[flag.line - 1].strip() if flag.line <= len(lines) else ""
+
+
+def flag_ids(repo_dir: str | Path, head: str, flags: list[Flag]) -> dict[Flag, str]:
+    """``fingerprint`` of each flag, its line read through one ``git cat-file`` process."""
+    reader = BlobReader(repo_dir)
+    try:
+        return {flag: fingerprint(flag, flagged_text(reader, flag, head)) for flag in flags}
+    finally:
+        reader.close()
+
+
+def parse_acks(text: str | None, source: str) -> list[Ack]:
+    """The rows of an acks file. Absent or blank: none. Raises BadInputError (file, line) for
+    malformed JSON, a top level that is not a list, or a row the schema refuses (an empty
+    reason, an id that is not a fingerprint)."""
+    return [Ack(row, line) for row, line in json_rows(text, source, _row_problem, "the acks file")]
+
+
+def _row_problem(row) -> tuple[str | None, str | None]:
+    """(why the row is invalid, the key to blame) or (None, None)."""
+    if isinstance(row, dict) and isinstance(row.get("reason"), str) and not row["reason"].strip():
+        return "reason: an acknowledgement needs a reason (what the reviewer checked)", "reason"
+    problem = first_error(row, ROW_SCHEMA)
+    if not problem:
+        return None, None
+    key = problem.split(":", 1)[0]
+    return problem, key if isinstance(row, dict) and key in row else None
+
+
+def with_ack(text: str | None, row: dict, source: str) -> str:
+    """The acks file ``text`` with ``row`` added, one row per line so each acknowledgement is
+    its own line in a diff. Raises UsageError when that flag is acknowledged already (another
+    reviewer's row is never replaced), BadInputError as ``parse_acks`` does, for the old text or
+    the new row."""
+    rows = [a.raw for a in parse_acks(text, source)]
+    held = next((r for r in rows if r["id"] == row["id"]), None)
+    if held is not None:
+        raise UsageError(f"flag {row['id']} is already acknowledged by {held['by']} ({held['reason']})")
+    rows.append(row)
+    problem = first_error(row, ROW_SCHEMA)
+    if problem:
+        raise BadInputError(source, f"the new acknowledgement: {problem}")
+    return "[\n" + ",\n".join(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows) + "\n]\n"
+
+
+def range_authors(repo_dir: str | Path, merge_base: str, head: str) -> list[tuple[str, str]]:
+    """(name, email) of every author of the commits ``merge_base..head``. Raises GitError."""
+    if merge_base == head:
+        return []
+    out = run_git(repo_dir, "log", "--format=%an%x00%ae", f"{merge_base}..{head}").stdout
+    pairs = {tuple(line.split("\0", 1)) for line in out.decode("utf-8", "replace").splitlines() if "\0" in line}
+    return sorted(pairs)
+
+
+def same_person(who: str, name: str, email: str) -> bool:
+    """True when ``who`` (a name, an email, or ``Name <email>``) names this author: by email
+    when it holds one, else by name or email, case-insensitively."""
+    text = who.strip().lower()
+    emails = set(re.findall(r"[^\s<>]+@[^\s<>]+", text))
+    if emails:
+        return bool(email) and email.lower() in emails
+    return bool(text) and text in (name.lower(), email.lower())
+
+
+def by_author(ack: Ack, authors: list[tuple[str, str]]) -> bool:
+    """Whether ``ack`` was made by an author of the patch (it then counts for nothing): the row
+    says so, or the commit that added it was authored by one (a row written by hand, or by an
+    ``ack`` run under another name, in the agent's own commit)."""
+    maker = f"{ack.maker[0]} <{ack.maker[1]}>" if ack.maker else None
+    return any(same_person(ack.by, name, email) or (maker is not None and same_person(maker, name, email))
+               for name, email in authors)
+
+
+def with_makers(repo_dir: str | Path, rev: str, path: str, acks: list[Ack]) -> list[Ack]:
+    """``acks`` with each one's ``maker``: the author of the oldest commit reachable from
+    ``rev`` whose change to ``path`` added the row's id (``git log -S``). Raises GitError."""
+    out = []
+    for ack in acks:
+        log = run_git(repo_dir, "log", "--reverse", "--format=%an%x00%ae", f"-S{ack.id}", rev, "--", path).stdout
+        first = log.decode("utf-8", "replace").splitlines()[:1]
+        maker = tuple(first[0].split("\0", 1)) if first and "\0" in first[0] else None
+        out.append(Ack(ack.raw, ack.line, maker))
+    return out

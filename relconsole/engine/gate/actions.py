@@ -1,0 +1,524 @@
+"""What a reviewer does to the oracle: accept, delete, renew, freeze, acknowledge (SPEC §4, §6, §9, §10).
+
+Each action re-reads the files it changes from the oracle branch's current tip, checks
+the rule it implements, and makes exactly one commit of one kind through
+``commits.commit_changes`` (a temporary index; the user's work is never touched).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Collection
+
+from relconsole.engine.oracle import textedit
+from relconsole.engine.gate.acks import MIN_PREFIX, flagged_text, range_authors, same_person, with_ack
+from relconsole.engine.oracle.catalog import load_catalog
+from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.gate.confirm import DISCARDED, candidate_state
+from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleError, UsageError
+from relconsole.engine.oracle.freezes import check_new_row
+from relconsole.engine.repo.gitio import TreeView, author_ident, resolve
+from relconsole.engine.oracle.leases import check_renewal, rehash_preview
+from relconsole.engine.literal import counted, one_line
+from relconsole.engine.repo.owners import protected
+from relconsole.engine.gate.patchflags import BlobReader
+from relconsole.engine.gate.replay import SHEET_SUFFIX, default_artifacts
+from relconsole.engine.gate.review import Replayed, Review, seed_file_problem
+from relconsole.engine.gate.sheets import Fences, decide_fenced
+from relconsole.engine.repo.worktrees import slug
+from relconsole.engine.gate.wslease import ENV_URL
+
+class NoReplayEvidence(CommitRefused):
+    """A freeze was asked for a relation with no replay sheet for HEAD (and no override)."""
+
+
+OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The git identity commits are made as (user.name, user.email)."""
+
+    name: str
+    email: str
+
+
+def git_identity(review: Review) -> Identity:
+    """The identity git would author a commit as (``git var GIT_AUTHOR_IDENT``: the
+    configuration, or GIT_AUTHOR_NAME/EMAIL when set). Raises CommitRefused when none is set."""
+    ident = author_ident(review.root)
+    if ident is None:
+        raise CommitRefused("no git identity: set user.name and user.email")
+    return Identity(*ident)
+
+
+def _tip_view(review: Review) -> TreeView:
+    return TreeView(review.repo, resolve(review.repo, review.commit_branch()))
+
+
+def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], body: str = "") -> CommitResult:
+    real = dt.date.today()
+    if review.today != real:  # an injected "today" moves every limit: the history must say so
+        body = before_trailers(body, f"Judged as of {review.today.isoformat()} (--today / RELCONSOLE_TODAY); "
+                                     f"the real date was {real.isoformat()}.\n")
+    return commit_changes(review.repo, review.commit_branch(), kind, subject, changes, body,
+                          layout=review.layout)
+
+
+_TRAILER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*: \S.*")
+
+
+def before_trailers(body: str, paragraph: str) -> str:
+    """``body`` with ``paragraph`` added as the last paragraph before its trailer block.
+
+    git reads trailers (``Confirmed-by: Name <email>``) only from the message's last
+    paragraph, so a note appended after them would hide them from ``git interpret-trailers``.
+    A body whose last paragraph is not all ``Key: value`` lines gets the note at its end.
+    """
+    paragraph = paragraph.rstrip("\n") + "\n"
+    blocks = body.rstrip("\n").split("\n\n")
+    last = blocks[-1].splitlines() if body.strip() else []
+    if last and all(_TRAILER.fullmatch(line) for line in last):
+        return "\n\n".join(blocks[:-1] + [paragraph.rstrip("\n"), blocks[-1]]) + "\n"
+    return body + ("\n" if body and not body.endswith("\n\n") and body.strip() else "") + paragraph
+
+
+def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = (),
+           unconfirmed_ok: Collection[str] = ()) -> CommitResult:
+    """Accept candidates and drafted seed rows together: one ``catalog:`` commit (§9, §10).
+
+    Candidates are appended to the catalog in catalog form (every other byte kept) and
+    their files removed; seed rows are appended to their relations' seeds files and
+    removed from quarantine (a file with no row left is removed). A candidate must be
+    ``confirmed`` by a second replay (§10, ``engine.confirm``) unless its id or path is in
+    ``unconfirmed_ok`` (the reviewer's recorded override: the commit message says so and
+    who overrode). Raises CommitRefused when any chosen item is rejected, unconfirmed
+    without override, discarded, or changed on the branch since it was replayed;
+    UsageError for unknown items.
+    """
+    candidates = [_candidate(review, cid) for cid in candidate_ids]
+    rows = _rows(review, list(row_keys)) if row_keys else []
+    if not candidates and not rows:
+        raise UsageError("nothing to accept")
+    for candidate in candidates:
+        if not candidate.valid or candidate.row is None:
+            raise CommitRefused(f"{candidate.id} is rejected: {'; '.join(candidate.reasons)}")
+    for row in rows:
+        if not row.valid:
+            raise CommitRefused(f"row {row.key} is rejected: {'; '.join(row.reasons)}")
+    view = _tip_view(review)
+    notes = [_replay_note(review, view, c, c.id in unconfirmed_ok or c.path in unconfirmed_ok)
+             for c in candidates]
+    changes: list[FileChange] = []
+    if candidates:
+        changes += _catalog_with(view, review.layout.catalog, candidates)
+    changes += _seeds_with(review, view, rows) + _shrink_quarantine(view, rows)
+    _refuse_unloadable(review, view, changes, candidates)
+    names = [one_line(c.id) for c in candidates] + ([f"{counted(len(rows), 'seed row')} for "
+                                                    + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
+                                                   if rows else [])
+    body = "".join(f"Accepted from quarantine: {one_line(c.path)}\n" + "".join(
+        f"  {one_line(k)}: {one_line(v)}\n" for k, v in c.provenance().items() if v) + f"  {one_line(note)}\n"
+        for c, note in zip(candidates, notes))
+    body += "".join(f"Accepted seed row {one_line(r.key)}: {one_line(r.text)}\n" for r in rows)
+    return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
+
+
+def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
+    """For each of ``relation_ids`` that no owner pattern of the oracle branch's catalog names,
+    a line proposing one (the file of its subject's module, where the tree has it): unowned, a
+    relation runs only with ``run --all``, and nothing says so."""
+    view = _tip_view(review)
+    try:
+        catalog = load_catalog(view.read_text(review.layout.catalog) or "", review.layout.catalog)
+    except BadInputError:
+        return []
+    out = []
+    for relation in catalog.unowned():
+        if relation.id not in relation_ids:
+            continue
+        module = relation.subject.split(":", 1)[0].replace(".", "/")
+        found = next((p for p in (f"{root}{module}{tail}" for root in ("src/", "") for tail in (".py", "/__init__.py"))
+                      if view.read_text(p) is not None), None)
+        if found is not None and protected(review.layout.protected, found):
+            found = _guarded_by_adapter(review, relation)  # the library an adapter calls, not itself
+        where = f"'{found}': [{relation.id}]" if found else f"'<the paths of the code it guards>': [{relation.id}]"
+        out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
+                   f"run --all; add to owners in {review.layout.catalog}: {where}")
+    return out
+
+
+def _guarded_by_adapter(review: Review, relation) -> str | None:
+    """The owners pattern for a relation whose subject is an oracle adapter: the one library
+    file it reaches, or the folder holding all of them (``dir/**``); None when it reaches none."""
+    from relconsole.engine.gate.bite import reached_library_paths  # static: reads git objects, runs nothing
+    try:
+        paths = reached_library_paths(review, relation)
+    except (RelconsoleError, OSError, SyntaxError, ValueError):  # a hint, never a reason to refuse the accept
+        return None
+    if len(paths) <= 1:
+        return paths[0] if paths else None
+    common = os.path.commonpath(paths)
+    return f"{common}/**" if common else None
+
+
+def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
+    """The commit message line on a candidate's second replay (§10), or CommitRefused.
+
+    Confirmed: names the content hash the replays agreed on, which must still be the
+    bytes on the branch tip. Unconfirmed with ``override``: records the override and who
+    made it. A discarded candidate (its replays disagreed) is never accepted.
+    """
+    state = candidate_state(review, candidate)
+    if state.state == DISCARDED:
+        raise CommitRefused(f"{candidate.id} was discarded: {state.reason}")
+    data = view.read_bytes(candidate.path)
+    if data is None or hashlib.sha256(data).hexdigest() != state.content_sha256:
+        raise CommitRefused(f"{candidate.path} changed on {review.oracle_branch} since the "
+                            "review loaded; reload the review")
+    elsewhere = state.elsewhere(review) if state.confirmed else None
+    if elsewhere:
+        if not override:
+            raise CommitRefused(f"{candidate.id} was confirmed for another review: {elsewhere}; run "
+                                f"`relconsole confirm {candidate.id}` here, or override with --override-unconfirmed")
+        who = git_identity(review)
+        return (f"second replay: OVERRIDDEN, confirmed for another review ({elsewhere}); accepted by "
+                f"{who.name} <{who.email}>")
+    base_miss = state.base_miss
+    if state.confirmed and not base_miss:
+        return f"second replay: confirmed (content sha256 {state.content_sha256})"
+    if state.confirmed:
+        if not override:
+            raise CommitRefused(f"{candidate.id} is confirmed but misses on the base ({one_line(base_miss)}): "
+                                + base_miss_advice(state) + "; or accept it anyway with --override-unconfirmed")
+        who = git_identity(review)
+        return (f"second replay: confirmed (content sha256 {state.content_sha256}) but misses on the base "
+                f"({one_line(base_miss)}); accepted anyway by {who.name} <{who.email}>")
+    if not override:
+        raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
+                            f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "
+                            "with a second confirmation (--override-unconfirmed)")
+    who = git_identity(review)
+    return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "
+            f"{state.content_sha256}); accepted unconfirmed by {who.name} <{who.email}>")
+
+
+def base_miss_advice(state) -> str:
+    """What a reviewer should do with a candidate that misses on the base (§10)."""
+    if state.subject_not_on_base:
+        return ("its subject is not on the base (code the patch adds): accept it once the patch has merged, "
+                "or every other review would miss it")
+    return "as a relation it would hold or reject reviews of code that is not broken; fix the candidate"
+
+
+def _refuse_unloadable(review: Review, view: TreeView, changes: list[FileChange], candidates) -> None:
+    """Raise CommitRefused when an accepted relation's seeds would not load under its schema
+    once the commit lands: every later command would then exit 5 and blame a seeds file
+    nobody changed."""
+    written = {c.path: c.content for c in changes}
+
+    def text(path: str) -> str | None:
+        if path not in written:
+            return view.read_text(path)
+        return None if written[path] is None else written[path].decode("utf-8", "replace")
+    if not candidates:
+        return
+    catalog = load_catalog(text(review.layout.catalog) or "", review.layout.catalog)
+    for candidate in candidates:
+        relation = catalog.get(candidate.id)
+        path = relation.seeds_path if relation is not None else None
+        if not path:
+            continue
+        seeds = text(path)
+        problem = (seed_file_problem(seeds, path, relation) if seeds is not None
+                   else BadInputError(path, "the seeds file is absent"))
+        if problem is not None:
+            raise CommitRefused(f"{candidate.id}: its seeds would not load under its input schema once "
+                                f"accepted ({problem.one_line()}); fix the candidate's schema or its seeds first")
+
+
+def _catalog_with(view: TreeView, path: str, candidates) -> list[FileChange]:
+    text = view.read_text(path) or ""
+    for candidate in candidates:
+        text = textedit.append_catalog_relation(text, candidate.row, path)
+    load_catalog(text, path)  # the result must still be a valid catalog
+    return [FileChange(path, text.encode())] + [FileChange(c.path, None) for c in candidates]
+
+
+def _seeds_with(review: Review, view: TreeView, rows) -> list[FileChange]:
+    changes = []
+    for relation_id in sorted({r.relation_id for r in rows}):
+        seeds = review.catalog.get(relation_id).seeds_path
+        values = [json.loads(r.text) for r in rows if r.relation_id == relation_id]
+        changes.append(FileChange(seeds, textedit.append_jsonl_rows(view.read_text(seeds) or "", values).encode()))
+    return changes
+
+
+def delete(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = ()) -> CommitResult:
+    """Remove candidates and drafted seed rows from quarantine: one ``quarantine:`` commit."""
+    candidates = [_candidate(review, cid) for cid in candidate_ids]
+    rows = _rows(review, list(row_keys)) if row_keys else []
+    if not candidates and not rows:
+        raise UsageError("nothing to delete")
+    changes = [FileChange(c.path, None) for c in candidates]
+    changes += _shrink_quarantine(_tip_view(review), rows)
+    names = [one_line(c.id) for c in candidates] + ([f"{counted(len(rows), 'drafted seed row')} for "
+                                                    + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
+                                                   if rows else [])
+    body = "".join(f"{one_line(c.path)}: {one_line('; '.join(c.reasons) or 'deleted by reviewer')}\n"
+                   for c in candidates)
+    body += "".join(f"{one_line(r.key)}: {one_line('; '.join(r.reasons) or 'deleted by reviewer')}\n" for r in rows)
+    return _commit(review, "quarantine", "delete " + "; ".join(names), changes, body)
+
+
+def _candidate(review: Review, candidate_id: str):
+    for candidate in review.candidates:
+        if candidate.id == candidate_id or candidate.path == candidate_id:
+            return candidate
+    raise UsageError(f"no candidate {candidate_id!r} in quarantine")
+
+
+def _rows(review: Review, keys: list[str]):
+    """The drafted seed rows ``keys`` name (stable ids, or PATH:LINE as they are now)."""
+    chosen = [r for r in review.seed_rows if any(r.named_by(k) for k in keys)]
+    missing = [k for k in keys if not any(r.named_by(k) for r in chosen)]
+    if missing:
+        raise UsageError(f"no drafted seed row {missing[0]!r} (relconsole validate lists their ids)")
+    return chosen
+
+
+def _shrink_quarantine(view: TreeView, rows) -> list[FileChange]:
+    """The quarantine files without ``rows``; a file with no row left is removed (§10)."""
+    changes = []
+    for path in sorted({r.path for r in rows}):
+        text = view.read_text(path)
+        if text is None:
+            raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
+        lines = textedit.jsonl_lines(text)
+        mine = {r.line for r in rows if r.path == path}
+        for row in rows:
+            if row.path == path and (row.line > len(lines) or lines[row.line - 1] != row.text):
+                raise CommitRefused(f"{path} changed since the review loaded; reload the review")
+        rest = textedit.remove_jsonl_lines(text, mine)
+        changes.append(FileChange(path, rest.encode() if rest.strip() else None))
+    return changes
+
+
+def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
+    """Move a lease's expiry to ``until`` (§4): owner only, at most the configured maximum.
+
+    One ``lease:`` commit with only that manifest; ``sha256`` is untouched. Raises
+    CommitRefused with the reason otherwise.
+    """
+    status = review.lease_to_change(lease_id)
+    who = git_identity(review)
+    check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
+    path = status.source
+    old = _tip_view(review).read_text(path)
+    if old is None:
+        raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
+    new = textedit.set_lease_expires(old, until, path)
+    return _commit(review, "lease", f"renew {one_line(lease_id)} until {until.isoformat()}",
+                   [FileChange(path, new.encode())],
+                   f"Expiry {status.lease.expires.isoformat()} -> {until.isoformat()}, "
+                   f"renewed by {one_line(who.email or who.name)}.\n")
+
+
+def rehash_lease(review: Review, lease_id: str, confirmed_digest: str) -> CommitResult:
+    """Re-pin a drifted lease to its corpus as committed on the oracle branch (§4, §9).
+
+    Recomputes ``leases.rehash_preview`` and refuses (CommitRefused, with the reason)
+    when it refuses (not drifted, not an owner, a working tree copy that is not the
+    committed bytes), when ``confirmed_digest`` (what the confirmation screen showed and
+    the user confirmed; case and surrounding space ignored) is not the digest computed
+    now (the corpus changed since), or when the oracle branch moved since the preview was
+    read. Writes only the manifest's ``sha256`` (``textedit.set_lease_sha256``, every other
+    byte kept) in one ``lease:`` commit whose message records both digests, the corpus
+    size, its modification time and ``Confirmed-by: Name <email>``. Raises UsageError for
+    an unknown lease.
+    """
+    preview = rehash_preview(review, lease_id)
+    if preview.refusal:
+        raise CommitRefused(preview.refusal)
+    confirmed = (confirmed_digest or "").strip().lower()
+    if len(confirmed) != 64:
+        raise CommitRefused(f"confirm with the whole new digest (64 hex characters), not "
+                            f"{confirmed[:16] or '(nothing)'}: it is {preview.new_sha256}")
+    if confirmed != preview.new_sha256:
+        raise CommitRefused(
+            f"the confirmed digest {confirmed[:12]}… is not the corpus's digest now "
+            f"({preview.new_sha256[:12]}…): mistyped, or {preview.corpus} changed since the preview; "
+            "look at the new preview and confirm again")
+    old_text = TreeView(review.repo, preview.commit).read_text(preview.manifest)
+    new_text = textedit.set_lease_sha256(old_text, preview.new_sha256, preview.manifest)
+    if resolve(review.repo, preview.branch) != preview.commit:
+        raise CommitRefused(f"{preview.branch} moved while the corpus was hashed; look at the new preview "
+                            "and confirm again")
+    old, new = preview.old_sha256, preview.new_sha256
+    when = (f"{preview.mtime.isoformat(timespec='seconds')} (working tree file)" if preview.mtime else
+            "not known: the checked-out tree holds other bytes" if preview.note else "no working tree copy")
+    last = preview.corpus_commit
+    body = (f"Old sha256: {old}\nNew sha256: {new}\n"
+            f"Corpus: {one_line(preview.corpus)}, {preview.size_bytes} bytes, as committed in "
+            f"{preview.commit} (blob {preview.blob})\nModified: {when}\n"
+            + (f"Last changed by: {one_line(last.author_name)} <{one_line(last.author_email)}> in {last.sha} at "
+               f"{last.committed.isoformat()}\n" if last else "")
+            + f"\nConfirmed-by: {one_line(preview.confirmer)}\n")
+    return _commit(review, "lease", f"re-hash {one_line(lease_id)} ({old[:12]}… -> {new[:12]}…)",
+                   [FileChange(preview.manifest, new_text.encode())], body)
+
+
+def proposed_freeze(review: Review, relation_id: str, reason: str = "",
+                    expires: dt.date | None = None, without_replay: bool = False) -> dict:
+    """The freeze row the console proposes for a missed relation (§6, §8 row 8 fields).
+
+    The table decides (§8): the relation's replay sheet for HEAD (this review's, else the
+    one in the default artifacts directory, fenced in its lease store) must say
+    ``freeze``. Any other decision is refused; no sheet at all is refused unless
+    ``without_replay`` (an operator's override, recorded in the row's commit message).
+    Expiry defaults to the policy's ``max_days`` from today (never past the sheet's
+    ``expires_at``); reruns to its ``min_reruns``. Raises CommitRefused or UsageError.
+    """
+    relation = review.catalog.get(relation_id) if review.catalog else None
+    result = review.results.get(relation_id)
+    if relation is None:
+        raise UsageError(f"no relation {relation_id!r} in the catalog")
+    if not relation.freeze.allowed:
+        raise CommitRefused(f"{relation_id} does not allow freezing (its catalog entry has no freeze policy)")
+    if result is None:
+        raise UsageError(f"{relation_id} has not run yet: run it first")
+    if result.outcome != "missed":
+        raise UsageError(f"{relation_id} {result.outcome}: there is no miss to freeze")
+    policy = relation.freeze
+    carried = _replay_freeze_fields(review, relation_id, without_replay)
+    default_expiry = review.today + dt.timedelta(days=policy.max_days)
+    if carried.get("expires_at"):
+        default_expiry = min(default_expiry, dt.date.fromisoformat(carried["expires_at"]))
+    expires = expires or default_expiry
+    who = git_identity(review)
+    return {"relation_id": relation_id, "expires": expires.isoformat(),
+            "reruns": max(policy.min_reruns, 1), "pass_needed": max(policy.min_reruns, 1),
+            "reason": reason, "lease_id": carried.get("lease_id") or relation.lease_id or "",
+            "signature": carried.get("signature") or result.signature or "",
+            "test_id": carried.get("test_id") or relation_id,
+            "created_by": who.email or who.name, "created_at": review.today.isoformat(),
+            **({OVERRIDE: carried["override"]} if "override" in carried else {})}
+
+
+def _replay_freeze_fields(review: Review, relation_id: str, without_replay: bool) -> dict:
+    """The fields a §8 row-8 ``freeze`` decision carries ({} for an override without a sheet).
+
+    Raises CommitRefused when the replay decided anything but freeze (the table, not the
+    operator, says whether a miss may be frozen), or when there is no sheet and no override.
+    """
+    replayed = freeze_evidence(review, relation_id)
+    if replayed is None:
+        if without_replay:
+            return {"override": "no replay sheet: frozen without §8 row 8 evidence, by the operator's override"}
+        raise NoReplayEvidence(f"{relation_id} has no replay sheet for HEAD: replay it first (b, or relconsole "
+                            "replay) so the decision table can say freeze (§8 row 8); or override explicitly "
+                            "(--without-replay), which the commit message records")
+    decision = replayed.decision
+    if decision.decision != "freeze":
+        raise CommitRefused(f"{relation_id}: the replay decided {decision.decision} ({decision.reason}, "
+                            f"§8 row {decision.row}); only a freeze decision (row 8) can become a freeze row")
+    return dict(decision.fields)
+
+
+def freeze_evidence(review: Review, relation_id: str) -> Replayed | None:
+    """The relation's replay for HEAD: this review's, else its sheet in the default
+    artifacts directory. Either is decided again after fencing (§5) in the lease store it
+    names, so evidence whose lease generation moved on reads as row 2 (abort)."""
+    replayed = review.replays.get(relation_id)
+    if replayed is not None:
+        sheet, path = replayed.sheet, replayed.path
+    else:
+        path = default_artifacts(review) / f"{slug(relation_id)}{SHEET_SUFFIX}"
+        try:
+            sheet = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(sheet, dict) or sheet.get("head") != review.head_sha:
+            return None
+    fences = Fences(None, os.environ.get(ENV_URL) or None)
+    try:
+        return Replayed(sheet, decide_fenced(sheet, fences), path)
+    finally:
+        fences.close()
+
+
+def find_flag(review: Review, flag_id: str):
+    """The review flag whose id (``Review.flag_id``) is ``flag_id`` or starts with it (at least
+    ``acks.MIN_PREFIX`` characters). Raises UsageError for none, or a prefix two flags share."""
+    wanted = flag_id.strip().lower()
+    if len(wanted) < MIN_PREFIX:
+        raise UsageError(f"a flag id has at least {MIN_PREFIX} characters, not {flag_id!r} "
+                         "(relconsole flags lists them)")
+    found = {review.flag_id(f): f for f in review.flags if review.flag_id(f).startswith(wanted)}
+    if len(found) != 1:
+        raise UsageError(f"{'no' if not found else 'more than one'} review flag {flag_id!r} in "
+                         f"{review.merge_base[:10]}..{review.head_sha[:10]} (relconsole flags lists them)")
+    return next(iter(found.values()))
+
+
+def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
+    """Acknowledge one review flag (§9): one ``review:`` commit adding its fingerprint, who and
+    why to the acks file on the oracle branch. The flag then no longer rejects this review,
+    until its line changes.
+
+    Raises UsageError (no such flag, an empty reason), CommitRefused when the git identity is
+    an author of a commit under review (an agent's acknowledgement of its own flags counts for
+    nothing) or has none, BadInputError for a malformed acks file on the branch.
+    """
+    if not reason.strip():
+        raise UsageError("an acknowledgement needs a reason: what you checked in the flagged code")
+    flag = find_flag(review, flag_id)
+    me = git_identity(review)
+    if any(same_person(f"{me.name} <{me.email}>", name, email) for name, email in review.authors
+           or range_authors(review.root, review.merge_base, review.head_sha)):
+        raise CommitRefused(f"{me.name} <{me.email}> wrote a commit under review: an acknowledgement by the "
+                            "patch's own author counts for nothing (ask another reviewer)")
+    path = review.layout.acks
+    row = {"id": review.flag_id(flag), "flag": flag.name, "commit": flag.commit, "path": flag.path,
+           "line": flag.line, "text": flagged_line(review, flag), "by": f"{me.name} <{me.email}>",
+           "reason": reason.strip(), "date": review.today.isoformat()}
+    new = with_ack(_tip_view(review).read_text(path), row, path)
+    return _commit(review, "review", f"acknowledge {one_line(flag.name)} at {one_line(flag.where())}",
+                   [FileChange(path, new.encode("utf-8"))],
+                   f"Reason: {one_line(reason.strip())}\nFlag: {one_line(row['id'])}\n")
+
+
+def flagged_line(review: Review, flag) -> str:
+    """The text of the flagged line, as the flag's fingerprint reads it."""
+    reader = BlobReader(review.root)
+    try:
+        return flagged_text(reader, flag, review.head_sha)
+    finally:
+        reader.close()
+
+
+def commit_freeze(review: Review, row: dict) -> CommitResult:
+    """Write a proposed freeze row (replacing that relation's row): one ``freeze:`` commit.
+
+    Raises CommitRefused when the row breaks the relation's freeze policy (§6).
+    """
+    row = dict(row)
+    override = row.pop(OVERRIDE, "")
+    problem = check_new_row(row, review.catalog, review.today)
+    if problem:
+        raise CommitRefused(f"freeze for {row.get('relation_id')}: {problem}")
+    path = review.layout.freezes
+    old = _tip_view(review).read_text(path)
+    try:
+        new = textedit.upsert_freeze_row(old, row, path)
+    except BadInputError:
+        raise
+    return _commit(review, "freeze", f"freeze {one_line(row['relation_id'])} until {one_line(row['expires'])}",
+                   [FileChange(path, new.encode())],
+                   f"Reason: {one_line(row['reason'])}\nSignature: {one_line(row['signature'])}\n"
+                   + (f"Override: {one_line(override)}\n" if override else ""))

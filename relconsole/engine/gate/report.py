@@ -1,0 +1,92 @@
+"""The ``run --json`` payload, shared by ``relconsole run --json`` and the pytest plugin.
+
+Both front ends write the same document for the same review, so a CI job can switch
+between them without changing what parses the result (SPEC §7 ``run``, §8, §11 twins).
+
+Shape (every key always present)::
+
+    {"decision": "pass|freeze|hold|reject|abort",   # §8 word of the PR (or of the run asked for)
+     "reason": str, "row": int | None,              # reason code and §8 table row, if any
+     "relation_id": str | None, "detail": str,      # the relation that decided it, and why
+     "relations": [RelationResult.to_json() | {"identity": str | None,
+                                               "identity_changed": bool,
+                                               "bites": bool | None,       # from `relconsole bite`
+                                               "bite": {"verdict": "bites|bites by crash only|does not bite",
+                                                        "caught": int, "crashed": int, "total": int} | None},
+                   ...],
+     "gaps": [touched path no owner pattern matches, ...]}   # §3 coverage gaps
+
+``bites`` (kept for compatibility) is True only when the relation's comparison caught a
+mutant; ``bite`` is the cached verdict word and counts as ``relconsole bite`` last printed
+them for HEAD's files (null when not known).
+
+``RelationResult.to_json()`` (engine.runner) gives ``relation_id``, ``outcome``
+(``held|missed|blocked``), ``decision``, ``reason``, ``row``, ``summary``, ``first_run``,
+``reruns`` (one record per rerun, §6), ``freeze`` (the governing row plus its ``state``)
+and ``signature``.
+"""
+
+from __future__ import annotations
+
+from relconsole.engine.gate.bite import cached_verdict
+from relconsole.engine.decision import Decision
+from relconsole.engine.oracle.freezes import counted_verdict  # noqa: F401 (the plugin's import)
+from relconsole.engine.gate.review import Review
+from relconsole.engine.relations.runner import RelationResult
+
+
+def decision_fields(decision: Decision) -> dict:
+    """The top-level decision keys of the payload."""
+    return {"decision": decision.decision, "reason": decision.reason, "row": decision.row,
+            "relation_id": decision.relation_id, "detail": decision.detail}
+
+
+def run_payload(review: Review, results: list[RelationResult], decision: Decision) -> dict:
+    """The ``run --json`` document for ``results`` of ``review`` under ``decision``.
+
+    ``decision`` is the caller's: the review's own (touched relations, ``Review.decision``)
+    or the worst of the results when the caller chose the relations (``--all``).
+    """
+    relations = []
+    for r in results:
+        bite = cached_verdict(review, r.relation_id)
+        relations.append(r.to_json() | {"identity": review.identities.get(r.relation_id),
+                                        "identity_changed": r.relation_id in review.changed_identity,
+                                        "bites": bite.bites if bite else None,
+                                        "bite": bite.to_json() if bite else None})
+    return decision_fields(decision) | {"relations": relations,
+                                        "gaps": [b.path for b in review.gaps()]}
+
+
+def replay_payload(outcome) -> dict:
+    """The ``replay --json`` document: the PR-level decision of this replay, the lease it
+    ran under, and per relation the sheet path, the §8 row that fired and the run counts."""
+    relations = []
+    for rid, sheet in outcome.sheets.items():
+        decision = outcome.decisions[rid]
+        relations.append(decision_fields(decision) | {
+            "sheet": str(outcome.paths.get(rid, "")), "property_result": sheet["property_result"],
+            "runs": sheet["runs"], "signature": sheet["signature"],
+            "base_signature": sheet["base_signature"], "fields": decision.fields})
+    lease = outcome.lease.to_json() if outcome.lease else None
+    return decision_fields(outcome.overall()) | {"artifacts": str(outcome.artifacts), "lease": lease,
+                                                 "relations": relations}
+
+
+def replay_lines(outcome) -> list[str]:
+    """One line per replayed relation (row, decision, HEAD and base misses), then the PR line."""
+    lines = []
+    for rid, sheet in outcome.sheets.items():
+        decision, runs = outcome.decisions[rid], sheet["runs"]
+        lines.append(f"{rid}: row {decision.row} {decision.decision.upper()} ({decision.reason})  "
+                     f"HEAD missed {runs['head']['misses']}/{runs['head']['runs']}, "
+                     f"base {runs['base']['misses']}/{runs['base']['runs']}  {outcome.paths.get(rid, '')}")
+    overall = outcome.overall()
+    lines.append(f"decision: {overall.decision}  ({overall.reason})  sheets in {outcome.artifacts}")
+    return lines
+
+
+def record_decisions(git_dir, decisions: list[Decision]) -> bool:
+    """Append decisions to the gate-health history (never fails the caller)."""
+    from relconsole.engine.gate import gatehealth
+    return gatehealth.append(git_dir, decisions)

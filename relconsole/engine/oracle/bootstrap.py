@@ -1,0 +1,255 @@
+"""``relconsole init``: the first commit of an oracle in an existing repository (SPEC §9 ``oracle: init``).
+
+It writes, in one commit on the base branch (a temporary index: the user's work is left
+alone): the catalog with an owners map read from the repository's layout (tests, docs and
+prose exempt; each package listed as a commented-out gap to fill), one lease per corpus
+(a copy of the committed corpus in the protected tree, ``oracle/data/``, pinned by the sha256 of
+its blob, the git identity as owner, expiring after the policy's maximum), empty freezes and pins, and, with ``--subject``, one drafted candidate per subject
+in quarantine, drafted from the function's signature read as text (the code is never run):
+a roundtrip where the module pairs the function with an inverse (``dumps``/``loads``,
+``encode``/``decode`` ...), a permutation for a function of one argument. Candidates are
+drafted and validated, never accepted: a person accepts them (§10).
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import yaml
+
+from relconsole.engine.repo import gitio
+from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.repo.config import Layout, layout_from_pyproject
+from relconsole.engine.errors import UsageError
+from relconsole.engine.literal import one_line
+from relconsole.engine.oracle.leases import header_fields
+
+EXEMPT = ("tests/**", "test/**", "docs/**", "doc/**", "*.md", "*.rst", "*.txt", ".github/**", "LICENSE*",
+          ".gitignore", "pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "conftest.py",
+          ".editorconfig", ".readthedocs.yaml", ".readthedocs.yml", ".pre-commit-config.yaml",
+          ".devcontainer/**", "MANIFEST.in", "CHANGES*", ".coveragerc", ".flake8")
+INVERSES = {"dumps": "loads", "dump": "load", "encode": "decode", "serialize": "deserialize",
+            "to_json": "from_json", "format": "parse", "render": "parse", "pack": "unpack",
+            "compress": "decompress", "encrypt": "decrypt", "quote": "unquote", "escape": "unescape"}
+DRAFTER = "relconsole init (from the signature, never run)"
+SCHEMAS_DIR = "schemas"  # beside the catalog: copies of the shipped JSON Schemas, for editors
+
+
+def schema_copies(oracle_dir: str) -> dict[str, bytes]:
+    """Repository path -> bytes of a copy of each shipped JSON Schema (``relconsole.schemas``),
+    in ``<oracle_dir>/schemas/``: what the ``# yaml-language-server`` lines point at, so an
+    editor finds the schema offline, with no setting, at the version that wrote the oracle."""
+    from relconsole import schemas
+    folder = posixpath.join(oracle_dir, SCHEMAS_DIR)
+    return {posixpath.join(folder, schemas.file_name(name)): schemas.text(name).encode("utf-8")
+            for name in schemas.NAMES}
+
+
+def modeline(path: str, name: str, oracle_dir: str) -> str:
+    """The first line for the YAML file at repository path ``path`` that ``name``'s schema
+    describes: ``# yaml-language-server: $schema=<relative path to the copy>`` and a newline
+    (yaml-language-server resolves a relative path from the file's folder)."""
+    from relconsole import schemas
+    target = posixpath.join(oracle_dir, SCHEMAS_DIR, schemas.file_name(name))
+    return f"# yaml-language-server: $schema={posixpath.relpath(target, posixpath.dirname(path) or '.')}\n"
+
+
+@dataclass
+class InitResult:
+    """What ``init`` committed: the commit, and one line per thing written, for the user."""
+
+    commit: CommitResult
+    lines: list[str]
+
+
+def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[str],
+                subjects: list[str]) -> InitResult:
+    """Write the oracle's first commit on ``base_ref`` (default: the checked-out branch).
+
+    ``corpora``: repository paths of committed corpora (CSV with a header, or JSON lines),
+    one lease each; ``subjects``: ``module:function`` references to draft candidates for.
+    Raises UsageError when the base already has an oracle, a corpus is not committed on
+    the base, a subject is not found, or the base is not a local branch; CommitRefused
+    when there is no git identity.
+    """
+    repo = gitio.open_repo(repo_path)
+    branch = base_ref or gitio.current_branch(repo)
+    if not branch:
+        raise UsageError("HEAD is detached: name the branch the oracle goes on with --base")
+    tip = gitio.resolve(repo, branch)
+    view = gitio.TreeView(repo, tip)
+    layout = layout_from_pyproject(view.read_text("pyproject.toml"))
+    if view.read_text(layout.catalog) is not None:
+        raise UsageError(f"{branch} already has an oracle ({layout.catalog}): relconsole init writes the first one only")
+    owner = _identity(repo)
+    listing = gitio.run_git(repo.working_tree_dir, "ls-tree", "-r", "-z", "--name-only", tip).stdout
+    files = {p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p}
+    leases = [_lease(view, files, path, owner, today, layout) for path in corpora]
+    drafted = [_candidate(view, files, ref, leases[0] if leases else None, today) for ref in subjects]
+    drafts = [d for d in drafted if "skipped" not in d]
+    for lease in leases:  # a drafted relation, once accepted, reads its lease: the lease allows it now
+        lease["allowed_relations"] = [d["id"] for d in drafts if d["input"]["lease"] == lease["id"]]
+    changes, lines = _oracle_files(layout, files, leases, drafts, branch)
+    lines[-1:-1] = [d["skipped"] for d in drafted if "skipped" in d]
+    message = f"the oracle of {one_line(PurePosixPath(repo.working_tree_dir).name)}"
+    commit = commit_changes(repo, branch, "init", message, changes,
+                            "Written by relconsole init: exempt paths, leases, empty freezes and pins"
+                            + (", drafted candidates in quarantine (not accepted)." if drafts else "."),
+                            layout=layout)
+    return InitResult(commit, lines)
+
+
+def _identity(repo) -> str:
+    """The email git would author a commit with (the lease owner)."""
+    ident = gitio.author_ident(repo.working_tree_dir)
+    if ident is None or not ident[1]:
+        raise UsageError("no git identity: set user.name and user.email (the lease owner is you)")
+    return ident[1]
+
+
+def _lease(view, files: set[str], path: str, owner: str, today: dt.date, layout: Layout) -> dict:
+    path = PurePosixPath(path).as_posix().removeprefix("./")
+    if path not in files:
+        raise UsageError(f"{path}: not a committed file on the base: commit the corpus first (a lease pins "
+                         "the committed blob)")
+    data = view.read_bytes(path)
+    lease_id = re.sub(r"[^A-Za-z0-9_.-]", "_", PurePosixPath(path).name.split(".", 1)[0]) or "corpus"
+    oracle = layout.catalog.split("/", 1)[0]
+    pinned = path if path.startswith(oracle + "/") else f"{oracle}/data/{PurePosixPath(path).name}"
+    return {"id": lease_id, "path": pinned, "sha256": hashlib.sha256(data).hexdigest(),
+            "expires": (today + dt.timedelta(days=layout.renew_max_days)).isoformat(), "owner": owner,
+            "allowed_relations": [], "columns": _columns(path, data), "from": path, "data": data}
+
+
+def _columns(path: str, data: bytes) -> list[str]:
+    """The corpus's field names: a CSV header, or the keys of a JSON-lines file's first row."""
+    import gzip
+    if path.endswith(".gz"):
+        data = gzip.decompress(data)
+    text = data.decode("utf-8", "replace")
+    return header_fields(path, next((line for line in text.splitlines() if line.strip()), ""))
+
+
+def _module_file(files: set[str], module: str) -> str | None:
+    name = module.replace(".", "/")
+    return next((p for root in ("src/", "") for p in (f"{root}{name}.py", f"{root}{name}/__init__.py")
+                 if p in files), None)
+
+
+def _candidate(view, files: set[str], ref: str, lease: dict | None, today: dt.date) -> dict:
+    """One drafted candidate for ``module:function`` from its signature (parsed, never run)."""
+    module, _, name = ref.partition(":")
+    path = _module_file(files, module) if module and name else None
+    if path is None:
+        raise UsageError(f"{ref}: expected module:function naming a module of this repository")
+    tree = ast.parse(view.read_text(path) or "")
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if name not in defs:
+        raise UsageError(f"{ref}: no function {name!r} defined in {path}")
+    if lease is None:
+        raise UsageError(f"{ref}: a drafted candidate reads a corpus: give one with --corpus")
+    columns = ", ".join(lease["columns"][:6]) or "its rows"
+    inverse = INVERSES.get(name) or next((k for k, v in INVERSES.items() if v == name), None)
+    base = {"compare": "canon", "subject": ref, "input": {"lease": lease["id"]},
+            "drafted_by": DRAFTER, "drafted_at": f"{today.isoformat()}T00:00:00Z",
+            "source": f"relconsole init --subject {ref}", "owner": lease["owner"]}
+    if inverse in defs and name in INVERSES:
+        return {"id": f"{module}.{name}_roundtrip", "transform": "roundtrip", **base,
+                "inverse": f"{module}:{inverse}",
+                "must_not": f"assert a literal output of {name} in a test",
+                "statement": f"{inverse}({name}(rows)) gives back every row of {lease['id']} ({columns}) exactly."}
+    first = (defs[name].args.posonlyargs + defs[name].args.args)[:1]
+    hint = ast.unparse(first[0].annotation) if first and first[0].annotation is not None else ""
+    if hint and not re.search(r"\b(list|List|Sequence|Iterable|Collection|rows)\b", hint):
+        return {"skipped": f"no candidate for {ref}: it takes {hint}, not rows of the corpus; draft one with "
+                           "relconsole propose"}
+    return {"id": f"{module}.{name}_order", "transform": "permute", **base, "params": {"shuffles": 4},
+            "must_not": f"assert a literal output of {name} in a test",
+            "statement": f"Shuffling the rows of {lease['id']} ({columns}) leaves the output of {name} unchanged."}
+
+
+def _packages(files: set[str]) -> list[str]:
+    """Top-level packages and modules, at the root or under src/ (tests, docs and setup files aside)."""
+    found = set()
+    for path in files:
+        if any(PurePosixPath(path).match(p) or path.startswith(p.removesuffix("**")) for p in EXEMPT if "/" in p):
+            continue
+        parts = PurePosixPath(path).parts
+        rest = parts[1:] if parts[0] == "src" else parts
+        if len(rest) == 2 and rest[1] == "__init__.py":
+            found.add("/".join(parts[:-1]) + "/**")
+        elif len(rest) == 1 and rest[0].endswith(".py") and rest[0] not in ("setup.py", "conftest.py", "noxfile.py"):
+            found.add(path)
+    return sorted(found)
+
+
+def _others(files: set[str], layout: Layout) -> list[str]:
+    """Top-level paths that are neither exempt, nor a package or module, nor the oracle (a
+    lock file, a script folder, .gitattributes): listed so the reviewer decides, never silent."""
+    packages = _packages(files)
+    oracle = layout.catalog.split("/", 1)[0]
+    found = set()
+    for path in files:
+        if _matches_any(path, EXEMPT) or _matches_any(path, packages):
+            continue
+        top, _, rest = path.partition("/")
+        if top in (oracle, "src"):
+            continue
+        found.add(f"{top}/**" if rest else top)
+    return sorted(found)
+
+
+def _matches_any(path: str, patterns) -> bool:
+    return any(PurePosixPath(path).match(p) or (p.endswith("/**") and path.startswith(p[:-2])) for p in patterns)
+
+
+def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: list[dict],
+                  branch: str) -> tuple[list[FileChange], list[str]]:
+    exempt = [p for p in EXEMPT if any(PurePosixPath(f).match(p) or f.startswith(p.removesuffix("**"))
+                                       for f in files)]
+    owners = "".join(f'  "{p}": []\n' for p in exempt)
+    gaps = "".join(f'  # "{p}": [ ]   # the relations that guard it; until then a coverage gap\n' for p in _packages(files))
+    others = _others(files, layout)
+    gaps += "".join(f'  # "{p}": [ ]   # not code relconsole knows: exempt it ([]) or name the relations that '
+                    'guard it; until then a coverage gap\n' for p in others)
+    oracle_dir = posixpath.dirname(layout.catalog)
+    catalog = (modeline(layout.catalog, "catalog", oracle_dir) +
+               "# The oracle: relations a patch must keep (SPEC §3), written by relconsole init.\n"
+               "# Accept drafted candidates from oracle/quarantine/ (relconsole review), then name them below.\n"
+               # with nothing exempt every entry is a comment, and a bare `owners:` would be null
+               f"owners:{'' if owners else ' {}   # nothing exempt yet: delete the {} when you uncomment an entry'}\n"
+               f"{owners}{gaps}relations: []\n")
+    changes = [FileChange(layout.catalog, catalog.encode()), FileChange(layout.freezes, b"[]\n"),
+               FileChange(layout.pins, b"{}\n")]
+    changes += [FileChange(path, data) for path, data in schema_copies(oracle_dir).items()]
+    lines = [f"{layout.catalog}: {len(exempt)} exempt patterns, {len(_packages(files))} packages and modules "
+             f"and {len(others)} other top-level paths left as gaps (commented out in owners)",
+             f"{posixpath.join(oracle_dir, SCHEMAS_DIR)}/: the JSON Schemas an editor checks these files with "
+             "(README: Editors)"]
+    for lease in leases:
+        manifest = {k: v for k, v in lease.items() if k not in ("columns", "from", "data")}
+        path = f"{layout.leases_dir}/{lease['id']}.yaml"
+        changes.append(FileChange(path, (modeline(path, "lease", oracle_dir)
+                                         + yaml.safe_dump(manifest, sort_keys=False)).encode()))
+        if lease["path"] != lease["from"]:  # a corpus the oracle owns: a copy in the protected tree
+            changes.append(FileChange(lease["path"], lease["data"]))
+        lines.append(f"{path}: lease on {lease['path']}" + (f" (a copy of {lease['from']})" if lease["path"] != lease["from"]
+                                                             else "") + f", sha256 {lease['sha256'][:12]}, expires {lease['expires']}")
+    for draft in drafts:
+        path = f"{layout.quarantine_dir}/{draft['id']}.yaml"
+        changes.append(FileChange(path, (modeline(path, "candidate", oracle_dir)
+                                         + yaml.safe_dump(draft, sort_keys=False, allow_unicode=True)).encode()))
+        lines.append(f"{path}: drafted {draft['transform']} candidate for {draft['subject']} (not accepted)")
+    if not drafts:
+        changes.append(FileChange(f"{layout.quarantine_dir}/.gitkeep", b""))
+    step = ("relconsole review: confirm (o) and accept (a) the drafted candidates" if drafts else
+            "relconsole propose --drafter CMD to draft relations (README: Adopt it in your repository; "
+            "no corpus? commit seeds first)")
+    lines.append(f"committed on {branch} as one oracle: init commit; next: {step}")
+    return changes, lines

@@ -1,0 +1,609 @@
+"""The judge: a worker process that evaluates relations on one materialised tree (SPEC §7).
+
+Run as ``python -P -m relconsole.engine.relations.worker`` from a scratch folder. It reads one JSON
+request per line on stdin: ``{"root", "import_paths", "relation", "input": {"kind":
+"lease"|"seeds", "path"}, "seed", "clock", "protected", "sandbox", "timeout"}``, and answers
+each with one JSON line: ``{"held", "source", "followup", "differing", "note", "vacuous",
+...}`` or ``{"error": {"type", "message", "where", "files"}, ...}`` or ``{"blocked": why,
+...}``, every reply also carrying ``run``: ``{"sandbox", "hashseed", "clock", "order",
+"imported"}`` and, when the input could be read, ``inputs`` (``relations.describe_inputs``).
+
+No code from the reviewed tree runs here. Subject calls go to a fork server
+(``engine.subject``) as data and come back as data; only the base oracle's data adapters
+(``merge``) are imported here, from the tree's protected files and nothing else of it. A
+worker keeps each corpus it has read and one fork server per input file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import io
+import json
+import os
+import random
+import sys
+import traceback
+
+from relconsole.engine.relations.subject.harness import Unencodable, encode, read_corpus, read_seeds  # noqa: F401 (read_corpus: API)
+from relconsole.engine.literal import counted
+
+_prctl_done = False
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this worker when the process that started it dies (Linux ``PR_SET_PDEATHSIG``),
+    and make it undumpable (``PR_SET_DUMPABLE`` 0): a subject without CAP_SYS_PTRACE cannot
+    read its memory or open its descriptors through /proc."""
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(4, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def subject_seed(run_seed: int) -> int:
+    """The seed of the subject's own ``random`` module in every call of a run: derived from
+    the run seed (so a recorded run replays), never equal to the judge's draws from it."""
+    return random.Random(f"subject {run_seed}").getrandbits(32)
+
+
+class OracleFinder:
+    """Imports the oracle's own top-level packages from the tree root, and only those whose
+    files are protected (the base's overlay): the judge never imports the patch's code."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.names: set[str] = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in self.names:
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, [self.root])
+
+
+def _top_entry(root: str, name: str) -> str | None:
+    """The tree-relative file or folder a top-level module name resolves to, or None."""
+    for candidate in (name, f"{name}.py"):
+        if os.path.lexists(os.path.join(root, candidate)):
+            return candidate
+    return None
+
+
+class AdapterRefused(Exception):
+    """An adapter the relation names is not among the oracle's protected files."""
+
+
+def oracle_roots(relation: dict, root: str, patterns: list[str]) -> list[str]:
+    """Top-level names of the adapters ``relation`` names (merge, transform, canon), each
+    checked to resolve to a protected path of the tree. Raises AdapterRefused."""
+    from relconsole.engine.repo.owners import protected
+
+    names = []
+    for role in ("merge", "transform", "canon"):
+        ref = relation.get(role)
+        if not ref:
+            continue
+        top = str(ref).split(":", 1)[0].split(".", 1)[0]
+        entry = _top_entry(root, top)
+        probe = f"{entry}/__init__.py" if entry and not entry.endswith(".py") else entry
+        if entry is None or os.path.islink(os.path.join(root, entry)) or not protected(patterns, probe):
+            raise AdapterRefused(f"the {role} adapter {ref} is not in the oracle's protected files: "
+                                 "adapters come from the base branch's oracle, never from the patch")
+        names.append(top)
+    return sorted(set(names))
+
+
+class ServerCalls:
+    """The relations' ``Calls`` over one fork server: each call a fresh child, in an order
+    drawn from ``rng``, the run's common fields (subject, seed, adapters and the top-level
+    names they may be imported from, ``oracle_roots``) added."""
+
+    def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
+                 seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = (),
+                 second=None, decoy: str | None = None, input_index: int = 0):
+        self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
+        self.second, self.decoy, self.input_index = second, decoy, input_index
+        self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
+        self.oracle_roots = list(oracle_roots)
+
+    def _spec(self, call: dict) -> dict:
+        rel = self.relation
+        # each call its own random seed (drawn from the run's): calls agreeing only because
+        # they drew the same "random" numbers would hide a subject that is not deterministic
+        seed = call["seed"] if "seed" in call else self.log["subject_seed"] ^ self.rng.getrandbits(32)
+        spec = {"subject": rel["subject"], "seed": seed,
+                "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon"),
+                "oracle_roots": self.oracle_roots}
+        spec.update(call)
+        spec["ops"] = self.prefix + list(call.get("ops", []))
+        if self.seed_row is not None:
+            spec["seed_row"] = self.seed_row
+        return spec
+
+    def raw(self, call: dict, key: str = "call", expect=None, server=None) -> dict:
+        """The child's result mapping for ``call``; ``expect`` (a callable giving the wire
+        bytes the output should be) lets a result written exactly so skip decoding."""
+        import time
+
+        from relconsole.engine.relations.kinds import Kept, SubjectFailed
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
+        result = (server or self.server).call(self._spec(call), left, expect)
+        self.log["order"].append(key)
+        if result.status != "ok":
+            kind = {"timeout": "timeout", "died": "subject died", "over_cap": "output over the cap",
+                    "garbage": "undecodable output"}[result.status]
+            raise SubjectFailed({"type": kind, "message": result.detail, "where": ""})
+        body = {"kept": Kept(**result.kept), **result.body} if result.kept is not None else result.body
+        self.log["imported"].update(str(p) for p in body.get("imported") or [] if isinstance(p, str))
+        if "unencodable" in body:
+            name = str(body["unencodable"])[:200]
+            raise SubjectFailed({"type": "not comparable", "message": f"declare how to compare {name}",
+                                 "where": ""}, blocked=f"declare how to compare {name} (a canon: adapter "
+                                                       "in the catalog maps it to data)")
+        if "raised" in body and not isinstance(body["raised"], dict):
+            raise SubjectFailed({"type": "undecodable output", "message": "an exception that is not one", "where": ""})
+        if "history" in body:
+            raise SubjectFailed({"type": "state across calls", "message": str(body["history"])[:500], "where": ""})
+        return body
+
+    def _elsewhere(self, calls: dict[str, dict], keys: list[str], repeated: str | None) -> str | None:
+        """The one call of a run (drawn, in the first batch of two calls or more) that runs in
+        the second server, under another PYTHONHASHSEED: an output that follows the process's
+        string hashing (a sum over a set of text) agrees within one server and nowhere else.
+        Never a call that keeps an output for the next or reads one kept (both need one server)."""
+        if self.second is None or self.log.get("elsewhere") is not None or len(keys) < 2:
+            return None
+        movable = [k for k in keys if k != repeated and not calls[k].get("keep")
+                   and not any(op[:1] == ["kept"] for op in calls[k].get("ops", []))]
+        if not movable:
+            return None
+        chosen = random.Random(f"second {self.log['subject_seed']}").choice(sorted(movable))
+        self.log["elsewhere"] = chosen
+        return chosen
+
+    def _same_elsewhere(self, spec: dict, first) -> None:
+        """The repeated call's first answer (on ``quarter`` of its input, see ``harness.build_input``)
+        against a first call on that input in the second server, under another PYTHONHASHSEED
+        and the same clock and random seed, compared under the relation's own compare, a list's
+        order included unless the relation says ``order_free``: an output
+        that follows the process's string hashing (a list made from a set of text, a ``hash()``
+        in it) differs, though every relation compares its lists as bags. Raises SubjectFailed
+        for a difference. Nothing to check without a second server, without a first answer, or
+        for a call on an output only its own server keeps."""
+        from relconsole.engine.relations.canon import NotComparable
+        from relconsole.engine.relations.kinds import Check, SubjectFailed
+        if self.second is None or not isinstance(first, list) or len(first) != 2 or spec.get("keep") \
+                or any(op[:1] == ["kept"] for op in spec.get("ops", [])):
+            return
+        call = {k: v for k, v in spec.items() if k not in ("repeat", "decoy")}
+        call["ops"] = list(spec.get("ops", [])) + [["quarter"]]
+        other = self.raw(call, "same input, other hash seed", server=self.second)
+        mine = ("raised", first[1]) if first[0] == "raised" else ("ok", first[1])
+        theirs = ("raised", (other.get("raised") or {}).get("type")) if "raised" in other else ("ok", other.get("ok"))
+        try:
+            same = mine[0] == theirs[0] and (Check(self.relation).outcome(mine[1], theirs[1]).held
+                                             if mine[0] == "ok" else mine[1] == theirs[1])
+        except (NotComparable, TypeError, ValueError, RecursionError):
+            same = False
+        if not same:
+            raise SubjectFailed({"type": "depends on the process", "where": "", "message": (
+                "the same input gave another answer in a process with another string-hash seed "
+                "(PYTHONHASHSEED): the output follows the process's hashing (a list made from a set "
+                "of text, a hash() in it), so it changes from run to run in production")})
+
+    def run(self, calls: dict[str, dict]) -> dict:
+        """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
+        ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte; one
+        made with ``keep`` gives a ``relations.Kept`` when the server kept its output."""
+        from relconsole.engine.relations.kinds import WRITTEN_ALIKE, Kept, SubjectFailed
+        keys = list(calls)
+        self.rng.shuffle(keys)
+        # one call of each input of a run (a corpus, or every seed: a seed that cannot show state,
+        # percent 0, must not be the only one), drawn, runs as its process's third call (drawn
+        # from a stream of its own: the order stream's draws, one per call, stay as they were)
+        done = self.log.setdefault("repeated", set())
+        repeated = None if self.input_index in done or not keys or not self.log.get("repeat") \
+            else random.Random(f"repeat {self.log['subject_seed']} {self.input_index}").choice(keys)
+        done.add(self.input_index)
+        elsewhere = self._elsewhere(calls, keys, repeated)
+        out = {}
+        for key in keys:
+            spec = dict(calls[key], repeat=2) if key == repeated else dict(calls[key])
+            if key == repeated and self.decoy is not None:
+                spec["decoy"] = self.decoy
+            expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
+            if key == repeated:  # drawn here, where raw() would draw it: the other server's call shares it
+                spec["seed"] = self.log["subject_seed"] ^ self.rng.getrandbits(32)
+            body = self.raw(spec, key, expect, self.second if key == elsewhere else None)
+            if key == repeated:
+                self._same_elsewhere(spec, body.get("first"))
+            if "raised" in body:
+                raised = body["raised"]
+                raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
+            kept = body.get("kept")
+            out[key] = kept if isinstance(kept, Kept) else WRITTEN_ALIKE if body.get("same") else body["ok"]
+        return out
+
+
+def other_seed(seeds: list, index: int, seed: int) -> str | None:
+    """Wire text of a seed other than ``seeds[index]``, drawn from the run seed, for the
+    repeated call to make first: a memo whose key leaves out part of a seed (a salt, a size)
+    answers the judged seed with that one's answer. None with a single seed or none that can
+    be encoded."""
+    others = [i for i in range(len(seeds)) if i != index]
+    if not others:
+        return None
+    try:
+        return encode(seeds[random.Random(f"decoy {seed} {index}").choice(others)]).decode("utf-8")
+    except (ValueError, TypeError, OverflowError, RecursionError, Unencodable):
+        return None
+
+
+def _encoding_of(value):
+    """A callable giving ``value``'s wire bytes (or None when it has none), encoded on a
+    thread while the call runs: the judge only waits on the child meanwhile."""
+    import threading
+    box: list = []
+
+    def work() -> None:
+        try:
+            box.append(encode(value))
+        except (ValueError, TypeError, OverflowError, RecursionError, Unencodable):
+            box.append(None)
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        return box[0] if box else None
+    return result
+
+
+
+class Server:
+    """Answers requests for one tree; keeps the corpora it has read and a fork server per input."""
+
+    def __init__(self):
+        self.root: str | None = None
+        self.corpora: dict[str, list] = {}
+        self.wire_corpora: dict[str, bytes | None] = {}  # each corpus's rows as marshal bytes, for the servers
+        self.servers: dict[tuple, object] = {}
+        self.spares: dict[tuple, object] = {}  # a booted server for the next rerun of that input
+        self.finder: OracleFinder | None = None
+
+    def enter(self, request: dict) -> None:
+        if self.root is None:
+            self.root = request["root"]
+            self.finder = OracleFinder(self.root)
+            sys.meta_path.insert(0, self.finder)
+        elif request["root"] != self.root:
+            raise RuntimeError(f"this worker serves {self.root}, not {request['root']}")
+
+    def inputs(self, source: dict) -> list:
+        if source["path"] not in self.corpora:
+            rows = read_corpus(source["path"]) if source["kind"] == "lease" else read_seeds(source["path"])
+            self.corpora[source["path"]] = rows
+        rows = self.corpora[source["path"]]
+        return [rows] if source["kind"] == "lease" else rows
+
+    @staticmethod
+    def _server_key(request: dict) -> tuple:
+        source = request["input"]
+        return (source["kind"], source["path"], request.get("clock"), bool(request.get("clock_day")),
+                request.get("clock_today"), request.get("sandbox", "auto"),
+                request.get("hashseed"), request.get("checkout"),
+                tuple(sorted((request.get("env") or {}).items())), tuple(request["import_paths"]))
+
+    def _new_server(self, request: dict, hashseed: int | None = None, beside=None):
+        """A fork server for the request's input; ``beside``: a first server whose clock instant
+        this one stands at (a run's second server)."""
+        from relconsole.engine.relations.subject.server import ForkServer
+        source = request["input"]
+        checkout = f"/src/{request['checkout']}" if request.get("checkout") else None
+        clock = {"clock": beside.instant} if beside is not None else {
+            "clock": request.get("clock"), "clock_day": bool(request.get("clock_day")),
+            "clock_today": request.get("clock_today")}
+        server = ForkServer(self.root, request["import_paths"], source["kind"], source["path"], **clock,
+                            sandbox=request.get("sandbox", "auto"), hashseed=hashseed,
+                            checkout=checkout, extra_env=request.get("env") or {}, input_given=True,
+                            readonly=request.get("readonly") or [])
+        if source["path"] in self.wire_corpora:
+            server.give_input(self.wire_corpora[source["path"]])
+        return server
+
+    def feed(self, source: dict, servers) -> None:
+        """Send each server that waits for it the corpus as this judge read it (its rows in
+        marshal bytes: a server loads them in a fifth of a CSV parse, so a run's second
+        server and a rerun's own cost little more than their interpreters); a corpus marshal
+        cannot write is read by each server from the file."""
+        if source["kind"] != "lease":
+            return
+        path = source["path"]
+        if path not in self.wire_corpora:
+            import marshal
+            try:
+                self.wire_corpora[path] = marshal.dumps(self.corpora[path])
+            except ValueError:
+                self.wire_corpora[path] = None
+        for server in servers:
+            if server is not None:
+                server.give_input(self.wire_corpora[path])
+
+    def fork_server(self, request: dict):
+        """The fork server for the request's input: the worker's own, kept across requests,
+        or with ``fresh_server`` (a rerun, a run of its own) a new one with its own hash seed:
+        the spare booted for it if there is one, closed by the caller after the request."""
+        key = self._server_key(request)
+        if request.get("fresh_server"):
+            server = self.spares.pop(key, None)
+            return server if server is not None and server.proc.poll() is None else self._new_server(request)
+        server = self.servers.get(key)
+        if server is None or server.proc.poll() is not None:
+            server = self.servers[key] = self._new_server(request, request.get("hashseed"))
+        return server
+
+    def _second_key(self, request: dict, first) -> tuple:
+        return (*self._server_key(request), "second", first.hashseed)
+
+    def second_server(self, request: dict, first):
+        """The run's second fork server for the request's input: another PYTHONHASHSEED (derived
+        from ``first``'s, so a replayed seed replays both), the same clock instant. Kept beside
+        the first (a fresh one beside a fresh first, closed with it)."""
+        key = self._second_key(request, first)
+        server = self.servers.get(key)
+        if server is None or server.proc.poll() is not None:
+            from relconsole.engine.relations.subject.server import other_hashseed
+            server = self.servers[key] = self._new_server(request, other_hashseed(first.hashseed), beside=first)
+        return server
+
+    def boot_spare(self, request: dict, server) -> None:
+        """With ``spare`` (reruns of this input follow): once ``server`` has started, boot a
+        new server for the next ``fresh_server`` request, while this request's calls run."""
+        key = self._server_key(request)
+        if request.get("spare") and key not in self.spares:
+            server.ready()
+            self.spares[key] = self._new_server(request)
+
+    def merge_adapter(self, relation: dict):
+        ref = relation.get("merge")
+        if not ref:
+            return None
+        module_name, _, attr = str(ref).partition(":")
+        self.finder.names.add(module_name.split(".", 1)[0])
+        target = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+        return target
+
+    def classify(self, error: dict, request: dict) -> dict:
+        """The error as the record keeps it; a module neither in the tree nor installed is an
+        environment fault (abort, §7), not the patch's miss."""
+        error = dict(error, files=list(error.get("files") or []))
+        module = error.get("module")
+        if error.get("type") == "ModuleNotFoundError" and isinstance(module, str) and module:
+            top = module.split(".", 1)[0]
+            if not any(_top_entry(str(root), top) for root in request.get("import_paths") or [self.root]):
+                error.update(type="environment", message=(
+                    f"the subject imports {module!r}, which is neither in the tree nor installed here: "
+                    f"install the package that provides it (pip install {top}, or its distribution's name); "
+                    "an environment fault, not the patch's"))
+        return error
+
+    def tree_files(self, frames) -> list[str]:
+        """Tree-relative paths of the traceback's frames inside the tree, innermost last."""
+        root = os.path.realpath(self.root or ".")
+        out = []
+        for frame in frames:
+            path = os.path.realpath(frame.filename)
+            if path.startswith(root + os.sep):
+                out.append(os.path.relpath(path, root).replace(os.sep, "/"))
+        return out
+
+    def answer(self, request: dict) -> dict:
+        """One reply line's mapping for one request (see the module docstring)."""
+        import time
+
+        from relconsole.engine.relations.canon import NotComparable
+        from relconsole.engine.relations.kinds import SubjectFailed, describe_inputs, evaluate, scale_of
+        from relconsole.engine.relations.subject.server import ServerFault
+
+        seed = int(request.get("seed", 0))
+        # a second call only says "state" when the clock stands: under a real one, time moved
+        log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed), "repeat": bool(request.get("clock"))}
+        run = {"sandbox": None, "hashseed": None, "clock": None}
+        summary = None
+        relation = request["relation"]
+        fresh: list = []  # a rerun's own server, closed with its request
+        try:
+            self.enter(request)
+            request["oracle_roots"] = oracle_roots(relation, self.root, list(request.get("protected") or ["oracle/**"]))
+            server = self.fork_server(request)  # it reads the input while this process reads its own copy
+            second = None if request.get("imports_only") else self.second_server(request, server)
+            if request.get("fresh_server"):
+                fresh.append(server)
+                if second is not None:
+                    fresh.append(self.servers.pop(self._second_key(request, server)))
+            inputs = self.inputs(request["input"])
+            self.feed(request["input"], (server, second))
+            self.boot_spare(request, server)
+            corpus = request["input"]["kind"] == "lease"
+            summary = describe_inputs(relation, inputs, seed, corpus)
+            scale = scale_of(relation) if corpus else 0
+            labels = None
+            if scale:  # the corpus, then the corpus repeated: a path for large inputs is judged too
+                inputs = [inputs[0], inputs[0] * scale]
+                labels = ["", f"corpus repeated {counted(scale, 'time')}, {counted(len(inputs[1]), 'row')}"]
+            run.update(sandbox=server.sandbox, hashseed=server.hashseed, clock=server.clock,
+                       frozen_at=server.frozen_at)
+            if second is not None:
+                run["hashseed_second"] = second.hashseed
+            merge = self.merge_adapter(relation)
+            order_rng = random.Random(f"order {seed}")
+            deadline = time.monotonic() + float(request.get("timeout") or 120)
+
+            def calls_for(index: int) -> ServerCalls:
+                return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index,
+                                   prefix=[["scale", scale]] if corpus and index == 1 else None,
+                                   oracle_roots=request["oracle_roots"], second=second,
+                                   decoy=None if corpus else other_seed(inputs, index, seed), input_index=index)
+
+            if request.get("imports_only"):  # one source call, for the files it imports (§3)
+                try:
+                    calls_for(0).raw({"ops": [], "mode": "store" if relation["kind"] == "replay_ingest" else "call"},
+                                     "source")
+                except SubjectFailed:
+                    pass  # what it imported before it failed is kept all the same
+                reply = {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only"}
+            else:
+                outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
+                                   wire=lambda value: encode(value).decode("utf-8"), labels=labels)
+                reply = {"held": outcome.held and not outcome.vacuous,
+                         "source": trimmed(outcome.source, outcome.differing),
+                         "followup": trimmed(outcome.followup, outcome.differing),
+                         "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous,
+                         "compared": outcome.compared}
+        except SubjectFailed as exc:
+            reply = {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
+        except (AdapterRefused, NotComparable) as exc:
+            text = f"declare how to compare {exc.args[0]} (a canon: adapter in the catalog maps it to data)" \
+                if isinstance(exc, NotComparable) else str(exc)
+            reply = {"blocked": text}
+        except ServerFault as exc:
+            reply = {"error": {"type": "environment", "message": str(exc), "where": "", "files": []}}
+        except Exception as exc:  # the judge's own step on the oracle's data (a merge adapter that raised)
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
+                               "files": self.tree_files(frames)}}
+        for server in fresh:
+            server.close()
+        run.update(order=log["order"], imported=sorted(log["imported"]))
+        if log.get("elsewhere") is not None:
+            run["second_server_call"] = log["elsewhere"]
+        reply["run"] = run
+        if summary is not None:
+            reply["inputs"] = summary
+        return reply
+
+    def close(self) -> None:
+        for server in [*self.servers.values(), *self.spares.values()]:
+            server.close()
+
+
+REPLY_LIMIT = 1 << 20  # bytes of one canonical output sent back in full
+
+
+def trimmed(value, differing: list[str]):
+    """``value`` when its JSON is small; else only the entries at the disagreeing keys.
+
+    A roundtrip over a 336k-row corpus would otherwise send the whole corpus back twice.
+    """
+    text = json.dumps(value, default=repr)
+    if len(text) <= REPLY_LIMIT:
+        return value
+    kept = {"(trimmed)": f"{len(text)} bytes; showing the disagreeing keys only"}
+    for dotted in differing[:50]:
+        node = value
+        for part in dotted.split("."):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                node = "(not found)"
+                break
+        kept[dotted] = node
+    return kept
+
+
+def _warm_up() -> None:
+    """What every request needs, loaded before the first one arrives (a worker is started
+    while the review is still loading): the judge's modules and the sandbox probe."""
+    import relconsole.engine.relations.canon  # noqa: F401
+    import relconsole.engine.repo.owners  # noqa: F401
+    import relconsole.engine.relations.kinds  # noqa: F401
+    from relconsole.engine.relations.subject.server import bwrap_path, harness_pyc
+    bwrap_path()
+    harness_pyc()
+
+
+def main() -> int:
+    _die_with_parent()
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
+    _warm_up()
+    sys.dont_write_bytecode = True  # from here on imports come from trees: never a __pycache__ in one
+    server = Server()
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            reply = server.answer(json.loads(line))
+            replies.write(json.dumps(reply, default=repr) + "\n")
+            replies.flush()
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    _code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # nothing is left to save (servers closed, replies flushed); the interpreter's teardown of
+    # every module took a worker 30-60 ms, all of it on the judge's way to its report
+    os._exit(_code)
+
+
+def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths: list[str],
+                    protected: tuple[str, ...] = ("oracle/**",), sandbox: str = "auto", timeout: float = 120.0,
+                    clock: str | None = None):
+    """``relations.evaluate`` of ``relation`` on ``inputs`` given as values (not read from a
+    file), in this process as the judge, with the subject in a fork server on ``root``.
+
+    ``inputs`` as ``evaluate`` takes them (``[rows]`` or one value per seed), sent to each
+    call on the wire. Returns ``(Outcome, run)`` with ``run`` the sandbox, hash seed, call
+    order and imported files. Raises SubjectFailed, AdapterRefused, ServerFault and what
+    the judge's own steps raise.
+    """
+    import time
+
+    from relconsole.engine.relations.kinds import evaluate
+    from relconsole.engine.relations.subject.server import ForkServer
+
+    root = str(root)
+    roots = oracle_roots(relation, root, list(protected))
+    server = ForkServer(root, import_paths, None, None, clock=clock, sandbox=sandbox)
+    log = {"order": [], "imported": set(), "subject_seed": subject_seed(seed), "repeat": bool(clock)}
+    finder = OracleFinder(root)
+    sys.meta_path.insert(0, finder)
+    try:
+        merge = None
+        if relation.get("merge"):
+            finder.names.add(str(relation["merge"]).split(":", 1)[0].split(".", 1)[0])
+            module_name, _, attr = str(relation["merge"]).partition(":")
+            merge = importlib.import_module(module_name)
+            for part in attr.split("."):
+                merge = getattr(merge, part)
+        order_rng = random.Random(f"order {seed}")
+        deadline = time.monotonic() + timeout
+
+        def calls_for(index: int) -> ServerCalls:
+            return ServerCalls(server, relation, order_rng, deadline, log, oracle_roots=roots,
+                               prefix=[["value", encode(inputs[index]).decode("utf-8")]],
+                               decoy=other_seed(inputs, index, seed), input_index=index)
+
+        outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
+                           wire=lambda value: encode(value).decode("utf-8"))
+        return outcome, {"sandbox": server.sandbox, "hashseed": server.hashseed, "order": log["order"],
+                         "imported": sorted(log["imported"])}
+    finally:
+        sys.meta_path.remove(finder)
+        server.close()
