@@ -418,10 +418,10 @@ def freeze_problem(review: Review, row: dict, values: dict) -> str | None:
 
 
 def renewal_body(review: Review, status, limit: dt.date) -> str:
-    from relconsole.engine.gate.actions import git_identity
+    from relconsole.engine.repo.identity import git_identity
 
     try:
-        who = git_identity(review)
+        who = git_identity(review.root)
         me = f"{who.name} <{who.email}>"
     except CommitRefused as exc:
         me = exc.one_line()
@@ -434,10 +434,10 @@ def renewal_body(review: Review, status, limit: dt.date) -> str:
 
 def renewal_blocker(review: Review, status, limit: dt.date) -> str | None:
     """Why no date at all could renew this lease now (owner, state, already long enough)."""
-    from relconsole.engine.gate.actions import git_identity
+    from relconsole.engine.repo.identity import git_identity
 
     try:
-        who = git_identity(review)
+        who = git_identity(review.root)
         check_renewal(status, who.name, who.email, max(limit, status.lease.expires + dt.timedelta(days=1)),
                       review.today, 10 ** 6)
     except CommitRefused as exc:
@@ -449,14 +449,14 @@ def renewal_blocker(review: Review, status, limit: dt.date) -> str | None:
 
 
 def renewal_problem(review: Review, status, until_text: str) -> str | None:
-    from relconsole.engine.gate.actions import git_identity
+    from relconsole.engine.repo.identity import git_identity
 
     try:
         until = dt.date.fromisoformat(until_text.strip())
     except ValueError:
         return "the new expiry must be a YYYY-MM-DD date"
     try:
-        who = git_identity(review)
+        who = git_identity(review.root)
         check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
     except CommitRefused as exc:
         return exc.one_line()

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from typing import Collection
 
 from relconsole.engine.oracle import textedit
@@ -22,7 +21,8 @@ from relconsole.engine.repo.commits import CommitResult, FileChange, commit_chan
 from relconsole.engine.gate.confirm import DISCARDED, candidate_state
 from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.oracle.freezes import check_new_row
-from relconsole.engine.repo.gitio import TreeView, author_ident, resolve
+from relconsole.engine.repo.gitio import TreeView, resolve
+from relconsole.engine.repo.identity import git_identity
 from relconsole.engine.oracle.leases import check_renewal, rehash_preview
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
@@ -38,23 +38,6 @@ class NoReplayEvidence(CommitRefused):
 
 
 OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The git identity commits are made as (user.name, user.email)."""
-
-    name: str
-    email: str
-
-
-def git_identity(review: Review) -> Identity:
-    """The identity git would author a commit as (``git var GIT_AUTHOR_IDENT``: the
-    configuration, or GIT_AUTHOR_NAME/EMAIL when set). Raises CommitRefused when none is set."""
-    ident = author_ident(review.root)
-    if ident is None:
-        raise CommitRefused("no git identity: set user.name and user.email")
-    return Identity(*ident)
 
 
 def _tip_view(review: Review) -> TreeView:
@@ -186,7 +169,7 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
         if not override:
             raise CommitRefused(f"{candidate.id} was confirmed for another review: {elsewhere}; run "
                                 f"`relconsole confirm {candidate.id}` here, or override with --override-unconfirmed")
-        who = git_identity(review)
+        who = git_identity(review.root)
         return (f"second replay: OVERRIDDEN, confirmed for another review ({elsewhere}); accepted by "
                 f"{who.name} <{who.email}>")
     base_miss = state.base_miss
@@ -196,14 +179,14 @@ def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> s
         if not override:
             raise CommitRefused(f"{candidate.id} is confirmed but misses on the base ({one_line(base_miss)}): "
                                 + base_miss_advice(state) + "; or accept it anyway with --override-unconfirmed")
-        who = git_identity(review)
+        who = git_identity(review.root)
         return (f"second replay: confirmed (content sha256 {state.content_sha256}) but misses on the base "
                 f"({one_line(base_miss)}); accepted anyway by {who.name} <{who.email}>")
     if not override:
         raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
                             f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "
                             "with a second confirmation (--override-unconfirmed)")
-    who = git_identity(review)
+    who = git_identity(review.root)
     return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "
             f"{state.content_sha256}); accepted unconfirmed by {who.name} <{who.email}>")
 
@@ -316,7 +299,7 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
     CommitRefused with the reason otherwise.
     """
     status = review.lease_to_change(lease_id)
-    who = git_identity(review)
+    who = git_identity(review.root)
     check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
     path = status.source
     old = _tip_view(review).read_text(path)
@@ -400,7 +383,7 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
     if carried.get("expires_at"):
         default_expiry = min(default_expiry, dt.date.fromisoformat(carried["expires_at"]))
     expires = expires or default_expiry
-    who = git_identity(review)
+    who = git_identity(review.root)
     return {"relation_id": relation_id, "expires": expires.isoformat(),
             "reruns": max(policy.min_reruns, 1), "pass_needed": max(policy.min_reruns, 1),
             "reason": reason, "lease_id": carried.get("lease_id") or relation.lease_id or "",
@@ -478,7 +461,7 @@ def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
     if not reason.strip():
         raise UsageError("an acknowledgement needs a reason: what you checked in the flagged code")
     flag = find_flag(review, flag_id)
-    me = git_identity(review)
+    me = git_identity(review.root)
     if any(same_person(f"{me.name} <{me.email}>", name, email) for name, email in review.authors
            or range_authors(review.root, review.merge_base, review.head_sha)):
         raise CommitRefused(f"{me.name} <{me.email}> wrote a commit under review: an acknowledgement by the "

@@ -362,14 +362,14 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     one, holds exactly the committed bytes. Raises UsageError (exit 64) for an unknown
     lease id and GitError when the oracle branch does not exist.
     """
-    from relconsole.engine.gate.actions import git_identity  # actions builds on this module
+    from relconsole.engine.repo.identity import git_identity
     from relconsole.engine.repo.gitio import resolve
 
     status = review.lease_to_change(lease_id)
     branch = review.commit_branch()
     tip = resolve(review.repo, branch)
     try:
-        who = git_identity(review)
+        who = git_identity(review.root)
         name, email, no_identity = who.name, who.email, None
     except CommitRefused as exc:
         name, email, no_identity = "", "", exc.one_line()
