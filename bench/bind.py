@@ -26,7 +26,7 @@ anchor interleaved so that a noisy spell of the machine hits them alike):
   checked against the index's;
 * ``relconsole bind`` as a process (text output to /dev/null), whole wall time: once first,
   alone (the first bind of a merge base runs the relations on it for the import record,
-  ``importmap.ensure``, kept under the git directory: a one-off cost, printed apart), then
+  ``importrun.ensure``, kept under the git directory: a one-off cost, printed apart), then
   ``--process-repeat`` times, each run right after an anchor run (interleaved, a ratio per
   pair), as a user's second and later binds of the same base cost.
 

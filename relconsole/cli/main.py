@@ -315,12 +315,12 @@ def cmd_bind(args) -> int:
         known = bindfacts.bind_from_facts(args.repo, args.base, args.head, args.today, args.oracle_from)
         if known is not None:
             return _print_bind(args, known)
-    from relconsole.engine.gate import importmap
+    from relconsole.engine.gate import importrun
     review = _load(args, deferred=True)  # ownership needs no flags, quarantine or split check
     try:
         bindfacts.save(review)
         if not review.errors:
-            importmap.ensure(review)
+            importrun.ensure(review)
         return _print_bind(args, review)
     finally:
         review.close()
@@ -371,7 +371,7 @@ def _binding_lines(bindings) -> list[str]:
 
 
 def cmd_run(args) -> int:
-    from relconsole.engine.gate import importmap
+    from relconsole.engine.gate import importrun
     from relconsole.engine.gate.report import run_payload
     from relconsole.engine.gate.review import finish_review, load_review, run_review
     from relconsole.engine.relations.runner import prestart
@@ -387,7 +387,7 @@ def cmd_run(args) -> int:
             return EXIT_BAD_INPUT
         ids = args.relation or ([r.id for r in review.relations] if args.all else None)
         if ids is None:
-            importmap.ensure(review)  # ownership follows imports (§3)
+            importrun.ensure(review)  # ownership follows imports (§3)
         if args.shard is not None:
             ids = args.shard.select(ids if ids is not None else review.touched_relations())
         if args.replay_hashseed is not None and args.replay_seed is None:
@@ -622,7 +622,7 @@ def cmd_bite(args) -> int:
 def cmd_replay(args) -> int:
     """Exit with the worst §8 decision of the sheets; 3 when the workspace lease is held or lost."""
     from relconsole.cli.progress import progress_reporter
-    from relconsole.engine.gate import importmap
+    from relconsole.engine.gate import importrun
     from relconsole.engine.gate.report import replay_lines, replay_payload
     from relconsole.engine.gate.replay import ReplayOptions, Shard, replay
     from relconsole.engine.gate.wslease import open_store
@@ -631,7 +631,7 @@ def cmd_replay(args) -> int:
         if review.errors:
             _emit(args, {"errors": _errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
             return EXIT_BAD_INPUT
-        importmap.ensure(review)
+        importrun.ensure(review)
         options = ReplayOptions(args.runs, args.workspace, args.holder, args.ttl_seconds,
                                 args.artifacts, args.shard or Shard(), args.fresh_worktrees)
         store = open_store(args.lease_url, review.repo.common_dir)

@@ -15,7 +15,7 @@ same oracle commit from them: the same rows, through the same ``owners.bind`` an
 It answers None, and the caller makes the full load, whenever the facts cannot decide alone:
 no entry (a new oracle commit, other code, a corrupt or foreign cache file), a ref git
 cannot resolve in one plain call or a bad ``RELCONSOLE_TODAY`` (the full load reports both),
-or an import record that lacks a relation the full load might run (``importmap.ensure``
+or an import record that lacks a relation the full load might run (``importrun.ensure``
 runs every relation missing from it but those whose lease or seeds fail closed; which ones
 do is kept with the facts for the day of the load, and used on that day only).
 A load that found a bad file keeps nothing: bad files are read and reported every time.
@@ -79,13 +79,13 @@ def _key(oracle_sha: str, base_ref: str, oracle_from: str) -> tuple[str, str]:
 
 def save(review) -> None:
     """Keep the bind facts of a just-loaded ``review`` (``load_review``, before
-    ``importmap.ensure``) when it found no bad file. A failed write is dropped."""
+    ``importrun.ensure``) when it found no bad file. A failed write is dropped."""
     if review.errors or review.catalog is None:
         return
     facts = {"protected": tuple(review.layout.protected),
              "owners": [(pattern, list(ids)) for pattern, ids in review.catalog.owners],
              "relations": [r.id for r in review.relations],
-             # relations importmap.ensure never runs (their lease or seeds fail closed) on this day
+             # relations importrun.ensure never runs (their lease or seeds fail closed) on this day
              "blocked_on": (review.today.isoformat(), [r.id for r in review.relations if review.blocked_reason(r)])}
     cache = _cache(review.repo.git_dir)
     cache.entries[_key(review.oracle_sha, review.base_ref, review.oracle_from)] = facts
@@ -106,7 +106,7 @@ def _valid(facts) -> bool:
 
 def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, oracle_from: str):
     """The ``bind`` answer from kept facts: a namespace with ``base_ref``, ``merge_base``,
-    ``head_sha``, ``bindings`` (as ``load_review`` plus ``importmap.ensure`` leave them) and
+    ``head_sha``, ``bindings`` (as ``load_review`` plus ``importrun.ensure`` leave them) and
     ``errors`` ([]), or None when the facts cannot decide alone (see the module docstring).
     Raises UsageError and GitError as ``load_review`` does for the same repository."""
     day = today.isoformat() if today is not None else _today_from_env()
@@ -145,7 +145,7 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
         blocked_day, blocked = facts["blocked_on"]
         unrecorded = [rid for rid in relations if rid not in recorded]
         if unrecorded and (blocked_day != day or not set(unrecorded) <= set(blocked)):
-            return None  # importmap.ensure may run relations on the base: the full load does it
+            return None  # importrun.ensure may run relations on the base: the full load does it
     return SimpleNamespace(base_ref=base_ref, merge_base=merge_base, head_sha=head_sha,
                            bindings=review.bindings, errors=[])
 

@@ -9,13 +9,12 @@ subject processes' own list of the tree files they imported or opened (``run.imp
 an audit hook sees the opens), made on the merge
 base with the base oracle, and kept in ``<git common dir>/relconsole/imports/<merge base>-
 <oracle commit>.json`` (``{relation id: [tree paths]}``); a relation missing from it is run
-on the base to fill it in (``ensure``), only when the review has an exempt or unowned file
+on the base to fill it in (``importrun.ensure``), only when the review has an exempt or unowned file
 that a record could bind.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from dataclasses import replace
@@ -63,35 +62,6 @@ def needed(review) -> bool:
     """True when some touched path is exempt or unowned: only such a path can gain a relation
     from the record (a module the subject imported, or a data file it opened)."""
     return review.catalog is not None and any(_could_bind(b) for b in review.bindings)
-
-
-def ensure(review, workers: int | None = None) -> None:
-    """Fill the record for every catalog relation missing from it, by running those relations
-    once on the merge base (with the base oracle), then rebind. Does nothing when no touched
-    path could gain a relation (``needed``). Raises what building the base's tree raises."""
-    if not needed(review):
-        return
-    known = load(review)
-    missing = [r for r in review.relations if r.id not in known and not review.blocked_reason(r)]
-    if missing:
-        from relconsole.engine.gate.review import checkout_name, plan_for, sandboxed
-        from relconsole.engine.relations.runner import run_all
-        from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
-        import shutil
-        scratch = scratch_dir("tmp")
-        tree = scratch / checkout_name(review)
-        try:
-            linked = sandboxed()
-            build_run_tree(review.repo, review.merge_base, review.oracle_dir, review.layout.protected, tree,
-                           link=linked)
-            plans = [(dataclasses.replace(plan_for(review, r, tree, linked=linked), imports_only=True), None)
-                     for r in missing]
-            results = run_all(plans, workers=workers)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        record(review, {r.relation_id: list((r.first.run or {}).get("imported") or []) for r in results
-                        if r.first is not None and r.first.run})
-        apply(review)  # with nothing missing, load_review applied this same record already
 
 
 def apply(review) -> None:

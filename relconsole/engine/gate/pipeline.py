@@ -69,14 +69,14 @@ def run_gate(review, store, options: GateOptions, progress=None) -> dict:
     store down) is an ``abort`` naming why; usage errors (an unwritable artifacts directory)
     raise UsageError. Raises GitError as ``load_review`` does.
     """
-    from relconsole.engine.gate import importmap
+    from relconsole.engine.gate import importrun
     from relconsole.engine.gate.replay import ReplayOptions, replay
     from relconsole.engine.gate.review import finish_review, run_review
     shard = options.shard
     if review.errors:
         finish_review(review)
         return part_payload(review, shard, [])
-    importmap.ensure(review)  # ownership follows imports (§3)
+    importrun.ensure(review)  # ownership follows imports (§3)
     mine = shard.select(review.touched_relations())
     run_review(review, mine, progress=progress.results(len(mine)) if progress is not None else None,
                meanwhile=lambda: finish_review(review))
