@@ -18,7 +18,8 @@ from textual.app import App
 from relconsole.console import filters
 from relconsole.console.app import PANES, ReviewApp
 from relconsole.console.commands import NOT_IN_PALETTE, palette_entries
-from relconsole.console.screens.help import HelpScreen, help_groups, key_names
+from relconsole.console.keymap import key_names
+from relconsole.console.screens.help import HelpScreen, help_groups
 from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from tests.conftest import TODAY

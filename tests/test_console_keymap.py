@@ -19,10 +19,10 @@ from textual.widgets import Static
 from relconsole.cli.main import build_parser
 from relconsole.console.app import ReviewApp
 from relconsole.console.commands import palette_entries
-from relconsole.console.keymap import (KEYMAP_ENV, console_contexts, default_keys, keymap_path, load_keymap,
-                                       split_keys)
+from relconsole.console.bindings import console_contexts, default_keys, load_keymap
+from relconsole.console.keymap import KEYMAP_ENV, key_names, keymap_path, split_keys
 from relconsole.console.screens.detail import DetailScreen
-from relconsole.console.screens.help import HelpScreen, key_names
+from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from tests.conftest import TODAY

@@ -22,7 +22,8 @@ from textual.widgets import Header, Input, ProgressBar, Static, Tab, Tabs
 from relconsole.console import filters, views
 from relconsole.console.collector import SWEEP_EVERY_SECONDS, Collector
 from relconsole.console.commands import ReviewCommands
-from relconsole.console.keymap import default_keys, keymap_path, load_keymap
+from relconsole.console.bindings import default_keys, load_keymap
+from relconsole.console.keymap import keymap_path
 from relconsole.console.listing import PANE_TITLES, PANES, TAB_TITLES, PaneListing
 from relconsole.console.settings import load_settings, save_setting
 from relconsole.console.owners import OwnerWorkflows

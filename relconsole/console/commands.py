@@ -12,7 +12,7 @@ from functools import partial
 from textual.command import Hit, Hits, Provider
 
 from relconsole.console.keymap import with_active_key
-from relconsole.console.screens.help import key_names
+from relconsole.console.keymap import key_names
 
 NOT_IN_PALETTE = {"next_pane", "previous_pane", "filter.keep", "filter.clear"}  # keys of moving and typing
 

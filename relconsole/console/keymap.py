@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.binding import Binding
-from textual.keys import Keys
+from textual.keys import Keys, format_key
 
 KEYMAP_ENV = "RELCONSOLE_KEYMAP"
 MODIFIERS = {"ctrl", "alt", "shift", "super", "meta", "hyper"}
@@ -216,25 +216,32 @@ def _textual_keymap(active: dict[str, list[str]], defaults: dict[str, list[str]]
     return {bid: ",".join(active[bid]) for bid in sorted(keep)}
 
 
+KEY_NAMES = {"escape": "esc"}
+KEY_WORDS = frozenset(k.value for k in Keys)  # enter, pagedown, f5: shown as words
+
+
+def key_name(key: str) -> str:
+    """One normalised key as the help writes it: ``question_mark`` -> ``?``,
+    ``ctrl+full_stop`` -> ``ctrl+.``, ``escape`` -> ``esc``, ``pagedown`` stays a word."""
+    *modifiers, base = key.split("+")
+    if base in KEY_NAMES:
+        base = KEY_NAMES[base]
+    elif base not in KEY_WORDS and len(base) > 1:
+        base = format_key(base)  # a character's name: the character
+    return "+".join([*modifiers, base])
+
+
+def key_names(keys: str) -> str:
+    """``question_mark,f1`` -> ``? / f1``."""
+    return " / ".join(key_name(k) for k in split_keys(keys))
+
+
 def with_active_key(binding: Binding, active: dict[str, list[str]]) -> Binding:
     """``binding`` with the keys in force (the same object when the keymap leaves it alone)."""
     keys = active.get(binding.id) if binding.id is not None else None
     if keys is None or keys == split_keys(binding.key):
         return binding
     return binding.with_key(",".join(keys))
-
-
-def console_contexts(app_bindings: list[Binding]) -> dict[str, list[Binding]]:
-    """The console's bindings by where they fire together: the main screen (the app's keys
-    and a pane's), and each screen pushed over it (modal: the panes' keys do not fire there)."""
-    from relconsole.console.screens.confirm import ConfirmScreen
-    from relconsole.console.screens.detail import DetailScreen
-    from relconsole.console.screens.form import FormScreen
-    from relconsole.console.screens.help import HelpScreen
-    from relconsole.console.widgets.pane import Pane
-    return {"main": [*app_bindings, *Pane.BINDINGS], "help": list(HelpScreen.BINDINGS),
-            "view": list(DetailScreen.BINDINGS), "dialog": list(ConfirmScreen.BINDINGS),
-            "form": list(FormScreen.BINDINGS)}
 
 
 def reserved_keys(contexts: dict[str, list[Binding]]) -> dict[str, set[str]]:
@@ -256,18 +263,3 @@ def reserved_keys(contexts: dict[str, list[Binding]]) -> dict[str, set[str]]:
         own = {k for b in bindings for k in split_keys(b.key)}
         out[name] = (common | extra.get(name, set())) - own
     return out
-
-
-def load_keymap(path: Path, app_bindings: list[Binding]) -> Keymap:
-    """Read ``path`` and check it against the console's bindings (see ``resolve``)."""
-    requested, problems = read_requested(path)
-    contexts = console_contexts(app_bindings)
-    keymap = resolve(path, contexts, requested, reserved_keys(contexts))
-    keymap.problems[:0] = problems
-    return keymap
-
-
-def default_keys(app_bindings: list[Binding]) -> dict[str, list[str]]:
-    """Every binding id -> its default keys (no keymap)."""
-    return {b.id: split_keys(b.key) for bindings in console_contexts(app_bindings).values()
-            for b in bindings if b.id is not None}

@@ -52,7 +52,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def keys_of(self, binding_id: str) -> str:
         """The keys in force for one of this dialog's bindings (after the reviewer's keymap)."""
-        from relconsole.console.screens.help import key_names
+        from relconsole.console.keymap import key_names
         binding = next(b for b in self.BINDINGS if b.id == binding_id)
         active = getattr(self.app, "active_keys", {}).get(binding_id)
         return key_names(",".join(active) if active else binding.key)

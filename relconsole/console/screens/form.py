@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from relconsole.console.screens.confirm import DialogBody
-from relconsole.console.screens.help import key_names
+from relconsole.console.keymap import key_names
 
 
 class FormScreen(ModalScreen[dict | None]):

@@ -10,30 +10,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from textual.keys import Keys, format_key
 
-from relconsole.console.keymap import split_keys, with_active_key
+from relconsole.console.keymap import key_names, with_active_key
 from relconsole.console.widgets.pane import Pane
-
-
-KEY_NAMES = {"escape": "esc"}
-KEY_WORDS = frozenset(k.value for k in Keys)  # enter, pagedown, f5: shown as words
-
-
-def key_name(key: str) -> str:
-    """One normalised key as the help writes it: ``question_mark`` -> ``?``,
-    ``ctrl+full_stop`` -> ``ctrl+.``, ``escape`` -> ``esc``, ``pagedown`` stays a word."""
-    *modifiers, base = key.split("+")
-    if base in KEY_NAMES:
-        base = KEY_NAMES[base]
-    elif base not in KEY_WORDS and len(base) > 1:
-        base = format_key(base)  # a character's name: the character
-    return "+".join([*modifiers, base])
-
-
-def key_names(keys: str) -> str:
-    """``question_mark,f1`` -> ``? / f1``."""
-    return " / ".join(key_name(k) for k in split_keys(keys))
 
 
 HELP_GROUPS = (  # binding id prefix -> help section; the rest are "Acting"
