@@ -110,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _refuse_configured_options(config)
     from relconsole.pytest_session import RelconsoleSession  # the engine loads only under --relconsole
-    config.pluginmanager.register(RelconsoleSession(config), "relconsole-session")
+    config.pluginmanager.register(RelconsoleSession(config, MARKER), "relconsole-session")
 
 
 _GATE_OPTIONS = ("--relconsole-base", "--relconsole-today", "--relconsole-all", "--relconsole-json")

@@ -21,7 +21,6 @@ from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.report import counted_verdict, decision_fields, run_payload
 from relconsole.engine.gate.review import Review, load_review, run_review
 from relconsole.engine.relations.runner import RelationResult
-from relconsole.pytest_plugin import MARKER
 
 COLLECTOR_NAME = "relconsole"
 SECTION = "relconsole"
@@ -71,8 +70,9 @@ class RelationItem(pytest.Item):
 class RelconsoleSession:
     """The plugin's state for one pytest session; registered only under ``--relconsole``."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, marker: str):
         self.config = config
+        self.marker = marker  # the hand-written relation tests' mark (pytest_plugin.MARKER)
         self.base = config.getoption("relconsole_base")
         self.all = config.getoption("relconsole_all")
         self.today = _parse_today(config.getoption("relconsole_today"))
@@ -153,18 +153,18 @@ class RelconsoleSession:
 
     def _check_marker(self, item: pytest.Function) -> None:
         """Record a marked test's relation id; a bad or unknown id is a collection error."""
-        mark = item.get_closest_marker(MARKER)
+        mark = item.get_closest_marker(self.marker)
         if mark is None:
             return
         if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], str):
             raise pytest.Collector.CollectError(
-                f"{item.nodeid}: @pytest.mark.{MARKER} takes one relation id string, "
+                f"{item.nodeid}: @pytest.mark.{self.marker} takes one relation id string, "
                 f"got args={mark.args!r} kwargs={mark.kwargs!r}")
         relation_id = mark.args[0]
         if self.review.catalog.get(relation_id) is None:
             known = ", ".join(r.id for r in self.review.relations)
             raise pytest.Collector.CollectError(
-                f"{item.nodeid}: @pytest.mark.{MARKER}({relation_id!r}) names no relation in "
+                f"{item.nodeid}: @pytest.mark.{self.marker}({relation_id!r}) names no relation in "
                 f"{self.review.layout.catalog} on {self.review.base_ref} (known: {known})")
         self.marked[item.nodeid] = relation_id
 
