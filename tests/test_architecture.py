@@ -1,7 +1,9 @@
-"""The engine stays free of UI (import-linter contract in pyproject.toml)."""
+"""The engine stays free of UI, its layers point down and nothing imports in a circle (the
+import-linter contracts in pyproject.toml)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -12,13 +14,41 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_engine_imports_no_ui():
+def _lint_imports(cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     lint = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
     if not Path(lint).exists():
         pytest.fail("import-linter is not installed: pip install -e '.[test]'")
-    proc = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([lint, "--no-cache"], cwd=cwd, capture_output=True, text=True, env=env)
+
+
+def test_every_import_contract_is_kept():
+    proc = _lint_imports(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "KEPT" in proc.stdout
+    assert "BROKEN" not in proc.stdout and proc.stdout.count("KEPT") >= 3
+
+
+@pytest.mark.parametrize(("module", "upward", "contract"), [
+    ("relconsole/engine/repo/gitio.py", "relconsole.engine.gate.review", "Arrows only point down"),
+    ("relconsole/engine/oracle/catalog.py", "relconsole.engine.relations.runner", "Arrows only point down"),
+    ("relconsole/engine/errors.py", "relconsole.engine.repo.gitio", "Arrows only point down"),
+    ("relconsole/engine/gate/importmap.py", "relconsole.engine.gate.importrun", "No circle anywhere"),
+])
+def test_an_import_against_the_layers_breaks_a_contract(tmp_path, module, upward, contract):
+    """The contracts bite: in a copy of the package, one lower module importing a higher one
+    (or closing a circle) makes lint-imports fail and name the contract."""
+    shutil.copytree(ROOT / "relconsole", tmp_path / "relconsole",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    with (tmp_path / module).open("a") as out:
+        out.write(f"\nimport {upward}  # noqa: E402,F401\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    probe = subprocess.run([sys.executable, "-c", "import relconsole; print(relconsole.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, check=True)
+    assert probe.stdout.startswith(str(tmp_path)), probe.stdout  # the copy is what gets linted
+    proc = _lint_imports(tmp_path, env)
+    assert proc.returncode != 0, proc.stdout
+    broken = proc.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken and upward.rsplit(".", 1)[-1] in broken, proc.stdout
 
 
 def test_ci_runs_the_readme_test_command_and_the_readme_is_readable():
