@@ -26,8 +26,8 @@ from typing import Any
 def bind_by_path(row: dict) -> dict[str, dict]:
     """``owners.bind`` over the row, as touched path -> {status, old_path, state, pattern,
     relations}. Raises ValueError when a path is touched twice (git never lists one twice)."""
-    from relconsole.engine import owners
-    from relconsole.engine.gitio import Touched
+    from relconsole.engine.repo import owners
+    from relconsole.engine.repo.gitio import Touched
 
     owner_map = [(str(pattern), list(ids)) for pattern, ids in row["owners"]]
     touched = [Touched(*item) for item in row["touched"]]
@@ -70,7 +70,7 @@ def prepend_owner_copies(row: dict) -> dict:
 def canonical_row(row: dict) -> dict:
     """The row with ``value`` replaced by ``canon.canonical`` of it under the row's
     compare, quantum and order rule (the same shape, so it can be applied again)."""
-    from relconsole.engine import canon
+    from relconsole.engine.relations import canon
 
     return {**row, "value": canon.canonical(row["value"], row["compare"], row["quantum"],
                                             row["order_free"])}
@@ -79,7 +79,7 @@ def canonical_row(row: dict) -> dict:
 def difference_paths(row: dict) -> list[str]:
     """The disagreeing key paths of ``left`` against ``right``, as a relation reports them:
     both canonicalised, then ``canon.differences``, then ``canon.path_text``."""
-    from relconsole.engine import canon
+    from relconsole.engine.relations import canon
 
     compare, quantum, order_free = row["compare"], row["quantum"], row["order_free"]
     left = canon.canonical(row["left"], compare, quantum, order_free)
@@ -103,7 +103,7 @@ def write_catalog(doc: dict) -> str:
     """Catalog text: the owner map written by hand (block YAML with JSON-quoted patterns,
     or one JSON document), then every relation appended with the console's own writer
     (``textedit.append_catalog_relation``, what ``accept`` uses)."""
-    from relconsole.engine import textedit
+    from relconsole.engine.oracle import textedit
 
     if doc["style"] == "json":
         text = '{"owners": ' + json.dumps(doc["owners"]) + ', "relations": []}\n'
@@ -119,7 +119,7 @@ def read_catalog(text: str) -> dict:
     """``catalog.load_catalog`` of the text, back as a document: the style it is written in,
     the owner map, and each relation with the fields it was written with, their values as
     the loaded ``Relation`` holds them."""
-    from relconsole.engine import catalog
+    from relconsole.engine.oracle import catalog
 
     loaded = catalog.load_catalog(text, "catalog.yaml")
     return {"style": "json" if text.lstrip().startswith("{") else "block",
@@ -145,7 +145,7 @@ def _relation_row(relation) -> dict:
 
 def normalise_message(text: str) -> str:
     """``signatures.normalise`` of one failure message."""
-    from relconsole.engine import signatures
+    from relconsole.engine.relations import signatures
 
     return signatures.normalise(text)
 
@@ -159,7 +159,7 @@ def one_line_text(text: str) -> str:
 
 def disagree_class(keys: list[str]) -> str:
     """``signatures.failure_class`` of a miss whose disagreeing keys are ``keys``."""
-    from relconsole.engine import signatures
+    from relconsole.engine.relations import signatures
 
     return signatures.failure_class(None, keys)
 
@@ -174,7 +174,8 @@ def disagree_class(keys: list[str]) -> str:
 def decide_sheet(row: dict) -> dict:
     """The §8 decision of the sheet after fencing it (§5) against ``generation``, as a mapping
     (decision, reason, row, relation_id, detail, fields)."""
-    from relconsole.engine import decision, sheets
+    from relconsole.engine import decision
+    from relconsole.engine.gate import sheets
 
     sheet = json.loads(row["sheet"])
     if isinstance(sheet, dict):
@@ -218,7 +219,8 @@ def worst_of(decisions: list[str]) -> dict:
 def scan_findings(row: dict) -> dict[str, list[str]]:
     """What ``pyscan`` and ``probescan`` find the commit added, by rule: the details, sorted (lines and the
     order of definitions move with layout; what was added does not)."""
-    from relconsole.engine import probescan, pyscan
+    from relconsole.engine.gate import probescan
+    from relconsole.engine.gate import pyscan
 
     before, after = row.get("before"), row["after"]
     found = {"golden": pyscan.golden_assertions(before, after),
