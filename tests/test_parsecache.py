@@ -117,10 +117,12 @@ def test_the_fingerprint_follows_the_code_it_covers(tmp_path, monkeypatch):
     engine = tmp_path / "engine"
     engine.mkdir()
     for name in parsecache._DEPENDS_ON:
+        (engine / name).parent.mkdir(parents=True, exist_ok=True)
         (engine / name).write_bytes((parsecache._ENGINE / name).read_bytes())
     monkeypatch.setattr(parsecache, "_ENGINE", engine)
     copied = code_fingerprint()
-    (engine / "leases.py").write_bytes((engine / "leases.py").read_bytes() + b"\n# a changed loader\n")
+    leases = engine / "oracle" / "leases.py"
+    leases.write_bytes(leases.read_bytes() + b"\n# a changed loader\n")
     assert code_fingerprint() != copied
     (tmp_path / "schemas").mkdir()
     changed = code_fingerprint()
