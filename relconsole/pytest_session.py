@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from _pytest.runner import runtestprotocol
 
+from relconsole.engine.atomicfile import write_atomic
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, one_line
@@ -289,8 +290,7 @@ class RelconsoleSession:
             self.json_path = None
             return
         payload = self.payload()
-        self.json_path.parent.mkdir(parents=True, exist_ok=True)
-        self.json_path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        write_atomic(self.json_path, json.dumps(payload, indent=2, default=str) + "\n")
         self.failing = _failing(payload)
         if self.failing and not self.report_only and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that passed nothing it decided against

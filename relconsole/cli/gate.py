@@ -146,11 +146,12 @@ def _write(write) -> Path:
 def _outputs(args, payload: dict) -> None:
     """Write the SARIF and the Markdown summary ``args`` asks for."""
     import json
+    from relconsole.engine.atomicfile import write_atomic
     from relconsole.engine.gate import cireport
     if args.sarif is not None:
-        _write(lambda: cireport.write_text(args.sarif, json.dumps(cireport.sarif(payload), indent=2) + "\n"))
+        _write(lambda: write_atomic(args.sarif, json.dumps(cireport.sarif(payload), indent=2) + "\n"))
     if args.summary is not None:
-        _write(lambda: cireport.write_text(args.summary, cireport.summary_markdown(payload)))
+        _write(lambda: write_atomic(args.summary, cireport.summary_markdown(payload)))
 
 
 def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:

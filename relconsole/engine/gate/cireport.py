@@ -9,10 +9,7 @@ caller escapes what reaches a terminal (``literal.one_line``); Markdown escapes 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
-from pathlib import Path
 from urllib.parse import quote
 
 from relconsole.engine.literal import counted
@@ -92,21 +89,6 @@ def text_lines(payload: dict) -> list[str]:
 def _shards(shards: object) -> str:
     """``"1 shard"``, ``"4 shards"``; a value that is not a count is shown as given."""
     return counted(shards, "shard") if isinstance(shards, int) and not isinstance(shards, bool) else f"{shards} shards"
-
-
-def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) at ``path`` atomically: a temporary file beside it, then rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
 
 
 def sarif(payload: dict) -> dict:

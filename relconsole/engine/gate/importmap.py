@@ -16,10 +16,10 @@ that a record could bind.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
+from relconsole.engine.atomicfile import write_atomic
 from relconsole.engine.repo.owners import EXEMPT, GAP, OWNED, Binding
 
 
@@ -46,10 +46,7 @@ def record(review, imported: dict[str, list[str]]) -> None:
     merged.update({rid: sorted(set(paths)) for rid, paths in imported.items()})
     target = _file(review)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = target.with_suffix(f".{os.getpid()}.tmp")
-        scratch.write_text(json.dumps(merged, sort_keys=True))
-        os.replace(scratch, target)
+        write_atomic(target, json.dumps(merged, sort_keys=True), durable=False)
     except OSError:
         pass
 

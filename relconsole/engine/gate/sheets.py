@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from relconsole.engine.atomicfile import write_atomic
 from relconsole.engine.gate import wslease
 from relconsole.engine.decision import ORDER, Decision, decide, worst
 from relconsole.engine.errors import BadInputError, RelconsoleError
@@ -312,19 +312,8 @@ def _merge_duplicates(decided: list[tuple[str, Decision]]) -> list[tuple[str, De
 
 def write_json(path: str | os.PathLike, data: dict) -> Path:
     """Write ``data`` as indented JSON at ``path`` atomically: a temporary file in the same
-    directory (created if needed), then ``os.replace``. Returns the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, sort_keys=True, default=str)
-            out.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    directory (created if needed), then ``os.replace`` (``atomicfile.write_atomic``). Returns the path."""
+    return write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def write_decision(report: DecisionReport, directory: str | os.PathLike) -> Path:

@@ -25,10 +25,11 @@ import json
 import mmap
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
+
+from relconsole.engine.atomicfile import write_atomic
 
 # 1 MiB: bench/hash.py on a page-cached 1 GiB file (5 interleaved runs, 2 cores) hashed
 # at 1188 MiB/s with 1 MiB chunks, 1178 with 256 KiB, 1150 with 4 MiB, 1073 with 16 MiB;
@@ -250,7 +251,7 @@ class HashCache:
     # --- persistence -----------------------------------------------------------------------
 
     def save(self) -> bool:
-        """Write new entries atomically (temp file + os.replace), merged with what another
+        """Write new entries atomically (``atomicfile.write_atomic``), merged with what another
         process may have written meanwhile; keeps the newest ``MAX_ENTRIES`` of each table.
         Returns False (and changes nothing) when the cache cannot be written."""
         if self.path is None or not self._dirty:
@@ -260,15 +261,7 @@ class HashCache:
             (files if table == "files" else blobs)[key] = (self.files if table == "files" else self.blobs)[key]
         data = {"version": CACHE_VERSION, "files": _newest(files), "blobs": _newest(blobs)}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, scratch = tempfile.mkstemp(prefix=".hashcache-", suffix=".tmp", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(data, handle, sort_keys=True)
-                os.replace(scratch, self.path)
-            except BaseException:
-                Path(scratch).unlink(missing_ok=True)
-                raise
+            write_atomic(self.path, json.dumps(data, sort_keys=True), durable=False)
         except OSError:
             return False
         self.files, self.blobs = data["files"], data["blobs"]

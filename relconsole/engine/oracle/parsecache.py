@@ -42,7 +42,6 @@ is outside that model, as it is for git's own hooks.
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 from pathlib import Path
 from functools import lru_cache
@@ -135,16 +134,8 @@ class ParseCache:
         self._dirty = False
         entries = dict(list(self.entries.items())[-self.max_entries:])
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            import tempfile  # here: a read-only start never loads it
-            fd, scratch = tempfile.mkstemp(prefix=self.file.name, suffix=".tmp", dir=self.file.parent)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    pickle.dump({"fingerprint": self.fingerprint, "entries": entries}, handle,
-                                protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(scratch, self.file)
-            except BaseException:
-                os.unlink(scratch)
-                raise
+            from relconsole.engine.atomicfile import write_atomic  # here: a read-only start never loads it
+            write_atomic(self.file, pickle.dumps({"fingerprint": self.fingerprint, "entries": entries},
+                                                 protocol=pickle.HIGHEST_PROTOCOL), durable=False)
         except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
             pass  # the cache is an optimisation: a failed write loses only it

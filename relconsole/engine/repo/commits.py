@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 import git
 
+from relconsole.engine.atomicfile import write_atomic
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.errors import CommitRefused, GitError, UsageError
 from relconsole.engine.repo.gitio import clean_env
@@ -533,7 +534,7 @@ def _write_files(checkout: _Checkout) -> None:
         if wanted is None:
             _remove_file(checkout.path, path)
             continue
-        _write_atomic(checkout.path / path, wanted[0], executable=wanted[1])
+        write_atomic(checkout.path / path, wanted[0], executable=wanted[1])
     clean = [path for path, wanted in checkout.files.items()
              if wanted is not None and _worktree_blob(checkout.path, path) == wanted[2]]
     if clean:
@@ -572,7 +573,7 @@ def _undo(repo: git.Repo, branch: str, tip: str, new_sha: str, checkouts: list[_
                 if before is None:
                     _remove_file(checkout.path, path)
                 elif not (full.is_file() and not full.is_symlink() and full.read_bytes() == before[0]):
-                    _write_atomic(full, before[0], executable=False)
+                    write_atomic(full, before[0], executable=False)
                     os.chmod(full, before[1])
         except (OSError, GitError) as exc:
             problems.append(f"{checkout.path} could not be put back ({exc}): run git status there")
@@ -583,24 +584,6 @@ def _undo(repo: git.Repo, branch: str, tip: str, new_sha: str, checkouts: list[_
     if problems:
         return "; ".join(problems)
     return f"undone: {branch} is back at {tip[:12]} with its index and files as they were; nothing was committed"
-
-
-def _write_atomic(target: Path, data: bytes, executable: bool) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.relconsole-{secrets.token_hex(4)}.tmp")
-    # os.open applies the umask; an existing file keeps the user's permission bits.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o777 if executable else 0o666)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if target.exists():
-            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _remove_file(worktree: Path, path: str) -> None:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 
 
+from relconsole.engine.atomicfile import write_atomic
 from relconsole.engine.errors import GitError
 from relconsole.engine.repo.gitio import run_git, write_blobs
 
@@ -118,10 +118,7 @@ class WorktreePool:
         return {k: tuple(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
     def _write_stats(self, side: str, stats: dict) -> None:
-        target = self._stat_file(side)
-        scratch = target.with_suffix(".tmp")
-        scratch.write_text(json.dumps(stats))
-        os.replace(scratch, target)
+        write_atomic(self._stat_file(side), json.dumps(stats), durable=False)  # two pools share no temp name
 
     def _usable(self, path: Path) -> bool:
         """A registered worktree whose git link still works."""
