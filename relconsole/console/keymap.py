@@ -40,8 +40,8 @@ def keymap_path(explicit: str | os.PathLike | None = None) -> Path:
         return Path(explicit)
     if os.environ.get(KEYMAP_ENV):
         return Path(os.environ[KEYMAP_ENV])
-    import platformdirs  # only when no path is given: most runs never need it
-    return platformdirs.user_config_path("relconsole") / "keymap.toml"
+    from relconsole.console.settings import config_dir  # only when no path is given
+    return config_dir() / "keymap.toml"
 
 
 def split_keys(keys: str) -> list[str]:

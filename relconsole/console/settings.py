@@ -1,7 +1,7 @@
 """The console's own preferences (the theme), kept per user, never in the reviewed repository.
 
-Stored as JSON in ``$RELCONSOLE_CONFIG_DIR/console.json``, else
-``$XDG_CONFIG_HOME/relconsole/console.json``, else ``~/.config/relconsole/console.json``.
+Stored as JSON in ``$RELCONSOLE_CONFIG_DIR/console.json``, else in the user's config folder
+(``config_dir``: platformdirs, ``~/.config/relconsole`` on Linux, honouring XDG_CONFIG_HOME).
 An unreadable or malformed file is ignored (defaults apply); writes are atomic.
 """
 
@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
+
+from relconsole.engine.atomicfile import write_atomic
+
+
+def config_dir() -> Path:
+    """relconsole's folder in the user's configuration (platformdirs: the platform's rule;
+    the folder may not exist). The keymap and the preferences are read from it."""
+    import platformdirs  # only when a path is needed: most starts never ask
+    return platformdirs.user_config_path("relconsole")
 
 
 def settings_path() -> Path:
-    """Where the preferences live (the file may not exist)."""
+    """Where the preferences live (the file may not exist): ``$RELCONSOLE_CONFIG_DIR``, else
+    ``config_dir()``."""
     base = os.environ.get("RELCONSOLE_CONFIG_DIR")
-    if base:
-        return Path(base) / "console.json"
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(xdg) / "relconsole" / "console.json"
+    return (Path(base) if base else config_dir()) / "console.json"
 
 
 def load_settings() -> dict:
@@ -32,21 +38,12 @@ def load_settings() -> dict:
 
 
 def save_setting(key: str, value: str) -> bool:
-    """Set one preference (temp file + ``os.replace``). False when it cannot be written
+    """Set one preference (``atomicfile.write_atomic``). False when it cannot be written
     (read-only home, say): a preference is never worth an error."""
-    path = settings_path()
     data = load_settings()
     data[key] = value
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".console-", dir=path.parent)
+        write_atomic(settings_path(), json.dumps(data, indent=2, sort_keys=True))
     except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
         return False
     return True
