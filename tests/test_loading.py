@@ -646,6 +646,15 @@ def test_a_shutdown_stuck_on_a_dead_terminal_is_cut_short():
     assert not scratch.exists()
 
 
+def test_every_exit_hook_the_grace_timer_runs_exists():
+    """The timer skips a hook that fails, so a renamed one would be skipped without a word:
+    each named hook is a function of its module."""
+    import importlib
+    import relconsole.cli.main as cli
+    for name, hook in cli.EXIT_HOOKS:
+        assert callable(getattr(importlib.import_module(name), hook)), (name, hook)
+
+
 def _child_with_scratch(code: str) -> tuple[subprocess.Popen, Path]:
     """Run ``code`` (which prints its scratch directory) in a child on this checkout; returns
     the child and that directory. The child starts with SIGHUP and SIGTERM at their defaults,

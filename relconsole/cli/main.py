@@ -8,7 +8,6 @@ the engine, print text or ``--json``, and exit with the codes of SPEC §8.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import sys
 from pathlib import Path
@@ -786,12 +785,12 @@ SHUTDOWN_GRACE_SECONDS = 10.0  # after SIGHUP/SIGTERM, a shutdown stuck longer t
 
 def _exit_cleanly_on_signals() -> None:
     """A closed terminal (SIGHUP) or a kill (SIGTERM) ends the process through Python's
-    normal shutdown, so the atexit hook removes scratch directories (an oracle copy can be
+    normal shutdown, so the atexit hooks remove scratch directories (an oracle copy can be
     gigabytes). Only default handlers are replaced, and only on the main thread.
 
     The normal shutdown can hang on a terminal that is gone (Textual restores the terminal
     through a writer thread that died with it: an orphaned console sat in ``Queue.put``
-    for an hour), so a daemon timer runs the atexit hooks and ends the process after
+    for an hour), so a daemon timer runs the engine's exit hooks and ends the process after
     ``SHUTDOWN_GRACE_SECONDS``."""
     import signal
     import threading
@@ -809,10 +808,23 @@ def _exit_cleanly_on_signals() -> None:
             return
 
 
+# The engine's exit hooks the grace timer runs itself, in the modules that were loaded: the
+# interpreter's own atexit run is what hangs, and its list is private.
+EXIT_HOOKS = (("relconsole.engine.repo.workspace", "remove_scratch"),
+              ("relconsole.engine.relations.runner", "close_started"))
+
+
 def _force_exit(code: int) -> None:
-    """Run the atexit hooks (scratch directories) and leave without waiting for anything."""
+    """Run the loaded engine modules' exit hooks (``EXIT_HOOKS``: scratch directories,
+    prestarted workers) and leave without waiting for anything else."""
     try:
-        atexit._run_exitfuncs()
+        for name, hook in EXIT_HOOKS:
+            module = sys.modules.get(name)
+            if module is not None:
+                try:
+                    getattr(module, hook)()
+                except Exception:  # one hook failing must not keep the next from running
+                    pass
     finally:
         os._exit(code)
 

@@ -403,7 +403,7 @@ def prestart(count: int | None = None) -> None:
     with _STARTED_LOCK:
         if not _STARTED:
             import atexit
-            atexit.register(_close_started)
+            atexit.register(close_started)
         while len(_STARTED) < count:
             worker = Worker(Path.cwd())
             worker._start()
@@ -420,7 +420,9 @@ def _take_started() -> Worker | None:
     return None
 
 
-def _close_started() -> None:
+def close_started() -> None:
+    """Close the processes ``prestart`` booted that no pool took (run at exit, and by the
+    command line's shutdown timer when the normal exit hangs)."""
     while (worker := _take_started()) is not None:
         worker.close()
 

@@ -135,6 +135,8 @@ def scratch_dir(prefix: str = "relconsole-") -> Path:
 
 
 @atexit.register
-def _remove_scratch() -> None:
+def remove_scratch() -> None:
+    """Remove every directory ``scratch_dir`` made that is still there (run at exit, and by
+    the command line's shutdown timer when the normal exit hangs)."""
     for path in list(_SCRATCH):
         shutil.rmtree(path, ignore_errors=True)
