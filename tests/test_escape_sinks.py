@@ -12,7 +12,7 @@ An AST walk, not a regex, over the package's source, for three kinds of sink:
   ``commit_changes`` escapes controls itself, but it must keep the body's newlines, so each
   interpolated field must be escaped *before* it is joined (a newline in a drafted
   ``source`` forged a ``Confirmed-by:`` trailer line).
-- **CLI output**: every ``print(`` and ``sys.stdout.write(`` in ``relconsole/cli*.py``.
+- **CLI output**: every ``print(`` and ``sys.stdout.write(`` in ``relconsole/cli/*.py``.
 
 An argument is accepted when it is *built from escaped or safe parts*, checked recursively:
 a literal; a call of ``literal`` / ``one_line`` / ``json.dumps`` (which escapes every control
@@ -224,10 +224,10 @@ def _cli_args(call: ast.Call):
 
 
 def test_every_cli_print_is_escaped():
-    checked = [c for _p, tree in _modules("cli*.py") for c in ast.walk(tree)
+    checked = [c for _p, tree in _modules("cli/*.py") for c in ast.walk(tree)
                if isinstance(c, ast.Call) and _cli_args(c)]
     assert len(checked) > 40, "the walk no longer finds the CLI's prints"
-    offences = _offences("cli*.py", _cli_args)
+    offences = _offences("cli/*.py", _cli_args)
     assert not offences, "unescaped text printed by the CLI:\n" + "\n".join(map(str, offences))
 
 
