@@ -396,7 +396,7 @@ def test_plain_owner_patterns_need_no_pathspec_and_its_files_answer_as_it_does()
     import sys
     script = (
         "import sys\n"
-        "from relconsole.engine import ownerindex as o\n"
+        "from relconsole.engine.repo import ownerindex as o\n"
         "index = o.OwnerIndex([('src/a.py', ['r']), ('tests/**', []), ('docs/', []), ('README.md', [])])\n"
         "got = index.winner_indexes(['src/a.py', 'tests/x/y.py', 'docs/z.md', 'a/README.md', 'src/b.py'])\n"
         "assert got == [0, 1, 2, 3, None], got\n"
