@@ -467,7 +467,7 @@ def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_
 def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo: Path):
     """Issue 16: a flag on an honest upstream test became the PR's reason even when a relation
     missed. Both reject; the relation's miss is named, the flag is still there."""
-    from relconsole.engine.gate.review import run_review
+    from relconsole.engine.gate.reviewrun import run_review
     with load_review(demo_repo, "main", "agent/patch", TODAY) as review:
         assert review.decision().reason.startswith("review_flag:")  # nothing run yet: the flag is all there is
         run_review(review)

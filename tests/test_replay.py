@@ -25,7 +25,8 @@ from test_leases_freezes import passes as flip_holds  # the model of FLAKY: hold
 from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
 from relconsole.engine.gate.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
-from relconsole.engine.gate.review import load_review, run_review
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.gate.wslease import LeaseHeld, open_store
 
 PROJECT = Path(__file__).resolve().parents[1]

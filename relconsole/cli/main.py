@@ -373,7 +373,8 @@ def _binding_lines(bindings) -> list[str]:
 def cmd_run(args) -> int:
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.report import run_payload
-    from relconsole.engine.gate.review import finish_review, load_review, run_review
+    from relconsole.engine.gate.review import finish_review, load_review
+    from relconsole.engine.gate.reviewrun import run_review
     from relconsole.engine.relations.runner import prestart
     from relconsole.cli.progress import progress_reporter
     prestart()  # the judge's processes boot while the review loads
@@ -558,7 +559,7 @@ def cmd_accept_delete(args) -> int:
 
 
 def cmd_freeze(args) -> int:
-    from relconsole.engine.gate.review import run_review
+    from relconsole.engine.gate.reviewrun import run_review
     from relconsole.engine.gate import actions
     review = _load(args)
     try:

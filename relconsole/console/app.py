@@ -46,7 +46,8 @@ from relconsole.engine.literal import counted, literal, one_line
 from relconsole.engine.gate.replay import (SHEET_SUFFIX, Cancel, ReplayOptions, Shard, default_artifacts,
                                      load_workspace_leases, replay, to_replay)
 from relconsole.engine.gate.report import record_decisions
-from relconsole.engine.gate.review import Review, RunCancelled, load_review, run_review
+from relconsole.engine.gate.review import Review, load_review
+from relconsole.engine.gate.reviewrun import RunCancelled, run_review
 from relconsole.engine.repo.worktrees import slug
 from relconsole.engine.gate.wslease import open_store
 

@@ -28,7 +28,8 @@ from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.patchflags import BlobReader
 from relconsole.engine.gate.replay import SHEET_SUFFIX, default_artifacts
-from relconsole.engine.gate.review import Replayed, Review, seed_file_problem
+from relconsole.engine.gate.review import Replayed, Review
+from relconsole.engine.gate.seeds import seed_file_problem
 from relconsole.engine.gate.sheets import Fences, decide_fenced
 from relconsole.engine.repo.worktrees import slug
 from relconsole.engine.gate.wslease import ENV_URL

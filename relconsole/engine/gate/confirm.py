@@ -58,7 +58,9 @@ from relconsole.engine.gate.replay import (Cancel, EnvironmentFault, Progress, R
                                       confirm_fresh, environment_fault,
                                       dead_holder_hint, miss_evidence, Heartbeat, miss_signature, pin_fields,
                                       release_workspace, run_sides, ReplaySide, side_counts, default_workspace)
-from relconsole.engine.gate.review import Review, seed_file_problem, plan_for
+from relconsole.engine.gate.review import Review
+from relconsole.engine.gate.seeds import seed_file_problem
+from relconsole.engine.gate.reviewrun import plan_for
 from relconsole.engine.relations.runner import RunPlan, RunRecord
 from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.relations.signatures import failure_class, signature

@@ -71,7 +71,8 @@ def run_gate(review, store, options: GateOptions, progress=None) -> dict:
     """
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.replay import ReplayOptions, replay
-    from relconsole.engine.gate.review import finish_review, run_review
+    from relconsole.engine.gate.review import finish_review
+    from relconsole.engine.gate.reviewrun import run_review
     shard = options.shard
     if review.errors:
         finish_review(review)
