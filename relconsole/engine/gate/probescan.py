@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from relconsole.engine.gate.pyscan import Finding, _before, _judged, _own_nodes, _scopes, parse
+from relconsole.engine.gate.pysource import Finding, _before, _judged, _own_nodes, _scopes, parse
 from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, FRAME_ATTRS, STAT_TIMES, _constant_probe, _dotted,
                                                 import_targets)
 from relconsole.engine.gate.probecalls import (_bound_probe, _call_probe, _import_probe, _patch_words, _spec_text,

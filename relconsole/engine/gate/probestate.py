@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from relconsole.engine.gate.pyscan import _own_nodes, _scopes
+from relconsole.engine.gate.pysource import _own_nodes, _scopes
 from relconsole.engine.gate.probetables import _dotted
 
 
