@@ -23,9 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import relconsole.cli.main as cli
-from relconsole.engine.gate.confirm import (CONFIRMED, DISCARDED, REPLAYED_ONCE, UNREPLAYED, ConfirmOptions, ConfirmState,
-                                       ConfirmRefused, _disagreement, candidate_state, confirm_candidate,
-                                       state_dir)
+from relconsole.engine.gate.confirm import _disagreement, confirm_candidate
+from relconsole.engine.gate.confirmrun import ConfirmOptions, ConfirmRefused
+from relconsole.engine.gate.confirmstate import (CONFIRMED, DISCARDED, REPLAYED_ONCE, UNREPLAYED, ConfirmState,
+                                                 candidate_state, state_dir)
 from relconsole.engine.decision import decide
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused,
                                       UsageError)

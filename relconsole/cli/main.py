@@ -421,7 +421,7 @@ def _worst_of(results):
 
 
 def cmd_validate(args) -> int:
-    from relconsole.engine.gate.confirm import load_candidate_states
+    from relconsole.engine.gate.confirmstate import load_candidate_states
     from relconsole.engine.gate.subjectcheck import unresolved_subjects
     review = _load(args)
     try:

@@ -40,7 +40,7 @@ from relconsole.engine.gate import actions
 from relconsole.engine.gate import checklist
 from relconsole.engine.gate import gatehealth
 from relconsole.engine.gate.bitecache import cached_verdict
-from relconsole.engine.gate.confirm import DISCARDED, load_candidate_states
+from relconsole.engine.gate.confirmstate import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, literal, one_line
 from relconsole.engine.gate.replay import (SHEET_SUFFIX, Cancel, ReplayOptions, Shard, default_artifacts,
