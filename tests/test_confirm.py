@@ -31,7 +31,8 @@ from relconsole.engine.decision import decide
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused,
                                       UsageError)
 from relconsole.engine.gate.review import load_review
-from relconsole.engine.gate.wslease import LeaseHeld, open_store
+from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wsleasestore import LeaseHeld
 from tests.conftest import TODAY, git, reviewed_repo
 from tests import redis_server
 

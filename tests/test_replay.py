@@ -27,7 +27,8 @@ from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
 from relconsole.engine.gate.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
-from relconsole.engine.gate.wslease import LeaseHeld, open_store
+from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wsleasestore import LeaseHeld
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -342,9 +343,9 @@ def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_pat
     import threading
 
     from relconsole.engine.gate import replay as replay_module
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate import wsleasesqlite
     renewals, renewed = [], threading.Event()
-    real_renew = wslease.SqliteLeaseStore.renew
+    real_renew = wsleasesqlite.SqliteLeaseStore.renew
 
     def counting_renew(self, *args, **kwargs):
         lease = real_renew(self, *args, **kwargs)
@@ -352,7 +353,7 @@ def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_pat
         if len(renewals) >= 2:
             renewed.set()
         return lease
-    monkeypatch.setattr(wslease.SqliteLeaseStore, "renew", counting_renew)
+    monkeypatch.setattr(wsleasesqlite.SqliteLeaseStore, "renew", counting_renew)
     real_run_sides = replay_module.run_sides
 
     def slow_run_sides(*args, **kwargs):

@@ -24,7 +24,8 @@ from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.repo.workspace import overlay_oracle
 from relconsole.engine.repo.worktrees import WorktreePool
-from relconsole.engine.gate.wslease import LeaseHeld, LeaseStore, WorkspaceLease, default_holder, redact
+from relconsole.engine.gate.wslease import default_holder
+from relconsole.engine.gate.wsleasestore import LeaseHeld, LeaseStore, WorkspaceLease, redact
 
 
 DEFAULT_RUNS = CONFIRM_RUNS  # runs per side in each of the two replays

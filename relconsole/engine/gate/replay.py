@@ -34,7 +34,8 @@ from relconsole.engine.gate.sheets import manifest_name, write_json
 from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.repo.workspace import overlay_oracle
 from relconsole.engine.repo.worktrees import WorktreePool, slug
-from relconsole.engine.gate.wslease import LeaseHeld, LeaseStore, WorkspaceLease, default_holder, open_store
+from relconsole.engine.gate.wslease import default_holder, open_store
+from relconsole.engine.gate.wsleasestore import LeaseHeld, LeaseStore, WorkspaceLease
 
 SHEET_SUFFIX = ".sheet.json"
 SHEET_VERSION = 1
