@@ -24,7 +24,8 @@ from test_leases_freezes import FLAKY
 from test_leases_freezes import passes as flip_holds  # the model of FLAKY: holds on this seed?
 from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
-from relconsole.engine.gate.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
+from relconsole.engine.gate.replay import SHEET_SUFFIX, replay
+from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.gate.wslease import open_store
@@ -66,7 +67,7 @@ def flaky_repo(tmp_path: Path, base: dict[str, str], patch: dict[str, str], name
 @pytest.fixture(autouse=True)
 def _seeds_from_seed(monkeypatch):
     """Run seeds as the model needs them: the first run SEED, each side's replays SEED + n."""
-    from relconsole.engine.gate import replay as replay_module
+    from relconsole.engine.gate import replayrun
     from relconsole.engine.relations import runner
     draws = [0]
 
@@ -74,7 +75,7 @@ def _seeds_from_seed(monkeypatch):
         n, draws[0] = draws[0], draws[0] + 1
         return SEED if n == 0 else SEED + n - 1
     monkeypatch.setattr(runner, "draw_seed", drawn)
-    monkeypatch.setattr(replay_module, "draw_seed", drawn)
+    monkeypatch.setattr(replayrun, "draw_seed", drawn)
 
 
 @pytest.fixture(autouse=True)
@@ -450,7 +451,8 @@ def hangs(marker: str) -> str:
 def test_cancel_kills_the_runs_in_flight_and_everything_the_subject_started(tmp_path):
     import threading
     import uuid
-    from relconsole.engine.gate.replay import Cancel, ReplayCancelled
+    from relconsole.engine.relations.runner import Cancel
+    from relconsole.engine.gate.replayrun import ReplayCancelled
     from test_hostile_subjects import _alive, _none_left
     marker = f"3333.{uuid.uuid4().int % 10**9}"
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})

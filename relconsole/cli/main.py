@@ -34,7 +34,7 @@ from relconsole.engine.literal import counted, literal, one_line
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     import datetime as dt
-    from relconsole.engine.gate.replay import Shard
+    from relconsole.engine.gate.replayoptions import Shard
     from relconsole.engine.gate.review import Review
 
 
@@ -262,7 +262,7 @@ def _directory(text: str) -> Path:
 
 
 def _shard(text: str) -> "Shard":
-    from relconsole.engine.gate.replay import Shard
+    from relconsole.engine.gate.replayoptions import Shard
     try:
         return Shard.parse(text)
     except UsageError as exc:
@@ -625,7 +625,8 @@ def cmd_replay(args) -> int:
     from relconsole.cli.progress import progress_reporter
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.report import replay_lines, replay_payload
-    from relconsole.engine.gate.replay import ReplayOptions, Shard, replay
+    from relconsole.engine.gate.replay import replay
+    from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
     from relconsole.engine.gate.wslease import open_store
     review = _load(args)
     try:

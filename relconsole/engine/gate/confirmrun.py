@@ -12,10 +12,13 @@ from pathlib import Path
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.defaults import CONFIRM_RUNS
 from relconsole.engine.errors import CommitRefused, RelconsoleError
-from relconsole.engine.gate.replay import (Cancel, EnvironmentFault, Progress, ReplayOptions, Shard, sheet_common,
-                                      confirm_fresh, environment_fault,
-                                      dead_holder_hint, miss_evidence, Heartbeat, miss_signature, pin_fields,
-                                      release_workspace, run_sides, ReplaySide, side_counts, default_workspace)
+from relconsole.engine.relations.runner import Cancel
+from relconsole.engine.gate.replay import default_workspace
+from relconsole.engine.gate.replayoptions import Progress, ReplayOptions, Shard
+from relconsole.engine.gate.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
+                                              run_sides)
+from relconsole.engine.gate.replaysheet import (EnvironmentFault, environment_fault, miss_evidence, miss_signature,
+                                                pin_fields, sheet_common, side_counts)
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import plan_for
 from relconsole.engine.gate.confirmstate import _now, state_dir
