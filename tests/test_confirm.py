@@ -399,7 +399,7 @@ def test_a_confirmed_candidate_is_sound_only_when_the_base_never_missed(runs, he
 
 
 def test_a_subject_the_patch_adds_is_told_to_wait_for_the_merge():
-    from relconsole.engine.gate.actions import base_miss_advice
+    from relconsole.engine.gate.acceptnote import base_miss_advice
     missing = "AttributeError: module 'aggregator' has no attribute 'partial'"
     state = ConfirmState("c", "p", "0" * 64, CONFIRMED,
                          first={"sides": {"head": _side(3, 3), "base": _side(3, 3, missing)}})
