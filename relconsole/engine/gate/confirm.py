@@ -158,6 +158,13 @@ def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | Non
     finally:
         if own_store:
             store.close()
+    return _settle(review, candidate, state, second, ran, notes)
+
+
+def _settle(review: Review, candidate: Candidate, state: ConfirmState, second: dict, ran: list[str],
+            notes: list[str]) -> ConfirmOutcome:
+    """Record the second replay and settle the candidate (§10): agreeing with the first, it is
+    confirmed; disagreeing, discarded by one ``quarantine:`` commit (``_discard_commit``)."""
     state.second = second
     ran.append("second")
     disagreement = _disagreement(state.first, second)

@@ -70,6 +70,18 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     if any(isinstance(a, ast.Constant) and a.value == "/" or _dotted(a, imports) in ROOT_SEPARATORS
            for a in node.args) and _builds_paths(func, imports):
         return "builds a path from the root folder (/)"
+    opened = _open_probe(node, called, imports)
+    if opened:
+        return opened
+    if called == "random.Random" and not node.args and not node.keywords:
+        return "draws random numbers (an unseeded random.Random)"
+    return None
+
+
+def _open_probe(node: ast.Call, called: str | None, imports: dict[str, str]) -> str | None:
+    """What a call that opens a file says (``open``, ``io.open``, ``codecs.open``, ``os.fdopen``,
+    a ``.open()`` method): a write mode, a computed mode, a path relative to the working folder."""
+    func = node.func
     plain_open = (isinstance(func, ast.Name) and func.id == "open" and "open" not in imports) \
         or called in ("io.open", "codecs.open", "os.fdopen")
     is_open = plain_open or (isinstance(func, ast.Attribute) and func.attr == "open" and not node.args[1:])
@@ -85,8 +97,6 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
         if plain_open and isinstance(where, ast.Constant) and isinstance(where.value, str) \
                 and not where.value.startswith("/"):
             return f"opens {where.value!r}, a path relative to the working folder (which differs from machine to machine)"
-    if called == "random.Random" and not node.args and not node.keywords:
-        return "draws random numbers (an unseeded random.Random)"
     return None
 
 

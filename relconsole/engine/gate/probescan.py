@@ -35,7 +35,7 @@ from relconsole.engine.gate.probecalls import (_bound_probe, _call_probe, _impor
 from relconsole.engine.gate.probeexprs import (_constant_dunder, _identity_probe, _name_probe, _optional_file,
                                                _optional_import, _path_probe, _salted_hash, _suppressed_import,
                                                _where_probe)
-from relconsole.engine.gate.probestate import (_aliases, _module_partial_state, _mutable_defaults, _self_state_probe,
+from relconsole.engine.gate.probestate import (_held_state, _module_partial_state, _self_state_probe,
                                                _state_probe, class_state, closure_state, instance_assigned,
                                                module_state, stateful_instances)
 
@@ -70,13 +70,7 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
     constant = _constant_dunder(scope)
     if constant:
         yield scope, constant
-    defaults = _mutable_defaults(scope, imports)
-    owners = {n: f"its enclosing function's {n} (kept as long as the closure it returns)" for n in enclosed}
-    held = ((state | enclosed) - shadowed) | defaults  # a mutable default is shared state too
-    aliases = _aliases(nodes, held)  # ``keys = _recent_keys``: the same list by a local name
-    owners.update((alias, f"module-level {target} (as {alias})") for alias, target in aliases.items())
-    held |= frozenset(aliases)
-    shadowed = shadowed - set(aliases)
+    defaults, held, owners, shadowed = _held_state(scope, nodes, imports, state, enclosed, shadowed)
     for node in nodes:
         why = _state_probe(node, held, shadowed - defaults, in_function, defaults, owners, instances - shadowed,
                            imports) \
@@ -92,18 +86,7 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
         elif id(node) in literal_imports:
             why = _import_probe(ast.Import(names=[ast.alias(name=literal_imports[id(node)])]))
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
-            why = None if isinstance(node, ast.Name) and node.id in shadowed else _name_probe(node, imports, _name)
-            if why is None and isinstance(node, ast.Attribute) and node.attr == "__dict__" and _dotted(node.value, imports):
-                why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
-            if why is None and isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
-                why = f"reads a frame (.{node.attr}): the call stack around it says who called"
-            if why is None and isinstance(node, ast.Attribute) and node.attr in ("native_id", "ident") \
-                    and _thread_like(node.value, imports):
-                why = f"reads the process's identity (.{node.attr} of a thread)"
-            if why is None and isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_PROBES:
-                why = f"{ATTRIBUTE_PROBES[node.attr]} (.{node.attr})"
-            if why is None and isinstance(node, ast.Attribute) and node.attr in STAT_TIMES:
-                why = f"reads when a file was touched (.{node.attr}): a clock the frozen one does not stop"
+            why = _read_probe(node, imports, shadowed, _name)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _dotted(node, imports):
             why = _patch_words(_dotted(node, imports))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
@@ -126,6 +109,26 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             why = _module_partial_state(node, imports)
         if why:
             yield node, why
+
+
+def _read_probe(node: ast.Attribute | ast.Name, imports: dict[str, str], shadowed: set[str],
+                scope_name: str) -> str | None:
+    """What reading the name or attribute ``node`` says (``_name_probe``; for an attribute also a
+    module's ``__dict__``, a frame, a thread's id, ``ATTRIBUTE_PROBES``, a file's times); a name
+    the scope binds itself (``shadowed``) reads nothing."""
+    why = None if isinstance(node, ast.Name) and node.id in shadowed else _name_probe(node, imports, scope_name)
+    if why is None and isinstance(node, ast.Attribute) and node.attr == "__dict__" and _dotted(node.value, imports):
+        why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
+    if why is None and isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
+        why = f"reads a frame (.{node.attr}): the call stack around it says who called"
+    if why is None and isinstance(node, ast.Attribute) and node.attr in ("native_id", "ident") \
+            and _thread_like(node.value, imports):
+        why = f"reads the process's identity (.{node.attr} of a thread)"
+    if why is None and isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_PROBES:
+        why = f"{ATTRIBUTE_PROBES[node.attr]} (.{node.attr})"
+    if why is None and isinstance(node, ast.Attribute) and node.attr in STAT_TIMES:
+        why = f"reads when a file was touched (.{node.attr}): a clock the frozen one does not stop"
+    return why
 
 
 def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:

@@ -220,6 +220,22 @@ def _changes_self(method: ast.AST) -> bool:
     return False
 
 
+def _held_state(scope: ast.AST, nodes: list[ast.AST], imports: dict[str, str], state: frozenset[str],
+                enclosed: frozenset[str], shadowed: set[str]) -> tuple[frozenset[str], frozenset[str], dict, set[str]]:
+    """(mutable defaults, held names, owner words, shadowed names) of ``scope``: the shared state
+    it may change (module or class ``state`` it does not shadow, its ``enclosed`` function's,
+    its mutable defaults, and a local name aliasing one), who owns each name for the message,
+    and the names it binds itself less those aliases."""
+    defaults = _mutable_defaults(scope, imports)
+    owners = {n: f"its enclosing function's {n} (kept as long as the closure it returns)" for n in enclosed}
+    held = ((state | enclosed) - shadowed) | defaults  # a mutable default is shared state too
+    aliases = _aliases(nodes, held)  # ``keys = _recent_keys``: the same list by a local name
+    owners.update((alias, f"module-level {target} (as {alias})") for alias, target in aliases.items())
+    held |= frozenset(aliases)
+    shadowed = shadowed - set(aliases)
+    return defaults, held, owners, shadowed
+
+
 def _mutable_defaults(scope: ast.AST, imports: dict[str, str]) -> frozenset[str]:
     """Parameters whose default is a mutable value: one object shared by every call."""
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
