@@ -47,8 +47,10 @@ import git  # noqa: E402
 
 from relconsole.engine.demo import materialise  # noqa: E402
 from relconsole.engine.repo.gitio import clean_env  # noqa: E402
-from relconsole.engine.gate.replay import ReplayOptions, Shard, replay, to_replay  # noqa: E402
-from relconsole.engine.gate.review import load_review, plan_for, run_review  # noqa: E402
+from relconsole.engine.gate.replay import replay, to_replay  # noqa: E402
+from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
+from relconsole.engine.gate.review import load_review  # noqa: E402
+from relconsole.engine.gate.reviewrun import plan_for, run_review
 from relconsole.engine.relations.runner import evaluate_once  # noqa: E402
 from relconsole.engine.repo.workspace import overlay_oracle  # noqa: E402
 from relconsole.engine.repo.worktrees import WorktreePool  # noqa: E402

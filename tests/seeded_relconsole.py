@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from relconsole.engine.gate import replay
+from relconsole.engine.gate import replayrun
 
 from relconsole.engine.relations import runner
 
@@ -21,7 +21,7 @@ def main() -> int:
     seed = int(sys.argv[1])
     replay_draws = itertools.count(seed)
     runner.run_seed = lambda plan: plan.replay_seed if plan.replay_seed is not None else seed
-    replay.draw_seed = lambda: next(replay_draws)
+    replayrun.draw_seed = lambda: next(replay_draws)
     from relconsole.cli.main import main as relconsole_main
     return relconsole_main(sys.argv[2:])
 

@@ -10,7 +10,8 @@ import pytest
 
 from bench.bigrepo import counts_of, generate
 from relconsole.engine.repo.owners import GAP, PROTECTED
-from relconsole.engine.gate.review import load_review, run_review
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.gate.reviewrun import run_review
 
 TODAY = dt.date(2026, 3, 1)
 ARGS = dict(paths=200, relations=50, leases=20, candidates=10)

@@ -183,7 +183,7 @@ def test_a_run_reads_the_flags_while_it_judges_and_decides_as_a_full_load_does(d
         assert deferred.flags == [] and not deferred.finished  # nothing read yet
         assert deferred.decision() == full.decision()  # deciding reads them first: never without
         assert [f.name for f in deferred.flags] == [f.name for f in full.flags] != []
-        from relconsole.engine.gate.review import run_review
+        from relconsole.engine.gate.reviewrun import run_review
         run_review(full)  # a relation's miss is the headline once the relations ran
         reason = full.decision().reason
     code, out, _ = cli(capsys, "run", "--json", *repo_args(demo_repo))

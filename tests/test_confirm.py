@@ -23,14 +23,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import relconsole.cli.main as cli
-from relconsole.engine.gate.confirm import (CONFIRMED, DISCARDED, REPLAYED_ONCE, UNREPLAYED, ConfirmOptions, ConfirmState,
-                                       ConfirmRefused, _disagreement, candidate_state, confirm_candidate,
-                                       state_dir)
+from relconsole.engine.gate.confirm import _disagreement, confirm_candidate
+from relconsole.engine.gate.confirmrun import ConfirmOptions, ConfirmRefused
+from relconsole.engine.gate.confirmstate import (CONFIRMED, DISCARDED, REPLAYED_ONCE, UNREPLAYED, ConfirmState,
+                                                 candidate_state, state_dir)
 from relconsole.engine.decision import decide
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused,
                                       UsageError)
 from relconsole.engine.gate.review import load_review
-from relconsole.engine.gate.wslease import LeaseHeld, open_store
+from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wsleasestore import LeaseHeld
 from tests.conftest import TODAY, git, reviewed_repo
 from tests import redis_server
 
@@ -251,7 +253,8 @@ def test_a_candidate_that_agrees_with_itself_in_the_crafted_repo_is_confirmed_by
 
 
 def test_cancelling_the_second_replay_keeps_the_first_and_releases_the_lease(tmp_path):
-    from relconsole.engine.gate.replay import Cancel, ReplayCancelled
+    from relconsole.engine.relations.runner import Cancel
+    from relconsole.engine.gate.replayrun import ReplayCancelled
     repo = orders_repo(tmp_path)
     cancel, steps = Cancel(), []
 
@@ -396,7 +399,7 @@ def test_a_confirmed_candidate_is_sound_only_when_the_base_never_missed(runs, he
 
 
 def test_a_subject_the_patch_adds_is_told_to_wait_for_the_merge():
-    from relconsole.engine.gate.actions import base_miss_advice
+    from relconsole.engine.gate.acceptnote import base_miss_advice
     missing = "AttributeError: module 'aggregator' has no attribute 'partial'"
     state = ConfirmState("c", "p", "0" * 64, CONFIRMED,
                          first={"sides": {"head": _side(3, 3), "base": _side(3, 3, missing)}})

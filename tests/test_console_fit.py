@@ -22,7 +22,7 @@ from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.keybar import ALWAYS, GAP, KEEP_ORDER, KeyBar, KeyEntry, fit, rank, wrap
 from relconsole.console.widgets.pane import Pane
-from relconsole.engine.gate.actions import freeze_evidence
+from relconsole.engine.gate.freezeevidence import freeze_evidence
 from tests.conftest import TODAY
 from tests.test_console import goto, prompts, settle, until
 

@@ -25,7 +25,8 @@ import pytest
 import yaml
 
 import relconsole
-from relconsole.engine.gate.review import load_review, run_review
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.gate.reviewrun import run_review
 from tests.conftest import TODAY, git, git_bytes
 
 pytestmark = pytest.mark.e2e

@@ -265,7 +265,8 @@ def test_an_adapter_that_raises_is_the_oracle_s_fault_not_a_reject(tmp_path, mon
         "oracle/adapters.py": "def merge(a, b):\n    raise RuntimeError('merge exploded')\n",
         "oracle/seeds/rows.jsonl": "[1, 2, 3]\n", "oracle/catalog.yaml": catalog,
     }, {"src/agg.py": "def total(rows):\n    return [sum(rows), 0][:1]\n"})
-    from relconsole.engine.gate.review import load_review, run_review
+    from relconsole.engine.gate.review import load_review
+    from relconsole.engine.gate.reviewrun import run_review
 
     review = load_review(repo, "main", "HEAD", TODAY)
     try:
@@ -285,7 +286,8 @@ def test_parts_of_a_shape_the_merge_adapter_cannot_take_are_the_patch_s_miss(tmp
         "oracle/adapters.py": "def merge(a, b):\n    return {'sum': a['sum'] + b['sum']}\n",
         "oracle/seeds/rows.jsonl": "[1, 2, 3, 4]\n", "oracle/catalog.yaml": catalog,
     }, {"src/agg.py": "def total(rows):\n    return float(sum(rows))\n"})
-    from relconsole.engine.gate.review import load_review, run_review
+    from relconsole.engine.gate.review import load_review
+    from relconsole.engine.gate.reviewrun import run_review
 
     with load_review(repo, "main", "HEAD", TODAY) as review:
         [result] = run_review(review)
@@ -318,7 +320,8 @@ def test_a_tree_linked_to_the_store_is_never_judged_outside_the_sandbox(demo_rep
     """The run tree hard-links the per-commit store's files when this process finds
     bubblewrap; a judge's worker that then finds none must not fall back to a plain process
     (a subject there could write into the store through the links): the run aborts."""
-    from relconsole.engine.gate.review import load_review, run_review
+    from relconsole.engine.gate.review import load_review
+    from relconsole.engine.gate.reviewrun import run_review
     from relconsole.engine.relations.subject import server as server_module
     real = server_module.bwrap_path()
     if real is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TODAY, git
-from relconsole.engine.gate import review as review_module
+from relconsole.engine.gate import oracleload, quarantineload
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.oracle.parsecache import ParseCache, code_fingerprint
 from relconsole.engine.gate.review import load_review
@@ -37,8 +37,8 @@ def _cache_file(repo: Path, kind: str) -> Path:
 def _refuse_parsing(monkeypatch) -> None:
     def refuse(*_args):
         raise AssertionError("parsed again: the cache was not used")
-    monkeypatch.setattr(review_module, "load_catalog", refuse)
-    monkeypatch.setattr(review_module, "parse_lease", refuse)
+    monkeypatch.setattr(oracleload, "load_catalog", refuse)
+    monkeypatch.setattr(oracleload, "parse_lease", refuse)
 
 
 def test_a_second_load_uses_the_kept_parse_and_sees_the_same_oracle(demo_repo, monkeypatch):
@@ -180,7 +180,7 @@ def test_a_poisoned_entry_for_other_bytes_cannot_clear_a_probe(demo_repo):
     _commit_module(demo_repo, "probe.py", PROBE)
     expected = _probe_flags(demo_repo)
     cache = ParseCache(Path(git(demo_repo, "rev-parse", "--absolute-git-dir").strip()), "probes",
-                       review_module.current_fingerprint())
+                       oracleload.current_fingerprint())
     assert cache.entries, "the first review kept its findings"
     cache.entries = {(digest + "0", path): [] for digest, path in cache.entries} | {("", "src/probe.py"): []}
     cache._dirty = True
@@ -203,12 +203,12 @@ def _candidates(repo: Path) -> dict[str, tuple]:
 def _refuse_reading(monkeypatch) -> None:
     def refuse(*_args):
         raise AssertionError("read again: the kept verdicts were not used")
-    monkeypatch.setattr(review_module, "read_candidate", refuse)
+    monkeypatch.setattr(quarantineload, "read_candidate", refuse)
 
 
 def _kept_reads(repo: Path) -> ParseCache:
     return ParseCache(Path(git(repo, "rev-parse", "--absolute-git-dir").strip()), "candidate",
-                      review_module.current_fingerprint())
+                      oracleload.current_fingerprint())
 
 
 def test_kept_candidate_verdicts_are_the_verdicts_of_a_fresh_validation(demo_repo, monkeypatch):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from relconsole.cli.main import main
-from relconsole.engine.gate import pyscan
+from relconsole.engine.gate import pyscan, pysource
 from relconsole.engine.gate.review import load_review
 from tests.conftest import TODAY, git, git_bytes, init_repo
 from tests.test_check_split import commit
@@ -212,7 +212,7 @@ def test_rules_see_nothing_new_in_a_reformatted_file(path: Path):
     moved = "# moved down\n\n\n" + source.replace("\n\n\n", "\n\n\n# --\n")
     assert pyscan.golden_assertions(source, moved) == []
     assert pyscan.ingest_to_concat(source, moved) == []
-    for name, scope in pyscan._scopes(pyscan.parse(source)):
+    for name, scope in pysource._scopes(pysource.parse(source)):
         if name:
             assert pyscan.output_sorts(source, moved, name) == []
 
@@ -247,7 +247,7 @@ def test_what_counts_as_a_golden_value(assertion: str, golden: bool):
 
 def test_source_that_cannot_be_judged_says_so_and_a_broken_before_counts_as_empty():
     for after in ("def broken(:\n", "\0", "def test_deep():\n    assert f(x)" + "[0]" * 3000 + " == 5\n"):
-        with pytest.raises(pyscan.Unjudged):
+        with pytest.raises(pysource.Unjudged):
             pyscan.golden_assertions(None, after)
     fixed = "def test_fixed():\n    assert parse('1.2') == (1, 2)\n"
     assert pyscan.golden_assertions("def broken(:\n", fixed) == pyscan.golden_assertions(None, fixed) != []
@@ -467,7 +467,7 @@ def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_
 def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo: Path):
     """Issue 16: a flag on an honest upstream test became the PR's reason even when a relation
     missed. Both reject; the relation's miss is named, the flag is still there."""
-    from relconsole.engine.gate.review import run_review
+    from relconsole.engine.gate.reviewrun import run_review
     with load_review(demo_repo, "main", "agent/patch", TODAY) as review:
         assert review.decision().reason.startswith("review_flag:")  # nothing run yet: the flag is all there is
         run_review(review)

@@ -24,7 +24,8 @@ from relconsole.console.screens import detail
 from relconsole.engine.relations.canon import differences, path_text
 from relconsole.engine.decision import ROWS, Decision
 from relconsole.engine.relations.kinds import describe_inputs, split_points
-from relconsole.engine.gate.review import load_review, run_review
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.relations.runner import RunPlan, input_summary
 from tests.conftest import TODAY, git
 from tests.test_console import goto, settle

@@ -24,9 +24,12 @@ from test_leases_freezes import FLAKY
 from test_leases_freezes import passes as flip_holds  # the model of FLAKY: holds on this seed?
 from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
-from relconsole.engine.gate.replay import SHEET_SUFFIX, ReplayOptions, Shard, replay
-from relconsole.engine.gate.review import load_review, run_review
-from relconsole.engine.gate.wslease import LeaseHeld, open_store
+from relconsole.engine.gate.replay import SHEET_SUFFIX, replay
+from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.gate.reviewrun import run_review
+from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wsleasestore import LeaseHeld
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +67,7 @@ def flaky_repo(tmp_path: Path, base: dict[str, str], patch: dict[str, str], name
 @pytest.fixture(autouse=True)
 def _seeds_from_seed(monkeypatch):
     """Run seeds as the model needs them: the first run SEED, each side's replays SEED + n."""
-    from relconsole.engine.gate import replay as replay_module
+    from relconsole.engine.gate import replayrun
     from relconsole.engine.relations import runner
     draws = [0]
 
@@ -72,7 +75,7 @@ def _seeds_from_seed(monkeypatch):
         n, draws[0] = draws[0], draws[0] + 1
         return SEED if n == 0 else SEED + n - 1
     monkeypatch.setattr(runner, "draw_seed", drawn)
-    monkeypatch.setattr(replay_module, "draw_seed", drawn)
+    monkeypatch.setattr(replayrun, "draw_seed", drawn)
 
 
 @pytest.fixture(autouse=True)
@@ -341,9 +344,9 @@ def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_pat
     import threading
 
     from relconsole.engine.gate import replay as replay_module
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate import wsleasesqlite
     renewals, renewed = [], threading.Event()
-    real_renew = wslease.SqliteLeaseStore.renew
+    real_renew = wsleasesqlite.SqliteLeaseStore.renew
 
     def counting_renew(self, *args, **kwargs):
         lease = real_renew(self, *args, **kwargs)
@@ -351,7 +354,7 @@ def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_pat
         if len(renewals) >= 2:
             renewed.set()
         return lease
-    monkeypatch.setattr(wslease.SqliteLeaseStore, "renew", counting_renew)
+    monkeypatch.setattr(wsleasesqlite.SqliteLeaseStore, "renew", counting_renew)
     real_run_sides = replay_module.run_sides
 
     def slow_run_sides(*args, **kwargs):
@@ -448,7 +451,8 @@ def hangs(marker: str) -> str:
 def test_cancel_kills_the_runs_in_flight_and_everything_the_subject_started(tmp_path):
     import threading
     import uuid
-    from relconsole.engine.gate.replay import Cancel, ReplayCancelled
+    from relconsole.engine.relations.runner import Cancel
+    from relconsole.engine.gate.replayrun import ReplayCancelled
     from test_hostile_subjects import _alive, _none_left
     marker = f"3333.{uuid.uuid4().int % 10**9}"
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})

@@ -18,7 +18,8 @@ import pytest
 
 from bench.flights import IDS, make_repo
 from relconsole.engine.oracle.leases import lease_status, parse_lease, sha256_file
-from relconsole.engine.gate.review import load_review, run_review
+from relconsole.engine.gate.review import load_review
+from relconsole.engine.gate.reviewrun import run_review
 from tests.conftest import TODAY, git
 
 pytestmark = pytest.mark.shared

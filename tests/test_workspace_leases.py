@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, EXIT_USAGE, UsageError
-from relconsole.engine.gate.wslease import (STATES, LeaseHeld, NotHolder, RedisLeaseStore, SqliteLeaseStore,
-                                       StoreUnavailable, open_store)
+from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wsleaseredis import RedisLeaseStore
+from relconsole.engine.gate.wsleasesqlite import SqliteLeaseStore
+from relconsole.engine.gate.wsleasestore import STATES, LeaseHeld, NotHolder, StoreUnavailable
 from tests.conftest import git
 from tests.redis_server import _free_port, private_redis, redis_url  # noqa: F401 (redis_url: fixture)
 
@@ -395,7 +397,8 @@ def test_cli_misuse_exits_64(store_url, args):
 
 def test_ttl_beyond_a_week_is_a_usage_error_and_nothing_is_stored(tmp_path):
     from relconsole.engine.errors import UsageError
-    from relconsole.engine.gate.wslease import MAX_TTL_SECONDS, open_store
+    from relconsole.engine.gate.wslease import open_store
+    from relconsole.engine.gate.wsleasestore import MAX_TTL_SECONDS
     store = open_store(f"sqlite://{tmp_path / 'l.sqlite3'}", tmp_path)
     try:
         for ttl in (MAX_TTL_SECONDS * 2, 1e308):
@@ -410,7 +413,7 @@ def test_ttl_beyond_a_week_is_a_usage_error_and_nothing_is_stored(tmp_path):
 @pytest.mark.parametrize("url", ["redis://127.0.0.1:6399/0?password=s3cret", "redis://u:s3cret@h:1/0",
                                  "rediss://h:1/0?db=1&PASSWORD=s3cret&x=1"])
 def test_passwords_never_appear_in_a_redacted_url(url):
-    from relconsole.engine.gate.wslease import redact
+    from relconsole.engine.gate.wsleasestore import redact
     shown = redact(url)
     assert "s3cret" not in shown and "***" in shown and redact(shown) == shown
 

@@ -43,7 +43,8 @@ def cmd_confirm(args) -> int:
     """Confirm the candidate ``args`` names; print the outcome; return the §8 exit code."""
     import json
     from relconsole.cli.progress import progress_reporter
-    from relconsole.engine.gate.confirm import ConfirmOptions, confirm_candidate
+    from relconsole.engine.gate.confirm import confirm_candidate
+    from relconsole.engine.gate.confirmrun import ConfirmOptions
     from relconsole.engine.gate.review import load_review
     from relconsole.engine.gate.wslease import open_store
     with progress_reporter(sys.stderr, not args.json) as report:  # big corpora hashing

@@ -30,7 +30,8 @@ def cmd_flags(args) -> int:
     """Print the flags and checklist of the review ``args`` names; return the exit code."""
     import json
     from relconsole.engine.gate.checklist import merge_checklist
-    from relconsole.engine.gate.review import load_review, run_review
+    from relconsole.engine.gate.review import load_review
+    from relconsole.engine.gate.reviewrun import run_review
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
     try:
         if args.run and not review.errors:

@@ -33,7 +33,7 @@ from relconsole.engine.literal import counted, literal, one_line
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     import datetime as dt
-    from relconsole.engine.gate.replay import Shard
+    from relconsole.engine.gate.replayoptions import Shard
     from relconsole.engine.gate.review import Review
 
 
@@ -261,7 +261,7 @@ def _directory(text: str) -> Path:
 
 
 def _shard(text: str) -> "Shard":
-    from relconsole.engine.gate.replay import Shard
+    from relconsole.engine.gate.replayoptions import Shard
     try:
         return Shard.parse(text)
     except UsageError as exc:
@@ -372,7 +372,8 @@ def _binding_lines(bindings) -> list[str]:
 def cmd_run(args) -> int:
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.report import run_payload
-    from relconsole.engine.gate.review import finish_review, load_review, run_review
+    from relconsole.engine.gate.review import finish_review, load_review
+    from relconsole.engine.gate.reviewrun import run_review
     from relconsole.engine.relations.runner import prestart
     from relconsole.cli.progress import progress_reporter
     prestart()  # the judge's processes boot while the review loads
@@ -419,7 +420,7 @@ def _worst_of(results):
 
 
 def cmd_validate(args) -> int:
-    from relconsole.engine.gate.confirm import load_candidate_states
+    from relconsole.engine.gate.confirmstate import load_candidate_states
     from relconsole.engine.gate.subjectcheck import unresolved_subjects
     review = _load(args)
     try:
@@ -557,7 +558,7 @@ def cmd_accept_delete(args) -> int:
 
 
 def cmd_freeze(args) -> int:
-    from relconsole.engine.gate.review import run_review
+    from relconsole.engine.gate.reviewrun import run_review
     from relconsole.engine.gate import actions
     review = _load(args)
     try:
@@ -623,7 +624,8 @@ def cmd_replay(args) -> int:
     from relconsole.cli.progress import progress_reporter
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.report import replay_lines, replay_payload
-    from relconsole.engine.gate.replay import ReplayOptions, Shard, replay
+    from relconsole.engine.gate.replay import replay
+    from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
     from relconsole.engine.gate.wslease import open_store
     review = _load(args)
     try:

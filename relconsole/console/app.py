@@ -36,17 +36,19 @@ from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.keybar import KeyBar
 from relconsole.console.widgets.pane import Pane
 from relconsole.console.widgets.status import StatusLine
-from relconsole.engine.gate import actions
+from relconsole.engine.gate import actions, freezeevidence
 from relconsole.engine.gate import checklist
 from relconsole.engine.gate import gatehealth
-from relconsole.engine.gate.bite import cached_verdict
-from relconsole.engine.gate.confirm import DISCARDED, load_candidate_states
+from relconsole.engine.gate.bitecache import cached_verdict
+from relconsole.engine.gate.confirmstate import DISCARDED, load_candidate_states
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, literal, one_line
-from relconsole.engine.gate.replay import (SHEET_SUFFIX, Cancel, ReplayOptions, Shard, default_artifacts,
-                                     load_workspace_leases, replay, to_replay)
+from relconsole.engine.gate.replay import SHEET_SUFFIX, default_artifacts, load_workspace_leases, replay, to_replay
+from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
+from relconsole.engine.relations.runner import Cancel
 from relconsole.engine.gate.report import record_decisions
-from relconsole.engine.gate.review import Review, RunCancelled, load_review, run_review
+from relconsole.engine.gate.review import Review, load_review
+from relconsole.engine.gate.reviewrun import RunCancelled, run_review
 from relconsole.engine.repo.worktrees import slug
 from relconsole.engine.gate.wslease import open_store
 
@@ -65,7 +67,7 @@ MAIN_SCREEN_ACTIONS = {"next_pane", "previous_pane", "filter", "quick_filter", "
 
 def saved_replays(review: Review) -> dict:
     """Relation id -> the replay sheet saved for this HEAD before this session (in the default
-    artifacts directory, decided again after fencing: ``actions.freeze_evidence``), for the
+    artifacts directory, decided again after fencing: ``freezeevidence.freeze_evidence``), for the
     touched relations this review has not replayed. It is what ``f`` goes by, so the
     relation's view shows it (issue 18). Reads only sheets that exist; never raises."""
     folder = default_artifacts(review)
@@ -77,7 +79,7 @@ def saved_replays(review: Review) -> dict:
     for rid in review.touched_relations():
         if rid not in review.replays and f"{slug(rid)}{SHEET_SUFFIX}" in names:
             try:
-                evidence = actions.freeze_evidence(review, rid)
+                evidence = freezeevidence.freeze_evidence(review, rid)
             except Exception:  # unreadable evidence is shown as none; f says why when pressed
                 evidence = None
             if evidence is not None:
@@ -937,7 +939,7 @@ class ReviewApp(PaneListing, OwnerWorkflows, App[int]):
         off the UI thread; no sheet at all asks for the override."""
         try:
             row = actions.proposed_freeze(review, rid, without_replay=without_replay)
-        except actions.NoReplayEvidence:
+        except freezeevidence.NoReplayEvidence:
             self._from_thread(self._ask_override, rid)
             return
         except RelconsoleError as exc:

@@ -16,7 +16,8 @@ from relconsole.console.render import lit
 from relconsole.console.screens.detail import (DetailView, candidate_text, lease_text, output_columns,
                                                relation_body, relation_text, replay_text, workspace_lease_text)
 from relconsole.engine.gate.acks import MIN_PREFIX
-from relconsole.engine.gate.actions import OVERRIDE, base_miss_advice
+from relconsole.engine.gate.acceptnote import base_miss_advice
+from relconsole.engine.gate.actions import OVERRIDE
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.oracle.freezes import check_new_row
 from relconsole.engine.oracle.leases import check_renewal

@@ -47,7 +47,8 @@ from relconsole.engine.errors import BadInputError, EXIT_ABORT, RelconsoleError,
 from relconsole.engine.oracle.hashcache import open_regular
 from relconsole.engine.repo.gitio import TreeView
 from relconsole.engine.literal import one_line
-from relconsole.engine.gate.review import Review, input_fields, input_shape
+from relconsole.engine.gate.review import Review
+from relconsole.engine.gate.quarantineload import input_fields, input_shape
 from relconsole.engine.oracle.textedit import append_jsonl_rows, first_bad_jsonl_line, jsonl_lines
 from relconsole.engine.oracle.yamlload import MAX_FILE_BYTES, dump_yaml, load_yaml_text
 

@@ -3,12 +3,13 @@
 Each action re-reads the files it changes from the oracle branch's current tip, checks
 the rule it implements, and makes exactly one commit of one kind through
 ``commits.commit_changes`` (a temporary index; the user's work is never touched).
+What an accept's commit says of the second replay is in ``acceptnote``, the replay evidence
+a freeze rests on in ``freezeevidence``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -18,7 +19,6 @@ from relconsole.engine.oracle import textedit
 from relconsole.engine.gate.acks import MIN_PREFIX, flagged_text, range_authors, same_person, with_ack
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
-from relconsole.engine.gate.confirm import DISCARDED, candidate_state
 from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.oracle.freezes import check_new_row
 from relconsole.engine.repo.gitio import TreeView, resolve
@@ -27,15 +27,10 @@ from relconsole.engine.oracle.leases import check_renewal, rehash_preview
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.patchflags import BlobReader
-from relconsole.engine.gate.replay import SHEET_SUFFIX, default_artifacts
-from relconsole.engine.gate.review import Replayed, Review, seed_file_problem
-from relconsole.engine.gate.sheets import Fences, decide_fenced
-from relconsole.engine.repo.worktrees import slug
-from relconsole.engine.gate.wslease import ENV_URL
-
-class NoReplayEvidence(CommitRefused):
-    """A freeze was asked for a relation with no replay sheet for HEAD (and no override)."""
-
+from relconsole.engine.gate.review import Review
+from relconsole.engine.gate.seeds import seed_file_problem
+from relconsole.engine.gate.acceptnote import _replay_note
+from relconsole.engine.gate.freezeevidence import _replay_freeze_fields
 
 OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
 
@@ -139,7 +134,7 @@ def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
 def _guarded_by_adapter(review: Review, relation) -> str | None:
     """The owners pattern for a relation whose subject is an oracle adapter: the one library
     file it reaches, or the folder holding all of them (``dir/**``); None when it reaches none."""
-    from relconsole.engine.gate.bite import reached_library_paths  # static: reads git objects, runs nothing
+    from relconsole.engine.gate.bitetargets import reached_library_paths  # static: reads git objects, runs nothing
     try:
         paths = reached_library_paths(review, relation)
     except (RelconsoleError, OSError, SyntaxError, ValueError):  # a hint, never a reason to refuse the accept
@@ -148,55 +143,6 @@ def _guarded_by_adapter(review: Review, relation) -> str | None:
         return paths[0] if paths else None
     common = os.path.commonpath(paths)
     return f"{common}/**" if common else None
-
-
-def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
-    """The commit message line on a candidate's second replay (§10), or CommitRefused.
-
-    Confirmed: names the content hash the replays agreed on, which must still be the
-    bytes on the branch tip. Unconfirmed with ``override``: records the override and who
-    made it. A discarded candidate (its replays disagreed) is never accepted.
-    """
-    state = candidate_state(review, candidate)
-    if state.state == DISCARDED:
-        raise CommitRefused(f"{candidate.id} was discarded: {state.reason}")
-    data = view.read_bytes(candidate.path)
-    if data is None or hashlib.sha256(data).hexdigest() != state.content_sha256:
-        raise CommitRefused(f"{candidate.path} changed on {review.oracle_branch} since the "
-                            "review loaded; reload the review")
-    elsewhere = state.elsewhere(review) if state.confirmed else None
-    if elsewhere:
-        if not override:
-            raise CommitRefused(f"{candidate.id} was confirmed for another review: {elsewhere}; run "
-                                f"`relconsole confirm {candidate.id}` here, or override with --override-unconfirmed")
-        who = git_identity(review.root)
-        return (f"second replay: OVERRIDDEN, confirmed for another review ({elsewhere}); accepted by "
-                f"{who.name} <{who.email}>")
-    base_miss = state.base_miss
-    if state.confirmed and not base_miss:
-        return f"second replay: confirmed (content sha256 {state.content_sha256})"
-    if state.confirmed:
-        if not override:
-            raise CommitRefused(f"{candidate.id} is confirmed but misses on the base ({one_line(base_miss)}): "
-                                + base_miss_advice(state) + "; or accept it anyway with --override-unconfirmed")
-        who = git_identity(review.root)
-        return (f"second replay: confirmed (content sha256 {state.content_sha256}) but misses on the base "
-                f"({one_line(base_miss)}); accepted anyway by {who.name} <{who.email}>")
-    if not override:
-        raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
-                            f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "
-                            "with a second confirmation (--override-unconfirmed)")
-    who = git_identity(review.root)
-    return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "
-            f"{state.content_sha256}); accepted unconfirmed by {who.name} <{who.email}>")
-
-
-def base_miss_advice(state) -> str:
-    """What a reviewer should do with a candidate that misses on the base (§10)."""
-    if state.subject_not_on_base:
-        return ("its subject is not on the base (code the patch adds): accept it once the patch has merged, "
-                "or every other review would miss it")
-    return "as a relation it would hold or reject reviews of code that is not broken; fix the candidate"
 
 
 def _refuse_unloadable(review: Review, view: TreeView, changes: list[FileChange], candidates) -> None:
@@ -391,48 +337,6 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
             "test_id": carried.get("test_id") or relation_id,
             "created_by": who.email or who.name, "created_at": review.today.isoformat(),
             **({OVERRIDE: carried["override"]} if "override" in carried else {})}
-
-
-def _replay_freeze_fields(review: Review, relation_id: str, without_replay: bool) -> dict:
-    """The fields a §8 row-8 ``freeze`` decision carries ({} for an override without a sheet).
-
-    Raises CommitRefused when the replay decided anything but freeze (the table, not the
-    operator, says whether a miss may be frozen), or when there is no sheet and no override.
-    """
-    replayed = freeze_evidence(review, relation_id)
-    if replayed is None:
-        if without_replay:
-            return {"override": "no replay sheet: frozen without §8 row 8 evidence, by the operator's override"}
-        raise NoReplayEvidence(f"{relation_id} has no replay sheet for HEAD: replay it first (b, or relconsole "
-                            "replay) so the decision table can say freeze (§8 row 8); or override explicitly "
-                            "(--without-replay), which the commit message records")
-    decision = replayed.decision
-    if decision.decision != "freeze":
-        raise CommitRefused(f"{relation_id}: the replay decided {decision.decision} ({decision.reason}, "
-                            f"§8 row {decision.row}); only a freeze decision (row 8) can become a freeze row")
-    return dict(decision.fields)
-
-
-def freeze_evidence(review: Review, relation_id: str) -> Replayed | None:
-    """The relation's replay for HEAD: this review's, else its sheet in the default
-    artifacts directory. Either is decided again after fencing (§5) in the lease store it
-    names, so evidence whose lease generation moved on reads as row 2 (abort)."""
-    replayed = review.replays.get(relation_id)
-    if replayed is not None:
-        sheet, path = replayed.sheet, replayed.path
-    else:
-        path = default_artifacts(review) / f"{slug(relation_id)}{SHEET_SUFFIX}"
-        try:
-            sheet = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(sheet, dict) or sheet.get("head") != review.head_sha:
-            return None
-    fences = Fences(None, os.environ.get(ENV_URL) or None)
-    try:
-        return Replayed(sheet, decide_fenced(sheet, fences), path)
-    finally:
-        fences.close()
 
 
 def find_flag(review: Review, flag_id: str):

@@ -33,12 +33,13 @@ Inputs (§4): a candidate is not in the catalog yet, so its lease cannot list it
 unexpired, hash matching) and the fixture pin only, and reports in ``notes`` that the lease
 will need the id before the accepted relation can run. A seeds input must pass the seeds
 rules of §3.
+
+The recorded states live in ``confirmstate``, running one replay under its lease in ``confirmrun``.
 """
 
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -49,129 +50,20 @@ from relconsole.engine.oracle.candidates import Candidate
 from relconsole.engine.oracle.catalog import Relation, _relation
 from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.decision import Decision
-from relconsole.engine.defaults import CONFIRM_RUNS, CONFIRM_SIDES
-from relconsole.engine.errors import CommitRefused, RelconsoleError, UsageError
+from relconsole.engine.errors import UsageError
 from relconsole.engine.repo.gitio import TreeView, resolve
 from relconsole.engine.literal import one_line
 from relconsole.engine.oracle.leases import USABLE
-from relconsole.engine.gate.replay import (Cancel, EnvironmentFault, Progress, ReplayOptions, Shard, sheet_common,
-                                      confirm_fresh, environment_fault,
-                                      dead_holder_hint, miss_evidence, Heartbeat, miss_signature, pin_fields,
-                                      release_workspace, run_sides, ReplaySide, side_counts, default_workspace)
-from relconsole.engine.gate.review import Review, seed_file_problem, plan_for
-from relconsole.engine.relations.runner import RunPlan, RunRecord
+from relconsole.engine.relations.runner import Cancel
+from relconsole.engine.gate.review import Review
+from relconsole.engine.gate.seeds import seed_file_problem
+from relconsole.engine.gate.confirmrun import ConfirmOptions, ConfirmProgress, ConfirmRefused, _Run
+from relconsole.engine.gate.confirmstate import (CONFIRMED, DISCARDED, REPLAYED_ONCE, SIDES, ConfirmState, _write_state,
+                                                 candidate_state)
 from relconsole.engine.gate.sheets import write_json
-from relconsole.engine.relations.signatures import failure_class, signature
-from relconsole.engine.repo.workspace import overlay_oracle
-from relconsole.engine.repo.worktrees import WorktreePool
-from relconsole.engine.gate.wslease import LeaseHeld, LeaseStore, WorkspaceLease, default_holder, open_store, redact
+from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wsleasestore import LeaseStore
 from relconsole.engine.oracle.yamlload import Loaded
-
-STATES = ("unreplayed", "replayed_once", "confirmed", "discarded")
-UNREPLAYED, REPLAYED_ONCE, CONFIRMED, DISCARDED = STATES
-STATE_VERSION = 1
-DEFAULT_RUNS = CONFIRM_RUNS  # runs per side in each of the two replays
-SIDES = CONFIRM_SIDES
-
-
-class ConfirmRefused(CommitRefused):
-    """The candidate cannot be confirmed as asked (exit 64): it is rejected by validation,
-    its input is not usable (§4 lease state, §3 seeds, a fixture pin mismatch), or its file
-    changed on the oracle branch since it was replayed."""
-
-
-@dataclass
-class ConfirmProgress:
-    """One step of a confirmation, for a progress bar: what, and how far (0..1) when known."""
-
-    step: str
-    fraction: float | None = None
-
-
-@dataclass
-class ConfirmOptions:
-    """How to confirm: runs per side in each replay, the workspace lease, the lease store.
-
-    ``workspace`` defaults to the replay workspace of this repository plus ``:confirm`` (so
-    a confirmation and a replay of the relations do not refuse each other); ``holder`` to
-    ``user@host:pid``; ``ttl_seconds`` is the lease TTL (renewed every third of it);
-    ``first_only`` records the first replay and stops (the caller holds, §8 row 5).
-    """
-
-    runs: int = DEFAULT_RUNS
-    workspace: str | None = None
-    holder: str | None = None
-    ttl_seconds: float = 300.0
-    lease_url: str | None = None
-    first_only: bool = False
-    workers: int | None = None
-
-
-@dataclass
-class ConfirmState:
-    """What is recorded for one candidate's bytes (``content_sha256``, hex).
-
-    ``state`` is one of ``STATES``; ``first``/``second`` are replay records (dicts: the
-    commits, per-side outcome, runs, misses, signature and per-seed results, the lease id,
-    workspace and generation, the worktree kind, the time and the sheet path) or None;
-    ``reason`` says why the state is what it is; ``commit`` is the discarding
-    ``quarantine:`` commit once made; ``file`` is where the state lives.
-    """
-
-    candidate_id: str
-    path: str
-    content_sha256: str
-    state: str = UNREPLAYED
-    reason: str = ""
-    first: dict | None = None
-    second: dict | None = None
-    commit: str | None = None
-    file: Path | None = None
-
-    @property
-    def confirmed(self) -> bool:
-        return self.state == CONFIRMED
-
-    def elsewhere(self, review: Review) -> str | None:
-        """Why this state's replays do not speak for ``review`` (they ran on another merge
-        base or oracle commit: a confirm under another --base or --oracle-from), else None.
-        The state is keyed by the candidate's bytes alone, so an accept must check it."""
-        for which, record in (("first", self.first), ("second", self.second)):
-            if record and (record.get("merge_base"), record.get("oracle")) != (review.merge_base, review.oracle_sha):
-                return (f"its {which} replay ran on merge base {str(record.get('merge_base'))[:12]} with oracle "
-                        f"{str(record.get('oracle'))[:12]}, not this review's {review.merge_base[:12]} and "
-                        f"{review.oracle_sha[:12]}")
-        return None
-
-    @property
-    def base_miss(self) -> str | None:
-        """When a recorded replay missed on the base (the merge base: code before the
-        patch) in any run: how often and what the first miss said, else None. Such a
-        candidate may be confirmed (the replays agree), yet as a catalog relation it would
-        hold or reject reviews on the base's own code, or, for code the patch adds (the
-        subject is not on the base), every review until the patch has merged."""
-        sides = [record["sides"]["base"] for record in (self.first, self.second)
-                 if record and "base" in record.get("sides", {})]
-        missed = sum(side["misses"] for side in sides)
-        if not missed:
-            return None
-        runs = sum(side["runs"] for side in sides)
-        first = next((seed["describe"] for side in sides for seed in side.get("per_seed", ())
-                      if not seed.get("held") and seed.get("describe")), "missed")
-        return f"{missed} of {runs} base runs missed: {first}"
-
-    @property
-    def subject_not_on_base(self) -> bool:
-        """Whether the base misses are the subject's absence (code the patch adds)."""
-        why = self.base_miss or ""
-        return any(word in why for word in ("AttributeError", "ModuleNotFoundError", "ImportError"))
-
-    def to_json(self) -> dict:
-        """The state file's content (``file`` is where it is, not part of it)."""
-        return {"relconsole_candidate_state": STATE_VERSION, "candidate_id": self.candidate_id,
-                "path": self.path, "content_sha256": self.content_sha256, "state": self.state,
-                "reason": self.reason, "first": self.first, "second": self.second, "commit": self.commit,
-                "updated_at": _now()}
 
 
 @dataclass
@@ -211,89 +103,6 @@ class ConfirmOutcome:
                 "message": self.commit.message if self.commit else None,
                 "state_file": str(self.state.file) if self.state.file else None, "notes": self.notes}
 
-
-# --- state on disk ------------------------------------------------------------------------
-
-def state_dir(review: Review) -> Path:
-    """``<git common dir>/relconsole/candidates``: where candidate states and sheets live."""
-    return Path(review.repo.common_dir).resolve() / "relconsole" / "candidates"
-
-
-def content_sha256(review: Review, candidate: Candidate) -> str:
-    """sha256 (hex) of the candidate file's exact bytes in the oracle commit of ``review``.
-
-    The bytes come from git's object database (not decoded text), so any edit, even one
-    invalid UTF-8 byte, changes the hash. Raises UsageError when the file is not there.
-    """
-    data = TreeView(review.repo, review.oracle_sha).read_bytes(candidate.path)
-    if data is None:
-        raise UsageError(f"{candidate.path} is not in the oracle commit {review.oracle_sha[:12]}")
-    return hashlib.sha256(data).hexdigest()
-
-
-def candidate_state(review: Review, candidate: Candidate) -> ConfirmState:
-    """The recorded state of ``candidate``'s current bytes (cheap: one blob read, one small file).
-
-    A candidate never replayed, or whose bytes changed since, is ``unreplayed``. A state
-    file that cannot be read or is not ours reads as ``unreplayed`` with the reason (fails
-    closed: never confirmed by a damaged file).
-    """
-    digest = content_sha256(review, candidate)
-    return _read_state(review, candidate, digest)
-
-
-def load_candidate_states(review: Review) -> dict[str, ConfirmState]:
-    """``candidate_state`` of every valid candidate of ``review``, by candidate path; also
-    stored in ``review.candidate_states`` for the front ends (rejected ones cannot replay)."""
-    review.candidate_states = {c.path: candidate_state(review, c) for c in review.candidates if c.valid}
-    return review.candidate_states
-
-
-def _read_state(review: Review, candidate: Candidate, digest: str) -> ConfirmState:
-    file = state_dir(review) / f"{digest}.json"
-    fresh = ConfirmState(candidate.id, candidate.path, digest, file=file)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return fresh
-    except (OSError, ValueError) as exc:
-        fresh.reason = f"state file {file} unreadable ({exc}); treated as unreplayed"
-        return fresh
-    if (not isinstance(data, dict) or data.get("content_sha256") != digest or data.get("state") not in STATES
-            or data.get("relconsole_candidate_state") != STATE_VERSION):
-        fresh.reason = f"state file {file} is not a candidate state for these bytes; treated as unreplayed"
-        return fresh
-    first, second = _record_or_none(data.get("first")), _record_or_none(data.get("second"))
-    if data["state"] in (CONFIRMED, DISCARDED) and (first is None or second is None):
-        fresh.reason = f"state file {file} says {data['state']} without both replays; treated as unreplayed"
-        return fresh
-    if first is None:
-        return fresh
-    return ConfirmState(candidate.id, candidate.path, digest, data["state"], str(data.get("reason") or ""),
-                        first, second,
-                        data.get("commit") if isinstance(data.get("commit"), str) else None, file)
-
-
-def _record_or_none(value) -> dict | None:
-    """A replay record as written by this module, or None (absent or damaged)."""
-    try:
-        ok = (isinstance(value["runs"], int) and isinstance(value["lease"]["generation"], int)
-              and all(isinstance(value["sides"][name]["per_seed"], list) for name in SIDES)
-              and all(isinstance(value[key], str) for key in ("head", "merge_base", "oracle", "worktree", "at")))
-    except (KeyError, TypeError):
-        return None
-    return value if ok else None
-
-
-def _write_state(state: ConfirmState) -> None:
-    write_json(state.file, state.to_json())
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-# --- confirming ---------------------------------------------------------------------------
 
 def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | None = None,
                       progress: Callable[[ConfirmProgress], None] | None = None,
@@ -349,6 +158,13 @@ def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | Non
     finally:
         if own_store:
             store.close()
+    return _settle(review, candidate, state, second, ran, notes)
+
+
+def _settle(review: Review, candidate: Candidate, state: ConfirmState, second: dict, ran: list[str],
+            notes: list[str]) -> ConfirmOutcome:
+    """Record the second replay and settle the candidate (§10): agreeing with the first, it is
+    confirmed; disagreeing, discarded by one ``quarantine:`` commit (``_discard_commit``)."""
     state.second = second
     ran.append("second")
     disagreement = _disagreement(state.first, second)
@@ -409,121 +225,6 @@ def _same_commits(review: Review, record: dict) -> bool:
     """True when a recorded replay ran on this review's HEAD, merge base and oracle commit."""
     return (record.get("head"), record.get("merge_base"), record.get("oracle")) == \
         (review.head_sha, review.merge_base, review.oracle_sha)
-
-
-class _Run:
-    """One candidate's replays: lease, worktrees, runs, sheet and record for each."""
-
-    def __init__(self, review: Review, relation: Relation, digest: str, store: LeaseStore,
-                 options: ConfirmOptions, progress, cancel: Cancel):
-        self.review, self.relation, self.digest = review, relation, digest
-        self.store, self.options = store, options
-        self.progress, self.cancel = progress, cancel
-        self.workspace = options.workspace or default_workspace(review, Shard()) + ":confirm"
-        self.holder = options.holder or default_holder()
-        self.share = (0.0, 1.0)  # the part of the whole this replay's runs fill
-        self.runs = options.runs
-        self.seeds: list[int] | None = None  # None: drawn (the first replay); else the first's, again
-
-    def step(self, text: str, done: float | None = None) -> None:
-        if self.progress is not None:
-            low, high = self.share
-            self.progress(ConfirmProgress(text, None if done is None else low + (high - low) * done))
-
-    def replay(self, which: str, fresh: bool, after: dict | None = None) -> dict:
-        """One replay (``which``: first|second) under a newly acquired workspace lease; its record.
-
-        ``after`` is the first replay's lease: the second must run under another one.
-        """
-        review, relation = self.review, self.relation
-        self.step(f"{which} replay of {relation.id}: acquiring workspace lease {self.workspace}", 0.0)
-        try:
-            lease = self.store.acquire(self.workspace, self.holder, self.options.ttl_seconds)
-        except LeaseHeld as exc:
-            exc.args = (str(exc) + dead_holder_hint(exc.lease),)
-            raise
-        heartbeat = Heartbeat(self.store, lease, self.options.ttl_seconds)
-        heartbeat.start()
-        pool = WorktreePool(review.repo, self.workspace, fresh)
-        try:
-            if after is not None and after.get("id") == lease.id:
-                raise RelconsoleError(f"the second replay got the first replay's lease {lease.id}; "
-                                      "a second replay needs a new workspace lease")
-            sides = []
-            for name, commit in (("head", review.head_sha), ("base", review.merge_base)):
-                kind = "freshly created" if fresh else "clean pooled"
-                self.step(f"{which} replay: {kind} worktree of {name} at {commit[:12]}", 0.0)
-                tree = pool.checkout(name, commit)
-                overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree)
-                sides.append(ReplaySide(name, commit, tree))
-            plans = {relation.id: {s.name: plan_for(review, relation, s.tree) for s in sides}}
-            pin = pin_fields(review, plans[relation.id]["head"], plans[relation.id]["base"], relation)
-            if pin["state"] != "match":
-                raise ConfirmRefused(f"{relation.id}: fixture pin mismatch for {pin['path']} (expected "
-                                     f"{pin['expected']}, HEAD {pin['actual']}, base {pin['actual_base']}); "
-                                     "a candidate is confirmed against the pinned fixtures only")
-            options = ReplayOptions(runs=self.runs, seeds=self.seeds, workspace=self.workspace, holder=self.holder,
-                                    ttl_seconds=self.options.ttl_seconds, workers=self.options.workers,
-                                    cancel=self.cancel)
-
-            def ran(p: Progress) -> None:
-                self.step(f"{which} replay: {p.label} ({p.done}/{p.total})", p.done / p.total)
-
-            records = run_sides(plans, sides, options, heartbeat, ran)[relation.id]
-            fault = environment_fault(records["head"], records["base"])
-            if fault:  # §7: the machine, not the candidate; recording it would let two replays "agree"
-                raise EnvironmentFault(f"{relation.id}: abort (environment) in the {which} replay: {fault}; "
-                                       "nothing recorded")
-            heartbeat.stop()
-            final = confirm_fresh(self.store, lease, heartbeat)
-        finally:
-            heartbeat.stop()
-            pool.release()
-            release_workspace(self.store, self.workspace, self.holder)
-        return self._record(which, fresh, plans[relation.id], records, final, pin, options)
-
-    def _record(self, which: str, fresh: bool, plans: dict[str, RunPlan], records: dict[str, list[RunRecord]],
-                lease: WorkspaceLease, pin: dict, options: ReplayOptions) -> dict:
-        review, relation = self.review, self.relation
-        pin_digest = plans["head"].fixture_pin
-        sides = {name: _side(commit, sorted(records[name], key=lambda r: r.seed), relation, pin_digest)
-                 for name, commit in (("head", review.head_sha), ("base", review.merge_base))}
-        lease_json = {"id": lease.id, "holder": lease.holder, "workspace": lease.workspace,
-                      "generation": lease.generation, "store": redact(self.store.url)}
-        sheet = sheet_common(review, relation, options)
-        head, base = records["head"], records["base"]
-        head_misses, base_misses = [r for r in head if not r.held], [r for r in base if not r.held]
-        sheet.update({
-            "predicate_state": "quarantine", "replay": which,
-            "property_result": "fail" if head and not any(r.held for r in head) else "pass",
-            "fixture_pin": pin, "signature": sides["head"]["signature"],
-            "base_signature": sides["base"]["signature"],
-            "runs": {"head": side_counts(review.head_sha, head), "base": side_counts(review.merge_base, base)},
-            "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses)},
-            "lease": dict(lease_json, state="fresh"),
-        })
-        self.step(f"{which} replay: recording", 1.0)
-        return {"replay": which, "head": review.head_sha, "merge_base": review.merge_base,
-                "oracle": review.oracle_sha, "runs": options.runs,
-                "worktree": "fresh" if fresh else "pooled", "lease": lease_json, "at": _now(),
-                "sides": sides, "sheet": str(self._sheet_path(which, sheet))}
-
-    def _sheet_path(self, which: str, sheet: dict) -> Path:
-        """Write the replay's §7 sheet beside the state file; returns its path."""
-        return write_json(state_dir(self.review) / f"{self.digest}.{which}.sheet.json", sheet)
-
-
-def _side(commit: str, records: list[RunRecord], relation: Relation, pin: str) -> dict:
-    """One side of one replay: its outcome (held|missed|mixed), counts, signature, and each run."""
-    misses = [r for r in records if not r.held]
-    outcome = "held" if not misses else "missed" if len(misses) == len(records) else "mixed"
-    per_seed = [{"seed": r.seed, "held": r.held,
-                 "signature": None if r.held else signature(relation.id, relation.kind, pin,
-                                                            failure_class(r.error_type, r.differing, r.error)),
-                 "describe": r.describe()[:300]} for r in records]
-    return {"commit": commit, "outcome": outcome, "runs": len(records), "misses": len(misses),
-            "signature": miss_signature(relation, pin, misses) if misses else "none",
-            "per_seed": per_seed}
 
 
 def _disagreement(first: dict, second: dict) -> str | None:

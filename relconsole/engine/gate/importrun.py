@@ -7,7 +7,7 @@ import dataclasses
 import shutil
 
 from relconsole.engine.gate import importmap
-from relconsole.engine.gate.review import checkout_name, plan_for, sandboxed
+from relconsole.engine.gate.reviewrun import checkout_name, plan_for, sandboxed
 from relconsole.engine.relations.runner import run_all
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
 

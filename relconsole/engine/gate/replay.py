@@ -8,128 +8,36 @@ artifacts directory, and only after a last check that the lease is still ours an
 fresh: a run that lost its lease (expired, taken over, store unreachable) writes no
 sheet and aborts (exit 3). Worktrees go back to the pool (or are removed) afterwards,
 on failure and on Ctrl-C too.
+
+The options live in ``replayoptions``, running the sides under the lease in ``replayrun``,
+and what a sheet holds in ``replaysheet``.
 """
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
 import hashlib
 import json
 import os
-import socket
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
-from relconsole.engine.gate.review import Replayed, Review, plan_for, run_review
-from relconsole.engine.relations.runner import Cancel, RunPlan, RunRecord, Worker, draw_seed  # noqa: F401 (Cancel: API)
+from relconsole.engine.gate.review import Replayed, Review
+from relconsole.engine.gate.reviewrun import plan_for, run_review
 from relconsole.engine.gate.sheets import manifest_name, write_json
-from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.repo.workspace import overlay_oracle
 from relconsole.engine.repo.worktrees import WorktreePool, slug
-from relconsole.engine.gate.wslease import LeaseHeld, LeaseStore, WorkspaceLease, default_holder, open_store
+from relconsole.engine.gate.wslease import default_holder, open_store
+from relconsole.engine.gate.wsleasestore import LeaseHeld, LeaseStore, WorkspaceLease
+from relconsole.engine.gate.replayoptions import Progress, ReplayOptions, Shard
+from relconsole.engine.gate.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
+                                              run_sides)
+from relconsole.engine.gate.replaysheet import _blocked_sheet, _sheet
 
 SHEET_SUFFIX = ".sheet.json"
-SHEET_VERSION = 1
-EVIDENCE_CHARS = 4000  # per canonical output kept in a sheet
-
-
-class LeaseLost(RelconsoleError):
-    """The workspace lease ended while replay ran (expired, taken over, store gone): abort."""
-
-
-class ReplayCancelled(RelconsoleError):
-    """The replay was cancelled (the console quit, Ctrl-C): no sheet written, lease released."""
-
-
-class EnvironmentFault(RelconsoleError):
-    """The runs judged the machine, not the patch (§7 abort, environment): exit 3."""
-
-
-IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
-
-
-def environment_fault(head: list[RunRecord], base: list[RunRecord]) -> str | None:
-    """Why the runs of one relation on HEAD and on the merge base are no evidence about the
-    patch (§7: abort, environment), else None: a run the worker classed an environment fault
-    (a module neither in the tree nor installed), or every run on both sides failing to import
-    (ImportError, ModuleNotFoundError): the code fails the same way before and after the patch,
-    as when the worktrees lack the subject's files."""
-    fault = next((r.error for r in head + base if r.error_type == "environment"), None)
-    if fault is not None:
-        return fault
-    if head and base and all(r.error_type in IMPORT_ERRORS for r in head + base):
-        return (f"both HEAD and the merge base fail to import the subject ({head[0].describe()[:300]}): "
-                "an environment fault, not evidence about the patch")
-    return None
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Shard ``index`` of ``total`` (1-based): a CI matrix splits the relations with it."""
-
-    index: int = 1
-    total: int = 1
-
-    @classmethod
-    def parse(cls, text: str) -> "Shard":
-        """``"K/N"`` with 1 <= K <= N. Raises UsageError otherwise."""
-        try:
-            k, n = (int(part) for part in text.split("/"))
-        except ValueError:
-            raise UsageError(f"--shard {text!r}: expected K/N, for example 1/4") from None
-        if not 1 <= k <= n:
-            raise UsageError(f"--shard {text!r}: K must be between 1 and N")
-        return cls(k, n)
-
-    def select(self, ids: list[str]) -> list[str]:
-        """This shard's ids: every N-th of ``ids`` sorted, starting at the K-th.
-
-        Sorting makes the split the same on every machine whatever order the ids came in.
-        """
-        ordered = sorted(ids)
-        mine = set(ordered[self.index - 1::self.total])
-        return [rid for rid in ids if rid in mine]
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.total}"
-
-
-@dataclass
-class ReplayOptions:
-    """How to replay: runs per side, the workspace lease, where sheets go.
-
-    ``ttl_seconds`` is the workspace lease's TTL (renewed every third of it);
-    ``artifacts`` defaults to ``<git dir>/relconsole/replay/<head sha 12>``; ``seeds``: the run
-    seeds to replay, one per run (a second replay repeats the first's); None draws ``runs``
-    seeds, the same on HEAD and on the merge base (SPEC §7).
-    """
-
-    runs: int = 5
-    workspace: str | None = None
-    holder: str | None = None
-    ttl_seconds: float = 300.0
-    artifacts: Path | None = None
-    shard: Shard = field(default_factory=Shard)
-    fresh_worktrees: bool = False
-    workers: int | None = None
-    cancel: Cancel = field(default_factory=Cancel)
-    seeds: list[int] | None = None
-
-
-@dataclass
-class Progress:
-    """One step of a replay, for a progress bar: ``done`` of ``total`` runs, and what."""
-
-    done: int
-    total: int
-    label: str
 
 
 @dataclass
@@ -165,28 +73,6 @@ def to_replay(review: Review, shard: Shard) -> list[str]:
     """The touched relations of ``shard`` that missed or were blocked in ``review.results``."""
     ids = shard.select(review.touched_relations())
     return [rid for rid in ids if rid in review.results and review.results[rid].outcome != "held"]
-
-
-class Heartbeat(threading.Thread):
-    """Renews the workspace lease every third of its TTL; remembers why it could not."""
-
-    def __init__(self, store: LeaseStore, lease: WorkspaceLease, ttl: float):
-        super().__init__(daemon=True, name="relconsole-lease-heartbeat")
-        self.store, self.lease, self.ttl = store, lease, ttl
-        self.stop_event = threading.Event()
-        self.lost: str | None = None
-
-    def run(self) -> None:
-        while not self.stop_event.wait(self.ttl / 3):
-            try:
-                self.lease = self.store.renew(self.lease.workspace, self.lease.holder, self.ttl)
-            except RelconsoleError as exc:
-                self.lost = exc.one_line()
-                return
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(timeout=5)
 
 
 def replay(review: Review, store: LeaseStore, options: ReplayOptions,
@@ -240,46 +126,10 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
     return ReplayOutcome(sheets, decisions, paths, artifacts, final)
 
 
-def release_workspace(store: LeaseStore, workspace: str, holder: str) -> None:
-    """Release ``holder``'s workspace lease; an expired or unreachable one is left to its TTL."""
-    try:
-        store.release(workspace, holder)
-    except RelconsoleError:
-        pass  # expired or unreachable: the TTL frees it
-
-
-def confirm_fresh(store: LeaseStore, lease: WorkspaceLease, heartbeat: Heartbeat) -> WorkspaceLease:
-    """The lease as the store has it now, when still ours at the same generation; else LeaseLost."""
-    if heartbeat.lost:
-        raise LeaseLost(f"lost workspace lease {lease.workspace!r} while replaying: {heartbeat.lost}; "
-                        "no replay sheet was written")
-    status = store.status(lease.workspace, lease.holder)
-    if status.state != "fresh" or status.lease is None or status.lease.generation != lease.generation:
-        raise LeaseLost(f"workspace lease {lease.workspace!r} is {status.state} ({status.reason}); "
-                        "no replay sheet was written")
-    return status.lease
-
-
 def _clear_sheets(artifacts: Path, ids: list[str]) -> None:
     """Remove earlier sheets of this shard's relations: they would claim a lease no longer held."""
     for rid in ids:
         (artifacts / f"{slug(rid)}{SHEET_SUFFIX}").unlink(missing_ok=True)
-
-
-def dead_holder_hint(lease: WorkspaceLease | None) -> str:
-    """When the holder is a process of this host that no longer runs (a ``kill -9``), say
-    so and how to free the lease now; otherwise ''."""
-    user_host, _, pid = (lease.holder if lease else "").rpartition(":")
-    if not pid.isdigit() or user_host.rpartition("@")[2] != socket.gethostname():
-        return ""
-    try:
-        os.kill(int(pid), 0)
-        return ""
-    except ProcessLookupError:
-        return (f"; process {pid} no longer runs on this host: free the lease now with "
-                f"`relconsole workspace release --workspace '{lease.workspace}' --holder '{lease.holder}'`")
-    except OSError:
-        return ""
 
 
 def _check_writable(artifacts: Path) -> None:
@@ -321,15 +171,6 @@ def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[st
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
 
 
-@dataclass
-class ReplaySide:
-    """One side of a replay: ``name`` (head or base), its ``commit`` and the worktree it runs in."""
-
-    name: str
-    commit: str
-    tree: Path
-
-
 def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: ReplayOptions,
                 heartbeat: Heartbeat, progress) -> dict[str, dict]:
     runnable = [rid for rid in ids if review.results[rid].outcome != "blocked"]
@@ -347,163 +188,6 @@ def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: Rep
     for rid in runnable:
         sheets[rid] = _sheet(review, review.catalog.get(rid), plans[rid], records[rid], options)
     return sheets
-
-
-def run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[ReplaySide], options: ReplayOptions,
-               heartbeat: Heartbeat, progress) -> dict[str, dict[str, list[RunRecord]]]:
-    """Every (relation, side, run) evaluated, in parallel, each in a new worker process:
-    runs must be independent, so no module state (an import-time draw, a cache) carries
-    from one run into the next as it would in a long-lived worker."""
-    jobs = []
-    seeds = list(options.seeds) if options.seeds else [draw_seed() for _ in range(options.runs)]
-    for rid, by_side in plans.items():
-        for side in sides:
-            plan = by_side[side.name]
-            run_seeds = seeds if plan.replay_seed is None else [plan.replay_seed] * len(seeds)
-            jobs += [(rid, side, plan, seed) for seed in run_seeds]
-    records: dict[str, dict[str, list[RunRecord]]] = {rid: {s.name: [] for s in sides} for rid in plans}
-    lock, done = threading.Lock(), [0]
-
-    cancel = options.cancel
-
-    def one(job) -> None:
-        rid, side, plan, seed = job
-        if heartbeat.lost:
-            return
-        record = cancel.run(plan, seed)
-        if record is None:
-            return
-        with lock:
-            records[rid][side.name].append(record)
-            done[0] += 1
-            if progress:
-                progress(Progress(done[0], len(jobs), f"{rid} on {side.name}"))
-
-    threads = max(1, options.workers or os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=threads) as executor:
-        try:
-            list(executor.map(one, jobs))
-        except BaseException:  # Ctrl-C: kill the runs in flight so the pool shuts down at once
-            cancel.cancel()
-            raise
-    if cancel.is_set():
-        raise ReplayCancelled("replay cancelled: no replay sheet was written")
-    if heartbeat.lost:
-        raise LeaseLost(f"lost the workspace lease while replaying: {heartbeat.lost}; "
-                        "no replay sheet was written")
-    return records
-
-
-def miss_signature(relation: Relation, pin: str, misses: list[RunRecord]) -> str:
-    """The signature of the most common failure class among ``misses`` (ties: the first sorted)."""
-    classes = collections.Counter(failure_class(r.error_type, r.differing, r.error) for r in misses)
-    top = max(classes.values())
-    failure = sorted(c for c, n in classes.items() if n == top)[0]
-    return signature(relation.id, relation.kind, pin, failure)
-
-
-def pin_fields(review: Review, plan_head: RunPlan, plan_base: RunPlan, relation: Relation) -> dict:
-    """§4 fixture pin on both sides: the pinned digest (pins.json, else the lease's) must be read."""
-    rel_path = Path(plan_head.input_path).relative_to(plan_head.root).as_posix()
-    expected = _pinned(review, rel_path, relation)
-    state = "match" if plan_head.fixture_pin == plan_base.fixture_pin and \
-        expected in (None, plan_head.fixture_pin) else "mismatch"
-    return {"state": state, "path": rel_path, "expected": expected or plan_base.fixture_pin,
-            "actual": plan_head.fixture_pin, "actual_base": plan_base.fixture_pin}
-
-
-def _pinned(review: Review, rel_path: str, relation: Relation) -> str | None:
-    try:
-        pins = json.loads((review.oracle_dir / review.layout.pins).read_text())
-    except (OSError, ValueError):
-        pins = {}
-    value = pins.get(rel_path) if isinstance(pins, dict) else None
-    if isinstance(value, str) and value.startswith("sha256:"):
-        return value.split(":", 1)[1]
-    if relation.lease_id:
-        status = review.lease(relation.lease_id)
-        return status.lease.sha256 if status and status.lease else None
-    return None
-
-
-def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], records: dict[str, list[RunRecord]],
-           options: ReplayOptions) -> dict:
-    head, base = records["head"], records["base"]
-    plan_head, plan_base = plans["head"], plans["base"]
-    first = review.results[relation.id].first
-    head_misses = [r for r in head if not r.held] or ([first] if first and not first.held else [])
-    base_misses = [r for r in base if not r.held]
-    pin = plan_head.fixture_pin
-    sheet = sheet_common(review, relation, options)
-    sheet.update({
-        "property_result": "fail" if head and all(not r.held for r in head) else "pass",
-        "fixture_pin": pin_fields(review, plan_head, plan_base, relation),
-        "signature": miss_signature(relation, pin, head_misses) if head_misses else None,
-        "base_signature": miss_signature(relation, pin, base_misses) if base_misses else "none",
-        "runs": {"head": side_counts(review.head_sha, head), "base": side_counts(review.merge_base, base)},
-        "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses)},
-        "sandbox": _sandbox(head + base),
-    })
-    fault = environment_fault(head, base)
-    if fault:  # not evidence about the patch (§7): no signature, so the table aborts (row 1)
-        sheet.update(signature=None, environment=fault)
-    return sheet
-
-
-def _sandbox(records: list[RunRecord]) -> str:
-    """The weakest isolation any of ``records`` ran under (``bwrap`` only if all did), §7."""
-    kinds = {(r.run or {}).get("sandbox") for r in records}
-    return "bwrap" if kinds == {"bwrap"} else "process" if "process" in kinds else "none"
-
-
-def _blocked_sheet(review: Review, rid: str, options: ReplayOptions) -> dict:
-    """A relation that could not run (its lease or seeds fail closed, §4): a deterministic fail."""
-    relation = review.catalog.get(rid)
-    result = review.results[rid]
-    sheet = sheet_common(review, relation, options)
-    failure = f"blocked: {result.verdict.reason}"
-    sheet.update({
-        "property_result": "fail",
-        "fixture_pin": {"state": "mismatch" if "drifted" in result.summary else "match"},
-        "signature": signature(rid, relation.kind, "", failure), "base_signature": "none",
-        "runs": {"head": side_counts(review.head_sha, []), "base": side_counts(review.merge_base, [])},
-        "evidence": {"blocked": result.summary},
-    })
-    return sheet
-
-
-def sheet_common(review: Review, relation: Relation, options: ReplayOptions) -> dict:
-    """The fields every §7 sheet of ``relation`` starts with (test id, kind, lease shell,
-    freeze policy and its expiry, commits); the caller fills in the runs and verdicts."""
-    policy = relation.freeze
-    expires = review.today + dt.timedelta(days=policy.max_days)
-    return {"relconsole_sheet": SHEET_VERSION, "test_id": relation.id, "kind": relation.kind,
-            "lease": {"id": None, "holder": options.holder or default_holder(), "state": None,
-                      "workspace": options.workspace, "generation": None, "store": None},
-            "predicate_state": "active", "expires_at": expires.isoformat(),
-            "freeze_allowed": policy.allowed, "shard": str(options.shard),
-            "head": review.head_sha, "merge_base": review.merge_base, "oracle": review.oracle_sha,
-            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
-
-
-def side_counts(commit: str, records: list[RunRecord]) -> dict:
-    """``{commit, runs, misses}`` of one side's run records (a sheet's ``runs.<side>``)."""
-    return {"commit": commit, "runs": len(records), "misses": sum(1 for r in records if not r.held)}
-
-
-def miss_evidence(misses: list[RunRecord]) -> dict | None:
-    """The first miss: what disagreed, and the two canonical outputs (trimmed)."""
-    if not misses:
-        return None
-    record = misses[0]
-    return {"describe": record.describe(), "differing": record.differing[:50],
-            "error_type": record.error_type, "error": record.error[:EVIDENCE_CHARS],
-            "source": _trim(record.source), "followup": _trim(record.followup), "seed": record.seed}
-
-
-def _trim(value) -> object:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return value if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS] + " …"
 
 
 def load_workspace_leases(review: Review, url: str | None = None) -> None:

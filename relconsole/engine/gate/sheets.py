@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relconsole.engine.atomicfile import write_atomic
-from relconsole.engine.gate import wslease
+from relconsole.engine.gate import wslease, wsleasestore
 from relconsole.engine.decision import ORDER, Decision, decide, worst
 from relconsole.engine.errors import BadInputError, RelconsoleError
 from relconsole.engine.oracle.jsonnumbers import count_problem, line_of_key, loads
@@ -166,7 +166,7 @@ class Fences:
     def _recorded(self, recorded) -> str | None:
         if not isinstance(recorded, str) or not recorded:
             return None
-        if self.env and wslease.redact(self.env) == recorded:
+        if self.env and wsleasestore.redact(self.env) == recorded:
             return self.env
         if "***" in recorded:
             return None if not self.env else recorded
