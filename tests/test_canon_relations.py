@@ -570,7 +570,7 @@ def test_a_hanging_subject_times_out(tmp_path):
 @given(st.text(min_size=1, max_size=8), st.integers(), st.integers())
 def test_two_members_of_one_enum_type_agree_only_when_their_values_do(name, a, b):
     """A member made per call can carry any value under one name: the value is compared too."""
-    from relconsole.engine.relations.subject.harness import Record
+    from relconsole.engine.relations.subject.wire import Record
     left, right = Record("enum", "m.E", (name, a)), Record("enum", "m.E", (name, b))
     assert (differences(canonical(left), canonical(right)) == []) == (a == b)
 
@@ -590,7 +590,7 @@ def test_exact_tells_minus_zero_from_zero_and_tolerance_does_not():
 @given(st.integers(min_value=0, max_value=2000), st.integers())
 def test_a_drawn_order_is_a_permutation_the_seed_replays_and_the_wire_carries(n, seed):
     from relconsole.engine.relations.kinds import _order
-    from relconsole.engine.relations.subject.harness import pack_order, unpack_order
+    from relconsole.engine.relations.subject.inputs import pack_order, unpack_order
     order = _order(n, random.Random(seed))
     assert sorted(order) == list(range(n))
     assert _order(n, random.Random(seed)) == order
@@ -610,7 +610,7 @@ def test_every_order_of_three_rows_is_drawn_about_as_often():
 
 @given(st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.text(max_size=4)), max_size=8))
 def test_the_judge_s_check_of_a_raised_field_fails_exactly_where_raising_it_does(cells):
-    from relconsole.engine.relations.subject.harness import check_raisable, raise_field
+    from relconsole.engine.relations.subject.inputs import check_raisable, raise_field
     rows = [{"x": c, "other": "NA"} for c in cells]
     try:
         raise_field(rows, "x", 1, None)
@@ -895,7 +895,7 @@ def test_a_version_that_rises_holds_and_one_that_falls_misses(before, after):
     from collections import namedtuple
 
     from relconsole.engine.relations.kinds import never_below
-    from relconsole.engine.relations.subject.harness import Record
+    from relconsole.engine.relations.subject.wire import Record
     assert (never_below(before, after) == []) == (after >= before)
     Version = namedtuple("Version", "major minor patch")  # noqa: F841 (as the wire decodes one:)
     as_record = [Record("namedtuple", "semver.Version", dict(zip("abc", v))) for v in (before, after)]

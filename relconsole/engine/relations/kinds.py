@@ -24,8 +24,8 @@ from typing import Any, Callable, Protocol
 
 from relconsole.engine.relations.canon import canonical, differences, path_text
 from relconsole.engine.literal import counted
-from relconsole.engine.relations.subject.harness import (check_raisable, kept_type, pack_order, raise_field, same_value,
-                                               step_changes_nothing)
+from relconsole.engine.relations.subject.inputs import check_raisable, pack_order, raise_field, step_changes_nothing
+from relconsole.engine.relations.subject.kept import kept_type, same_value
 
 
 @dataclass

@@ -30,7 +30,8 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.oracle.freezes import LIVE, FreezeRow, counted_verdict
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.relations.signatures import failure_class, signature
-from relconsole.engine.relations.subject.server import SCRATCH_VARIABLE, readable, wait_exit
+from relconsole.engine.relations.subject.environment import SCRATCH_VARIABLE
+from relconsole.engine.relations.subject.server import readable, wait_exit
 
 
 @dataclass

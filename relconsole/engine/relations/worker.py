@@ -25,7 +25,8 @@ import random
 import sys
 import traceback
 
-from relconsole.engine.relations.subject.harness import Unencodable, encode, read_corpus, read_seeds  # noqa: F401 (read_corpus: API)
+from relconsole.engine.relations.subject.inputs import read_corpus, read_seeds
+from relconsole.engine.relations.subject.wire import Unencodable, encode
 from relconsole.engine.literal import counted
 
 _prctl_done = False
@@ -358,7 +359,7 @@ class Server:
         key = self._second_key(request, first)
         server = self.servers.get(key)
         if server is None or server.proc.poll() is not None:
-            from relconsole.engine.relations.subject.server import other_hashseed
+            from relconsole.engine.relations.subject.environment import other_hashseed
             server = self.servers[key] = self._new_server(request, other_hashseed(first.hashseed), beside=first)
         return server
 
@@ -411,7 +412,7 @@ class Server:
 
         from relconsole.engine.relations.canon import NotComparable
         from relconsole.engine.relations.kinds import SubjectFailed, describe_inputs, evaluate, scale_of
-        from relconsole.engine.relations.subject.server import ServerFault
+        from relconsole.engine.relations.subject.results import ServerFault
 
         seed = int(request.get("seed", 0))
         # a second call only says "state" when the clock stands: under a real one, time moved
@@ -528,7 +529,8 @@ def _warm_up() -> None:
     import relconsole.engine.relations.canon  # noqa: F401
     import relconsole.engine.repo.owners  # noqa: F401
     import relconsole.engine.relations.kinds  # noqa: F401
-    from relconsole.engine.relations.subject.server import bwrap_path, harness_pyc
+    from relconsole.engine.relations.subject.script import harness_pyc
+    from relconsole.engine.relations.subject.server import bwrap_path
     bwrap_path()
     harness_pyc()
 
