@@ -116,7 +116,7 @@ def _twisted(value, pick):
 def test_equal_as_written_means_equal_in_canonical_form(left, rng):
     """Two outputs the quick check calls identical are equal under every compare; an output
     with a bool where the other has an int (``True == 1``) is never identical."""
-    from relconsole.engine.relations.kinds import _identical
+    from relconsole.engine.relations.outcome import _identical
     right = _twisted(left, lambda: rng.random() < 0.5)
     if _identical(left, right) is not None:
         for compare in COMPARES:
@@ -589,7 +589,7 @@ def test_exact_tells_minus_zero_from_zero_and_tolerance_does_not():
 
 @given(st.integers(min_value=0, max_value=2000), st.integers())
 def test_a_drawn_order_is_a_permutation_the_seed_replays_and_the_wire_carries(n, seed):
-    from relconsole.engine.relations.kinds import _order
+    from relconsole.engine.relations.orders import _order
     from relconsole.engine.relations.subject.inputs import pack_order, unpack_order
     order = _order(n, random.Random(seed))
     assert sorted(order) == list(range(n))
@@ -602,7 +602,7 @@ def test_every_order_of_three_rows_is_drawn_about_as_often():
     of the 6 orders of 3 rows comes up 1,000 times give or take 4 standard deviations."""
     from collections import Counter
 
-    from relconsole.engine.relations.kinds import _order
+    from relconsole.engine.relations.orders import _order
     rng = random.Random(2026)
     counts = Counter(tuple(_order(3, rng)) for _ in range(6000))
     assert len(counts) == 6 and all(abs(c - 1000) < 4 * math.sqrt(6000 * (1 / 6) * (5 / 6)) for c in counts.values())
@@ -806,7 +806,7 @@ FLOATS = [{"k": "a", "v": 0.1}, {"k": "c", "v": 1e16}, {"k": "a", "v": 0.2}, {"k
 def _judged_under_a_frozen_clock(rel: dict, rows: list, seed: int) -> str:
     """"held", "missed" or "state" (a second call on one input disagreed) for ``rel``."""
     from relconsole.engine.repo.config import Layout
-    from relconsole.engine.relations.kinds import SubjectFailed
+    from relconsole.engine.relations.outcome import SubjectFailed
     name = rel["subject"].split(":", 1)[0]
     folder = next(p for p in __import__("sys").path if (Path(p) / f"{name}.py").exists())
     try:

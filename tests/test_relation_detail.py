@@ -23,7 +23,8 @@ from relconsole.console.app import ReviewApp
 from relconsole.console.screens import detail
 from relconsole.engine.relations.canon import differences, path_text
 from relconsole.engine.decision import ROWS, Decision
-from relconsole.engine.relations.kinds import describe_inputs, split_points
+from relconsole.engine.relations.describe import describe_inputs
+from relconsole.engine.relations.kinds import split_points
 from relconsole.engine.gate.review import load_review, run_review
 from relconsole.engine.relations.runner import RunPlan, input_summary
 from tests.conftest import TODAY, git
@@ -296,7 +297,7 @@ def test_a_miss_says_how_it_compared_and_shows_both_values_of_a_whole_output(sou
     """Issue 16: "disagree on (whole output)" said nothing of what was compared. The one line
     names the comparison (exactly or under canon, the quantum, lists in order or as bags) and,
     for a whole-output difference, both values, each cut to a short width."""
-    from relconsole.engine.relations.kinds import Check
+    from relconsole.engine.relations.outcome import Check
     from relconsole.engine.relations.runner import SHORT, RunRecord
     check = Check({"compare": compare, "quantum": quantum, "params": {"order_free": bag}})
     outcome = check.outcome(source, followup, "shuffle 1 of 2")

@@ -130,7 +130,7 @@ class ServerCalls:
         bytes the output should be) lets a result written exactly so skip decoding."""
         import time
 
-        from relconsole.engine.relations.kinds import Kept, SubjectFailed
+        from relconsole.engine.relations.outcome import Kept, SubjectFailed
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
@@ -178,7 +178,7 @@ class ServerCalls:
         for a difference. Nothing to check without a second server, without a first answer, or
         for a call on an output only its own server keeps."""
         from relconsole.engine.relations.canon import NotComparable
-        from relconsole.engine.relations.kinds import Check, SubjectFailed
+        from relconsole.engine.relations.outcome import Check, SubjectFailed
         if self.second is None or not isinstance(first, list) or len(first) != 2 or spec.get("keep") \
                 or any(op[:1] == ["kept"] for op in spec.get("ops", [])):
             return
@@ -202,7 +202,7 @@ class ServerCalls:
         """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
         ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte; one
         made with ``keep`` gives a ``relations.Kept`` when the server kept its output."""
-        from relconsole.engine.relations.kinds import WRITTEN_ALIKE, Kept, SubjectFailed
+        from relconsole.engine.relations.outcome import WRITTEN_ALIKE, Kept, SubjectFailed
         keys = list(calls)
         self.rng.shuffle(keys)
         # one call of each input of a run (a corpus, or every seed: a seed that cannot show state,
@@ -411,7 +411,9 @@ class Server:
         import time
 
         from relconsole.engine.relations.canon import NotComparable
-        from relconsole.engine.relations.kinds import SubjectFailed, describe_inputs, evaluate, scale_of
+        from relconsole.engine.relations.describe import describe_inputs, scale_of
+        from relconsole.engine.relations.kinds import evaluate
+        from relconsole.engine.relations.outcome import SubjectFailed
         from relconsole.engine.relations.subject.results import ServerFault
 
         seed = int(request.get("seed", 0))
@@ -528,6 +530,7 @@ def _warm_up() -> None:
     while the review is still loading): the judge's modules and the sandbox probe."""
     import relconsole.engine.relations.canon  # noqa: F401
     import relconsole.engine.repo.owners  # noqa: F401
+    import relconsole.engine.relations.describe  # noqa: F401
     import relconsole.engine.relations.kinds  # noqa: F401
     from relconsole.engine.relations.subject.script import harness_pyc
     from relconsole.engine.relations.subject.server import bwrap_path
