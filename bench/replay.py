@@ -49,7 +49,7 @@ from relconsole.engine.demo import materialise  # noqa: E402
 from relconsole.engine.repo.gitio import clean_env  # noqa: E402
 from relconsole.engine.gate.replay import ReplayOptions, Shard, replay, to_replay  # noqa: E402
 from relconsole.engine.gate.review import load_review, plan_for, run_review  # noqa: E402
-from relconsole.engine.relations.runner import evaluate_once  # noqa: E402
+from relconsole.engine.relations.pool import evaluate_once  # noqa: E402
 from relconsole.engine.repo.workspace import overlay_oracle  # noqa: E402
 from relconsole.engine.repo.worktrees import WorktreePool  # noqa: E402
 from relconsole.engine.gate.wslease import open_store  # noqa: E402

@@ -21,7 +21,7 @@ from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.report import counted_verdict, decision_fields, run_payload
 from relconsole.engine.gate.review import Review, load_review, run_review
-from relconsole.engine.relations.runner import RelationResult
+from relconsole.engine.relations.records import RelationResult
 
 COLLECTOR_NAME = "relconsole"
 SECTION = "relconsole"

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from relconsole.engine.relations.canon import canonical, differences
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.relations.worker import evaluate_values
-from relconsole.engine.relations.runner import RunPlan, evaluate_once
+from relconsole.engine.relations.pool import evaluate_once
+from relconsole.engine.relations.records import RunPlan
 
 PROJECT = Path(__file__).resolve().parents[1]
 COMPARES = ("exact", "canon", "tolerance")

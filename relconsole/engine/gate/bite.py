@@ -60,7 +60,9 @@ from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.repo.gitio import TreeView
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review, import_paths, plan_for
-from relconsole.engine.relations.runner import RunPlan, RunRecord, draw_seed, evaluate_once
+from relconsole.engine.relations.pool import evaluate_once
+from relconsole.engine.relations.records import RunPlan, RunRecord
+from relconsole.engine.relations.runner import draw_seed
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
 from relconsole.engine.literal import counted
 

@@ -59,7 +59,7 @@ from relconsole.engine.gate.replay import (Cancel, EnvironmentFault, Progress, R
                                       dead_holder_hint, miss_evidence, Heartbeat, miss_signature, pin_fields,
                                       release_workspace, run_sides, ReplaySide, side_counts, default_workspace)
 from relconsole.engine.gate.review import Review, seed_file_problem, plan_for
-from relconsole.engine.relations.runner import RunPlan, RunRecord
+from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.repo.workspace import overlay_oracle

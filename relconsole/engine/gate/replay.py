@@ -28,7 +28,9 @@ from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.gate.review import Replayed, Review, plan_for, run_review
-from relconsole.engine.relations.runner import Cancel, RunPlan, RunRecord, Worker, draw_seed  # noqa: F401 (Cancel: API)
+from relconsole.engine.relations.pool import Cancel, Worker  # noqa: F401 (Cancel: API)
+from relconsole.engine.relations.records import RunPlan, RunRecord
+from relconsole.engine.relations.runner import draw_seed
 from relconsole.engine.gate.sheets import manifest_name, write_json
 from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.repo.workspace import overlay_oracle

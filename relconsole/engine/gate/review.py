@@ -43,7 +43,9 @@ from relconsole.engine.oracle.parsecache import MAX_ENTRIES, ParseCache, current
 from relconsole.engine.gate.acks import Ack, by_author, flag_ids, parse_acks, range_authors, with_makers
 from relconsole.engine.gate.patchflags import Flag, imported_probes, patch_flags, probed_by_name
 from relconsole.engine.repo.splitcheck import check_split, layout_at
-from relconsole.engine.relations.runner import Cancel, RelationResult, RunPlan, run_all
+from relconsole.engine.relations.pool import Cancel
+from relconsole.engine.relations.records import RelationResult, RunPlan
+from relconsole.engine.relations.runner import run_all
 from relconsole.engine.oracle.textedit import first_bad_jsonl_line, jsonl_lines
 from relconsole.engine.repo.workspace import build_run_tree, export_oracle, scratch_dir
 
