@@ -26,6 +26,7 @@ import sys
 import traceback
 
 from relconsole.engine.relations.oracleimport import AdapterRefused, OracleFinder, _top_entry, oracle_roots
+from relconsole.engine.relations.replies import outcome_reply
 from relconsole.engine.relations.servercalls import ServerCalls, other_seed
 from relconsole.engine.relations.subject.inputs import read_corpus, read_seeds
 from relconsole.engine.relations.subject.wire import encode
@@ -198,11 +199,9 @@ class Server:
         """One reply line's mapping for one request (see the module docstring)."""
         import time
 
-        from relconsole.engine.relations.canon import NotComparable
         from relconsole.engine.relations.describe import describe_inputs, scale_of
         from relconsole.engine.relations.kinds import evaluate
         from relconsole.engine.relations.outcome import SubjectFailed
-        from relconsole.engine.relations.subject.results import ServerFault
 
         seed = int(request.get("seed", 0))
         # a second call only says "state" when the clock stands: under a real one, time moved
@@ -212,17 +211,7 @@ class Server:
         relation = request["relation"]
         fresh: list = []  # a rerun's own server, closed with its request
         try:
-            self.enter(request)
-            request["oracle_roots"] = oracle_roots(relation, self.root, list(request.get("protected") or ["oracle/**"]))
-            server = self.fork_server(request)  # it reads the input while this process reads its own copy
-            second = None if request.get("imports_only") else self.second_server(request, server)
-            if request.get("fresh_server"):
-                fresh.append(server)
-                if second is not None:
-                    fresh.append(self.servers.pop(self._second_key(request, server)))
-            inputs = self.inputs(request["input"])
-            self.feed(request["input"], (server, second))
-            self.boot_spare(request, server)
+            server, second, inputs = self.fed_servers(request, fresh)
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
             scale = scale_of(relation) if corpus else 0
@@ -252,26 +241,10 @@ class Server:
                     pass  # what it imported before it failed is kept all the same
                 reply = {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only"}
             else:
-                outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
-                                   wire=lambda value: encode(value).decode("utf-8"), labels=labels)
-                reply = {"held": outcome.held and not outcome.vacuous,
-                         "source": trimmed(outcome.source, outcome.differing),
-                         "followup": trimmed(outcome.followup, outcome.differing),
-                         "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous,
-                         "compared": outcome.compared}
-        except SubjectFailed as exc:
-            reply = {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
-        except (AdapterRefused, NotComparable) as exc:
-            text = f"declare how to compare {exc.args[0]} (a canon: adapter in the catalog maps it to data)" \
-                if isinstance(exc, NotComparable) else str(exc)
-            reply = {"blocked": text}
-        except ServerFault as exc:
-            reply = {"error": {"type": "environment", "message": str(exc), "where": "", "files": []}}
-        except Exception as exc:  # the judge's own step on the oracle's data (a merge adapter that raised)
-            frames = traceback.extract_tb(exc.__traceback__)
-            where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
-            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
-                               "files": self.tree_files(frames)}}
+                reply = outcome_reply(evaluate(relation, inputs, seed, calls_for, merge=merge,
+                                               wire=lambda value: encode(value).decode("utf-8"), labels=labels))
+        except Exception as exc:  # the subject's, the oracle's, the server's or the judge's own step's
+            reply = self.failure_reply(exc, request)
         for server in fresh:
             server.close()
         run.update(order=log["order"], imported=sorted(log["imported"]))
@@ -282,35 +255,50 @@ class Server:
             reply["inputs"] = summary
         return reply
 
+    def fed_servers(self, request: dict, fresh: list) -> tuple:
+        """``(server, second, inputs)`` for ``request``: its fork server, the second one under
+        another hash seed (None for ``imports_only``), both fed the input, and the input values
+        (``inputs``); a rerun's own servers (``fresh_server``) are added to ``fresh``, for the
+        caller to close. Raises AdapterRefused and ServerFault."""
+        self.enter(request)
+        request["oracle_roots"] = oracle_roots(request["relation"], self.root,
+                                               list(request.get("protected") or ["oracle/**"]))
+        server = self.fork_server(request)  # it reads the input while this process reads its own copy
+        second = None if request.get("imports_only") else self.second_server(request, server)
+        if request.get("fresh_server"):
+            fresh.append(server)
+            if second is not None:
+                fresh.append(self.servers.pop(self._second_key(request, server)))
+        inputs = self.inputs(request["input"])
+        self.feed(request["input"], (server, second))
+        self.boot_spare(request, server)
+        return server, second, inputs
+
+    def failure_reply(self, exc: Exception, request: dict) -> dict:
+        """The reply mapping for a request that raised ``exc``: ``blocked`` (a type that needs
+        a canon: adapter, an adapter outside the oracle's protected files) or ``error`` (the
+        subject's failure, classified; the server's fault, ``environment``; the judge's own
+        step on the oracle's data, a merge adapter that raised)."""
+        from relconsole.engine.relations.canon import NotComparable
+        from relconsole.engine.relations.outcome import SubjectFailed
+        from relconsole.engine.relations.subject.results import ServerFault
+
+        if isinstance(exc, SubjectFailed):
+            return {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
+        if isinstance(exc, (AdapterRefused, NotComparable)):
+            text = f"declare how to compare {exc.args[0]} (a canon: adapter in the catalog maps it to data)" \
+                if isinstance(exc, NotComparable) else str(exc)
+            return {"blocked": text}
+        if isinstance(exc, ServerFault):
+            return {"error": {"type": "environment", "message": str(exc), "where": "", "files": []}}
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+        return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
+                          "files": self.tree_files(frames)}}
+
     def close(self) -> None:
         for server in [*self.servers.values(), *self.spares.values()]:
             server.close()
-
-
-REPLY_LIMIT = 1 << 20  # bytes of one canonical output sent back in full
-
-
-def trimmed(value, differing: list[str]):
-    """``value`` when its JSON is small; else only the entries at the disagreeing keys.
-
-    A roundtrip over a 336k-row corpus would otherwise send the whole corpus back twice.
-    """
-    text = json.dumps(value, default=repr)
-    if len(text) <= REPLY_LIMIT:
-        return value
-    kept = {"(trimmed)": f"{len(text)} bytes; showing the disagreeing keys only"}
-    for dotted in differing[:50]:
-        node = value
-        for part in dotted.split("."):
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                node = "(not found)"
-                break
-        kept[dotted] = node
-    return kept
 
 
 def _warm_up() -> None:
