@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from bench.flights import RELATIONS, make_repo  # noqa: E402
 from relconsole.engine.relations.kinds import split_points  # noqa: E402
 from relconsole.engine.gate.review import load_review  # noqa: E402
-from relconsole.engine.gate.reviewrun import run_review
-from relconsole.engine.relations.subject.harness import read_corpus  # noqa: E402
+from relconsole.engine.gate.reviewrun import run_review  # noqa: E402
+from relconsole.engine.relations.subject.inputs import read_corpus  # noqa: E402
 
 TODAY = dt.date(2026, 11, 30)
 

@@ -22,7 +22,7 @@ from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.report import counted_verdict, decision_fields, run_payload
 from relconsole.engine.gate.review import Review, load_review
 from relconsole.engine.gate.reviewrun import run_review
-from relconsole.engine.relations.runner import RelationResult
+from relconsole.engine.relations.records import RelationResult
 
 COLLECTOR_NAME = "relconsole"
 SECTION = "relconsole"

@@ -32,8 +32,8 @@ def main(argv: list[str]) -> int:
     import yaml
 
     from relconsole.engine.relations import worker
-    from relconsole.engine.relations.subject.harness import build_input
-    from relconsole.engine.relations.subject.server import CallResult
+    from relconsole.engine.relations.subject.inputs import build_input
+    from relconsole.engine.relations.subject.results import CallResult
 
     catalog = yaml.safe_load((sample / "oracle/catalog.yaml").read_text(encoding="utf-8"))
     relation = next(r for r in catalog["relations"] if r["id"] == RELATION)

@@ -18,7 +18,9 @@ from relconsole.engine.gate.bite import bite
 from relconsole.engine.gate.bitecache import cached_bite
 from relconsole.engine.demo import materialise
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, UsageError
-from relconsole.engine.relations.mutations import OPERATORS, TargetNotFound, mutants
+from relconsole.engine.relations.mutations import mutants
+from relconsole.engine.relations.operators import OPERATORS
+from relconsole.engine.relations.targeting import TargetNotFound
 from relconsole.engine.gate.review import load_review
 from tests.conftest import TODAY, git
 
@@ -678,7 +680,8 @@ def test_the_cache_key_follows_the_library_file_an_adapter_reaches(tmp_path: Pat
 
 
 def test_entry_functions_of_a_class_and_choose_spreads_over_functions():
-    from relconsole.engine.relations.mutations import choose, entry_functions, module_mutants
+    from relconsole.engine.relations.mutations import choose, module_mutants
+    from relconsole.engine.relations.targeting import entry_functions
 
     module = ast.parse(VERS_CORE)
     assert [name for name, _ in entry_functions(module, "Version")] == \
@@ -924,7 +927,7 @@ def test_the_markup_shaped_relation_bites_by_comparison(marks_report):
 
 
 def test_import_alternatives_keep_each_branch_of_a_try_in_order():
-    from relconsole.engine.relations.mutations import Binding, import_alternatives
+    from relconsole.engine.relations.bindings import Binding, import_alternatives
 
     names, stars = import_alternatives(ast.parse(MARKS_INIT).body)
     assert names["_escape_inner"] == [Binding("_speedups", 1, "_escape_inner"), Binding("_native", 1, "_escape_inner")]
@@ -936,7 +939,7 @@ def test_import_alternatives_keep_each_branch_of_a_try_in_order():
 
 
 def test_library_functions_prefer_what_the_caller_uses():
-    from relconsole.engine.relations.mutations import library_functions
+    from relconsole.engine.relations.targeting import library_functions
 
     module = ast.parse(MARKS_INIT)
     first, later = library_functions(module, "Markup", {"unescape"})

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from relconsole.engine.relations.canon import canonical, differences
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.relations.worker import evaluate_values
-from relconsole.engine.relations.runner import RunPlan, evaluate_once
+from relconsole.engine.relations.pool import evaluate_once
+from relconsole.engine.relations.records import RunPlan
 
 PROJECT = Path(__file__).resolve().parents[1]
 COMPARES = ("exact", "canon", "tolerance")
@@ -116,7 +117,7 @@ def _twisted(value, pick):
 def test_equal_as_written_means_equal_in_canonical_form(left, rng):
     """Two outputs the quick check calls identical are equal under every compare; an output
     with a bool where the other has an int (``True == 1``) is never identical."""
-    from relconsole.engine.relations.kinds import _identical
+    from relconsole.engine.relations.outcome import _identical
     right = _twisted(left, lambda: rng.random() < 0.5)
     if _identical(left, right) is not None:
         for compare in COMPARES:
@@ -570,7 +571,7 @@ def test_a_hanging_subject_times_out(tmp_path):
 @given(st.text(min_size=1, max_size=8), st.integers(), st.integers())
 def test_two_members_of_one_enum_type_agree_only_when_their_values_do(name, a, b):
     """A member made per call can carry any value under one name: the value is compared too."""
-    from relconsole.engine.relations.subject.harness import Record
+    from relconsole.engine.relations.subject.wire import Record
     left, right = Record("enum", "m.E", (name, a)), Record("enum", "m.E", (name, b))
     assert (differences(canonical(left), canonical(right)) == []) == (a == b)
 
@@ -589,8 +590,8 @@ def test_exact_tells_minus_zero_from_zero_and_tolerance_does_not():
 
 @given(st.integers(min_value=0, max_value=2000), st.integers())
 def test_a_drawn_order_is_a_permutation_the_seed_replays_and_the_wire_carries(n, seed):
-    from relconsole.engine.relations.kinds import _order
-    from relconsole.engine.relations.subject.harness import pack_order, unpack_order
+    from relconsole.engine.relations.orders import _order
+    from relconsole.engine.relations.subject.inputs import pack_order, unpack_order
     order = _order(n, random.Random(seed))
     assert sorted(order) == list(range(n))
     assert _order(n, random.Random(seed)) == order
@@ -602,7 +603,7 @@ def test_every_order_of_three_rows_is_drawn_about_as_often():
     of the 6 orders of 3 rows comes up 1,000 times give or take 4 standard deviations."""
     from collections import Counter
 
-    from relconsole.engine.relations.kinds import _order
+    from relconsole.engine.relations.orders import _order
     rng = random.Random(2026)
     counts = Counter(tuple(_order(3, rng)) for _ in range(6000))
     assert len(counts) == 6 and all(abs(c - 1000) < 4 * math.sqrt(6000 * (1 / 6) * (5 / 6)) for c in counts.values())
@@ -610,7 +611,7 @@ def test_every_order_of_three_rows_is_drawn_about_as_often():
 
 @given(st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.text(max_size=4)), max_size=8))
 def test_the_judge_s_check_of_a_raised_field_fails_exactly_where_raising_it_does(cells):
-    from relconsole.engine.relations.subject.harness import check_raisable, raise_field
+    from relconsole.engine.relations.subject.inputs import check_raisable, raise_field
     rows = [{"x": c, "other": "NA"} for c in cells]
     try:
         raise_field(rows, "x", 1, None)
@@ -806,7 +807,7 @@ FLOATS = [{"k": "a", "v": 0.1}, {"k": "c", "v": 1e16}, {"k": "a", "v": 0.2}, {"k
 def _judged_under_a_frozen_clock(rel: dict, rows: list, seed: int) -> str:
     """"held", "missed" or "state" (a second call on one input disagreed) for ``rel``."""
     from relconsole.engine.repo.config import Layout
-    from relconsole.engine.relations.kinds import SubjectFailed
+    from relconsole.engine.relations.outcome import SubjectFailed
     name = rel["subject"].split(":", 1)[0]
     folder = next(p for p in __import__("sys").path if (Path(p) / f"{name}.py").exists())
     try:
@@ -895,7 +896,7 @@ def test_a_version_that_rises_holds_and_one_that_falls_misses(before, after):
     from collections import namedtuple
 
     from relconsole.engine.relations.kinds import never_below
-    from relconsole.engine.relations.subject.harness import Record
+    from relconsole.engine.relations.subject.wire import Record
     assert (never_below(before, after) == []) == (after >= before)
     Version = namedtuple("Version", "major minor patch")  # noqa: F841 (as the wire decodes one:)
     as_record = [Record("namedtuple", "semver.Version", dict(zip("abc", v))) for v in (before, after)]

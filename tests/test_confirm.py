@@ -253,7 +253,7 @@ def test_a_candidate_that_agrees_with_itself_in_the_crafted_repo_is_confirmed_by
 
 
 def test_cancelling_the_second_replay_keeps_the_first_and_releases_the_lease(tmp_path):
-    from relconsole.engine.relations.runner import Cancel
+    from relconsole.engine.relations.pool import Cancel
     from relconsole.engine.gate.replayrun import ReplayCancelled
     repo = orders_repo(tmp_path)
     cancel, steps = Cancel(), []

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from relconsole.cli.main import main
-from relconsole.engine.relations.runner import RunRecord
+from relconsole.engine.relations.records import RunRecord
 from tests.conftest import TODAY, git
 
 OTHER_UID = 12345  # no such user here: any uid but ours makes git's ownership check refuse

@@ -19,7 +19,8 @@ from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.config import Layout
-from relconsole.engine.relations.runner import RunPlan, evaluate_once
+from relconsole.engine.relations.pool import evaluate_once
+from relconsole.engine.relations.records import RunPlan
 from tests.conftest import TODAY, reviewed_repo
 from tests.test_console import settle
 
@@ -148,7 +149,7 @@ EDITING_SUBJECTS = {
 def test_an_in_place_edit_of_the_input_reaches_no_other_call(tmp_path, case):
     """Each call edits its own copy of the rows (a forked child): neither the follow-up calls
     nor the next relation on the same worker and corpus see the edit."""
-    from relconsole.engine.relations.runner import Worker
+    from relconsole.engine.relations.pool import Worker
 
     name, rows, source, expected = EDITING_SUBJECTS[case]
     tree = tmp_path / "tree"

@@ -37,7 +37,8 @@ from relconsole.engine.oracle.leases import (DRIFTED, EXPIRING, MISSING, OK, che
 from relconsole.engine.oracle.leases import EXPIRED as LEASE_EXPIRED
 from relconsole.engine.oracle.leases import INVALID as LEASE_INVALID
 from relconsole.engine.relations import runner
-from relconsole.engine.relations.runner import RunPlan, run_relation
+from relconsole.engine.relations.records import RunPlan
+from relconsole.engine.relations.runner import run_relation
 from relconsole.engine.relations.worker import subject_seed
 
 PROJECT = Path(__file__).resolve().parents[1]

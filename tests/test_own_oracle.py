@@ -27,7 +27,9 @@ from relconsole.engine.oracle.catalog import Catalog, check_row, load_catalog
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.repo.gitio import Touched
 from relconsole.engine.repo.owners import GAP, bind
-from relconsole.engine.relations.runner import RunPlan, RunRecord, evaluate_once, run_all
+from relconsole.engine.relations.pool import evaluate_once
+from relconsole.engine.relations.records import RunPlan, RunRecord
+from relconsole.engine.relations.runner import run_all
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = "oracle/catalog.yaml"

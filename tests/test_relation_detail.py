@@ -23,10 +23,11 @@ from relconsole.console.app import ReviewApp
 from relconsole.console.screens import detail
 from relconsole.engine.relations.canon import differences, path_text
 from relconsole.engine.decision import ROWS, Decision
-from relconsole.engine.relations.kinds import describe_inputs, split_points
+from relconsole.engine.relations.describe import describe_inputs
+from relconsole.engine.relations.kinds import split_points
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
-from relconsole.engine.relations.runner import RunPlan, input_summary
+from relconsole.engine.relations.records import RunPlan, input_summary
 from tests.conftest import TODAY, git
 from tests.test_console import goto, settle
 
@@ -297,8 +298,8 @@ def test_a_miss_says_how_it_compared_and_shows_both_values_of_a_whole_output(sou
     """Issue 16: "disagree on (whole output)" said nothing of what was compared. The one line
     names the comparison (exactly or under canon, the quantum, lists in order or as bags) and,
     for a whole-output difference, both values, each cut to a short width."""
-    from relconsole.engine.relations.kinds import Check
-    from relconsole.engine.relations.runner import SHORT, RunRecord
+    from relconsole.engine.relations.outcome import Check
+    from relconsole.engine.relations.records import SHORT, RunRecord
     check = Check({"compare": compare, "quantum": quantum, "params": {"order_free": bag}})
     outcome = check.outcome(source, followup, "shuffle 1 of 2")
     record = RunRecord(outcome.held, 1, outcome.source, outcome.followup, outcome.differing, outcome.note,
@@ -332,7 +333,7 @@ def test_two_different_values_show_different_windows_taken_from_each(source, fol
     texts differ never show the same window."""
     import json
 
-    from relconsole.engine.relations.runner import SHORT, short_pair
+    from relconsole.engine.relations.records import SHORT, short_pair
     shown = short_pair(source, followup)
     for value, window in zip((source, followup), shown):
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -343,7 +344,7 @@ def test_two_different_values_show_different_windows_taken_from_each(source, fol
 
 def test_a_missing_id_in_a_long_list_is_inside_the_shown_windows():
     """The sample's bands miss: 14 ids against 13, the dropped one far past the cut."""
-    from relconsole.engine.relations.runner import short_pair
+    from relconsole.engine.relations.records import short_pair
     ids = [f"PB-{n:05d}" for n in range(10000, 80000, 5000)]
     dropped = ids[9]
     source, followup = short_pair(ids, ids[:9] + ids[10:])

@@ -451,7 +451,7 @@ def hangs(marker: str) -> str:
 def test_cancel_kills_the_runs_in_flight_and_everything_the_subject_started(tmp_path):
     import threading
     import uuid
-    from relconsole.engine.relations.runner import Cancel
+    from relconsole.engine.relations.pool import Cancel
     from relconsole.engine.gate.replayrun import ReplayCancelled
     from test_hostile_subjects import _alive, _none_left
     marker = f"3333.{uuid.uuid4().int % 10**9}"

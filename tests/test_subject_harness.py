@@ -27,8 +27,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.relations.subject import harness
-from relconsole.engine.relations.subject.server import ForkServer, ServerFault
+from relconsole.engine.relations.subject import history, inputs, pagecache, wire
+from relconsole.engine.relations.subject.results import ServerFault
+from relconsole.engine.relations.subject.server import ForkServer
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.text(max_size=8),
                     st.floats(allow_nan=False), st.binary(max_size=8),
@@ -56,10 +57,10 @@ def typed(value):
 @settings(max_examples=300)
 @given(values)
 def test_decoding_what_was_encoded_gives_the_value_back_with_its_types(value):
-    assert typed(harness.decode(harness.encode(value))) == typed(value)
+    assert typed(wire.decode(wire.encode(value))) == typed(value)
 
 
-tag_like = st.text(alphabet=st.sampled_from([harness.TAG, "t", "s", "a"]), max_size=3)  # keys that look like tags
+tag_like = st.text(alphabet=st.sampled_from([wire.TAG, "t", "s", "a"]), max_size=3)  # keys that look like tags
 rows = st.lists(st.dictionaries(st.one_of(tag_like, st.text(max_size=3)), st.one_of(scalars, st.lists(scalars, max_size=2)), max_size=4),
                 max_size=4)
 
@@ -69,13 +70,13 @@ rows = st.lists(st.dictionaries(st.one_of(tag_like, st.text(max_size=3)), st.one
 def test_the_flat_fast_path_writes_what_the_walk_writes(value):
     """A relation between two encoders: skipping the walk for flat lists and dicts (rows of a
     corpus) changes no byte of the wire."""
-    fast = harness.encode(value)
-    original = harness._flat
-    harness._flat = lambda value, cls: False
+    fast = wire.encode(value)
+    original = wire._flat
+    wire._flat = lambda value, cls: False
     try:
-        walked = harness.encode(value)
+        walked = wire.encode(value)
     finally:
-        harness._flat = original
+        wire._flat = original
     assert fast == walked
 
 
@@ -86,7 +87,7 @@ def test_a_written_value_is_the_same_as_another_exactly_when_their_sorted_json_i
     speeds up, over pairs of values, a value and a reordering of its dicts, and a value and
     itself. marshal's bytes may only answer sooner, never otherwise."""
     def text(value):
-        return json.dumps(harness._wire(value, 0), sort_keys=True)
+        return json.dumps(wire._wire(value, 0), sort_keys=True)
 
     def reordered(value):
         if isinstance(value, dict):
@@ -96,33 +97,33 @@ def test_a_written_value_is_the_same_as_another_exactly_when_their_sorted_json_i
         return [reordered(v) for v in value] if isinstance(value, list) else value
 
     for left, right in ((a, b), (a, reordered(a)), (a, a)):
-        wire_left, wire_right = harness._wire(left, 0), harness._wire(right, 0)
-        assert harness.Written(wire_left).same(wire_right) == (text(left) == text(right))
-        assert harness.Written(wire_left).same(harness.Written(wire_right)) == (text(left) == text(right))
+        wire_left, wire_right = wire._wire(left, 0), wire._wire(right, 0)
+        assert history.Written(wire_left).same(wire_right) == (text(left) == text(right))
+        assert history.Written(wire_left).same(history.Written(wire_right)) == (text(left) == text(right))
 
 
 def test_a_written_value_keeps_what_it_was_when_the_subject_changes_it_later():
     """A subject that hands back one object and changes it on the next call must not compare
     equal to itself: the snapshot is taken when the first answer is given."""
     answer = {"totals": [1.0, 2.0], "n": 2}
-    written = harness.Written(harness._wire(answer, 0))
+    written = history.Written(wire._wire(answer, 0))
     answer["totals"].append(3.0)
     answer["n"] = 3
-    assert not written.same(harness._wire(answer, 0))
-    assert written.same(harness._wire({"n": 2, "totals": [1.0, 2.0]}, 0))
+    assert not written.same(wire._wire(answer, 0))
+    assert written.same(wire._wire({"n": 2, "totals": [1.0, 2.0]}, 0))
 
 
 @given(st.integers(-1000, 1000))
 def test_an_int_a_float_a_string_and_a_bool_never_decode_alike(n):
     forms = [n, float(n), str(n), [n], (n,), {n}, frozenset({n})] + ([bool(n)] if n in (0, 1) else [])
-    decoded = [typed(harness.decode(harness.encode(v))) for v in forms]
+    decoded = [typed(wire.decode(wire.encode(v))) for v in forms]
     assert len({repr(d) for d in decoded}) == len(forms)
 
 
 @given(st.text(max_size=6), st.integers())
 def test_a_key_that_looks_like_a_tag_stays_a_key(suffix, n):
-    value = {harness.TAG + suffix: n, "plain": [n]}
-    assert harness.decode(harness.encode(value)) == value
+    value = {wire.TAG + suffix: n, "plain": [n]}
+    assert wire.decode(wire.encode(value)) == value
 
 
 class Twin(str):
@@ -139,11 +140,11 @@ def test_members_that_are_one_value_as_data_are_not_a_value():
     # a str that redefines equality is refused as it is written (the wire never carries it);
     # and the same members as data, had a child written them raw, do not decode
     for value in ({Twin("a"): 1, Twin("a"): 2}, {Twin("x"), Twin("x")}, {Twin("a"): 1, Twin("b"): 2}):
-        with pytest.raises(harness.Unencodable, match=r"overrides str\.__(eq|hash)__"):
-            harness.encode(value)
+        with pytest.raises(wire.Unencodable, match=r"overrides str\.__(eq|hash)__"):
+            wire.encode(value)
     for raw in (b'{"\\u0000m": [["a", 1], ["a", 2]]}', b'{"\\u0000s": ["x", "x"]}', b'{"\\u0000f": ["x", "x"]}'):
         with pytest.raises(ValueError):
-            harness.decode(raw)
+            wire.decode(raw)
 
 
 class Colour(enum.Enum):
@@ -161,23 +162,23 @@ Pair = namedtuple("Pair", "a b")
 
 def test_records_keep_their_type_and_fields():
     for value in (Colour.RED, Point(1, 2.5), Pair(1, "b")):
-        decoded = harness.decode(harness.encode(value))
-        assert isinstance(decoded, harness.Record) and decoded.type.endswith(type(value).__qualname__)
-        assert decoded == harness.decode(harness.encode(value))
-    assert harness.decode(harness.encode(Point(1, 2.5))) != harness.decode(harness.encode(Point(1, 2.0)))
+        decoded = wire.decode(wire.encode(value))
+        assert isinstance(decoded, wire.Record) and decoded.type.endswith(type(value).__qualname__)
+        assert decoded == wire.decode(wire.encode(value))
+    assert wire.decode(wire.encode(Point(1, 2.5))) != wire.decode(wire.encode(Point(1, 2.0)))
 
 
 @pytest.mark.parametrize("value", [iter([1]), object(), (x for x in [1]), type("M", (), {})()])
 def test_a_value_of_another_type_is_refused_by_its_type_name(value):
-    with pytest.raises(harness.Unencodable) as caught:
-        harness.encode(value)
+    with pytest.raises(wire.Unencodable) as caught:
+        wire.encode(value)
     assert type(value).__name__ in caught.value.args[0]
 
 
 OVERRIDABLE = [(base, name) for base in (dict, list, str, float, int) for name in sorted(dir(base))
-               if name not in harness.HARMLESS and name not in ("__class__", "__getattribute__")]
+               if name not in wire.HARMLESS and name not in ("__class__", "__getattribute__")]
 # round 16: a hook the base calls without defining it: a dict's __missing__ (a sum computed on read)
-OVERRIDABLE += [(dict, name) for name in sorted(harness.LOOKUP_HOOKS)]
+OVERRIDABLE += [(dict, name) for name in sorted(wire.LOOKUP_HOOKS)]
 
 
 @given(st.sampled_from(OVERRIDABLE))
@@ -186,8 +187,8 @@ def test_a_subclass_that_redefines_any_part_of_its_base_is_refused_with_the_part
     base, name = case
     cls = type("Sneaky", (base,), {name: lambda self, *a, **k: 0})
     value = cls({"a": 1}) if base is dict else cls([1]) if base is list else cls("1") if base is str else cls(1)
-    with pytest.raises(harness.Unencodable, match=f"overrides {base.__name__}.{name}"):
-        harness.encode(value)
+    with pytest.raises(wire.Unencodable, match=f"overrides {base.__name__}.{name}"):
+        wire.encode(value)
 
 
 def test_a_subclass_that_only_adds_and_the_standard_dicts_are_their_storage():
@@ -201,14 +202,14 @@ def test_a_subclass_that_only_adds_and_the_standard_dicts_are_their_storage():
     for value, plain in ((Row(a=1), {"a": 1}), (Tag("x"), "x"), (collections.Counter("aab"), {"a": 2, "b": 1}),
                          (collections.OrderedDict(b=1, a=2), {"b": 1, "a": 2}),
                          (collections.defaultdict(int, a=1), {"a": 1})):
-        assert harness.decode(harness.encode(value)) == plain
+        assert wire.decode(wire.encode(value)) == plain
 
 
 def test_garbage_is_not_a_value():
     for data in (b"", b"{", b"[1,", b'{"\\u0000t": 5}', b'{"\\u0000zz": []}', b'{"\\u0000b": "not base64!"}',
                  b'{"\\u0000m": [["a", 1], ["a", 2]]}', b'{"\\u0000s": ["x", "x"]}'):
         with pytest.raises(ValueError):
-            harness.decode(data)
+            wire.decode(data)
 
 
 # the dunder globals of ``__main__`` (name, type, the value's own name) and argv
@@ -352,7 +353,8 @@ def test_sys_exit_is_an_exception_of_the_call(server):
 def test_a_kept_output_reaches_the_next_call_as_the_judge_would_have_sent_it(server, value):
     """The same value fed to a call through the judge (``value``) and through the server
     (``kept``) is the same input: what the echo gives back is equal, types and all."""
-    wire = harness.encode(value).decode("utf-8")
+    from relconsole.engine.relations.subject.wire import encode
+    wire = encode(value).decode("utf-8")
     through_judge = server.call({"subject": "bad:echo", "ops": [["value", wire]], "seed": 1}, 30)
     kept = server.call({"subject": "bad:echo", "ops": [["value", wire]], "seed": 1, "keep": "k"}, 30)
     assert kept.kept and "ok" not in kept.body and kept.body["imported"] == through_judge.body["imported"]
@@ -383,8 +385,8 @@ def test_the_server_still_answers_after_every_misbehaviour(server):
 
 
 def test_a_decoded_date_is_a_real_date():
-    assert type(harness.decode(harness.encode(dt.date(2026, 1, 1)))) is dt.date
-    assert type(harness.decode(harness.encode(decimal.Decimal("1.10")))) is decimal.Decimal
+    assert type(wire.decode(wire.encode(dt.date(2026, 1, 1)))) is dt.date
+    assert type(wire.decode(wire.encode(decimal.Decimal("1.10")))) is decimal.Decimal
 
 
 CLOCKED = '''
@@ -490,7 +492,7 @@ def _cached(path):
         return bool(vec[0] & 1)
 
 
-@pytest.mark.skipif(os.uname().machine not in harness.SECCOMP_ARCH, reason="no seccomp table for this machine")
+@pytest.mark.skipif(os.uname().machine not in pagecache.SECCOMP_ARCH, reason="no seccomp table for this machine")
 def test_a_call_can_neither_ask_the_page_cache_nor_evict_from_it(tmp_path):
     """Which pages of a shared file are cached is state every call shares: a call may read,
     but not ask what is cached (mincore, cachestat, RWF_NOWAIT, io_uring) nor evict."""
@@ -510,12 +512,12 @@ def test_a_call_can_neither_ask_the_page_cache_nor_evict_from_it(tmp_path):
 
 def test_the_filter_sends_every_unknown_abi_and_other_syscall_where_the_table_says(tmp_path):
     """The BPF program's jumps land inside it and end in a return on every path."""
-    prog = harness.page_cache_filter("x86_64")
-    assert prog[-1] == (harness.BPF_RET, 0, 0, harness.RET_ALLOW)
+    prog = pagecache.page_cache_filter("x86_64")
+    assert prog[-1] == (pagecache.BPF_RET, 0, 0, pagecache.RET_ALLOW)
     for pc, (code, jt, jf, _) in enumerate(prog):
-        if code in (harness.BPF_JEQ, harness.BPF_JGE, harness.BPF_JSET):
+        if code in (pagecache.BPF_JEQ, pagecache.BPF_JGE, pagecache.BPF_JSET):
             assert pc + 1 + max(jt, jf) < len(prog)
-    assert harness.page_cache_filter("sparc") is None
+    assert pagecache.page_cache_filter("sparc") is None
 
 
 TMP_MEMO = """
@@ -555,7 +557,7 @@ def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_around_its
     midnight of New Year's Day says "a harness" to anything that prints a time or a date; and
     a clock before the review's day passes a time bomb set between the two."""
     import datetime as dt
-    from relconsole.engine.relations.subject.server import clock_span
+    from relconsole.engine.relations.subject.clock import clock_span
     (tmp_path / "clocked.py").write_text(CLOCKED)
     servers = [ForkServer(tmp_path, [str(tmp_path)], None, None, clock="2026-03-04T05:06:07", clock_day=True,
                           clock_today="2027-08-09") for _ in range(3)]
@@ -578,7 +580,7 @@ def test_the_default_clock_stands_at_an_instant_drawn_for_each_server_around_its
 @given(st.datetimes(dt.datetime(2000, 1, 1), dt.datetime(2100, 1, 1)), st.dates(dt.date(2000, 1, 1), dt.date(2100, 1, 1)))
 def test_the_clock_span_starts_no_earlier_than_the_review_s_day_or_the_configured_one(configured, today):
     """A clock before the review's day would pass code whose answer changed on a day between."""
-    from relconsole.engine.relations.subject.server import clock_span
+    from relconsole.engine.relations.subject.clock import clock_span
     first, last = clock_span(configured.isoformat(), today.isoformat())
     assert first.date() == max(configured.date(), today) and last > first
     alone = clock_span(configured.isoformat())
@@ -631,7 +633,7 @@ def test_the_copy_a_first_call_gets_shares_nothing_that_call_can_change(value):
     """The call that runs twice first runs on a copy: whatever the first call does to it, the
     judged call's input is as it was."""
     try:
-        copy = harness._copied(value)
+        copy = history._copied(value)
     except ValueError:  # marshal carries no Decimal or date: that call is not repeated
         return
     before = typed(value)
@@ -644,7 +646,7 @@ def test_the_copy_a_first_call_gets_shares_nothing_that_call_can_change(value):
                 max_size=6))
 def test_a_csv_corpus_s_rows_are_copied_row_by_row_and_that_is_a_deep_copy(rows):
     before = typed(rows)
-    copy = harness._copied(rows, corpus_rows=True)
+    copy = history._copied(rows, corpus_rows=True)
     assert typed(copy) == before and all(a is not b for a, b in zip(copy, rows))
     _scribble(copy)
     assert typed(rows) == before
@@ -713,7 +715,7 @@ def test_a_server_given_the_judge_s_rows_answers_as_one_that_read_the_corpus(tmp
         server = ForkServer(tmp_path, [str(tmp_path)], "lease", corpus, input_given=mode != "file")
         try:
             if mode == "rows":
-                server.give_input(marshal.dumps(harness.read_corpus(str(corpus))))
+                server.give_input(marshal.dumps(inputs.read_corpus(str(corpus))))
             result = server.call({"subject": "corp:rows", "ops": [], "seed": 1}, 30)
         finally:
             server.close()
@@ -731,17 +733,17 @@ def test_a_dict_subclass_that_answers_missing_keys_is_refused_but_the_standard_o
     class OnRead(dict):
         def __missing__(self, key):
             return 0.0
-    with pytest.raises(harness.Unencodable, match=r"overrides dict\.__missing__"):
-        harness.encode({"Adelie": OnRead(count=3)})
+    with pytest.raises(wire.Unencodable, match=r"overrides dict\.__missing__"):
+        wire.encode({"Adelie": OnRead(count=3)})
     for standard in (collections.defaultdict(int, a=1), collections.Counter("aab")):
-        assert harness.decode(harness.encode(standard)) == dict(standard)
+        assert wire.decode(wire.encode(standard)) == dict(standard)
 
 
 @given(st.lists(st.integers(-1000, 1000), min_size=1, max_size=8), st.floats(0.001, 3.0))
 def test_a_step_changes_nothing_exactly_when_every_raised_integer_rounds_back(values, step):
     """Red team: step 0.5 on an integer field wrote every row back unchanged, so a monotonic
     compared f(x) with itself and held whatever the patch did."""
-    from relconsole.engine.relations.subject.harness import raise_field, step_changes_nothing
+    from relconsole.engine.relations.subject.inputs import raise_field, step_changes_nothing
     rows = [{"n": v, "k": "x"} for v in values]
     unchanged = all(raise_field(r, "n", step, None) == r for r in rows)
     assert step_changes_nothing(rows, "n", step) == unchanged

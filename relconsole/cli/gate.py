@@ -72,7 +72,7 @@ def _gate(args) -> int:
     from relconsole.engine.gate import pipeline as gate
     from relconsole.engine.gate import replay
     from relconsole.engine.gate.review import load_review
-    from relconsole.engine.relations.runner import prestart
+    from relconsole.engine.relations.pool import prestart
     from relconsole.engine.gate.wslease import open_store
     from relconsole.cli.progress import progress_reporter
     prestart()  # the judge's processes boot while the review loads

@@ -374,7 +374,7 @@ def cmd_run(args) -> int:
     from relconsole.engine.gate.report import run_payload
     from relconsole.engine.gate.review import finish_review, load_review
     from relconsole.engine.gate.reviewrun import run_review
-    from relconsole.engine.relations.runner import prestart
+    from relconsole.engine.relations.pool import prestart
     from relconsole.cli.progress import progress_reporter
     prestart()  # the judge's processes boot while the review loads
     with progress_reporter(sys.stderr, not args.json) as report:
@@ -813,7 +813,7 @@ def _exit_cleanly_on_signals() -> None:
 # The engine's exit hooks the grace timer runs itself, in the modules that were loaded: the
 # interpreter's own atexit run is what hangs, and its list is private.
 EXIT_HOOKS = (("relconsole.engine.repo.workspace", "remove_scratch"),
-              ("relconsole.engine.relations.runner", "close_started"))
+              ("relconsole.engine.relations.pool", "close_started"))
 
 
 def _force_exit(code: int) -> None:

@@ -45,7 +45,7 @@ from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, literal, one_line
 from relconsole.engine.gate.replay import SHEET_SUFFIX, default_artifacts, load_workspace_leases, replay, to_replay
 from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
-from relconsole.engine.relations.runner import Cancel
+from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.gate.report import record_decisions
 from relconsole.engine.gate.review import Review, load_review
 from relconsole.engine.gate.reviewrun import RunCancelled, run_review

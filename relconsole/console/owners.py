@@ -22,7 +22,7 @@ from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.leasehistory import lease_history
 from relconsole.engine.oracle.leases import rehash_preview
 from relconsole.engine.literal import literal
-from relconsole.engine.relations.runner import Cancel
+from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.gate.wslease import open_store
 
 DIGEST_PREFIX = 8  # hex characters of the new digest a re-hash confirmer types

@@ -14,7 +14,7 @@ from relconsole.engine.oracle.candidates import Candidate, SeedRow
 from relconsole.engine.oracle.leases import LeaseStatus
 from relconsole.engine.literal import one_line
 from relconsole.engine.repo.owners import Binding
-from relconsole.engine.relations.runner import RelationResult
+from relconsole.engine.relations.records import RelationResult
 
 STATE_STYLE = {
     "owned": ("●", "green"), "exempt": ("○", "dim"), "gap": ("✗ UNOWNED", "bold red"),

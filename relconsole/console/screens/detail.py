@@ -168,7 +168,7 @@ def output_columns(source: Any, followup: Any, differing: list[str],
 
 def inputs_text(relation, record) -> Text:
     """The source and follow-up inputs of one run (``RunRecord.inputs``, see
-    ``runner.input_summary``): which file, its digest, how many rows, the first row's
+    ``records.input_summary``): which file, its digest, how many rows, the first row's
     fields, and what the follow-up transformation did with this run's seed."""
     facts = getattr(record, "inputs", None) or {}
     text = Text("inputs\n", "bold")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from relconsole.engine.relations import mutations
+from relconsole.engine.relations import bindings, targeting
 from relconsole.engine.gate.bitefiles import _CommitFiles, _DirFiles, _module_file, _relative_roots
 
 
@@ -41,9 +41,9 @@ def _defining(walk: "_Walk", path: str, attr: str) -> tuple[str, str]:
         if module is None:
             return path, attr
         head, dot, rest = attr.partition(".")
-        if mutations.defines(module, head):
+        if targeting.defines(module, head):
             return path, attr
-        for source, level, name in mutations.reexport(module, head):
+        for source, level, name in targeting.reexport(module, head):
             target = _module_file(walk.files, walk.roots, path, source, level)
             if target is not None and target not in seen:
                 path, attr = target, name + dot + rest
@@ -62,8 +62,8 @@ class Reach:
 
     ``targets``: library file (tree-relative, not protected) -> the attribute paths there the
     adapter calls or names (``Version``, ``bump``, ``Version.parse``), in the order found;
-    ``used``: the method names the adapter is seen to use (``mutations.used_attributes``);
-    ``functions``: file -> the qualified functions to mutate first (``mutations.library_functions``
+    ``used``: the method names the adapter is seen to use (``targeting.used_attributes``);
+    ``functions``: file -> the qualified functions to mutate first (``targeting.library_functions``
     of each target, then ``callees``); ``spare``: file -> the other public methods of the
     classes it uses, mutated only with the budget left; ``callees``: file -> the functions of
     OTHER library modules those call, one level down, with ``called_by`` naming a caller;
@@ -115,7 +115,7 @@ def adapter_reach(tree: Path, roots: list[str], path: str, attr: str,
     Every dotted name the function reads (``Version(x)``, ``vers.core.bump``, ``key=canonical``)
     is resolved through its own imports (function-local ones first), then its module's
     (including under a top-level ``if``/``try``: the first alternative with a source file,
-    ``mutations.import_alternatives``, and ``from m import *``), then the module's own
+    ``bindings.import_alternatives``, and ``from m import *``), then the module's own
     functions, to the module that defines it (``defining_file``: package re-exports
     followed). A definition in a protected file (``is_protected``: another function of the
     oracle) is followed in turn, up to ``MAX_ADAPTER_HOPS`` deep; one in any other file of the
@@ -131,9 +131,9 @@ def adapter_reach(tree: Path, roots: list[str], path: str, attr: str,
 
 def _scope(module: ast.Module, func: ast.AST) -> tuple[dict[str, list], list]:
     """(name -> alternative Bindings, star imports) a function of ``module`` sees: its own
-    imports first, then the module's (``mutations.import_alternatives``)."""
-    names, stars = mutations.import_alternatives(module.body)
-    local, local_stars = mutations.import_bindings(mutations.inner_imports(func))
+    imports first, then the module's (``bindings.import_alternatives``)."""
+    names, stars = bindings.import_alternatives(module.body)
+    local, local_stars = bindings.import_bindings(bindings.inner_imports(func))
     return {**names, **{name: [binding] for name, binding in local.items()}}, local_stars + stars
 
 
@@ -143,12 +143,12 @@ def _follow(walk: _Walk, path: str, attr: str, depth: int) -> None:
         return
     walk.seen.add((path, attr))
     module = walk.parse(path)
-    if module is None or mutations.find(module, attr) is None:
+    if module is None or targeting.find(module, attr) is None:
         return
-    for _, func in mutations.entry_functions(module, attr):
-        walk.reach.used |= mutations.used_attributes(func)
+    for _, func in targeting.entry_functions(module, attr):
+        walk.reach.used |= targeting.used_attributes(func)
         scope, stars = _scope(module, func)
-        for ref in mutations.references(func):
+        for ref in bindings.references(func):
             for found in _resolve_ref(walk, path, module, scope, stars, ref):
                 _reached(walk, found, depth)
 
@@ -165,16 +165,16 @@ def _resolve_ref(walk: _Walk, path: str, module: ast.Module, scope: dict, stars:
             if found is not None and _defined(walk, *found) is not None:
                 return [found]
         return [found] if found else []
-    if mutations.defines(module, head):
+    if targeting.defines(module, head):
         return [(path, ".".join(ref))]
     out = []
     for star in stars:  # ``from m import *``: the name may come from m
-        found = _through(walk, path, mutations.Binding(star.module, star.level, head), rest)
+        found = _through(walk, path, bindings.Binding(star.module, star.level, head), rest)
         out += [found] if found else []
     return out
 
 
-def _through(walk: _Walk, path: str, binding: mutations.Binding, rest: list[str]) -> tuple[str, str] | None:
+def _through(walk: _Walk, path: str, binding: bindings.Binding, rest: list[str]) -> tuple[str, str] | None:
     """(file, attribute path) of ``binding`` followed by the attributes ``rest``: into a
     submodule while the next name is one (``vers.core.bump``), else an attribute of the module
     reached. None when it names a module only, or a module outside the tree."""
@@ -197,7 +197,7 @@ def _defined(walk: _Walk, file: str, attr: str) -> tuple[str, str] | None:
     parts = found.split(".")
     module = walk.parse(path)
     while module is not None and parts:
-        if mutations.find(module, ".".join(parts)) is not None:
+        if targeting.find(module, ".".join(parts)) is not None:
             return path, ".".join(parts)
         parts.pop()
     return None
@@ -237,7 +237,7 @@ def _add(table: dict[str, list[str]], path: str, names: Iterable[str]) -> None:
 
 def _expand(walk: _Walk) -> None:
     """The functions to mutate, from the targets: each target's two tiers
-    (``mutations.library_functions``, preferring the methods the adapter uses), then, from
+    (``targeting.library_functions``, preferring the methods the adapter uses), then, from
     every first-tier function, what it calls in OTHER library modules, one level down: the
     callee function itself (a class: the methods the caller uses and its construction and
     rendering dunders), resolved through the caller's module imports."""
@@ -245,16 +245,16 @@ def _expand(walk: _Walk) -> None:
     for path, attrs in reach.targets.items():
         module = walk.parse(path)
         for attr in attrs:
-            first, later = mutations.library_functions(module, attr, reach.used)
+            first, later = targeting.library_functions(module, attr, reach.used)
             _add(reach.functions, path, first)
             _add(reach.spare, path, later)
     first_tier = {path: list(names) for path, names in reach.functions.items()}
     for path, names in first_tier.items():  # one level: a callee's own calls are not followed
         module = walk.parse(path)
         for qualname in names:
-            func = mutations.find(module, qualname)
+            func = targeting.find(module, qualname)
             scope, stars = _scope(module, func)
-            for ref in mutations.called_references(func):
+            for ref in bindings.called_references(func):
                 for found in _resolve_ref(walk, path, module, scope, stars, ref):
                     _callee(walk, found, path, qualname, func)
     for path in list(reach.spare):
@@ -272,7 +272,7 @@ def _callee(walk: _Walk, found: tuple[str, str], caller_path: str, caller: str, 
     path, attr = defined
     if not _library_file(walk, path):
         return
-    first, _ = mutations.library_functions(walk.parse(path), attr, mutations.used_attributes(func), helpers=False)
+    first, _ = targeting.library_functions(walk.parse(path), attr, targeting.used_attributes(func), helpers=False)
     _add(walk.reach.callees, path, first)
     _add(walk.reach.functions, path, first)
     for name in first:

@@ -62,7 +62,9 @@ from relconsole.engine.gate.bitereport import BiteReport, MutationResult
 from relconsole.engine.gate.bitefiles import _through_link
 from relconsole.engine.gate.bitecache import _key_files, _store, cache_key
 from relconsole.engine.gate.bitetargets import _Targets, _names, _relation, _targets
-from relconsole.engine.relations.runner import RunPlan, RunRecord, draw_seed, evaluate_once
+from relconsole.engine.relations.records import RunPlan, RunRecord
+from relconsole.engine.relations.runner import draw_seed
+from relconsole.engine.relations.pool import evaluate_once
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
 from relconsole.engine.literal import counted
 
@@ -114,7 +116,7 @@ def _function_mutants(relation: Relation, tier: dict[str, list[str]],
     for path, names in tier.items():
         try:
             found += [(path, m) for m in mutations.function_mutants(originals[path].decode("utf-8"), names)]
-        except (SyntaxError, ValueError, mutations.TargetNotFound) as exc:
+        except (SyntaxError, ValueError, targeting.TargetNotFound) as exc:
             raise RelconsoleError(f"{relation.id}: cannot mutate {', '.join(names)} in {path}: {exc}") from None
     return found
 
@@ -131,7 +133,7 @@ def _mutants(relation: Relation, targets: _Targets, originals: dict[str, bytes])
         (path, attrs), = targets.files.items()
         try:
             made = mutations.mutants(originals[path].decode("utf-8"), attrs[0])
-        except (SyntaxError, ValueError, mutations.TargetNotFound) as exc:
+        except (SyntaxError, ValueError, targeting.TargetNotFound) as exc:
             raise RelconsoleError(f"{relation.id}: cannot mutate {', '.join(attrs)} in {path}: {exc}") from None
         return [(path, m) for m in made], []
     limit = mutations.DEFAULT_LIMIT

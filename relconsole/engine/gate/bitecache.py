@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from relconsole.engine.relations import mutations
+from relconsole.engine.relations import mutations, operators
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.repo.gitio import TreeView
 from relconsole.engine.repo.owners import protected
@@ -60,7 +60,7 @@ def cache_key(review: Review, relation: Relation, files: Mapping[str, bytes | No
     digests = [f"{path}={hashlib.sha256(data).hexdigest() if data is not None else '-'}"
                for path, data in sorted(files.items())]
     parts = [relation.id, review.identities.get(relation.id, ""), _input_pin(review, relation),
-             ",".join(mutations.OPERATORS), str(mutations.DEFAULT_LIMIT), TARGETING, *digests,
+             ",".join(operators.OPERATORS), str(mutations.DEFAULT_LIMIT), TARGETING, *digests,
              "mutated:" + ",".join(sorted(mutated))]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 

@@ -54,7 +54,7 @@ from relconsole.engine.errors import UsageError
 from relconsole.engine.repo.gitio import TreeView, resolve
 from relconsole.engine.literal import one_line
 from relconsole.engine.oracle.leases import USABLE
-from relconsole.engine.relations.runner import Cancel
+from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.seeds import seed_file_problem
 from relconsole.engine.gate.confirmrun import ConfirmOptions, ConfirmProgress, ConfirmRefused, _Run

@@ -12,7 +12,7 @@ from pathlib import Path
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.defaults import CONFIRM_RUNS
 from relconsole.engine.errors import CommitRefused, RelconsoleError
-from relconsole.engine.relations.runner import Cancel
+from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.gate.replay import default_workspace
 from relconsole.engine.gate.replayoptions import Progress, ReplayOptions, Shard
 from relconsole.engine.gate.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
@@ -22,7 +22,7 @@ from relconsole.engine.gate.replaysheet import (EnvironmentFault, environment_fa
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import plan_for
 from relconsole.engine.gate.confirmstate import _now, state_dir
-from relconsole.engine.relations.runner import RunPlan, RunRecord
+from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.repo.workspace import overlay_oracle

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relconsole.engine.errors import UsageError
-from relconsole.engine.relations.runner import Cancel
+from relconsole.engine.relations.pool import Cancel
 
 
 @dataclass(frozen=True)

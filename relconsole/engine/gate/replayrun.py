@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.relations.runner import RunPlan, RunRecord, draw_seed
+from relconsole.engine.relations.records import RunPlan, RunRecord
+from relconsole.engine.relations.runner import draw_seed
 from relconsole.engine.gate.wsleasestore import LeaseStore, WorkspaceLease
 from relconsole.engine.gate.replayoptions import Progress, ReplayOptions
 

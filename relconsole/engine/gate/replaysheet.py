@@ -14,7 +14,7 @@ from pathlib import Path
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.review import Review
-from relconsole.engine.relations.runner import RunPlan, RunRecord
+from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.gate.wslease import default_holder
 from relconsole.engine.gate.replayoptions import ReplayOptions

@@ -34,7 +34,7 @@ from relconsole.engine.oracle.leases import LeaseStatus, reading_refusal
 from relconsole.engine.repo.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
 from relconsole.engine.gate.acks import Ack, by_author, flag_ids
 from relconsole.engine.gate.patchflags import Flag
-from relconsole.engine.relations.runner import RelationResult
+from relconsole.engine.relations.records import RelationResult
 from relconsole.engine.repo.workspace import export_oracle, scratch_dir
 from relconsole.engine.gate.oracleload import _load_oracle
 from relconsole.engine.gate.patchfacts import _flag, _load_acks, _patch_catalog, _split

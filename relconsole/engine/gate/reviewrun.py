@@ -23,7 +23,9 @@ from relconsole.engine.oracle.freezes import FreezeRow
 from relconsole.engine.oracle.hashcache import sha256_stream
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.patchflags import imported_probes, probed_by_name
-from relconsole.engine.relations.runner import Cancel, RelationResult, RunPlan, run_all
+from relconsole.engine.relations.pool import Cancel
+from relconsole.engine.relations.records import RelationResult, RunPlan
+from relconsole.engine.relations.runner import run_all
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
 from relconsole.engine.gate.oracleload import _oracle_digest
 from relconsole.engine.gate.review import Review

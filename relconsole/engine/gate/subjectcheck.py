@@ -15,7 +15,8 @@ from relconsole.engine.oracle.candidates import Verdict
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import checkout_name, import_paths
-from relconsole.engine.relations.subject.server import ForkServer, ServerFault, bwrap_path
+from relconsole.engine.relations.subject.server import ForkServer, bwrap_path
+from relconsole.engine.relations.subject.results import ServerFault
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
 
 ROLES = ("subject", "inverse", "transform", "canon")  # merge runs in the judge: checked when it runs

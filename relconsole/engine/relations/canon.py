@@ -15,7 +15,7 @@ import math
 from decimal import ROUND_HALF_EVEN, Decimal, getcontext
 from typing import Any
 
-from relconsole.engine.relations.subject.harness import Record
+from relconsole.engine.relations.subject.wire import Record
 
 Path = tuple
 

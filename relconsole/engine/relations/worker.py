@@ -6,7 +6,7 @@ request per line on stdin: ``{"root", "import_paths", "relation", "input": {"kin
 each with one JSON line: ``{"held", "source", "followup", "differing", "note", "vacuous",
 ...}`` or ``{"error": {"type", "message", "where", "files"}, ...}`` or ``{"blocked": why,
 ...}``, every reply also carrying ``run``: ``{"sandbox", "hashseed", "clock", "order",
-"imported"}`` and, when the input could be read, ``inputs`` (``relations.describe_inputs``).
+"imported"}`` and, when the input could be read, ``inputs`` (``describe.describe_inputs``).
 
 No code from the reviewed tree runs here. Subject calls go to a fork server
 (``engine.subject``) as data and come back as data; only the base oracle's data adapters
@@ -25,7 +25,11 @@ import random
 import sys
 import traceback
 
-from relconsole.engine.relations.subject.harness import Unencodable, encode, read_corpus, read_seeds  # noqa: F401 (read_corpus: API)
+from relconsole.engine.relations.oracleimport import AdapterRefused, OracleFinder, _top_entry, oracle_roots
+from relconsole.engine.relations.replies import outcome_reply
+from relconsole.engine.relations.servercalls import ServerCalls, other_seed
+from relconsole.engine.relations.subject.inputs import read_corpus, read_seeds
+from relconsole.engine.relations.subject.wire import encode
 from relconsole.engine.literal import counted
 
 _prctl_done = False
@@ -49,220 +53,6 @@ def subject_seed(run_seed: int) -> int:
     """The seed of the subject's own ``random`` module in every call of a run: derived from
     the run seed (so a recorded run replays), never equal to the judge's draws from it."""
     return random.Random(f"subject {run_seed}").getrandbits(32)
-
-
-class OracleFinder:
-    """Imports the oracle's own top-level packages from the tree root, and only those whose
-    files are protected (the base's overlay): the judge never imports the patch's code."""
-
-    def __init__(self, root: str):
-        self.root = root
-        self.names: set[str] = set()
-
-    def find_spec(self, name, path=None, target=None):
-        if path is not None or name not in self.names:
-            return None
-        return importlib.machinery.PathFinder.find_spec(name, [self.root])
-
-
-def _top_entry(root: str, name: str) -> str | None:
-    """The tree-relative file or folder a top-level module name resolves to, or None."""
-    for candidate in (name, f"{name}.py"):
-        if os.path.lexists(os.path.join(root, candidate)):
-            return candidate
-    return None
-
-
-class AdapterRefused(Exception):
-    """An adapter the relation names is not among the oracle's protected files."""
-
-
-def oracle_roots(relation: dict, root: str, patterns: list[str]) -> list[str]:
-    """Top-level names of the adapters ``relation`` names (merge, transform, canon), each
-    checked to resolve to a protected path of the tree. Raises AdapterRefused."""
-    from relconsole.engine.repo.owners import protected
-
-    names = []
-    for role in ("merge", "transform", "canon"):
-        ref = relation.get(role)
-        if not ref:
-            continue
-        top = str(ref).split(":", 1)[0].split(".", 1)[0]
-        entry = _top_entry(root, top)
-        probe = f"{entry}/__init__.py" if entry and not entry.endswith(".py") else entry
-        if entry is None or os.path.islink(os.path.join(root, entry)) or not protected(patterns, probe):
-            raise AdapterRefused(f"the {role} adapter {ref} is not in the oracle's protected files: "
-                                 "adapters come from the base branch's oracle, never from the patch")
-        names.append(top)
-    return sorted(set(names))
-
-
-class ServerCalls:
-    """The relations' ``Calls`` over one fork server: each call a fresh child, in an order
-    drawn from ``rng``, the run's common fields (subject, seed, adapters and the top-level
-    names they may be imported from, ``oracle_roots``) added."""
-
-    def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
-                 seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = (),
-                 second=None, decoy: str | None = None, input_index: int = 0):
-        self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
-        self.second, self.decoy, self.input_index = second, decoy, input_index
-        self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
-        self.oracle_roots = list(oracle_roots)
-
-    def _spec(self, call: dict) -> dict:
-        rel = self.relation
-        # each call its own random seed (drawn from the run's): calls agreeing only because
-        # they drew the same "random" numbers would hide a subject that is not deterministic
-        seed = call["seed"] if "seed" in call else self.log["subject_seed"] ^ self.rng.getrandbits(32)
-        spec = {"subject": rel["subject"], "seed": seed,
-                "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon"),
-                "oracle_roots": self.oracle_roots}
-        spec.update(call)
-        spec["ops"] = self.prefix + list(call.get("ops", []))
-        if self.seed_row is not None:
-            spec["seed_row"] = self.seed_row
-        return spec
-
-    def raw(self, call: dict, key: str = "call", expect=None, server=None) -> dict:
-        """The child's result mapping for ``call``; ``expect`` (a callable giving the wire
-        bytes the output should be) lets a result written exactly so skip decoding."""
-        import time
-
-        from relconsole.engine.relations.kinds import Kept, SubjectFailed
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
-        result = (server or self.server).call(self._spec(call), left, expect)
-        self.log["order"].append(key)
-        if result.status != "ok":
-            kind = {"timeout": "timeout", "died": "subject died", "over_cap": "output over the cap",
-                    "garbage": "undecodable output"}[result.status]
-            raise SubjectFailed({"type": kind, "message": result.detail, "where": ""})
-        body = {"kept": Kept(**result.kept), **result.body} if result.kept is not None else result.body
-        self.log["imported"].update(str(p) for p in body.get("imported") or [] if isinstance(p, str))
-        if "unencodable" in body:
-            name = str(body["unencodable"])[:200]
-            raise SubjectFailed({"type": "not comparable", "message": f"declare how to compare {name}",
-                                 "where": ""}, blocked=f"declare how to compare {name} (a canon: adapter "
-                                                       "in the catalog maps it to data)")
-        if "raised" in body and not isinstance(body["raised"], dict):
-            raise SubjectFailed({"type": "undecodable output", "message": "an exception that is not one", "where": ""})
-        if "history" in body:
-            raise SubjectFailed({"type": "state across calls", "message": str(body["history"])[:500], "where": ""})
-        return body
-
-    def _elsewhere(self, calls: dict[str, dict], keys: list[str], repeated: str | None) -> str | None:
-        """The one call of a run (drawn, in the first batch of two calls or more) that runs in
-        the second server, under another PYTHONHASHSEED: an output that follows the process's
-        string hashing (a sum over a set of text) agrees within one server and nowhere else.
-        Never a call that keeps an output for the next or reads one kept (both need one server)."""
-        if self.second is None or self.log.get("elsewhere") is not None or len(keys) < 2:
-            return None
-        movable = [k for k in keys if k != repeated and not calls[k].get("keep")
-                   and not any(op[:1] == ["kept"] for op in calls[k].get("ops", []))]
-        if not movable:
-            return None
-        chosen = random.Random(f"second {self.log['subject_seed']}").choice(sorted(movable))
-        self.log["elsewhere"] = chosen
-        return chosen
-
-    def _same_elsewhere(self, spec: dict, first) -> None:
-        """The repeated call's first answer (on ``quarter`` of its input, see ``harness.build_input``)
-        against a first call on that input in the second server, under another PYTHONHASHSEED
-        and the same clock and random seed, compared under the relation's own compare, a list's
-        order included unless the relation says ``order_free``: an output
-        that follows the process's string hashing (a list made from a set of text, a ``hash()``
-        in it) differs, though every relation compares its lists as bags. Raises SubjectFailed
-        for a difference. Nothing to check without a second server, without a first answer, or
-        for a call on an output only its own server keeps."""
-        from relconsole.engine.relations.canon import NotComparable
-        from relconsole.engine.relations.kinds import Check, SubjectFailed
-        if self.second is None or not isinstance(first, list) or len(first) != 2 or spec.get("keep") \
-                or any(op[:1] == ["kept"] for op in spec.get("ops", [])):
-            return
-        call = {k: v for k, v in spec.items() if k not in ("repeat", "decoy")}
-        call["ops"] = list(spec.get("ops", [])) + [["quarter"]]
-        other = self.raw(call, "same input, other hash seed", server=self.second)
-        mine = ("raised", first[1]) if first[0] == "raised" else ("ok", first[1])
-        theirs = ("raised", (other.get("raised") or {}).get("type")) if "raised" in other else ("ok", other.get("ok"))
-        try:
-            same = mine[0] == theirs[0] and (Check(self.relation).outcome(mine[1], theirs[1]).held
-                                             if mine[0] == "ok" else mine[1] == theirs[1])
-        except (NotComparable, TypeError, ValueError, RecursionError):
-            same = False
-        if not same:
-            raise SubjectFailed({"type": "depends on the process", "where": "", "message": (
-                "the same input gave another answer in a process with another string-hash seed "
-                "(PYTHONHASHSEED): the output follows the process's hashing (a list made from a set "
-                "of text, a hash() in it), so it changes from run to run in production")})
-
-    def run(self, calls: dict[str, dict]) -> dict:
-        """``{key: output}``; a call with an ``expect`` value (the judge's, never sent) gives
-        ``relations.WRITTEN_ALIKE`` when its output is that value written to the byte; one
-        made with ``keep`` gives a ``relations.Kept`` when the server kept its output."""
-        from relconsole.engine.relations.kinds import WRITTEN_ALIKE, Kept, SubjectFailed
-        keys = list(calls)
-        self.rng.shuffle(keys)
-        # one call of each input of a run (a corpus, or every seed: a seed that cannot show state,
-        # percent 0, must not be the only one), drawn, runs as its process's third call (drawn
-        # from a stream of its own: the order stream's draws, one per call, stay as they were)
-        done = self.log.setdefault("repeated", set())
-        repeated = None if self.input_index in done or not keys or not self.log.get("repeat") \
-            else random.Random(f"repeat {self.log['subject_seed']} {self.input_index}").choice(keys)
-        done.add(self.input_index)
-        elsewhere = self._elsewhere(calls, keys, repeated)
-        out = {}
-        for key in keys:
-            spec = dict(calls[key], repeat=2) if key == repeated else dict(calls[key])
-            if key == repeated and self.decoy is not None:
-                spec["decoy"] = self.decoy
-            expect = _encoding_of(spec.pop("expect")) if "expect" in spec else None
-            if key == repeated:  # drawn here, where raw() would draw it: the other server's call shares it
-                spec["seed"] = self.log["subject_seed"] ^ self.rng.getrandbits(32)
-            body = self.raw(spec, key, expect, self.second if key == elsewhere else None)
-            if key == repeated:
-                self._same_elsewhere(spec, body.get("first"))
-            if "raised" in body:
-                raised = body["raised"]
-                raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
-            kept = body.get("kept")
-            out[key] = kept if isinstance(kept, Kept) else WRITTEN_ALIKE if body.get("same") else body["ok"]
-        return out
-
-
-def other_seed(seeds: list, index: int, seed: int) -> str | None:
-    """Wire text of a seed other than ``seeds[index]``, drawn from the run seed, for the
-    repeated call to make first: a memo whose key leaves out part of a seed (a salt, a size)
-    answers the judged seed with that one's answer. None with a single seed or none that can
-    be encoded."""
-    others = [i for i in range(len(seeds)) if i != index]
-    if not others:
-        return None
-    try:
-        return encode(seeds[random.Random(f"decoy {seed} {index}").choice(others)]).decode("utf-8")
-    except (ValueError, TypeError, OverflowError, RecursionError, Unencodable):
-        return None
-
-
-def _encoding_of(value):
-    """A callable giving ``value``'s wire bytes (or None when it has none), encoded on a
-    thread while the call runs: the judge only waits on the child meanwhile."""
-    import threading
-    box: list = []
-
-    def work() -> None:
-        try:
-            box.append(encode(value))
-        except (ValueError, TypeError, OverflowError, RecursionError, Unencodable):
-            box.append(None)
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-
-    def result():
-        thread.join()
-        return box[0] if box else None
-    return result
 
 
 
@@ -358,7 +148,7 @@ class Server:
         key = self._second_key(request, first)
         server = self.servers.get(key)
         if server is None or server.proc.poll() is not None:
-            from relconsole.engine.relations.subject.server import other_hashseed
+            from relconsole.engine.relations.subject.environment import other_hashseed
             server = self.servers[key] = self._new_server(request, other_hashseed(first.hashseed), beside=first)
         return server
 
@@ -409,9 +199,9 @@ class Server:
         """One reply line's mapping for one request (see the module docstring)."""
         import time
 
-        from relconsole.engine.relations.canon import NotComparable
-        from relconsole.engine.relations.kinds import SubjectFailed, describe_inputs, evaluate, scale_of
-        from relconsole.engine.relations.subject.server import ServerFault
+        from relconsole.engine.relations.describe import describe_inputs, scale_of
+        from relconsole.engine.relations.kinds import evaluate
+        from relconsole.engine.relations.outcome import SubjectFailed
 
         seed = int(request.get("seed", 0))
         # a second call only says "state" when the clock stands: under a real one, time moved
@@ -421,17 +211,7 @@ class Server:
         relation = request["relation"]
         fresh: list = []  # a rerun's own server, closed with its request
         try:
-            self.enter(request)
-            request["oracle_roots"] = oracle_roots(relation, self.root, list(request.get("protected") or ["oracle/**"]))
-            server = self.fork_server(request)  # it reads the input while this process reads its own copy
-            second = None if request.get("imports_only") else self.second_server(request, server)
-            if request.get("fresh_server"):
-                fresh.append(server)
-                if second is not None:
-                    fresh.append(self.servers.pop(self._second_key(request, server)))
-            inputs = self.inputs(request["input"])
-            self.feed(request["input"], (server, second))
-            self.boot_spare(request, server)
+            server, second, inputs = self.fed_servers(request, fresh)
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
             scale = scale_of(relation) if corpus else 0
@@ -461,26 +241,10 @@ class Server:
                     pass  # what it imported before it failed is kept all the same
                 reply = {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only"}
             else:
-                outcome = evaluate(relation, inputs, seed, calls_for, merge=merge,
-                                   wire=lambda value: encode(value).decode("utf-8"), labels=labels)
-                reply = {"held": outcome.held and not outcome.vacuous,
-                         "source": trimmed(outcome.source, outcome.differing),
-                         "followup": trimmed(outcome.followup, outcome.differing),
-                         "differing": outcome.differing, "note": outcome.note, "vacuous": outcome.vacuous,
-                         "compared": outcome.compared}
-        except SubjectFailed as exc:
-            reply = {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
-        except (AdapterRefused, NotComparable) as exc:
-            text = f"declare how to compare {exc.args[0]} (a canon: adapter in the catalog maps it to data)" \
-                if isinstance(exc, NotComparable) else str(exc)
-            reply = {"blocked": text}
-        except ServerFault as exc:
-            reply = {"error": {"type": "environment", "message": str(exc), "where": "", "files": []}}
-        except Exception as exc:  # the judge's own step on the oracle's data (a merge adapter that raised)
-            frames = traceback.extract_tb(exc.__traceback__)
-            where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
-            reply = {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
-                               "files": self.tree_files(frames)}}
+                reply = outcome_reply(evaluate(relation, inputs, seed, calls_for, merge=merge,
+                                               wire=lambda value: encode(value).decode("utf-8"), labels=labels))
+        except Exception as exc:  # the subject's, the oracle's, the server's or the judge's own step's
+            reply = self.failure_reply(exc, request)
         for server in fresh:
             server.close()
         run.update(order=log["order"], imported=sorted(log["imported"]))
@@ -491,35 +255,50 @@ class Server:
             reply["inputs"] = summary
         return reply
 
+    def fed_servers(self, request: dict, fresh: list) -> tuple:
+        """``(server, second, inputs)`` for ``request``: its fork server, the second one under
+        another hash seed (None for ``imports_only``), both fed the input, and the input values
+        (``inputs``); a rerun's own servers (``fresh_server``) are added to ``fresh``, for the
+        caller to close. Raises AdapterRefused and ServerFault."""
+        self.enter(request)
+        request["oracle_roots"] = oracle_roots(request["relation"], self.root,
+                                               list(request.get("protected") or ["oracle/**"]))
+        server = self.fork_server(request)  # it reads the input while this process reads its own copy
+        second = None if request.get("imports_only") else self.second_server(request, server)
+        if request.get("fresh_server"):
+            fresh.append(server)
+            if second is not None:
+                fresh.append(self.servers.pop(self._second_key(request, server)))
+        inputs = self.inputs(request["input"])
+        self.feed(request["input"], (server, second))
+        self.boot_spare(request, server)
+        return server, second, inputs
+
+    def failure_reply(self, exc: Exception, request: dict) -> dict:
+        """The reply mapping for a request that raised ``exc``: ``blocked`` (a type that needs
+        a canon: adapter, an adapter outside the oracle's protected files) or ``error`` (the
+        subject's failure, classified; the server's fault, ``environment``; the judge's own
+        step on the oracle's data, a merge adapter that raised)."""
+        from relconsole.engine.relations.canon import NotComparable
+        from relconsole.engine.relations.outcome import SubjectFailed
+        from relconsole.engine.relations.subject.results import ServerFault
+
+        if isinstance(exc, SubjectFailed):
+            return {"blocked": exc.blocked} if exc.blocked else {"error": self.classify(exc.error, request)}
+        if isinstance(exc, (AdapterRefused, NotComparable)):
+            text = f"declare how to compare {exc.args[0]} (a canon: adapter in the catalog maps it to data)" \
+                if isinstance(exc, NotComparable) else str(exc)
+            return {"blocked": text}
+        if isinstance(exc, ServerFault):
+            return {"error": {"type": "environment", "message": str(exc), "where": "", "files": []}}
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+        return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
+                          "files": self.tree_files(frames)}}
+
     def close(self) -> None:
         for server in [*self.servers.values(), *self.spares.values()]:
             server.close()
-
-
-REPLY_LIMIT = 1 << 20  # bytes of one canonical output sent back in full
-
-
-def trimmed(value, differing: list[str]):
-    """``value`` when its JSON is small; else only the entries at the disagreeing keys.
-
-    A roundtrip over a 336k-row corpus would otherwise send the whole corpus back twice.
-    """
-    text = json.dumps(value, default=repr)
-    if len(text) <= REPLY_LIMIT:
-        return value
-    kept = {"(trimmed)": f"{len(text)} bytes; showing the disagreeing keys only"}
-    for dotted in differing[:50]:
-        node = value
-        for part in dotted.split("."):
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                node = "(not found)"
-                break
-        kept[dotted] = node
-    return kept
 
 
 def _warm_up() -> None:
@@ -527,8 +306,10 @@ def _warm_up() -> None:
     while the review is still loading): the judge's modules and the sandbox probe."""
     import relconsole.engine.relations.canon  # noqa: F401
     import relconsole.engine.repo.owners  # noqa: F401
+    import relconsole.engine.relations.describe  # noqa: F401
     import relconsole.engine.relations.kinds  # noqa: F401
-    from relconsole.engine.relations.subject.server import bwrap_path, harness_pyc
+    from relconsole.engine.relations.subject.script import harness_pyc
+    from relconsole.engine.relations.subject.server import bwrap_path
     bwrap_path()
     harness_pyc()
 

@@ -11,83 +11,27 @@ parent. Without bubblewrap the isolation is a process (``sandbox: process``).
 
 from __future__ import annotations
 
-import glob
-import importlib.util
 import json
 import os
 import select
 import shutil
 import signal
-import site
 import socket
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from relconsole.engine.relations.subject import harness
-
-HARNESS = Path(harness.__file__)
-FAKETIME_GLOBS = ("/usr/lib/*/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1",
-                  "/usr/local/lib/faketime/libfaketime.so.1")
-
-
-class ServerFault(Exception):
-    """The fork server died, hung or said something that is not a frame (the judge's fault
-    or the subject's attack on it; either way no call result)."""
-
-
-@dataclass
-class CallResult:
-    """One call's result as the server reported it.
-
-    ``status``: ``ok`` (``body`` is the child's result mapping: ``ok`` value on the wire,
-    ``raised`` exception data or ``unencodable`` type name, plus ``imported`` tree files),
-    ``timeout``, ``died`` (exit status or signal in ``detail``), ``over_cap`` (the result
-    exceeded harness.MAX_BYTES) or ``garbage`` (bytes that are not a result). ``seconds``
-    is the call's wall time, fork to reap. ``kept``: the server holds the output of this
-    ``keep`` call for the next one (``{"type": wire type word, "is_input": bool}``), and
-    ``body`` is only ``{"imported": [...]}``; only the server's header sets it, never the
-    child's bytes.
-    """
-
-    status: str
-    body: dict = field(default_factory=dict)
-    detail: str = ""
-    seconds: float = 0.0
-    kept: dict | None = None
-
-
-_HARNESS_PYC: list[bytes] = []
-COMMAND_FILENAME = "<string>"  # what ``python -c`` calls the code it runs
-
-
-def harness_pyc() -> bytes:
-    """The harness compiled once per process, as a ``.pyc`` the server's interpreter runs
-    as its script: compiling 1,200 lines cost every server 18 ms of its start. The header is
-    PEP 552's unchecked hash-based form (no source beside it to check against)."""
-    if not _HARNESS_PYC:
-        import importlib.machinery
-        import importlib.util
-        import marshal
-        # the import system's cached bytecode of harness.py when it has one (else it compiles),
-        # every code object renamed as ``python -c`` names its code: a subject reading frames
-        # sees a -c program (argv and __main__ agree), not us
-        code = importlib.machinery.SourceFileLoader("harness", str(HARNESS)).get_code("harness")
-        code = _renamed(code, COMMAND_FILENAME)
-        flags = (0b01).to_bytes(4, "little")  # hash-based, check_source off
-        _HARNESS_PYC.append(importlib.util.MAGIC_NUMBER + flags + bytes(8) + marshal.dumps(code))
-    return _HARNESS_PYC[0]
-
-
-def _renamed(code, filename: str):
-    """``code`` with ``co_filename`` set to ``filename`` in it and every code object it holds."""
-    consts = tuple(_renamed(c, filename) if isinstance(c, type(code)) else c for c in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=consts)
+from relconsole.engine.relations.subject import wire
+from relconsole.engine.relations.subject.clock import _faketime_spec, drawn_instant, faketime_setup
+from relconsole.engine.relations.subject.environment import (_hidden_dirs, _readonly_beside, base_interpreter,
+                                                             draw_hashseed, neutral_site_dirs, own_pth_files,
+                                                             scratch_root, site_dirs, subject_env)
+from relconsole.engine.relations.subject.results import (CallResult, ServerFault, _kept, _parse, _signal_name,
+                                                         _written_alike)
+from relconsole.engine.relations.subject.script import harness_pyc
 
 
 def bwrap_path() -> str | None:
@@ -109,204 +53,6 @@ def bwrap_path() -> str | None:
 _BWRAP_CHECKED: str | None = None
 
 
-def _faketime_candidates() -> list[str]:
-    """libfaketime builds on this machine: the ``libfaketime`` package's (a dependency on
-    Linux), then the system's (Debian ``faketime``)."""
-    found = []
-    spec = importlib.util.find_spec("libfaketime")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        found += sorted(glob.glob(os.path.join(folder, "vendor", "libfaketime", "src", "libfaketime.so.1")))
-    for pattern in FAKETIME_GLOBS:
-        found += sorted(glob.glob(pattern))
-    return found
-
-
-_PROBE = ("import datetime, threading, time\n"
-          "time.sleep(0.01); threading.Event().wait(0.01)\n"
-          "print(datetime.datetime.now().isoformat())\n")
-_FAKETIME: list = []  # [(library, extra environment) or None], once per process
-
-
-def faketime_setup() -> tuple[str, dict[str, str]] | None:
-    """(library, extra variables) of a libfaketime that freezes the wall clock here and
-    still lets ``time.sleep`` and timed waits return, or None. Builds differ (one needs
-    ``FAKETIME_DONT_FAKE_MONOTONIC``, another breaks with it), so each is tried once in a
-    throwaway interpreter; the answer is cached for the process and in the user's cache
-    folder, keyed by the library's path, size and modification time."""
-    if _FAKETIME:
-        return _FAKETIME[0]
-    cache_file = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "relconsole" / "faketime.json"
-    try:
-        cached = json.loads(cache_file.read_text())
-    except (OSError, ValueError):
-        cached = {}
-    answer = None
-    for library in _faketime_candidates():
-        stat = os.stat(library)
-        key = f"{library}:{stat.st_size}:{stat.st_mtime_ns}"
-        if key in cached:
-            if cached[key] is not None:
-                answer = (library, dict(cached[key]))
-                break
-            continue
-        cached[key] = None
-        for extra in ({"FAKETIME_DONT_FAKE_MONOTONIC": "1"}, {}):  # the quick failure first
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TZ": "UTC", "LD_PRELOAD": library,
-                   "FAKETIME": "2001-02-03 04:05:06", **FAKETIME_FIXED, **extra}
-            try:
-                proc = subprocess.run([sys.executable, "-S", "-c", _PROBE], env=env, capture_output=True,
-                                      text=True, timeout=3)
-            except (OSError, subprocess.TimeoutExpired):
-                continue
-            if proc.returncode == 0 and proc.stdout.strip() == "2001-02-03T04:05:06":
-                cached[key] = extra
-                break
-        if cached[key] is not None:
-            answer = (library, dict(cached[key]))
-            break
-    try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        scratch = cache_file.with_suffix(f".{os.getpid()}.tmp")
-        scratch.write_text(json.dumps(cached))
-        os.replace(scratch, cache_file)
-    except OSError:
-        pass
-    _FAKETIME.append(answer)
-    return answer
-
-
-def site_dirs() -> list[str]:
-    """The judge interpreter's site-packages folders (venv first), for the subject's imports."""
-    dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    try:
-        dirs += site.getsitepackages()
-    except AttributeError:
-        pass
-    out = []
-    for entry in dirs:
-        if entry and entry not in out and os.path.isdir(entry):
-            out.append(entry)
-    return out
-
-
-def base_interpreter() -> str:
-    """The interpreter a venv's ``python`` stands for (the venv's own path is not seen)."""
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    return os.path.realpath(base) if os.path.exists(base) else os.path.realpath(sys.executable)
-
-
-def neutral_site_dirs(dirs: list[str]) -> dict[str, str]:
-    """Each site folder -> where the sandbox shows it: a folder whose path names relconsole
-    (its venv in a clone called relconsole) appears as a plain venv's, ``/opt/venv/lib/pythonX.Y/
-    site-packages`` (then ``-2``, ``-3`` ...); any other keeps its path."""
-    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    out, count = {}, 0
-    for entry in dirs:
-        if "relconsole" in entry.lower():
-            count += 1
-            out[entry] = f"/opt/venv/lib/{version}/site-packages" + (f"-{count}" if count > 1 else "")
-        else:
-            out[entry] = entry
-    return out
-
-
-def _own_location() -> Path:
-    return Path(__file__).resolve().parents[4]  # the folder holding the relconsole package
-
-
-def own_pth_files(dirs: list[str]) -> list[str]:
-    """.pth files in ``dirs`` that put relconsole on the path (an editable install): the
-    subject's interpreter skips them, so relconsole is not importable there."""
-    mine, out = str(_own_location()), []
-    for entry in dirs:
-        for path in glob.glob(os.path.join(entry, "*.pth")):
-            name = os.path.basename(path)
-            try:
-                text = Path(path).read_text(errors="replace")
-            except OSError:
-                continue
-            if "relconsole" in name or mine in text:
-                out.append(name)
-    return out
-
-
-def _hidden_dirs(dirs: list[str]) -> list[str]:
-    """relconsole's own files inside the site folders (a normal install), masked in the sandbox."""
-    out = []
-    for entry in dirs:
-        out += glob.glob(os.path.join(entry, "relconsole")) + glob.glob(os.path.join(entry, "relconsole-*"))
-        out += glob.glob(os.path.join(entry, "__editable__*relconsole*"))
-    return out
-
-
-def subject_env(home: str, hashseed: int, clock: str | None, faketime: tuple[str, dict] | None,
-                extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The subject's whole environment: nothing inherited but PATH, the locale and ``extra``
-    (the repository's ``pass_env``)."""
-    env = dict(extra or {})
-    env |= {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
-           "LANG": os.environ.get("LANG", "C.UTF-8"), "TZ": "UTC", "PYTHONHASHSEED": str(hashseed)}
-    # no PYTHONDONTWRITEBYTECODE: sys.dont_write_bytecode would say "a harness"; a sandboxed tree is
-    # read-only (nothing is written), a plain process's is a scratch copy
-    if clock and faketime:
-        env["LD_PRELOAD"] = faketime[0]
-        env["FAKETIME"] = _faketime_spec(clock)
-        env.update(FAKETIME_FIXED)
-        env.update(faketime[1])
-    return env
-
-
-# libfaketime reads FAKETIME again every 10 s by default: once the harness has taken it out of
-# the environment (a subject must not see it) the clock would thaw, so it reads it once. And it
-# re-reads FAKETIME_FORCE_MONOTONIC_FIX at every timed wait: on glibc >= 2.30 its default
-# turns every timed wait of a thread into an immediate timeout (threaded code ran 10x slower);
-# the harness keeps that one variable in the C environment only.
-FAKETIME_FIXED = {"FAKETIME_CACHE_DURATION": "2000000000", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
-
-
-CLOCK_SPAN_DAYS = 30
-
-
-def clock_span(clock: str, today: str | None = None) -> tuple:
-    """(first, last) naive UTC datetimes a drawn clock stands between: the ``CLOCK_SPAN_DAYS``
-    days from the later of ``clock``'s day and ``today`` (ISO date, the review's). Raises
-    ValueError for text that is not ISO."""
-    import datetime as dt
-    moment = dt.datetime.fromisoformat(clock)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    first = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    if today:
-        first = max(first, dt.datetime.combine(dt.date.fromisoformat(today), dt.time()))
-    return first, first + dt.timedelta(days=CLOCK_SPAN_DAYS)
-
-
-def drawn_instant(clock: str, today: str | None = None) -> str:
-    """An instant drawn from os.urandom (UTC, to the microsecond) in ``clock_span(clock, today)``.
-
-    A clock standing at midnight of New Year's Day says "a harness" to anything that prints a
-    time or a date (``email.utils.formatdate``, a gzip header, ``tm_yday == 1``); a clock
-    before the review's day passes code that changes its answer on a date in between (a time
-    bomb that production has already met). So it stands on or after the review's day, as
-    production's does, at a drawn instant of the month that follows: a bomb set for the
-    coming weeks goes off in some runs too."""
-    import datetime as dt
-    import secrets
-    first, last = clock_span(clock, today)
-    micros = int((last - first).total_seconds()) * 10**6
-    # to the microsecond: a clock on a whole second is a tell too (logging's record.msecs == 0)
-    return (first + dt.timedelta(microseconds=secrets.randbelow(micros))).isoformat()
-
-
-def _faketime_spec(clock: str) -> str:
-    """libfaketime's absolute, standing time for an ISO instant (naive means UTC): the wall
-    clock reads that instant in every call, so a call and its follow-up agree on "now"."""
-    import datetime as dt
-    moment = dt.datetime.fromisoformat(clock)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f" if moment.microsecond else "%Y-%m-%d %H:%M:%S")
-
 
 def readable(fd: int, seconds: float) -> bool:
     """Whether ``fd`` has data (or EOF) within ``seconds``: poll, not select, which fails for a
@@ -314,42 +60,6 @@ def readable(fd: int, seconds: float) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     return bool(poller.poll(max(0, int(seconds * 1000) + 1)))
-
-
-SCRATCH_VARIABLE = "RELCONSOLE_JUDGE_SCRATCH"  # the worker's, never a subject's (its environment is built from nothing)
-
-
-def _readonly_beside(folders, scratch: Path) -> list[str]:
-    """The real paths of ``folders`` that exist and do not hold ``scratch`` (a TMPDIR inside
-    the repository: the call writes its home and output there)."""
-    out = []
-    inner = os.path.realpath(scratch)
-    for folder in folders:
-        real = os.path.realpath(folder)
-        if os.path.isdir(real) and not (inner + os.sep).startswith(real.rstrip(os.sep) + os.sep):
-            out.append(real)
-    return out
-
-
-def scratch_root() -> str | None:
-    """Where fork servers keep their scratch folders: the judge's own working folder, which
-    the process that started the judge removes whatever happens to the judge, named by
-    ``RELCONSOLE_JUDGE_SCRATCH`` in the judge's environment (None: the temp dir). Its name is
-    a plain temp name: it shows in the sandbox's mount table."""
-    named = os.environ.get(SCRATCH_VARIABLE)
-    return named if named and os.path.isdir(named) and os.path.realpath(named) == os.path.realpath(os.getcwd()) else None
-
-
-def draw_hashseed() -> int:
-    """A PYTHONHASHSEED for one server's life, from os.urandom (0 is never drawn: 0 turns
-    randomisation off, which a subject could notice)."""
-    return 1 + int.from_bytes(os.urandom(4), "big") % 4294967294
-
-
-def other_hashseed(hashseed: int) -> int:
-    """The PYTHONHASHSEED of a run's second server, derived from its first's (so replaying a
-    run's seed replays both): never the same, never 0."""
-    return 1 + (hashseed * 2654435761 + 97) % 4294967293
 
 
 class ForkServer:
@@ -374,7 +84,7 @@ class ForkServer:
                  clock: str | None = None, oracle_roots: list[str] = (), sandbox: str = "auto",
                  clock_day: bool = False, clock_today: str | None = None,
                  hashseed: int | None = None, checkout: str | None = None,
-                 extra_env: dict[str, str] | None = None, max_bytes: int = harness.MAX_BYTES,
+                 extra_env: dict[str, str] | None = None, max_bytes: int = wire.MAX_BYTES,
                  input_given: bool = False, readonly: list[str] = ()):
         self.root = Path(root)
         self.max_bytes = max_bytes
@@ -489,7 +199,7 @@ class ForkServer:
         # its kill(-1) reaches every other process in it)
         argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                 "--as-pid-1", "--clearenv"]
-        if os.geteuid() == 0:  # the server maps uid 0 in each call's own user namespace (harness.map_ids)
+        if os.geteuid() == 0:  # the server maps uid 0 in each call's own user namespace (namespaces.map_ids)
             argv += ["--cap-add", "CAP_SETFCAP"]
         for name, value in env.items():
             # a library under a site folder is where the sandbox shows that folder
@@ -516,7 +226,7 @@ class ForkServer:
         argv += ["--ro-bind", str(self.scratch / "main.pyc"), str(self.scratch / "main.pyc"),
                  "--bind", str(self.scratch / "run"), str(self.scratch / "run"), "--chdir", inside]
         # the root bwrap builds (and /dev) stay writable otherwise: a file left in / or /dev
-        # would outlive its call (each call's /tmp and /dev/shm are its own, harness.own_namespaces)
+        # would outlive its call (each call's /tmp and /dev/shm are its own, namespaces.own_namespaces)
         argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         return argv
 
@@ -670,52 +380,3 @@ def wait_exit(proc: subprocess.Popen, seconds: float) -> int:
     finally:
         os.close(fd)
     return proc.wait(timeout=0)
-
-
-def _signal_name(number) -> str:
-    try:
-        return signal.Signals(int(number)).name
-    except (ValueError, TypeError):
-        return f"signal {number}"
-
-
-def _written_alike(payload: bytes | bytearray, expected: bytes) -> dict | None:
-    """``{"same": True, "imported": [...]}`` when ``payload`` is the child's result mapping
-    with ``expected`` as its ``ok`` value to the byte (the child writes ``ok`` first, then
-    ``imported``, with the judge's own JSON settings), else None."""
-    head = b'{"ok":' + expected + b',"imported":'
-    if len(payload) < len(head) or payload[:len(head)] != head:
-        return None
-    try:
-        imported = json.loads(payload[len(head):-1])
-    except ValueError:
-        return None
-    if payload[-1:] != b"}" or not isinstance(imported, list):
-        return None
-    return {"same": True, "imported": imported}
-
-
-def _kept(payload: bytes | bytearray, seconds: float) -> CallResult:
-    """The result of a call made with ``keep``, whose output the server kept for the next
-    call (``payload``: the JSON list of the files it imported)."""
-    try:
-        imported = json.loads(payload)
-    except ValueError:
-        raise ServerFault("the subject's server sent a kept result that is not one") from None
-    if not isinstance(imported, list):
-        raise ServerFault("the subject's server sent a kept result that is not one")
-    return CallResult("ok", {"imported": imported}, seconds=seconds, kept={})
-
-
-def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
-    """A child's result bytes as a CallResult; anything but a result mapping is ``garbage``."""
-    try:
-        body = harness.loads(payload)
-    except json.JSONDecodeError:
-        return CallResult("garbage", detail="the subject's result is not JSON", seconds=seconds)
-    except harness.DECODE_ERRORS as exc:
-        return CallResult("garbage", detail=f"the subject's output is not in the wire format: "
-                                            f"{type(exc).__name__}", seconds=seconds)
-    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable", "history"} & set(body)):
-        return CallResult("garbage", detail="the subject's result is not a result mapping", seconds=seconds)
-    return CallResult("ok", body, seconds=seconds)
