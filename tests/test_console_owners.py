@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.console import app as app_module
+from relconsole.console import loading
 from relconsole.console.app import ReviewApp
 from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.screens.form import FormScreen
@@ -122,7 +122,7 @@ async def test_lease_detail_shows_who_moved_the_expiry_from_which_date_to_which(
 
 
 async def test_a_big_corpus_moves_the_progress_bar_while_it_hashes(demo_repo: Path, monkeypatch):
-    monkeypatch.setattr(app_module, "HASH_PROGRESS_MIN_BYTES", 1)
+    monkeypatch.setattr(loading, "HASH_PROGRESS_MIN_BYTES", 1)
     seen: list[tuple[str, int, int]] = []
     original = ReviewApp._hash_step
 

@@ -1,5 +1,5 @@
 """The owners' workflows in the console (SPEC §4, §10): a candidate's second replay, a
-lease's re-hash, a lease's renewal history.
+lease's re-hash, a lease's renewal and its renewal history.
 
 ``OwnerWorkflows`` is mixed into the App. Every step that touches git, hashes a corpus
 or runs a subject runs in a thread worker; the UI thread only pushes screens and
@@ -7,6 +7,8 @@ renders what the worker reports. Text from the repository is shown literally.
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 from textual import work
 from textual.widgets import ProgressBar
@@ -29,7 +31,8 @@ DIGEST_PREFIX = 8  # hex characters of the new digest a re-hash confirmer types
 
 
 class OwnerWorkflows:
-    """Actions ``o`` (confirm a candidate), ``h`` (re-hash a lease) and the lease detail."""
+    """Actions ``o`` (confirm a candidate), ``h`` (re-hash a lease), ``n`` (renew a lease) and
+    the lease detail."""
 
     # --- second replay of a candidate (§10) ---------------------------------------------
 
@@ -144,6 +147,37 @@ class OwnerWorkflows:
         self.push_screen(FormScreen(f"Re-hash lease {lease_id}?", views.rehash_body(preview), fields, check),
                          lambda values: values and self.start_commit(
                              lambda: actions.rehash_lease(review, lease_id, new)))
+
+    # --- renewal of a dataset lease (§4) ----------------------------------------------------
+
+    def action_renew(self) -> None:
+        review = self.review
+        oid = self.pane("leases").highlighted_id
+        if oid and oid.startswith("w:"):
+            self.notify("a workspace lease is renewed by its holder while it works "
+                        "(relconsole workspace renew --workspace ID --holder NAME)", title="not a dataset lease")
+            return
+        status = views.lease_of(review, oid) if review else None
+        if status is None or status.lease is None:
+            return
+        limit = review.today + dt.timedelta(days=review.layout.renew_max_days)
+        blocker = views.renewal_blocker(review, status, limit)
+        if blocker:
+            self.notify(blocker, title=f"cannot renew {status.id}", severity="error", markup=False, timeout=30)
+            return
+
+        def check(values: dict) -> str | None:
+            return views.renewal_problem(review, status, values.get("until", ""))
+
+        body = views.renewal_body(review, status, limit)
+        fields = [("until", "New expiry", limit.isoformat(), "YYYY-MM-DD")]
+        self.push_screen(FormScreen(f"Renew lease {status.id}", body, fields, check),
+                         lambda values: values and self._renew(status.id, values["until"]))
+
+    def _renew(self, lease_id: str, until: str) -> None:
+        review = self.review
+        self.start_commit(lambda: actions.renew_lease(review, lease_id, dt.date.fromisoformat(until)))
+
 
     # --- lease detail with its renewal history (§4) ----------------------------------------
 
