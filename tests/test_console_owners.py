@@ -161,7 +161,7 @@ async def test_marking_an_unconfirmed_candidate_for_accept_can_be_declined(demo_
 
 def test_replays_that_ran_on_another_head_are_said_to_be_about_that_code(demo_repo: Path):
     from relconsole.engine.gate.confirm import ConfirmState
-    from relconsole.console.screens.detail import replay_state_text
+    from relconsole.console.itemtext import replay_state_text
     sides = {"head": {"outcome": "missed", "misses": 3, "runs": 3}, "base": {"outcome": "held", "misses": 0, "runs": 3}}
     record = {"head": "a" * 40, "sides": sides, "lease": {"generation": 2}, "worktree": "fresh", "at": "t"}
     state = ConfirmState("c", "p", "0" * 64, state="confirmed", reason="agree", first=record, second=record)

@@ -290,6 +290,8 @@ class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, Quaran
             return True
         return pane is not None and pane.kind == wanted
 
+    # --- workers report back ----------------------------------------------------------------
+
     def _from_thread(self, callback, *args, **kwargs) -> bool:
         """Queue ``callback(*args)`` for the UI thread without waiting for it; False when the
         console is closing. ``call_from_thread`` waits, and a worker waiting on a console
@@ -299,7 +301,6 @@ class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, Quaran
             return self.call_later(callback, *args, **kwargs)
         except RuntimeError:  # the event loop is closed
             return False
-
 
     # --- help and quit --------------------------------------------------------------------
 

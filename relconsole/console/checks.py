@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual import work
 
-from relconsole.console import views
+from relconsole.console import questions, reports, views
 from relconsole.console.screens.form import FormScreen
 from relconsole.engine.gate import actions
 from relconsole.engine.gate import checklist
@@ -28,7 +28,7 @@ class ReviewChecks:
     @work(thread=True, exclusive=True, group="stats", description="stats")
     def gate_health(self, git_dir: str) -> None:
         result = gatehealth.stats(git_dir, days=7)
-        self._from_thread(self.show_view, views.gate_health_view(result))
+        self._from_thread(self.show_view, reports.gate_health_view(result))
 
     def action_merge_checklist(self) -> None:
         """``m``: review flags and the merge checklist (git is read in a worker)."""
@@ -38,7 +38,7 @@ class ReviewChecks:
     @work(thread=True, exclusive=True, group="checklist", description="checklist")
     def merge_checklist(self, review) -> None:
         items = checklist.merge_checklist(review)
-        self._from_thread(self.show_view, views.checklist_view(review, items))
+        self._from_thread(self.show_view, reports.checklist_view(review, items))
 
     def action_acknowledge(self) -> None:
         """``w``: pick a review flag (the highlighted path's first) and type why it is fine."""
@@ -63,10 +63,10 @@ class ReviewChecks:
         first = next((fid for fid, f in open_flags if f.path == path), open_flags[0][0])
 
         def check(values: dict) -> str | None:
-            return views.acknowledge_problem(open_flags, values)
+            return questions.acknowledge_problem(open_flags, values)
 
         fields = [("flag", "Flag id (from the list above)", first, "a flag id"),
                   ("reason", "Reason (required: what you checked in the flagged code)", "", "read it: …")]
-        self.push_screen(FormScreen("Acknowledge a review flag", views.acknowledge_body(open_flags), fields, check),
+        self.push_screen(FormScreen("Acknowledge a review flag", questions.acknowledge_body(open_flags), fields, check),
                          lambda values: values and self.start_commit(
                              lambda: actions.acknowledge(review, values["flag"], values["reason"])))

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from relconsole.console import views
+from relconsole.console import questions, views
 from relconsole.console.screens.confirm import ConfirmScreen
 from relconsole.engine.gate import actions
 from relconsole.engine.gate.confirm import DISCARDED
@@ -84,7 +84,7 @@ class QuarantineWorkflow:
         targets = self._targets()
         if not targets or self.review is None:
             return
-        question = views.describe_change(self.review, targets, "delete")
+        question = questions.describe_change(self.review, targets, "delete")
         self.push_screen(ConfirmScreen("Delete from quarantine?", question),
                          lambda yes: yes and self._commit_asked("delete", targets, self.review))
 
@@ -94,7 +94,7 @@ class QuarantineWorkflow:
             self.notify("no pending catalog changes: accept candidates or rows with a first",
                         severity="information")
             return
-        question = views.describe_change(self.review, accepts, "accept", self.overrides)
+        question = questions.describe_change(self.review, accepts, "accept", self.overrides)
         self.push_screen(ConfirmScreen("Commit catalog changes?", question),
                          lambda yes: yes and self._commit_asked("accept", accepts, self.review))
 

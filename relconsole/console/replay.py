@@ -11,7 +11,7 @@ from __future__ import annotations
 from textual import work
 from textual.widgets import ProgressBar
 
-from relconsole.console import views
+from relconsole.console import questions, views
 from relconsole.console.screens.confirm import ConfirmScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
@@ -182,7 +182,7 @@ class ReplayWorkflow:
 
     def _ask_override(self, rid: str) -> None:
         self.busy_reasons.discard("evidence")
-        self.push_screen(ConfirmScreen("Freeze without a replay?", views.override_question(rid)),
+        self.push_screen(ConfirmScreen("Freeze without a replay?", questions.override_question(rid)),
                          lambda yes: yes and self._start_proposal(self.review, rid, True))
 
     def _cannot_freeze(self, message: str) -> None:
@@ -194,9 +194,9 @@ class ReplayWorkflow:
         policy = review.catalog.get(rid).freeze
 
         def check(values: dict) -> str | None:
-            return views.freeze_problem(review, row, values)
+            return questions.freeze_problem(review, row, values)
 
-        body = views.freeze_body(review, row)
+        body = questions.freeze_body(review, row)
         fields = [("reason", "Reason (required: why is this miss tolerable for now?)", "", "flaky because …"),
                   ("expires", f"Expires (at most {counted(policy.max_days, 'day')} from today)", row["expires"], "YYYY-MM-DD")]
         self.push_screen(FormScreen(f"Commit a freeze for {rid}", body, fields, check),
