@@ -19,7 +19,8 @@ from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
-from relconsole.engine.gate.report import counted_verdict, decision_fields, run_payload
+from relconsole.engine.oracle.freezes import counted_verdict
+from relconsole.engine.gate.report import decision_fields, run_payload
 from relconsole.engine.gate.review import Review, load_review
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.relations.records import RelationResult

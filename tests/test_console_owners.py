@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from relconsole.console import app as app_module
+from relconsole.console import loading
 from relconsole.console.app import ReviewApp
 from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.screens.form import FormScreen
@@ -122,7 +122,7 @@ async def test_lease_detail_shows_who_moved_the_expiry_from_which_date_to_which(
 
 
 async def test_a_big_corpus_moves_the_progress_bar_while_it_hashes(demo_repo: Path, monkeypatch):
-    monkeypatch.setattr(app_module, "HASH_PROGRESS_MIN_BYTES", 1)
+    monkeypatch.setattr(loading, "HASH_PROGRESS_MIN_BYTES", 1)
     seen: list[tuple[str, int, int]] = []
     original = ReviewApp._hash_step
 
@@ -161,7 +161,7 @@ async def test_marking_an_unconfirmed_candidate_for_accept_can_be_declined(demo_
 
 def test_replays_that_ran_on_another_head_are_said_to_be_about_that_code(demo_repo: Path):
     from relconsole.engine.gate.confirmstate import ConfirmState
-    from relconsole.console.screens.detail import replay_state_text
+    from relconsole.console.itemtext import replay_state_text
     sides = {"head": {"outcome": "missed", "misses": 3, "runs": 3}, "base": {"outcome": "held", "misses": 0, "runs": 3}}
     record = {"head": "a" * 40, "sides": sides, "lease": {"generation": 2}, "worktree": "fresh", "at": "t"}
     state = ConfirmState("c", "p", "0" * 64, state="confirmed", reason="agree", first=record, second=record)

@@ -29,10 +29,16 @@ from hypothesis import strategies as st
 from conftest import TODAY, git
 from relconsole import schemas
 import relconsole.cli.main as cli
-from relconsole.engine.drafting import propose
+from relconsole.engine.drafting.drafter import STRAGGLER_SECONDS, DrafterError, run_drafter
+from relconsole.engine.drafting.judge import (commit_candidates, commit_seed_rows, judge_candidates, judge_seed_rows,
+                                              provenance)
+from relconsole.engine.drafting.parse import drafted_items
+from relconsole.engine.drafting.prompt import (REQUIRED_FIELDS, TICKET_LIMIT_BYTES, candidate_prompt, read_ticket,
+                                               review_diff)
+from relconsole.engine.drafting.quarantine import seeds_quarantine_path
 from relconsole.engine.oracle.candidates import validate_candidate, validate_seed_rows
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT,
-                                      EXIT_USAGE)
+                                      EXIT_USAGE, BadInputError)
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.repo.splitcheck import check_split
 from relconsole.engine.oracle.yamlload import dump_yaml
@@ -148,7 +154,7 @@ def test_prompt_carries_the_ticket_the_diff_and_the_input_schema(demo_repo, tmp_
     with open(demo_repo / "oracle" / "data" / "penguins.csv", newline="") as handle:
         header = next(csv.reader(handle))
     assert f"fields {', '.join(header)}" in prompt  # the touched relations' lease corpus
-    assert all(f in prompt for f in propose.REQUIRED_FIELDS)
+    assert all(f in prompt for f in REQUIRED_FIELDS)
     assert "drafted_by" in prompt and "lease_id" in prompt  # told what relconsole sets and what is refused
 
 
@@ -165,9 +171,9 @@ def test_seeds_prompt_carries_the_schema_and_existing_rows(demo_repo, tmp_path, 
 
 def test_a_long_diff_is_cut_at_a_line_end_with_a_note(demo_repo):
     with load_review(demo_repo, today=TODAY) as review:
-        whole, _, total = propose.review_diff(review, 10 ** 9)
-        cut = propose.candidate_prompt(review, None, diff_limit=total // 3)
-        kept, _, _ = propose.review_diff(review, total // 3)
+        whole, _, total = review_diff(review, 10 ** 9)
+        cut = candidate_prompt(review, None, diff_limit=total // 3)
+        kept, _, _ = review_diff(review, total // 3)
     assert cut.diff_truncated and cut.diff_bytes <= total // 3 < total == cut.diff_total
     assert whole.startswith(kept) and kept.endswith("\n")
     assert f"first {cut.diff_bytes} of {total} bytes" in cut.text
@@ -239,11 +245,11 @@ def test_a_file_the_oracle_branch_holds_is_never_replaced(demo_repo, tmp_path):
     """Between judging and committing the branch gains a file at the candidate's name."""
     path = f"{QUARANTINE}/{GOOD['id']}.yaml"
     with load_review(demo_repo, today=TODAY) as review:
-        judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
+        judged = judge_candidates(review, [GOOD], provenance("d", None, review))
         assert judged[0].valid
         commit_on_main(demo_repo, lambda repo: (repo / path).write_text("# a reviewer's own draft\n"))
         tip = git(demo_repo, "rev-parse", "main").strip()
-        assert propose.commit_candidates(review, judged, "d") is None
+        assert commit_candidates(review, judged, "d") is None
     assert not judged[0].written and "already exists on main" in " ".join(judged[0].reasons)
     assert git(demo_repo, "rev-parse", "main").strip() == tip
     assert on_main(demo_repo, path) == "# a reviewer's own draft\n"
@@ -270,9 +276,9 @@ def test_the_checked_out_branchs_stale_quarantine_is_neither_read_nor_written(de
 
 def test_the_committed_file_is_exactly_the_validated_text(demo_repo, tmp_path):
     with load_review(demo_repo, today=TODAY) as review:
-        stamp = propose.provenance("drafter", None, review, dt.datetime(2031, 1, 2, tzinfo=dt.timezone.utc))
-        drafted = propose.judge_candidates(review, [GOOD], stamp)
-        result = propose.commit_candidates(review, drafted, "drafter")
+        stamp = provenance("drafter", None, review, dt.datetime(2031, 1, 2, tzinfo=dt.timezone.utc))
+        drafted = judge_candidates(review, [GOOD], stamp)
+        result = commit_candidates(review, drafted, "drafter")
         text = on_main(demo_repo, drafted[0].path)
         again = validate_candidate(drafted[0].path, text, review.catalog, lambda i: ["flipper_length_mm"])
     assert result.paths == (drafted[0].path,)
@@ -316,13 +322,13 @@ def test_drafts_go_to_the_reviews_base_branch(demo_repo, tmp_path, capsys):
     assert main_commit(demo_repo, "release")[1] == out["written"]
 
 
-@pytest.mark.parametrize("field", propose.REQUIRED_FIELDS)
+@pytest.mark.parametrize("field", REQUIRED_FIELDS)
 def test_each_field_the_prompt_calls_required_is_required_by_validation(demo_repo, field):
     with load_review(demo_repo, today=TODAY) as review:
-        stamp = propose.provenance("drafter", None, review)
+        stamp = provenance("drafter", None, review)
         other = dict(GOOD, id=GOOD["id"] + "2")
         dropped = {k: v for k, v in other.items() if k != field}
-        judged = propose.judge_candidates(review, [GOOD, dropped], stamp)
+        judged = judge_candidates(review, [GOOD, dropped], stamp)
     assert judged[0].valid, judged[0].reasons
     assert not judged[1].valid
 
@@ -349,7 +355,7 @@ _ITEM = st.dictionaries(st.text(st.characters(categories=["L", "N"]), min_size=1
 def test_wrapping_drafted_yaml_changes_no_item(items, wrapping):
     text = {"plain": dump_yaml(items), "fenced": fenced(items),
             "documents": "".join("---\n" + dump_yaml(i) for i in items)}[wrapping]
-    assert propose.drafted_items(text) == items
+    assert drafted_items(text) == items
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -357,7 +363,7 @@ def test_wrapping_drafted_yaml_changes_no_item(items, wrapping):
                 min_size=1, max_size=5))
 def test_json_lines_and_a_yaml_list_give_the_same_rows(rows):
     lines = "".join(json.dumps(r) + "\n" for r in rows)
-    assert propose.drafted_items(lines, seeds=True) == propose.drafted_items(dump_yaml(rows), seeds=True) == rows
+    assert drafted_items(lines, seeds=True) == drafted_items(dump_yaml(rows), seeds=True) == rows
 
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -417,8 +423,8 @@ def test_a_drafter_that_runs_too_long_is_killed_with_its_children(demo_repo, tmp
 
 
 def test_a_drafter_that_prints_too_much_is_stopped(demo_repo, tmp_path):
-    with pytest.raises(propose.DrafterError, match="more than 1000 bytes"):
-        propose.run_drafter(drafter(tmp_path, "x" * 50_000), "prompt", tmp_path, output_limit=1000)
+    with pytest.raises(DrafterError, match="more than 1000 bytes"):
+        run_drafter(drafter(tmp_path, "x" * 50_000), "prompt", tmp_path, output_limit=1000)
 
 
 def test_a_missing_drafter_is_an_abort(demo_repo, tmp_path, capsys):
@@ -453,7 +459,7 @@ def test_a_bad_ticket_is_a_bad_input_file_named_before_the_drafter_runs(demo_rep
     elif problem == "not_utf8":
         ticket.write_bytes(b"\xff\xfe ticket")
     elif problem == "too_big":
-        ticket.write_bytes(b"a" * (propose.TICKET_LIMIT_BYTES + 1))
+        ticket.write_bytes(b"a" * (TICKET_LIMIT_BYTES + 1))
     before = snapshot(demo_repo)
     assert run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD)), "--ticket", str(ticket)) \
         == EXIT_BAD_INPUT
@@ -597,10 +603,10 @@ def test_the_branch_is_checked_again_when_committing(demo_repo, tmp_path, seeds)
     """The branch's quarantine directory becomes a symlink after judging, before committing."""
     with load_review(demo_repo, today=TODAY) as review:
         if seeds:
-            judged = propose.judge_seed_rows(review, "rollout.monotonic",
-                                             [{"percent": 3, "salt": "late", "population": 9}])
+            judged = judge_seed_rows(review, "rollout.monotonic",
+                                     [{"percent": 3, "salt": "late", "population": 9}])
         else:
-            judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
+            judged = judge_candidates(review, [GOOD], provenance("d", None, review))
         assert all(item.valid for item in judged)
 
         def plant(repo: Path) -> None:
@@ -608,11 +614,11 @@ def test_the_branch_is_checked_again_when_committing(demo_repo, tmp_path, seeds)
             (repo / QUARANTINE).symlink_to(_outside(tmp_path), target_is_directory=True)
         commit_on_main(demo_repo, plant)
         tip = git(demo_repo, "rev-parse", "main").strip()
-        with pytest.raises(propose.BadInputError, match="oracle/quarantine: is a symlink on main"):
+        with pytest.raises(BadInputError, match="oracle/quarantine: is a symlink on main"):
             if seeds:
-                propose.commit_seed_rows(review, "rollout.monotonic", judged, "d")
+                commit_seed_rows(review, "rollout.monotonic", judged, "d")
             else:
-                propose.commit_candidates(review, judged, "d")
+                commit_candidates(review, judged, "d")
     assert git(demo_repo, "rev-parse", "main").strip() == tip and _tree(_outside(tmp_path)) == {}
 
 
@@ -620,11 +626,11 @@ def test_a_symlink_at_the_candidates_name_on_the_branch_is_neither_followed_nor_
     aim = _outside(tmp_path) / "planted.yaml"
     name = f"{QUARANTINE}/{GOOD['id']}.yaml"
     with load_review(demo_repo, today=TODAY) as review:
-        judged = propose.judge_candidates(review, [GOOD], propose.provenance("d", None, review))
+        judged = judge_candidates(review, [GOOD], provenance("d", None, review))
         assert judged[0].valid
         commit_on_main(demo_repo, lambda repo: (repo / name).symlink_to(aim))  # appears after judging
         tip = git(demo_repo, "rev-parse", "main").strip()
-        assert propose.commit_candidates(review, judged, "d") is None
+        assert commit_candidates(review, judged, "d") is None
     assert not judged[0].written and "already exists" in " ".join(judged[0].reasons)
     assert not aim.exists() and git(demo_repo, "rev-parse", "main").strip() == tip
 
@@ -686,7 +692,7 @@ def test_a_child_in_a_new_session_holding_stdout_does_not_hold_propose(demo_repo
     elapsed = time.monotonic() - started
     assert pid_file.exists()  # the straggler was started and still sleeps (60 s)
     assert exit_code == EXIT_PASS and out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
-    assert elapsed < 5 + propose.STRAGGLER_SECONDS + 20  # the bound, far below the child's 60 s
+    assert elapsed < 5 + STRAGGLER_SECONDS + 20  # the bound, far below the child's 60 s
 
 
 def test_a_hanging_drafter_with_a_new_session_child_is_stopped_at_the_timeout(
@@ -698,7 +704,7 @@ def test_a_hanging_drafter_with_a_new_session_child_is_stopped_at_the_timeout(
     exit_code = run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD), code), "--timeout", "2")
     elapsed = time.monotonic() - started
     assert exit_code == EXIT_ABORT and "did not finish within 2 s" in capsys.readouterr().err
-    assert elapsed < 2 + propose.STRAGGLER_SECONDS + 20  # not the child's 60 s
+    assert elapsed < 2 + STRAGGLER_SECONDS + 20  # not the child's 60 s
     assert snapshot(demo_repo) == before
 
 
@@ -706,7 +712,7 @@ def test_a_large_prompt_reaches_a_drafter_that_reads_it_all(tmp_path):
     prompt = "".join(f"line {i} ✓\n" for i in range(20_000))  # 250 kB: far more than a pipe holds
     script = tmp_path / "echo.py"
     script.write_text("import sys\nsys.stdout.buffer.write(sys.stdin.buffer.read())\n")
-    got = propose.run_drafter(f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}", prompt, tmp_path)
+    got = run_drafter(f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}", prompt, tmp_path)
     assert got.stdout == prompt and got.returncode == 0
 
 
@@ -738,11 +744,11 @@ def test_a_ticket_is_read_only_up_to_its_limit(tmp_path, monkeypatch):
         return data
 
     ticket = tmp_path / "huge.md"
-    ticket.write_bytes(b"a" * (propose.TICKET_LIMIT_BYTES * 4))
-    monkeypatch.setattr(propose.os, "read", counting_read)
-    with pytest.raises(propose.BadInputError, match="larger than"):
-        propose.read_ticket(ticket)
-    assert sum(reads) == propose.TICKET_LIMIT_BYTES + 1
+    ticket.write_bytes(b"a" * (TICKET_LIMIT_BYTES * 4))
+    monkeypatch.setattr(os, "read", counting_read)
+    with pytest.raises(BadInputError, match="larger than"):
+        read_ticket(ticket)
+    assert sum(reads) == TICKET_LIMIT_BYTES + 1
 
 
 # --- ids that differ only by case are the same id -----------------------------------------
@@ -757,7 +763,7 @@ def test_an_id_differing_from_a_quarantine_candidate_only_by_case_is_rejected(de
     queued = "penguins.mass_permutation"  # in the sample's quarantine
     rid = _recase(queued, flips)
     with load_review(demo_repo, today=TODAY) as review:
-        judged = propose.judge_candidates(review, [dict(GOOD, id=rid)], propose.provenance("d", None, review))
+        judged = judge_candidates(review, [dict(GOOD, id=rid)], provenance("d", None, review))
     reasons = " ".join(judged[0].reasons)
     assert not judged[0].valid and "unique_id" in reasons and queued in reasons
 
@@ -779,8 +785,8 @@ def test_an_id_colliding_by_case_with_a_file_new_on_the_branch_is_rejected(demo_
     with load_review(demo_repo, today=TODAY) as review:
         commit_on_main(demo_repo, lambda repo: (repo / QUARANTINE / "penguins.Bill_Shuffle.yaml")
                        .write_text("# a reviewer's draft\n"))
-        judged = propose.judge_candidates(review, [dict(GOOD, id="penguins.bill_shuffle")],
-                                          propose.provenance("d", None, review))
+        judged = judge_candidates(review, [dict(GOOD, id="penguins.bill_shuffle")],
+                                  provenance("d", None, review))
     assert not judged[0].valid and "penguins.Bill_Shuffle" in " ".join(judged[0].reasons)
 
 
@@ -791,7 +797,7 @@ def test_a_seed_row_with_a_key_twice_is_rejected_naming_the_key(demo_repo):
     nested = '{"percent": 11, "salt": "x", "population": {"a": 1, "a": 2}}'
     good = '{"percent": 12, "salt": "x", "population": 5}'
     with load_review(demo_repo, today=TODAY) as review:
-        rows = validate_seed_rows(propose.seeds_quarantine_path(review, "rollout.monotonic"),
+        rows = validate_seed_rows(seeds_quarantine_path(review, "rollout.monotonic"),
                                   f"{line}\n{nested}\n{good}\n", review.catalog, [])
     assert [r.line for r in rows] == [1, 2, 3]
     assert "duplicate key 'percent'" in " ".join(rows[0].reasons)

@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relconsole.console.app import ReviewApp
-from relconsole.console.screens import detail
+from relconsole.console import outline
+from relconsole.console.relationtext import decision_row_text
 from relconsole.engine.relations.canon import differences, path_text
 from relconsole.engine.decision import ROWS, Decision
 from relconsole.engine.relations.describe import describe_inputs
@@ -164,17 +165,17 @@ def test_every_disagreeing_key_is_marked_once_however_deep(source, flips):
     paths = [path_text(p) for p in differences(source, followup, "exact")]
     marked = set(paths)
     for value in (source, followup):
-        lines = detail.outline(value, marked, limit=10 ** 6)
+        lines = outline.outline(value, marked, limit=10 ** 6)
         assert len(_marks(lines)) == len(paths)
         ancestors = {".".join(p.split(".")[:n]) for p in paths for n in range(1, p.count(".") + 1)}
         assert sum(line.plain.startswith("› ") for line in lines) == len(ancestors - marked)
-    left, right = detail.output_columns(source, followup, paths)
-    shown = paths[:detail.DIFF_LINES]
+    left, right = outline.output_columns(source, followup, paths)
+    shown = paths[:outline.DIFF_LINES]
     for column, value in ((left, source), (right, followup)):
         listed = _marks(column[1:1 + len(shown)])
         assert [line.split(": ", 1)[0][2:] for line in listed] == shown
         for line, path in zip(listed, shown):
-            assert line.split(": ", 1)[1] == repr(detail.resolve(value, path))
+            assert line.split(": ", 1)[1] == repr(outline.resolve(value, path))
 
 
 def test_a_big_output_is_capped_with_its_disagreeing_keys_first():
@@ -187,29 +188,29 @@ def test_a_big_output_is_capped_with_its_disagreeing_keys_first():
         followup[key][inner] += 1
     paths = [path_text(p) for p in differences(source, followup, "exact")]
     assert sorted(paths) == sorted(late)
-    left, right = detail.output_columns(source, followup, paths)
+    left, right = outline.output_columns(source, followup, paths)
     entries = size * 3  # each key line plus its two leaves
     for column in (left, right):
-        assert len(column) <= detail.OUTLINE_LINES + len(paths) + 4
+        assert len(column) <= outline.OUTLINE_LINES + len(paths) + 4
         assert [line.plain[2:].split(":")[0] for line in column[1:1 + len(paths)]] == paths
         more = re.search(r"… (\d+) more keys", column[-1].plain)
-        assert more and int(more.group(1)) == entries - detail.OUTLINE_LINES
+        assert more and int(more.group(1)) == entries - outline.OUTLINE_LINES
 
 
 def test_many_disagreeing_keys_are_capped_too():
-    count = detail.DIFF_LINES * 3
+    count = outline.DIFF_LINES * 3
     source = {str(n): n for n in range(count)}
     followup = {str(n): n + 1 for n in range(count)}
     paths = [path_text(p) for p in differences(source, followup, "exact")]
-    left, _ = detail.output_columns(source, followup, paths)
+    left, _ = outline.output_columns(source, followup, paths)
     top = left[:left.index(next(line for line in left if line.plain == "whole output"))]
-    assert len(_marks(top)) == detail.DIFF_LINES
-    assert f"{count - detail.DIFF_LINES} more" in top[-1].plain
+    assert len(_marks(top)) == outline.DIFF_LINES
+    assert f"{count - outline.DIFF_LINES} more" in top[-1].plain
 
 
 def test_keys_from_the_subject_are_shown_literally():
     hostile = "[bold red]x[/]\x1b[2J"
-    left, right = detail.output_columns({hostile: 1}, {hostile: 2}, [hostile])
+    left, right = outline.output_columns({hostile: 1}, {hostile: 2}, [hostile])
     shown = "\n".join(line.plain for line in left + right)
     assert "\x1b" not in shown and "[bold red]x[/]\\x1b[2J" in shown
 
@@ -217,7 +218,7 @@ def test_keys_from_the_subject_are_shown_literally():
 @pytest.mark.parametrize("row", sorted(ROWS))
 def test_the_row_that_fired_is_named_with_the_tables_words(row: int):
     decision, reason, evidence = ROWS[row]
-    text = detail.decision_row_text("replay", Decision(decision, reason, row, "r", "why")).plain
+    text = decision_row_text("replay", Decision(decision, reason, row, "r", "why")).plain
     assert f"§8 row {row}" in text and evidence in text and reason in text and decision.upper() in text
 
 
@@ -257,7 +258,7 @@ async def test_enter_on_the_missed_relation_shows_inputs_outputs_reruns_and_row(
         for column, value in ((left, first.source), (right, first.followup)):
             shown = _disagreeing(column)
             assert list(shown) == first.differing
-            assert all(shown[k] == repr(detail.resolve(value, k)) for k in first.differing)
+            assert all(shown[k] == repr(outline.resolve(value, k)) for k in first.differing)
         facts = first.inputs
         for fact in (facts["path"], facts["sha256"], str(facts["records"]), facts["followup"], first.note):
             assert fact in body

@@ -28,7 +28,8 @@ from relconsole.engine.literal import literal, one_line
 from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:  # the commands import the engine: building the parser loads none of it
-    from relconsole.engine.drafting import propose
+    from relconsole.engine.drafting.drafter import DrafterError
+    from relconsole.engine.drafting.prompt import Prompt
     from relconsole.engine.gate.review import Review
 
 
@@ -67,21 +68,24 @@ def register(subparsers, commands: dict, review_options) -> None:
 def cmd_propose(args) -> int:
     """Run ``propose`` for parsed ``args``; return the §8 exit code (see the module doc)."""
     import json
-    from relconsole.engine.drafting import propose
+    from relconsole.engine.drafting.drafter import DrafterError, drafter_argv, run_drafter
+    from relconsole.engine.drafting.parse import drafted_items
+    from relconsole.engine.drafting.prompt import candidate_prompt, read_ticket, seeds_prompt
+    from relconsole.engine.drafting.quarantine import check_quarantine
     from relconsole.engine.gate.review import load_review
     if not args.drafter and not args.print_prompt:
         raise UsageError("propose needs --drafter CMD (or --print-prompt to see the prompt)")
     if args.drafter:
-        propose.drafter_argv(args.drafter)  # an unparsable command is a usage error up front
-    ticket = propose.read_ticket(args.ticket) if args.ticket is not None else None
+        drafter_argv(args.drafter)  # an unparsable command is a usage error up front
+    ticket = read_ticket(args.ticket) if args.ticket is not None else None
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
     with review:
         if review.errors:
             return _bad_oracle(args, review)
         if args.seeds is not None:
-            prompt = propose.seeds_prompt(review, args.seeds, ticket)
+            prompt = seeds_prompt(review, args.seeds, ticket)
         else:
-            prompt = propose.candidate_prompt(review, ticket)
+            prompt = candidate_prompt(review, ticket)
         if args.print_prompt:
             if args.json:
                 print(json.dumps({"prompt": prompt.text, "prompt_bytes": len(prompt.text.encode("utf-8")),
@@ -90,11 +94,11 @@ def cmd_propose(args) -> int:
             else:
                 sys.stdout.write(prompt.text)
             return EXIT_PASS
-        propose.check_quarantine(review, args.seeds)  # a symlinked quarantine: refused before the drafter runs
+        check_quarantine(review, args.seeds)  # a symlinked quarantine: refused before the drafter runs
         try:
-            run = propose.run_drafter(args.drafter, prompt.text, review.root, args.timeout)
-            items = propose.drafted_items(run.stdout, seeds=args.seeds is not None)
-        except propose.DrafterError as exc:
+            run = run_drafter(args.drafter, prompt.text, review.root, args.timeout)
+            items = drafted_items(run.stdout, seeds=args.seeds is not None)
+        except DrafterError as exc:
             return _drafter_failed(args, exc)
         if args.seeds is not None:
             return _seeds(args, review, prompt, items)
@@ -113,7 +117,7 @@ def _bad_oracle(args, review: Review) -> int:
     return EXIT_BAD_INPUT
 
 
-def _drafter_failed(args, exc: propose.DrafterError) -> int:
+def _drafter_failed(args, exc: DrafterError) -> int:
     import json
     if args.json:
         print(json.dumps({"error": {"message": exc.one_line(), "exit_code": EXIT_ABORT,
@@ -127,18 +131,18 @@ def _drafter_failed(args, exc: propose.DrafterError) -> int:
     return EXIT_ABORT
 
 
-def _prompt_json(prompt: propose.Prompt, args) -> dict:
+def _prompt_json(prompt: Prompt, args) -> dict:
     return {"drafter": args.drafter, "prompt_bytes": len(prompt.text.encode("utf-8")),
             "diff": {"bytes_shown": prompt.diff_bytes, "bytes_total": prompt.diff_total,
                      "truncated": prompt.diff_truncated}}
 
 
-def _prompt_lines(prompt: propose.Prompt, args) -> list[str]:
-    from relconsole.engine.drafting import propose
+def _prompt_lines(prompt: Prompt, args) -> list[str]:
+    from relconsole.engine.drafting.prompt import DIFF_LIMIT_BYTES
     lines = [f"drafter: {one_line(args.drafter)}"]
     if prompt.diff_truncated:
         lines.append(f"prompt: the diff was cut to {prompt.diff_bytes} of {prompt.diff_total} bytes "
-                     f"(limit {propose.DIFF_LIMIT_BYTES})")
+                     f"(limit {DIFF_LIMIT_BYTES})")
     return lines
 
 
@@ -156,12 +160,12 @@ def _commit_lines(result) -> list[str]:
             "  review it with: relconsole review (accept with a, delete with d)"]
 
 
-def _candidates(args, review: Review, prompt: propose.Prompt, ticket, items: list) -> int:
+def _candidates(args, review: Review, prompt: Prompt, ticket, items: list) -> int:
     import json
-    from relconsole.engine.drafting import propose
-    stamp = propose.provenance(args.drafter, ticket, review)
-    drafted = propose.judge_candidates(review, items, stamp)
-    result = propose.commit_candidates(review, drafted, args.drafter)
+    from relconsole.engine.drafting.judge import commit_candidates, judge_candidates, provenance
+    stamp = provenance(args.drafter, ticket, review)
+    drafted = judge_candidates(review, items, stamp)
+    result = commit_candidates(review, drafted, args.drafter)
     written = [d.path for d in drafted if d.written]
     code = EXIT_PASS if all(d.written for d in drafted) else EXIT_REJECT
     if args.json:
@@ -184,11 +188,11 @@ def _candidates(args, review: Review, prompt: propose.Prompt, ticket, items: lis
     return code
 
 
-def _seeds(args, review: Review, prompt: propose.Prompt, items: list) -> int:
+def _seeds(args, review: Review, prompt: Prompt, items: list) -> int:
     import json
-    from relconsole.engine.drafting import propose
-    rows = propose.judge_seed_rows(review, args.seeds, items)
-    committed = propose.commit_seed_rows(review, args.seeds, rows, args.drafter)
+    from relconsole.engine.drafting.judge import commit_seed_rows, judge_seed_rows
+    rows = judge_seed_rows(review, args.seeds, items)
+    committed = commit_seed_rows(review, args.seeds, rows, args.drafter)
     path, result = committed if committed is not None else (None, None)
     code = EXIT_PASS if all(r.valid for r in rows) else EXIT_REJECT
     if args.json:

@@ -1,5 +1,5 @@
 """The owners' workflows in the console (SPEC §4, §10): a candidate's second replay, a
-lease's re-hash, a lease's renewal history.
+lease's re-hash, a lease's renewal and its renewal history.
 
 ``OwnerWorkflows`` is mixed into the App. Every step that touches git, hashes a corpus
 or runs a subject runs in a thread worker; the UI thread only pushes screens and
@@ -8,12 +8,15 @@ renders what the worker reports. Text from the repository is shown literally.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from textual import work
 from textual.widgets import ProgressBar
 
-from relconsole.console import views
+from relconsole.console import questions, reports, views
 from relconsole.console.screens.confirm import ALSO, ConfirmScreen
-from relconsole.console.screens.detail import DetailView, lease_text
+from relconsole.console.itemtext import lease_text
+from relconsole.console.screens.detail import DetailView
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine.gate import actions
@@ -29,7 +32,8 @@ DIGEST_PREFIX = 8  # hex characters of the new digest a re-hash confirmer types
 
 
 class OwnerWorkflows:
-    """Actions ``o`` (confirm a candidate), ``h`` (re-hash a lease) and the lease detail."""
+    """Actions ``o`` (confirm a candidate), ``h`` (re-hash a lease), ``n`` (renew a lease) and
+    the lease detail."""
 
     # --- second replay of a candidate (§10) ---------------------------------------------
 
@@ -141,9 +145,40 @@ class OwnerWorkflows:
             return None
 
         fields = [("digest", f"Type the new digest's first {DIGEST_PREFIX} characters to confirm", "", new[:4] + "…")]
-        self.push_screen(FormScreen(f"Re-hash lease {lease_id}?", views.rehash_body(preview), fields, check),
+        self.push_screen(FormScreen(f"Re-hash lease {lease_id}?", questions.rehash_body(preview), fields, check),
                          lambda values: values and self.start_commit(
                              lambda: actions.rehash_lease(review, lease_id, new)))
+
+    # --- renewal of a dataset lease (§4) ----------------------------------------------------
+
+    def action_renew(self) -> None:
+        review = self.review
+        oid = self.pane("leases").highlighted_id
+        if oid and oid.startswith("w:"):
+            self.notify("a workspace lease is renewed by its holder while it works "
+                        "(relconsole workspace renew --workspace ID --holder NAME)", title="not a dataset lease")
+            return
+        status = views.lease_of(review, oid) if review else None
+        if status is None or status.lease is None:
+            return
+        limit = review.today + dt.timedelta(days=review.layout.renew_max_days)
+        blocker = questions.renewal_blocker(review, status, limit)
+        if blocker:
+            self.notify(blocker, title=f"cannot renew {status.id}", severity="error", markup=False, timeout=30)
+            return
+
+        def check(values: dict) -> str | None:
+            return questions.renewal_problem(review, status, values.get("until", ""))
+
+        body = questions.renewal_body(review, status, limit)
+        fields = [("until", "New expiry", limit.isoformat(), "YYYY-MM-DD")]
+        self.push_screen(FormScreen(f"Renew lease {status.id}", body, fields, check),
+                         lambda values: values and self._renew(status.id, values["until"]))
+
+    def _renew(self, lease_id: str, until: str) -> None:
+        review = self.review
+        self.start_commit(lambda: actions.renew_lease(review, lease_id, dt.date.fromisoformat(until)))
+
 
     # --- lease detail with its renewal history (§4) ----------------------------------------
 
@@ -160,7 +195,7 @@ class OwnerWorkflows:
         self._from_thread(self._lease_detail_ready, status, events, failed)
 
     def _lease_detail_ready(self, status, events, failed: str | None) -> None:
-        history = views.history_text(events, failed)  # in the scrolling body: it can be long
+        history = reports.history_text(events, failed)  # in the scrolling body: it can be long
         self.show_view(DetailView(lease_text(status), body=history))
 
     # --- accept gating (§10): only confirmed candidates, or a recorded override --------------
@@ -171,14 +206,14 @@ class OwnerWorkflows:
         runs its second replay and ``confirmed()`` if that confirms it."""
         title = ("Accept a candidate that misses on the base?" if state is not None and state.confirmed
                  else "Accept without a confirming second replay?")
-        also = views.CONFIRM_CHOICE if views.offers_confirm(state) else None
+        also = questions.CONFIRM_CHOICE if questions.offers_confirm(state) else None
 
         def answered(answer) -> None:
             if answer == ALSO:
                 self.action_confirm_candidate(oid, then=confirmed)
             elif answer:
                 then()
-        self.push_screen(ConfirmScreen(title, views.unconfirmed_question(self.review, oid, state), also), answered)
+        self.push_screen(ConfirmScreen(title, questions.unconfirmed_question(self.review, oid, state), also), answered)
 
     def _show_progress(self, message: str) -> None:
         bar = self.query_one("#progress", ProgressBar)

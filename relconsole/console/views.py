@@ -1,4 +1,6 @@
-"""What each pane lists, built from a Review (no widgets here, so it tests headless).
+"""What each pane lists, built from a Review (no widgets here, so it tests headless), the
+bottom strip's text and the full-screen view of an item (``questions`` holds the dialogs'
+texts, ``reports`` the gate-health, checklist and lease-history views).
 
 Item ids: ``t:<n>`` touched path n, ``r:<relation id>``, ``e:<n>`` bad-file error n,
 ``l:<lease source>``, ``c:<candidate path>``, ``s:<path>:<line>`` drafted seed row,
@@ -7,21 +9,14 @@ Item ids: ``t:<n>`` touched path n, ``r:<relation id>``, ``e:<n>`` bad-file erro
 
 from __future__ import annotations
 
-import datetime as dt
-
 from rich.text import Text
 
 from relconsole.console import render
 from relconsole.console.render import lit
-from relconsole.console.screens.detail import (DetailView, candidate_text, lease_text, output_columns,
-                                               relation_body, relation_text, replay_text, workspace_lease_text)
-from relconsole.engine.gate.acks import MIN_PREFIX
-from relconsole.engine.gate.acceptnote import base_miss_advice
-from relconsole.engine.gate.actions import OVERRIDE
-from relconsole.engine.errors import CommitRefused
-from relconsole.engine.oracle.freezes import check_new_row
-from relconsole.engine.oracle.leases import check_renewal
-from relconsole.engine.literal import counted, one_line
+from relconsole.console.itemtext import candidate_text, lease_text, workspace_lease_text
+from relconsole.console.outline import output_columns
+from relconsole.console.relationtext import relation_body, relation_text, replay_text
+from relconsole.console.screens.detail import DetailView
 from relconsole.engine.gate.review import Review
 
 
@@ -173,39 +168,6 @@ def sound_confirmation(review: Review, state) -> bool:
     return bool(state is not None and state.confirmed and not state.base_miss and not state.elsewhere(review))
 
 
-CONFIRM_THEN_ACCEPT = "if it confirms, the candidate is marked for accept (c commits it)"
-CONFIRM_CHOICE = "confirm first"  # the override dialog's third key, o (§10)
-
-
-def offers_confirm(state) -> bool:
-    """Whether the override dialog offers a second replay (``o``): not for a candidate already
-    confirmed for this review, whose replay found a miss on the base."""
-    return not (state is not None and state.confirmed and state.base_miss)
-
-
-def unconfirmed_question(review: Review, oid: str, state) -> str:
-    """The override dialog's text: why the candidate is not confirmed (or misses on the base),
-    what the commit records."""
-    name = item_label(review, oid)
-    if state is not None and state.confirmed and state.elsewhere(review):
-        return (f"{name} was confirmed for another review ({state.elsewhere(review)}).\n"
-                f"Press o to confirm it here now; {CONFIRM_THEN_ACCEPT}.\n\n"
-                "Accept it anyway as the reviewer's override? The catalog: commit message records "
-                "the override and your git identity.")
-    if state is not None and state.confirmed and state.base_miss:
-        return (f"{name} is confirmed, but it misses on the base ({state.base_miss}).\n"
-                f"{base_miss_advice(state).capitalize()}.\n\n"
-                "Accept it anyway as the reviewer's override? The catalog: commit message records "
-                "the override and your git identity.")
-    why = (f"{state.state.replace('_', ' ')}: {state.reason or 'no replay has run'}" if state
-           else "its replay state is unknown")
-    return (f"{name} is not confirmed ({why}).\n"
-            "A candidate is accepted after a second replay on a new workspace lease agrees with the "
-            f"first (§10): press o to run it now; {CONFIRM_THEN_ACCEPT}.\n\n"
-            "Accept it unconfirmed as the reviewer's override? The catalog: commit message records "
-            "the override and your git identity.")
-
-
 def rejection(review: Review, oid: str) -> str:
     """'' when the item may be accepted, else its reasons joined."""
     item = _find(review, oid)
@@ -226,44 +188,6 @@ def split_targets(oids: list[str]) -> tuple[list[str], list[str]]:
     return ([o[2:] for o in oids if o.startswith("c:")], [o[2:] for o in oids if o.startswith("s:")])
 
 
-def describe_change(review: Review, oids: list[str], what: str, overrides: set[str] = frozenset()) -> str:
-    """Exactly what the commit will do, for the confirmation dialog; ``overrides`` are the
-    candidate item ids the reviewer accepted unconfirmed."""
-    branch = review.oracle_branch
-    candidates, rows = split_targets(oids)
-    lines = []
-    if what == "accept":
-        lines.append(f"One catalog: commit on {branch}:")
-        for path in candidates:
-            lines.append(f"  add {item_label(review, 'c:' + path)} to {review.layout.catalog}")
-            lines.append(f"  remove {path}")
-            if "c:" + path in overrides:
-                lines.append("  ⚠ UNCONFIRMED: the message records your override")
-        for key in rows:
-            row = _find(review, "s:" + key)
-            seeds = review.catalog.get(row.relation_id).seeds_path
-            lines.append(f"  move row {row.line} of {row.path} to {seeds}: {row.text}")
-        lines += _emptied(review, rows)
-    else:
-        lines.append(f"One quarantine: commit on {branch}:")
-        for path in candidates:
-            lines.append(f"  remove {path}")
-        for key in rows:
-            row = _find(review, "s:" + key)
-            lines.append(f"  drop row {row.line} of {row.path}: {row.text}")
-    lines += _emptied(review, rows)
-    lines.append("Your staged and unstaged work is left as it is.")
-    return "\n".join(lines)
-
-
-def _emptied(review: Review, keys: list[str]) -> list[str]:
-    """A line per quarantine seeds file the commit leaves with no row: it is removed too."""
-    chosen = set(keys)
-    paths = {row.path for row in review.seed_rows if row.key in chosen}
-    return [f"  remove {path} (no row left)" for path in sorted(paths)
-            if all(row.key in chosen for row in review.seed_rows if row.path == path)]
-
-
 def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     """The bottom strip for the highlighted item."""
     if not oid:
@@ -271,23 +195,7 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     if oid.startswith("e:"):
         return lit(review.errors[int(oid[2:])].one_line(), "red")
     if kind == "touched" and oid.startswith("t:"):
-        binding = review.bindings[int(oid[2:])]
-        text = Text.assemble(lit(binding.path, "bold"), f"  {binding.touched.status} · {binding.state}")
-        if binding.pattern:
-            text.append(" · pattern ")
-            text.append_text(lit(binding.pattern))
-        for flag in review.flags:
-            if flag.path in (binding.path, binding.touched.old_path):
-                if review.acknowledgement(flag) is not None:
-                    text.append(f"\n✓ {flag.name} (acknowledged): ", "green")
-                else:
-                    text.append(f"\n⚑ {flag.name}: ", "bold yellow")
-                text.append_text(lit(flag.detail))
-                text.append_text(lit(f" ({flag.where()})", "dim"))
-        if binding.state == "gap":
-            text.append("\n✗ no owner pattern matches this path: bind exits 2 until the catalog owns it", "red")
-        text.append("\nenter: show only the relations that own this path", "dim")
-        return text
+        return _touched_detail(review, review.bindings[int(oid[2:])])
     if kind == "relations" and oid.startswith("r:"):
         return relation_header(review, review.catalog.get(oid[2:]))
     if kind == "leases" and oid.startswith("w:") and oid != "w:none":
@@ -304,17 +212,47 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     if item is None:
         return Text("")
     if oid.startswith("c:"):
-        text = Text.assemble(lit(item.id, "bold"), ("  ✓ valid" if item.valid else "  ✗ rejected", ""))
-        text.append_text(render.replay_state_line(review.candidate_states.get(item.path), item.valid))
-        for reason in item.reasons:
-            text.append("\n  • ")
-            text.append_text(lit(reason, "red"))
-        for note in item.notes:
-            text.append("\n  ⚠ ")
-            text.append_text(lit(note, "yellow"))
-        text.append_text(Text.assemble("\n", ("provenance: ", "dim"),
-                                       lit(" · ".join(f"{k} {v}" for k, v in item.provenance().items() if v), "dim")))
-        return text
+        return _candidate_detail(review, item)
+    return _seed_row_detail(item)
+
+
+def _touched_detail(review: Review, binding) -> Text:
+    """The strip for a touched path: status, owner state and pattern, its review flags."""
+    text = Text.assemble(lit(binding.path, "bold"), f"  {binding.touched.status} · {binding.state}")
+    if binding.pattern:
+        text.append(" · pattern ")
+        text.append_text(lit(binding.pattern))
+    for flag in review.flags:
+        if flag.path in (binding.path, binding.touched.old_path):
+            if review.acknowledgement(flag) is not None:
+                text.append(f"\n✓ {flag.name} (acknowledged): ", "green")
+            else:
+                text.append(f"\n⚑ {flag.name}: ", "bold yellow")
+            text.append_text(lit(flag.detail))
+            text.append_text(lit(f" ({flag.where()})", "dim"))
+    if binding.state == "gap":
+        text.append("\n✗ no owner pattern matches this path: bind exits 2 until the catalog owns it", "red")
+    text.append("\nenter: show only the relations that own this path", "dim")
+    return text
+
+
+def _candidate_detail(review: Review, item) -> Text:
+    """The strip for a quarantine candidate: valid or not, second replay, reasons, notes, provenance."""
+    text = Text.assemble(lit(item.id, "bold"), ("  ✓ valid" if item.valid else "  ✗ rejected", ""))
+    text.append_text(render.replay_state_line(review.candidate_states.get(item.path), item.valid))
+    for reason in item.reasons:
+        text.append("\n  • ")
+        text.append_text(lit(reason, "red"))
+    for note in item.notes:
+        text.append("\n  ⚠ ")
+        text.append_text(lit(note, "yellow"))
+    text.append_text(Text.assemble("\n", ("provenance: ", "dim"),
+                                   lit(" · ".join(f"{k} {v}" for k, v in item.provenance().items() if v), "dim")))
+    return text
+
+
+def _seed_row_detail(item) -> Text:
+    """The strip for a drafted seed row: where it is, its id, its JSON and why it is rejected."""
     text = Text.assemble(lit(f"{item.path} line {item.line}", "bold"), (f"  {item.id}", "dim"), "\n", lit(item.text))
     for reason in item.reasons:
         text.append("\n  • ")
@@ -326,7 +264,7 @@ def relation_header(review: Review, relation, full: bool = True) -> Text:
     """A relation's detail: statement, verdict, reruns, freeze, then its replay sheet if any.
 
     ``full`` False (the detail screen's header) leaves out the rerun line and the replay:
-    the screen's body shows them in full (``screens.detail.relation_body``)."""
+    the screen's body shows them in full (``relationtext.relation_body``)."""
     text = relation_text(relation, review.results.get(relation.id), review.freeze_for(relation.id),
                          review.identities.get(relation.id), relation.id in review.changed_identity,
                          review.blocked_reason(relation), relation.id in review.touched_relations(),
@@ -376,215 +314,4 @@ def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None =
         return DetailView(Text.assemble(lit(candidate.id, "bold"), "  candidate relation"),
                             body=candidate_text(candidate, review.candidate_states.get(candidate.path),
                                                 review.head_sha))
-    return None
-
-
-def freeze_body(review: Review, row: dict) -> str:
-    """What the freeze commit writes, what it replaces, and what it cannot change."""
-    result = review.results.get(row["relation_id"])
-    replayed = review.replays.get(row["relation_id"])
-    lines = [f"The relation missed: {result.summary}"]
-    if replayed is not None:
-        head, head_runs = replayed.misses("head")
-        base, base_runs = replayed.misses("base")
-        lines.append(f"Replay decided freeze (§8 row 8): HEAD missed {head}/{head_runs}, base {base}/{base_runs}, "
-                     "same signature; its workspace lease id, signature and expiry are copied below.")
-    else:
-        lines.append(f"Decision now: {result.verdict.decision} {result.verdict.reason}"
-                     + (f" (§8 row {result.verdict.row})" if result.verdict.row else "")
-                     + " · not replayed: press b first to let the table decide (§8 row 8)")
-    if replayed is None and result.reruns and result.rerun_passes == 0:
-        lines.append("It missed on every run: a freeze only helps an intermittent miss that the base "
-                     "shows too (§8 row 8); this one will still be rejected.")
-    old = next((f for f in review.freezes if f.relation_id == row["relation_id"]), None)
-    if old is not None:
-        lines.append(f"REPLACES the {old.state} row expiring {old.raw['expires']} "
-                     f"(reason: {old.raw.get('reason', '')})")
-    lines += [f"One freeze: commit on {review.oracle_branch} writing only {review.layout.freezes}:",
-              f"  relation {row['relation_id']} · lease {row['lease_id'] or '-'} · signature {row['signature'][:23]}…",
-              f"  reruns {row['reruns']}, pass_needed {row['pass_needed']}, created_by {row['created_by']}"]
-    return "\n".join(lines)
-
-
-def freeze_problem(review: Review, row: dict, values: dict) -> str | None:
-    if not values.get("reason", "").strip():
-        return "a freeze needs a reason"
-    try:
-        dt.date.fromisoformat(values.get("expires", "").strip())
-    except ValueError:
-        return "expiry must be a YYYY-MM-DD date"
-    written = {k: v for k, v in row.items() if k != OVERRIDE}  # the override note goes to the message only
-    return check_new_row(dict(written, reason=values["reason"].strip(), expires=values["expires"].strip()),
-                         review.catalog, review.today)
-
-
-def renewal_body(review: Review, status, limit: dt.date) -> str:
-    from relconsole.engine.repo.identity import git_identity
-
-    try:
-        who = git_identity(review.root)
-        me = f"{who.name} <{who.email}>"
-    except CommitRefused as exc:
-        me = exc.one_line()
-    return (f"Lease {status.id} ({status.state}: {status.reason})\n"
-            f"owner: {', '.join(status.lease.owners)} · you: {me}\n"
-            f"One lease: commit on {review.oracle_branch} with only {status.source};\n"
-            f"sha256 stays {status.lease.sha256[:16]}…; at most {limit.isoformat()} "
-            f"({counted(review.layout.renew_max_days, 'day')} from today).")
-
-
-def renewal_blocker(review: Review, status, limit: dt.date) -> str | None:
-    """Why no date at all could renew this lease now (owner, state, already long enough)."""
-    from relconsole.engine.repo.identity import git_identity
-
-    try:
-        who = git_identity(review.root)
-        check_renewal(status, who.name, who.email, max(limit, status.lease.expires + dt.timedelta(days=1)),
-                      review.today, 10 ** 6)
-    except CommitRefused as exc:
-        return exc.one_line()
-    if status.lease.expires >= limit:
-        return (f"{status.id} already runs to {status.lease.expires.isoformat()}, past the renewal "
-                f"maximum {limit.isoformat()}: nothing to renew yet")
-    return None
-
-
-def renewal_problem(review: Review, status, until_text: str) -> str | None:
-    from relconsole.engine.repo.identity import git_identity
-
-    try:
-        until = dt.date.fromisoformat(until_text.strip())
-    except ValueError:
-        return "the new expiry must be a YYYY-MM-DD date"
-    try:
-        who = git_identity(review.root)
-        check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
-    except CommitRefused as exc:
-        return exc.one_line()
-    return None
-
-
-def gate_health_view(result) -> DetailView:
-    """The gate-health view: each §8 row's count, then the warnings in bold (engine GateStats)."""
-    lines = result.lines()
-    header = Text.assemble(("Gate health", "bold"), (" · relconsole stats --days 7 (esc goes back)", "dim"))
-    body = Text()
-    for line in lines:
-        style = "bold yellow" if line.startswith("warning:") else ("dim" if line.startswith("note:") else "")
-        body.append_text(lit(line, style))
-        body.append("\n")
-    return DetailView(header, body=body)
-
-
-CHECK_MARK = {"pass": ("✓ pass   ", "green"), "fail": ("✗ FAIL   ", "bold red"), "unknown": ("? unknown", "yellow")}
-
-
-def checklist_view(review: Review, items) -> DetailView:
-    """Review flags (§9), then the merge checklist: each item's state word and its evidence."""
-    header = Text.assemble(("Review flags and merge checklist", "bold"),
-                           (" · relconsole flags (esc goes back)", "dim"))
-    body = Text()
-    decision = review.decision()
-    body.append(f" {decision.decision.upper()} ", f"reverse {render.DECISION_STYLE[decision.decision]}")
-    body.append_text(lit(f" {decision.reason}", "bold"))
-    body.append(" with the checklist and the relations' results so far (relconsole flags --run exits "
-                "with this; without --run, flags judges what needs no run)\n\n", "dim")
-    body.append(f"Review flags in {review.merge_base[:10]}..{review.head_sha[:10]}: ", "bold")
-    body.append(f"{len(review.flags)}\n" if review.flags else "none\n")
-    for flag in review.flags:
-        ack = review.acknowledgement(flag)
-        if ack is None:
-            body.append(f"  ⚑ {flag.name}  ", "bold yellow")
-        else:
-            body.append(f"  ✓ {flag.name} (acknowledged)  ", "green")
-        body.append_text(lit(flag.where()))
-        body.append(f"  id {review.flag_id(flag)}", "dim")
-        body.append("\n      ")
-        body.append_text(lit(flag.detail, "dim"))
-        if ack is not None:
-            body.append("\n      acknowledged by ", "dim")
-            body.append_text(lit(f"{ack.by}: {ack.reason}", "dim"))
-        body.append("\n")
-    if review.flags:
-        body.append("  a flag makes the PR's decision reject (review_flag:<name>) until someone who is not the "
-                    "patch's author acknowledges it: w\n", "dim")
-    body.append("\nMerge checklist\n", "bold")
-    for item in items:
-        word, style = CHECK_MARK[item.state]
-        body.append(f"  {word} ", style)
-        body.append_text(lit(item.title))
-        body.append("\n")
-        for line in item.evidence:
-            body.append("              ")
-            body.append_text(lit(line, "dim"))
-            body.append("\n")
-    return DetailView(header, body=body)
-
-
-def override_question(relation_id: str) -> str:
-    """The override dialog's text: what is missing and what the commit will record."""
-    return (f"No replay sheet for HEAD says {relation_id} may be frozen (§8 row 8: an intermittent miss "
-            "that the merge base shows too). Press n, then b, to let the table decide.\n\n"
-            "Freeze anyway as an operator's override? The freeze: commit message records the override.")
-
-
-def rehash_body(preview) -> str:
-    """The re-hash confirmation: both digests, the corpus's size and mtime, who confirms."""
-    mtime = preview.mtime.isoformat(timespec="seconds") if preview.mtime else "(no working tree copy)"
-    lines = [f"Lease {preview.lease_id} ({preview.state}: {preview.reason})",
-             f"manifest {preview.manifest} · corpus {preview.corpus}",
-             "",
-             f"old sha256  {preview.old_sha256}",
-             f"new sha256  {preview.new_sha256}",
-             f"read from   {preview.digest_source}",
-             f"size        {preview.size_bytes:,} bytes" if preview.size_bytes is not None else "size        ?",
-             f"modified    {mtime}"]
-    last = preview.corpus_commit
-    if last is not None:
-        lines.append(f"corpus last changed in {last.sha[:12]} by {last.author_name} <{last.author_email}>")
-    if preview.note:
-        lines.append(preview.note)
-    lines += ["", f"One lease: commit on {preview.branch} writes only the new sha256 into {preview.manifest};",
-              f"its message records both digests and Confirmed-by: {preview.confirmer or '(no git identity)'}.",
-              "Re-pin only if the corpus change itself was reviewed."]
-    return "\n".join(lines)
-
-
-def history_text(events, failed: str | None = None) -> Text:
-    """A lease's history from git log, newest first: who, when, which dates and digests."""
-    text = Text("history on the oracle branch (from git log, newest first)", style="bold")
-    if failed:
-        return text.append_text(Text.assemble("\n  ", lit(failed, "red")))
-    if not events:
-        return text.append("\n  no commit touched this manifest", "dim")
-    for event in events:
-        text.append(f"\n  {event.committed.date().isoformat()} {event.sha[:10]} ", "dim")
-        text.append(f"{event.kind:<9}", "bold")
-        text.append_text(lit(event.who))
-        if event.expires_before != event.expires_after and (event.expires_before or event.expires_after):
-            before = event.expires_before.isoformat() if event.expires_before else "—"
-            after = event.expires_after.isoformat() if event.expires_after else "—"
-            text.append(f"  expires {before} → {after}")
-        if event.sha256_before != event.sha256_after and event.sha256_before and event.sha256_after:
-            text.append(f"  sha256 {event.sha256_before[:12]}… → {event.sha256_after[:12]}…")
-        if event.note:
-            text.append_text(lit(f"  ({event.note})", "dim"))
-    return text
-
-
-def acknowledge_body(open_flags: list) -> str:
-    """The flags a reviewer may acknowledge, one per line: id, name, where, what (escaped)."""
-    lines = ["Each flag below rejects the PR until someone who is not the patch's author has read",
-             "the flagged line and says why it is fine. The acknowledgement is void once that line changes.", ""]
-    lines += [f"{fid}  {flag.name}  {one_line(flag.where())}\n    {one_line(flag.detail)}" for fid, flag in open_flags]
-    return "\n".join(lines)
-
-
-def acknowledge_problem(open_flags: list, values: dict) -> str | None:
-    """Why the form cannot be committed yet (an unknown flag id, no reason), or None."""
-    wanted = values.get("flag", "").strip().lower()
-    if len(wanted) < MIN_PREFIX or sum(fid.startswith(wanted) for fid, _ in open_flags) != 1:
-        return "type the id of one flag listed above (6 characters or more)"
-    if not values.get("reason", "").strip():
-        return "a reason is required: what you checked in the flagged code"
     return None

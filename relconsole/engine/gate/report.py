@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from relconsole.engine.gate.bitecache import cached_verdict
 from relconsole.engine.decision import Decision
-from relconsole.engine.oracle.freezes import counted_verdict  # noqa: F401 (the plugin's import)
 from relconsole.engine.gate.review import Review
 from relconsole.engine.relations.records import RelationResult
 
