@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TODAY, git
+from bench.gitrepo import git
+from conftest import TODAY
 from relconsole.engine.gate import review as review_module
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.oracle.parsecache import ParseCache, code_fingerprint

@@ -26,7 +26,8 @@ from relconsole.engine.decision import ROWS, Decision
 from relconsole.engine.relations.kinds import describe_inputs, split_points
 from relconsole.engine.gate.review import load_review, run_review
 from relconsole.engine.relations.runner import RunPlan, input_summary
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import goto, settle
 
 SIZE = (160, 48)

@@ -19,7 +19,8 @@ import pytest
 from bench.flights import IDS, make_repo
 from relconsole.engine.oracle.leases import lease_status, parse_lease, sha256_file
 from relconsole.engine.gate.review import load_review, run_review
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 
 pytestmark = pytest.mark.shared
 

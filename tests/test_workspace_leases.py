@@ -24,7 +24,7 @@ import pytest
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, EXIT_USAGE, UsageError
 from relconsole.engine.gate.wslease import (STATES, LeaseHeld, NotHolder, RedisLeaseStore, SqliteLeaseStore,
                                        StoreUnavailable, open_store)
-from tests.conftest import git
+from bench.gitrepo import git
 from tests.redis_server import _free_port, private_redis, redis_url  # noqa: F401 (redis_url: fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
