@@ -54,6 +54,7 @@ from pathlib import Path
 
 import git
 
+from bench.fastimport import FastImport
 from relconsole.engine.repo import gitio
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.ownerindex import OwnerIndex, single_spec
@@ -131,42 +132,6 @@ def owner_patterns(rng: random.Random, files: list[str], count: int) -> list[tup
     exact = [(path, ids()) for path in rng.sample([f for f in files if not f.startswith("misc/")],
                                                   max(0, count - len(fixed)))]
     return (fixed + exact)[:count]
-
-
-def _quote(path: str) -> str:
-    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-class FastImport:
-    """A ``git fast-import`` stream being written: commits with inline files, renames and
-    deletes, run in one process (bench/bind.py and bench/bigrepo.py build with it)."""
-
-    def __init__(self) -> None:
-        self.out: list[bytes] = []
-
-    def commit(self, ref: str, mark: int, when: int, message: str, parent: int | None = None,
-               who: str = "b <b@example.invalid>") -> None:
-        """Start commit ``:mark`` on ``ref`` at unix time ``when``, on ``:parent`` when given."""
-        data = message.encode()
-        self.out.append(f"commit {ref}\nmark :{mark}\ncommitter {who} {when} +0000\n"
-                        f"data {len(data)}\n".encode() + data + b"\n")
-        if parent is not None:
-            self.out.append(f"from :{parent}\n".encode())
-
-    def put(self, path: str, body: str | bytes) -> None:
-        data = body.encode() if isinstance(body, str) else body
-        self.out.append(f"M 100644 inline {_quote(path)}\ndata {len(data)}\n".encode() + data + b"\n")
-
-    def rename(self, old: str, new: str) -> None:
-        self.out.append(f"R {_quote(old)} {_quote(new)}\n".encode())
-
-    def delete(self, path: str) -> None:
-        self.out.append(f"D {_quote(path)}\n".encode())
-
-    def run(self, root: Path) -> None:
-        """``git init`` ``root`` (branch main) and import the stream into it."""
-        subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-        subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=b"".join(self.out), check=True)
 
 
 def build(root: Path, paths: int, patterns: int, seed: int = 5) -> tuple[int, int]:

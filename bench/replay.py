@@ -45,6 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 import git  # noqa: E402
 
+from bench.fastimport import FastImport  # noqa: E402
+
 from relconsole.engine.demo import materialise  # noqa: E402
 from relconsole.engine.repo.gitio import clean_env  # noqa: E402
 from relconsole.engine.gate.replay import ReplayOptions, Shard, replay, to_replay  # noqa: E402
@@ -97,21 +99,17 @@ def verdict(ok: bool) -> str:
 
 def _fast_import_stream(files: int) -> bytes:
     """Commit A with ``files`` small files in directories of 1,000, then B changing 50 of them."""
-    def blob(path: str, text: str) -> bytes:
-        data = text.encode()
-        return b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data)
-
-    def header(message: str) -> bytes:
-        return (b"commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\n"
-                b"data %d\n%s\n" % (len(message), message.encode()))
-
+    who = "Bench <bench@example.invalid>"
     paths = [f"d{i // FILES_PER_DIR:04d}/f{i % FILES_PER_DIR:04d}.txt" for i in range(files)]
-    out = [header("A: every file")]
-    out += [blob(p, f"line one of {p}\nline two\n") for p in paths]
-    out.append(header(f"B: {CHANGED} files changed"))
+    out = FastImport()
+    out.commit("refs/heads/main", 1, 1700000000, "A: every file", who=who)
+    for p in paths:
+        out.put(p, f"line one of {p}\nline two\n")
+    out.commit("refs/heads/main", 2, 1700000000, f"B: {CHANGED} files changed", parent=1, who=who)
     step = max(1, files // CHANGED)
-    out += [blob(p, f"line one of {p}\nchanged in B\n") for p in paths[::step][:CHANGED]]
-    return b"".join(out)
+    for p in paths[::step][:CHANGED]:
+        out.put(p, f"line one of {p}\nchanged in B\n")
+    return out.stream()
 
 
 def synthetic_repo(scratch: Path, files: int) -> tuple[Path, str, str]:
