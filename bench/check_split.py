@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench.fastimport import FastImport
+from bench.timing import median_seconds, verdict
 from relconsole.engine.repo.splitcheck import check_split
 
 
@@ -40,15 +39,6 @@ def build(root: Path, commits: int) -> None:
             stream.put(path, f"{n} {path}\n")
     stream.run(root)
     subprocess.run(["git", "reset", "-q", "--hard", "main"], cwd=root, check=True)
-
-
-def median_seconds(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -75,7 +65,7 @@ def main() -> int:
         print(f"  check_split (engine)              {engine:7.3f} s   = {engine / anchor:.2f}x anchor")
         print(f"  relconsole check-split (process)  {command:7.3f} s   = {command / anchor:.2f}x anchor")
         ok = command < 10 and engine / anchor <= 2
-        print(f"  target: < 10 s and engine <= 2x anchor: {'PASS' if ok else 'FAIL'}")
+        print(f"  target: < 10 s and engine <= 2x anchor: {verdict(ok)}")
         return 0 if ok else 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
