@@ -1,6 +1,6 @@
 """A big reviewed repository for the console at scale (issue 7 item 1; SPEC §2 layout, §11 console).
 
-``generate(root)`` builds, with one ``git fast-import`` (``bench.bind.FastImport``), a
+``generate(root)`` builds, with one ``git fast-import`` (``bench.fastimport.FastImport``), a
 real git repository in the oracle layout of ``sample_repo/`` and ``relconsole demo``:
 
 * ``main`` (one base commit by the maintainers): ``pyproject.toml`` with an empty
@@ -40,7 +40,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.bind import FastImport
+from bench.fastimport import FastImport
 from relconsole.engine.demo import AGENT, AGENT_BRANCH, BASE_BRANCH, MAINTAINER
 
 PACKAGE_SIZE = 10  # relations per package (one owner pattern each)

@@ -54,6 +54,8 @@ from pathlib import Path
 
 import git
 
+from bench.fastimport import FastImport
+from bench.timing import interleaved, round_ratios, timed, verdict
 from relconsole.engine.repo import gitio
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.ownerindex import OwnerIndex, single_spec
@@ -133,42 +135,6 @@ def owner_patterns(rng: random.Random, files: list[str], count: int) -> list[tup
     return (fixed + exact)[:count]
 
 
-def _quote(path: str) -> str:
-    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-class FastImport:
-    """A ``git fast-import`` stream being written: commits with inline files, renames and
-    deletes, run in one process (bench/bind.py and bench/bigrepo.py build with it)."""
-
-    def __init__(self) -> None:
-        self.out: list[bytes] = []
-
-    def commit(self, ref: str, mark: int, when: int, message: str, parent: int | None = None,
-               who: str = "b <b@example.invalid>") -> None:
-        """Start commit ``:mark`` on ``ref`` at unix time ``when``, on ``:parent`` when given."""
-        data = message.encode()
-        self.out.append(f"commit {ref}\nmark :{mark}\ncommitter {who} {when} +0000\n"
-                        f"data {len(data)}\n".encode() + data + b"\n")
-        if parent is not None:
-            self.out.append(f"from :{parent}\n".encode())
-
-    def put(self, path: str, body: str | bytes) -> None:
-        data = body.encode() if isinstance(body, str) else body
-        self.out.append(f"M 100644 inline {_quote(path)}\ndata {len(data)}\n".encode() + data + b"\n")
-
-    def rename(self, old: str, new: str) -> None:
-        self.out.append(f"R {_quote(old)} {_quote(new)}\n".encode())
-
-    def delete(self, path: str) -> None:
-        self.out.append(f"D {_quote(path)}\n".encode())
-
-    def run(self, root: Path) -> None:
-        """``git init`` ``root`` (branch main) and import the stream into it."""
-        subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-        subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=b"".join(self.out), check=True)
-
-
 def build(root: Path, paths: int, patterns: int, seed: int = 5) -> tuple[int, int]:
     """The repository at ``root`` (see the module docstring); returns (base files, patterns)."""
     rng = random.Random(seed)
@@ -206,12 +172,6 @@ def build(root: Path, paths: int, patterns: int, seed: int = 5) -> tuple[int, in
         put(path, f"new {path}\n")
     stream_out.run(root)
     return len(base), len(owners)
-
-
-def timed(fn) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 def main() -> int:
@@ -260,19 +220,12 @@ def main() -> int:
             "lookups": lambda: OwnerIndex(owners).winner_indexes(queries),
             "bind": lambda: bind(owners, touched, PROTECTED),
         }
-        runs: dict[str, list[float]] = {name: [] for name in steps}
-        ratios, lookup_ratios = [], []
-        for _ in range(args.repeat):  # interleaved, so a noisy spell hits every step alike
-            for name, step in steps.items():
-                runs[name].append(timed(step))
-            ratios.append(runs["matching"][-1] / runs["anchor"][-1])
-            lookup_ratios.append(runs["lookups"][-1] / runs["anchor"][-1])
-        first_bind = timed(command)  # the import record of this merge base is made here, once
-        process_runs, process_anchors, process_ratios = [], [], []
-        for _ in range(max(1, args.process_repeat)):
-            process_anchors.append(timed(steps["anchor"]))
-            process_runs.append(timed(command))
-            process_ratios.append(process_runs[-1] / process_anchors[-1])
+        runs = interleaved(steps, args.repeat)  # interleaved, so a noisy spell hits every step alike
+        ratios, lookup_ratios = round_ratios(runs, "matching", "anchor"), round_ratios(runs, "lookups", "anchor")
+        first_bind = timed(command)[0]  # the import record of this merge base is made here, once
+        process = interleaved({"anchor": steps["anchor"], "bind": command}, max(1, args.process_repeat))
+        process_runs, process_anchors = process["bind"], process["anchor"]
+        process_ratios = round_ratios(process, "bind", "anchor")
         whole = statistics.median(process_runs)
         median = {name: statistics.median(times) for name, times in runs.items()}
         anchor = median["anchor"]
@@ -286,12 +239,12 @@ def main() -> int:
             old_answers[:] = [next(((p, ids) for p, ids in reversed(owners) if specs[p].match_file(path)), None)
                               for path in sample]
 
-        old_compiled = timed(old_precompiled) / len(sample) * len(queries)
+        old_compiled = timed(old_precompiled)[0] / len(sample) * len(queries)
         index = OwnerIndex(owners)
         assert old_answers == [index.winner(p) for p in sample], "the index disagrees with the old loop"
         shipped = sample[:args.old_shipped_sample]
         single_spec.cache_clear()
-        old_shipped = timed(lambda: [winning_pattern(owners, p) for p in shipped]) / len(shipped) * len(queries)
+        old_shipped = timed(lambda: [winning_pattern(owners, p) for p in shipped])[0] / len(shipped) * len(queries)
 
         def line(label: str, seconds: float, note: str = "") -> None:
             print(f"  {label:<62} {seconds:9.3f} s  {seconds / anchor:8.2f}x anchor{note}")
@@ -316,9 +269,9 @@ def main() -> int:
         matching_ok = statistics.median(ratios) <= 1.0
         process_ratio = statistics.median(process_ratios)
         process_ok = process_ratio <= 3.0
-        print(f"  target: matching step <= 1.0x anchor: {'PASS' if matching_ok else 'FAIL'}")
+        print(f"  target: matching step <= 1.0x anchor: {verdict(matching_ok)}")
         print(f"  target: relconsole bind as a process <= 3.0x anchor (median of {pairs} per-pair ratios "
-              f"{process_ratio:.2f}x): {'PASS' if process_ok else 'FAIL'}")
+              f"{process_ratio:.2f}x): {verdict(process_ok)}")
         return 0 if matching_ok and process_ok else 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -51,6 +51,7 @@ from textual._compositor import CompositorUpdate
 from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 
 from bench.bigrepo import counts_of, generate
+from bench.timing import median_seconds, verdict
 from relconsole.console.app import ReviewApp
 
 SIZE = (160, 48)
@@ -91,13 +92,9 @@ def cached_repo(args, today: dt.date) -> Path:
     return root
 
 
-def median_seconds(command: list[str], cwd: Path, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        subprocess.run(command, cwd=cwd, capture_output=True, check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def process_median(command: list[str], cwd: Path, repeat: int) -> float:
+    """The median wall seconds of ``repeat`` runs of ``command`` in ``cwd`` (it must exit 0)."""
+    return median_seconds(lambda: subprocess.run(command, cwd=cwd, capture_output=True, check=True), repeat)
 
 
 async def refreshed(app: ReviewApp) -> None:
@@ -241,8 +238,8 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="relconsole-bench-console-"))
     try:
         (scratch / "test_tiny.py").write_text("def test_tiny():\n    assert 1 + 1 == 2\n")
-        diff = median_seconds(["git", "diff", "--stat", f"{merge_base}..HEAD"], root, args.repeat)
-        collect = median_seconds([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+        diff = process_median(["git", "diff", "--stat", f"{merge_base}..HEAD"], root, args.repeat)
+        collect = process_median([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                                   "test_tiny.py"], scratch, args.repeat)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -287,7 +284,7 @@ def main() -> int:
                 figures["first_frame"] < FIRST_FRAME_TARGET),
                (f"every key's max latency {worst * 1000:.1f} ms < {KEY_TARGET * 1000:.0f} ms", worst < KEY_TARGET)]
     for text, ok in results:
-        print(f"  target: {text}: {'PASS' if ok else 'FAIL'}")
+        print(f"  target: {text}: {verdict(ok)}")
     return 0 if all(ok for _t, ok in results) else 1
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 from pathlib import Path
 
 import yaml
+
+from bench.gitrepo import reviewed_repo
 
 SUBJECT = '''\
 """Per-carrier and per-destination flight summaries (NA arr_delay counted, not averaged)."""
@@ -112,29 +113,14 @@ def catalog(shuffles: int) -> str:
     return yaml.safe_dump({"owners": {"src/summary.py": IDS}, "relations": relations}, sort_keys=False)
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
 def make_repo(dest: Path, corpus: Path, shuffles: int = 6, expires: str = "2099-12-31") -> Path:
     """Write the flights repository into ``dest`` (must not exist); returns ``dest``."""
     (dest / "oracle" / "data").mkdir(parents=True)
-    (dest / "oracle" / "leases").mkdir()
-    (dest / "src").mkdir()
     shutil.copy(corpus, dest / "oracle" / "data" / "flights.csv.gz")
     digest = hashlib.sha256((dest / "oracle" / "data" / "flights.csv.gz").read_bytes()).hexdigest()
-    (dest / "src" / "summary.py").write_text(SUBJECT)
-    (dest / "oracle" / "adapters.py").write_text(ADAPTERS)
-    (dest / "oracle" / "catalog.yaml").write_text(catalog(shuffles))
-    (dest / "oracle" / "leases" / "flights.yaml").write_text(
-        f'id: flights\npath: oracle/data/flights.csv.gz\nsha256: "{digest}"\nexpires: {expires}\n'
-        f"owner: bench@relconsole.invalid\nallowed_relations: [{', '.join(IDS)}]\n")
-    _git(dest.parent, "init", "-q", "-b", "main", str(dest))
-    _git(dest, "config", "user.name", "bench")
-    _git(dest, "config", "user.email", "bench@relconsole.invalid")
-    _git(dest, "add", "-A")
-    _git(dest, "commit", "-q", "-m", "base")
-    _git(dest, "checkout", "-q", "-b", "patch")
-    (dest / "src" / "summary.py").write_text(SUBJECT + "\n# reviewed\n")
-    _git(dest, "commit", "-q", "-am", "touch the subject")
-    return dest
+    lease = (f'id: flights\npath: oracle/data/flights.csv.gz\nsha256: "{digest}"\nexpires: {expires}\n'
+             f"owner: bench@relconsole.invalid\nallowed_relations: [{', '.join(IDS)}]\n")
+    base = {"src/summary.py": SUBJECT, "oracle/adapters.py": ADAPTERS, "oracle/catalog.yaml": catalog(shuffles),
+            "oracle/leases/flights.yaml": lease}
+    return reviewed_repo(dest, base, {"src/summary.py": SUBJECT + "\n# reviewed\n"},
+                         identity=("bench", "bench@relconsole.invalid"))

@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.timing import verdict
 from relconsole.engine.oracle.hashcache import CHUNK_BYTES, RACY_NS, HashCache
 
 MIB = 1 << 20
@@ -224,7 +225,7 @@ def main() -> int:
                    (f"peak RSS of our child {peak / MIB:.1f} MiB < 100 MiB", peak < 100 * MIB),
                    (f"stat-cache re-check {recheck * 1000:.2f} ms < 50 ms", recheck < 0.05)]
         for text, ok in results:
-            print(f"  target: {text}: {'PASS' if ok else 'FAIL'}")
+            print(f"  target: {text}: {verdict(ok)}")
         return 0 if all(ok for _t, ok in results) else 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

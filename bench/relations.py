@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.flights import RELATIONS, make_repo  # noqa: E402
+from bench.timing import timed, verdict  # noqa: E402
 from relconsole.engine.relations.kinds import split_points  # noqa: E402
 from relconsole.engine.gate.review import load_review  # noqa: E402
 from relconsole.engine.gate.reviewrun import run_review  # noqa: E402
@@ -101,9 +102,7 @@ def engine(repo: Path, workers: int) -> tuple[float, dict]:
 
 
 def _timed(args: list[str], cwd: Path, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
-    started = time.perf_counter()
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env)
-    return time.perf_counter() - started, proc
+    return timed(subprocess.run, args, cwd=cwd, capture_output=True, text=True, env=env)
 
 
 def sample_pytest_vs_run(scratch: Path, repeat: int) -> dict | None:
@@ -200,10 +199,6 @@ def _verdicts(stdout: str):
         return None
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     shared = Path(os.environ.get("RELCONSOLE_SHARED", ROOT.parent / "shared"))
@@ -239,23 +234,23 @@ def main() -> int:
               f"same with 2 workers: {outcomes == outcomes_two}")
         print(f"plain loop        {plain:8.2f} s   (anchor)")
         print(f"engine, 1 worker  {one:8.2f} s   engine/plain = {one / plain:.2f}x  "
-              f"(target <= 1.5x: {_verdict(one / plain <= 1.5)})")
+              f"(target <= 1.5x: {verdict(one / plain <= 1.5)})")
         print(f"engine, 2 workers {two:8.2f} s   speed-up 1->2 = {one / two:.2f}x  "
-              f"(target >= 1.7x: {_verdict(one / two >= 1.7)}; needs two idle cores)")
+              f"(target >= 1.7x: {verdict(one / two >= 1.7)}; needs two idle cores)")
         for sandbox, ms in per_call_ms(scratch).items():
             print(f"fork server, one call ({sandbox}): {ms:.1f} ms  (fork + import + call + encode/decode)")
         against = run_against(scratch, args.against, args.repeat + 1)
         if against:
             ratio = against["mine"] / against["theirs"]
             print(f"sample: relconsole run {against['mine']:.2f} s, {args.against}'s {against['theirs']:.2f} s "
-                  f"(anchor) = {ratio:.2f}x  (target <= 1.5x: {_verdict(ratio <= 1.5)}); "
+                  f"(anchor) = {ratio:.2f}x  (target <= 1.5x: {verdict(ratio <= 1.5)}); "
                   f"same verdicts: {against['same']}")
         sample = sample_pytest_vs_run(scratch, args.repeat)
         if sample:
             run = sample["run"]
             print(f"sample: relconsole run --json {run:.2f} s (anchor); same verdicts: {sample['same']}")
             print(f"  pytest --relconsole, relconsole plugin only {sample['pytest_own']:.2f} s = "
-                  f"{sample['pytest_own'] / run:.2f}x  (target <= 1.5x: {_verdict(sample['pytest_own'] / run <= 1.5)})")
+                  f"{sample['pytest_own'] / run:.2f}x  (target <= 1.5x: {verdict(sample['pytest_own'] / run <= 1.5)})")
             print(f"  pytest --relconsole, every installed plugin {sample['pytest']:.2f} s = "
                   f"{sample['pytest'] / run:.2f}x  (the environment's plugins' import time included)")
     finally:

@@ -45,6 +45,9 @@ sys.path.insert(0, str(ROOT))
 
 import git  # noqa: E402
 
+from bench.fastimport import FastImport  # noqa: E402
+from bench.timing import timed, verdict  # noqa: E402
+
 from relconsole.engine.demo import materialise  # noqa: E402
 from relconsole.engine.repo.gitio import clean_env  # noqa: E402
 from relconsole.engine.gate.replay import replay, to_replay  # noqa: E402
@@ -73,13 +76,6 @@ def git_run(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
     return proc.stdout.decode().strip()
 
 
-def timed(fn, *args, **kwargs) -> tuple[float, object]:
-    """(seconds, value) of ``fn(*args, **kwargs)``."""
-    started = time.perf_counter()
-    value = fn(*args, **kwargs)
-    return time.perf_counter() - started, value
-
-
 def settled(fn, *args, **kwargs) -> tuple[float, object]:
     """``timed`` after an untimed ``sync``: the dirty pages of the previous 100,000-file write or
     delete are flushed first instead of being charged to this measure by writeback throttling."""
@@ -87,33 +83,21 @@ def settled(fn, *args, **kwargs) -> tuple[float, object]:
     return timed(fn, *args, **kwargs)
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 # --- 1. worktrees on a synthetic repository --------------------------------------------
 
 def _fast_import_stream(files: int) -> bytes:
     """Commit A with ``files`` small files in directories of 1,000, then B changing 50 of them."""
-    def blob(path: str, text: str) -> bytes:
-        data = text.encode()
-        return b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data)
-
-    def header(message: str) -> bytes:
-        return (b"commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\n"
-                b"data %d\n%s\n" % (len(message), message.encode()))
-
+    who = "Bench <bench@example.invalid>"
     paths = [f"d{i // FILES_PER_DIR:04d}/f{i % FILES_PER_DIR:04d}.txt" for i in range(files)]
-    out = [header("A: every file")]
-    out += [blob(p, f"line one of {p}\nline two\n") for p in paths]
-    out.append(header(f"B: {CHANGED} files changed"))
+    out = FastImport()
+    out.commit("refs/heads/main", 1, 1700000000, "A: every file", who=who)
+    for p in paths:
+        out.put(p, f"line one of {p}\nline two\n")
+    out.commit("refs/heads/main", 2, 1700000000, f"B: {CHANGED} files changed", parent=1, who=who)
     step = max(1, files // CHANGED)
-    out += [blob(p, f"line one of {p}\nchanged in B\n") for p in paths[::step][:CHANGED]]
-    return b"".join(out)
+    for p in paths[::step][:CHANGED]:
+        out.put(p, f"line one of {p}\nchanged in B\n")
+    return out.stream()
 
 
 def synthetic_repo(scratch: Path, files: int) -> tuple[Path, str, str]:
@@ -187,7 +171,7 @@ def bench_worktrees(scratch: Path, files: int, repeat: int, moves: int, cycles: 
     shutil.rmtree(anchor_dir, ignore_errors=True)
     git_run(repo, "worktree", "prune")
     adds, removes = zip(*(full_add_remove(repo, anchor_dir, a) for _ in range(repeat)))
-    add, remove = median(adds), median(removes)
+    add, remove = statistics.median(adds), statistics.median(removes)
     print(f"  (a) git worktree add --detach A     {add:7.2f} s   (anchor; median of {repeat}; "
           f"each {', '.join(f'{s:.2f}' for s in adds)})")
     print(f"      git worktree remove             {remove:7.2f} s")
@@ -196,7 +180,7 @@ def bench_worktrees(scratch: Path, files: int, repeat: int, moves: int, cycles: 
     first, _ = settled(pool.checkout, "head", a)
     print(f"  (b) pool, first checkout of A       {first:7.2f} s   = {first / add:.2f}x full add")
     move_times, release_times = pooled_moves(pool, a, b, moves)
-    move, release = median(move_times), median(release_times)
+    move, release = statistics.median(move_times), statistics.median(release_times)
     print(f"  (c) pool, move A<->B                {move:7.2f} s   = {move / add:.3f}x full add  "
           f"(target <= {MOVE_TARGET}x: {verdict(move / add <= MOVE_TARGET)}; median of {moves}; "
           f"each {', '.join(f'{s:.2f}' for s in move_times)})")
@@ -284,7 +268,7 @@ def bench_replay(scratch: Path, runs: int, repeat: int, profile: bool) -> None:
             seconds, replay_misses = replayed(review, store, runs, artifacts)
             replays.append(seconds)
             same = same and anchor_misses == replay_misses
-        anchor, warm = median(anchors), median(replays)
+        anchor, warm = statistics.median(anchors), statistics.median(replays)
         print(f"  direct: worktree add x2 + overlay + evaluate_once  {anchor:6.2f} s   (anchor; "
               f"each {', '.join(f'{s:.2f}' for s in anchors)})")
         print(f"  replay, warm pool                                  {warm:6.2f} s   "

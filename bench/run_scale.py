@@ -19,19 +19,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench.bigrepo import generate
+from bench.timing import timed, verdict
 
 TODAY = dt.date(2026, 3, 1)
 
 
 def timed_run(repo: Path) -> tuple[float, int]:
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "relconsole", "run", "--json", "--today", TODAY.isoformat()],
-                          cwd=repo, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+    seconds, proc = timed(subprocess.run, [sys.executable, "-m", "relconsole", "run", "--json", "--today",
+                                           TODAY.isoformat()], cwd=repo, capture_output=True, text=True)
     try:
         ran = len(json.loads(proc.stdout)["relations"])
     except (ValueError, KeyError):
@@ -60,8 +58,8 @@ def main() -> int:
         print(f"relconsole run, {args.small:,} touched paths: {small:6.2f} s  ({ran[args.small]} relations; anchor)")
         print(f"relconsole run, {args.large:,} touched paths: {large:6.2f} s  ({ran[args.large]} relations)")
         per_path = (large - small) / (args.large - args.small) * 1000
-        verdict = "PASS" if large <= 2 * small else "FAIL"
-        print(f"  ratio {large / small:.2f}x, {per_path:.3f} ms per extra path  (target: <= 2x: {verdict})")
+        ok = large <= 2 * small
+        print(f"  ratio {large / small:.2f}x, {per_path:.3f} ms per extra path  (target: <= 2x: {verdict(ok)})")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0

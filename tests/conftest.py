@@ -1,15 +1,18 @@
-"""Shared fixtures: a materialised sample repository and git helpers."""
+"""Shared fixtures: a materialised sample repository (git helpers: bench/gitrepo.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from bench.gitrepo import write_files
 from relconsole.engine.demo import materialise
+from relconsole.engine.oracle.catalog import load_catalog
+from relconsole.engine.relations.runner import RunPlan
 
 # No property test may fail for being slow: the machine's load is not the product's behaviour.
 settings.register_profile("relconsole", deadline=None)
@@ -18,45 +21,23 @@ settings.load_profile("relconsole")
 TODAY = dt.date(2026, 11, 30)
 
 
-def git(repo: Path, *args: str, check: bool = True) -> str:
-    """Run git in ``repo`` and return stdout (text, stripped of nothing)."""
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
-    return proc.stdout
-
-
-def init_repo(root: Path) -> Path:
-    """An empty repository at ``root`` on branch ``main`` with a test identity."""
-    git(root.parent, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
-    return root
-
-
-def git_bytes(repo: Path, *args: str) -> bytes:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
-
-
-def reviewed_repo(repo: Path, base: dict[str, str], patch: dict[str, str] | None = None) -> Path:
-    """A git repository at ``repo``: ``base`` files committed on ``main``, then branch
-    ``patch`` checked out with ``patch`` files committed on it (when given)."""
-    for path, text in base.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git(repo.parent, "init", "-q", "-b", "main", str(repo))
-    git(repo, "config", "user.name", "t")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    git(repo, "checkout", "-q", "-b", "patch")
-    if patch:
-        for path, text in patch.items():
-            (repo / path).parent.mkdir(parents=True, exist_ok=True)
-            (repo / path).write_text(text)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "patch")
-    return repo
+def seeds_plan(tree: Path, module: str, source: str, subject: str, seeds: str, kind: str = "idempotence",
+               extra: str = "", timeout: float = 60.0, clock: str | None = None) -> RunPlan:
+    """A run plan for relation ``iso.SUBJECT`` (``kind`` over ``module:subject``, the seeds file
+    ``seeds`` as its input, compared exactly; ``extra`` catalog lines appended) in a scratch
+    tree at ``tree`` holding ``module.py`` (``source``) and ``oracle/seeds/x.jsonl``."""
+    write_files(tree, {f"{module}.py": source, "oracle/seeds/x.jsonl": seeds})
+    catalog = load_catalog(textwrap.dedent(f"""\
+        relations:
+          - id: iso.{subject}
+            kind: {kind}
+            subject: {module}:{subject}
+            input: {{seeds: oracle/seeds/x.jsonl}}
+            compare: exact
+            statement: isolation
+        """) + extra, "oracle/catalog.yaml")
+    return RunPlan(catalog.get(f"iso.{subject}"), tree, [str(tree)], "seeds",
+                   tree / "oracle" / "seeds" / "x.jsonl", "pin", timeout, clock)
 
 
 @pytest.fixture

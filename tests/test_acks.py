@@ -18,7 +18,8 @@ from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EX
 from relconsole.engine.gate.patchflags import Flag
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.repo.splitcheck import check_split
-from tests.conftest import TODAY, git, git_bytes
+from bench.gitrepo import git, git_bytes
+from tests.conftest import TODAY
 from tests.test_console import SIZE, assert_user_work_kept, last_commit, settle, user_work
 
 GOLDEN = "golden_literal"

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
-import subprocess
 from pathlib import Path
 
 import git
@@ -21,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.gitrepo import hermetic_git
 from relconsole.cli.main import main as relconsole_main
 from relconsole.engine.repo.gitio import Touched, touched_paths
 from relconsole.engine.literal import one_line
@@ -29,24 +28,13 @@ from relconsole.engine.repo.owners import EXEMPT, GAP, OWNED, PROTECTED, bind, g
 PROTECTED_PATTERNS = ("oracle/**",)
 
 
-def run_git(root: Path, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    done = subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com",
-                           "-c", "commit.gpgsign=false", *args],
-                          cwd=root, env=env, input=input, capture_output=True, check=False)
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {args}: {done.stderr.decode(errors='replace')}")
-    return done.stdout
-
-
 class Repo:
     """A scratch git repository driven with plain git commands."""
 
     def __init__(self, root: Path):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
-        run_git(root, "init", "-q", "-b", "main")
+        hermetic_git(root, "init", "-q", "-b", "main")
         self._n = itertools.count()
 
     def write(self, path: str, text: str | None = None) -> None:
@@ -57,16 +45,16 @@ class Repo:
                           encoding="utf-8")
 
     def commit(self, message: str = "c") -> str:
-        run_git(self.root, "add", "-A")
-        run_git(self.root, "commit", "-q", "--allow-empty", "-m", message)
-        return run_git(self.root, "rev-parse", "HEAD").decode().strip()
+        hermetic_git(self.root, "add", "-A")
+        hermetic_git(self.root, "commit", "-q", "--allow-empty", "-m", message)
+        return hermetic_git(self.root, "rev-parse", "HEAD").decode().strip()
 
     def mv(self, old: str, new: str) -> None:
         (self.root / new).parent.mkdir(parents=True, exist_ok=True)
-        run_git(self.root, "mv", "--", old, new)
+        hermetic_git(self.root, "mv", "--", old, new)
 
     def rm(self, path: str) -> None:
-        run_git(self.root, "rm", "-q", "--", path)
+        hermetic_git(self.root, "rm", "-q", "--", path)
 
     def touched(self, base: str, head: str) -> list[Touched]:
         return touched_paths(git.Repo(self.root), base, head)
@@ -149,7 +137,7 @@ def shared_repo(tmp_path_factory) -> Repo:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(names=st.lists(_component, min_size=1, max_size=4, unique=True))
 def test_any_file_name_is_reported_exactly(shared_repo, names):
-    base = run_git(shared_repo.root, "rev-parse", "HEAD").decode().strip()
+    base = hermetic_git(shared_repo.root, "rev-parse", "HEAD").decode().strip()
     folder = f"ex{next(_counter)}"
     for name in names:
         shared_repo.write(f"{folder}/{name}")
@@ -265,11 +253,11 @@ RELATION_IDS = ["r.a", "r.b", "r.c", "r.d"]
 def git_matches(tmp_path_factory) -> dict[str, set[str]]:
     """pattern -> the pool paths git's own ignore matcher says it matches."""
     root = tmp_path_factory.mktemp("checkignore")
-    run_git(root, "init", "-q")
+    hermetic_git(root, "init", "-q")
     out = {}
     for pattern in POOL_PATTERNS:
         (root / ".gitignore").write_text(pattern + "\n", encoding="utf-8")
-        raw = run_git(root, "check-ignore", "--no-index", "-z", "--stdin",
+        raw = hermetic_git(root, "check-ignore", "--no-index", "-z", "--stdin",
                       input="\0".join(POOL_PATHS).encode() + b"\0", check=False)
         out[pattern] = {p.decode() for p in raw.split(b"\0") if p}
     return out
@@ -411,7 +399,7 @@ def reviewed(tmp_path) -> Repo:
     for path in ("src/aggregator.py", "src/store/db.py", "src/util.py", "docs/guide.md"):
         repo.write(path)
     repo.commit("base")
-    run_git(repo.root, "checkout", "-q", "-b", "patch")
+    hermetic_git(repo.root, "checkout", "-q", "-b", "patch")
     for path in UNOWNED:
         repo.write(path)
     repo.mv("src/store/db.py", "src/store/engine.py")
@@ -453,7 +441,7 @@ def test_bind_exits_2_and_lists_every_gap_in_text(reviewed, capsys):
 
 def test_bind_exits_0_once_main_owns_every_touched_path(reviewed, capsys):
     """Control: the same patch passes when the base's owner map places the gaps."""
-    run_git(reviewed.root, "checkout", "-q", "main")
+    hermetic_git(reviewed.root, "checkout", "-q", "main")
     catalog = json.loads((reviewed.root / "oracle/catalog.yaml").read_text(encoding="utf-8"))
     catalog["owners"] = {"**": [], **catalog["owners"]}  # first: the last match still wins
     reviewed.write("oracle/catalog.yaml", json.dumps(catalog, indent=1))
@@ -469,13 +457,13 @@ def test_bind_exits_0_once_main_owns_every_touched_path(reviewed, capsys):
 def test_an_owner_pattern_git_would_refuse_is_a_bad_input_file_with_its_line(reviewed, capsys):
     """A trailing unescaped backslash is not a gitignore pattern: exit 5 naming the catalog
     and the pattern's line, on the base where the oracle is read, not a traceback."""
-    run_git(reviewed.root, "checkout", "-q", "main")
+    hermetic_git(reviewed.root, "checkout", "-q", "main")
     catalog = json.loads((reviewed.root / "oracle/catalog.yaml").read_text())
     catalog["owners"]["docs\\"] = []
     text = json.dumps(catalog, indent=1)
     reviewed.write("oracle/catalog.yaml", text)
     reviewed.commit("catalog: a broken pattern")
-    run_git(reviewed.root, "checkout", "-q", "patch")
+    hermetic_git(reviewed.root, "checkout", "-q", "patch")
     capsys.readouterr()
     code = relconsole_main(["bind", "--repo", str(reviewed.root), "--head", "patch", "--today", "2026-01-15"])
     err = capsys.readouterr().err

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TODAY, git, reviewed_repo
+from bench.gitrepo import git, reviewed_repo
+from conftest import TODAY
 from relconsole.cli.main import main
 from relconsole.engine.gate import bindfacts
 from relconsole.engine.repo import gitio

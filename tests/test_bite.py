@@ -22,7 +22,8 @@ from relconsole.engine.relations.mutations import mutants
 from relconsole.engine.relations.operators import OPERATORS
 from relconsole.engine.relations.targeting import TargetNotFound
 from relconsole.engine.gate.review import load_review
-from tests.conftest import TODAY, git
+from bench.gitrepo import git, reviewed_repo, write_files
+from tests.conftest import TODAY
 
 SNIPPET = textwrap.dedent('''
     """A module."""
@@ -486,7 +487,6 @@ ADAPTERS = {
 
 
 def vers_repo(root: Path, oracle: dict[str, str], subject: str, library: dict[str, str] | None = None) -> Path:
-    from tests.conftest import reviewed_repo
     files = {**(VERS_LIBRARY if library is None else library), **VERS_ORACLE, **oracle,
              "oracle/catalog.yaml": VERS_CATALOG.replace("SUBJECT", subject), "README.md": "versions\n"}
     return reviewed_repo(root, files)
@@ -525,9 +525,7 @@ def test_an_adapter_reaches_the_library_it_calls_statically(tmp_path: Path, vari
 
     oracle, subject = ADAPTERS[variant]
     tree = tmp_path / "tree"
-    for path, text in {**VERS_LIBRARY, **VERS_ORACLE, **oracle}.items():
-        (tree / path).parent.mkdir(parents=True, exist_ok=True)
-        (tree / path).write_text(text)
+    write_files(tree, {**VERS_LIBRARY, **VERS_ORACLE, **oracle})
     module, attr = subject.split(":")
     roots = [str(tree), str(tree / "src")]
     path, attr = defining_file(tree, roots, module.replace(".", "/") + ".py", attr)
@@ -634,10 +632,7 @@ def test_a_library_file_linked_out_of_the_tree_is_skipped_not_a_target(tmp_path:
     outside.parent.mkdir()
     outside.write_text(VERS_CORE)
     tree = tmp_path / "tree"
-    for path, text in {"src/vers/__init__.py": VERS_LIBRARY["src/vers/__init__.py"],
-                       **ADAPTERS["reexported"][0]}.items():
-        (tree / path).parent.mkdir(parents=True, exist_ok=True)
-        (tree / path).write_text(text)
+    write_files(tree, {"src/vers/__init__.py": VERS_LIBRARY["src/vers/__init__.py"], **ADAPTERS["reexported"][0]})
     (tree / "src/vers/core.py").symlink_to(outside)
     reach = adapter_reach(tree, [str(tree), str(tree / "src")], "oracle/adapters.py", "normal",
                           lambda p: p.startswith("oracle/"))
@@ -882,7 +877,6 @@ MARKS_RUN = {("src/marks/__init__.py", "escape"), ("src/marks/__init__.py", "Mar
 
 @pytest.fixture(scope="module")
 def marks_report(tmp_path_factory) -> tuple[Path, object]:
-    from tests.conftest import reviewed_repo
     repo = reviewed_repo(tmp_path_factory.mktemp("marks") / "repo", MARKS)
     review = load_review(repo, "main", "HEAD", TODAY)
     try:
@@ -962,7 +956,6 @@ def relconsole_files(repo: Path) -> dict[str, bytes]:
 
 def test_reached_library_paths_reads_git_objects_and_writes_nothing(tmp_path: Path):
     from relconsole.engine.gate.bitetargets import reached_library_paths
-    from tests.conftest import reviewed_repo
 
     # the patch makes escape call a function of a new module, which calls one of another
     init = MARKS_INIT.replace("from ._native import _escape_inner\n",
@@ -994,13 +987,11 @@ def test_a_name_a_package_re_exports_under_a_try_import_is_followed_to_its_sourc
     from relconsole.engine.gate.adapterreach import adapter_reach
 
     tree = tmp_path / "tree"
-    for path, text in {
-            "src/pkg/__init__.py": "try:\n    from ._speedups import escape\nexcept ImportError:\n"
-                                   "    from ._escape import escape\n",
-            "src/pkg/_escape.py": "def escape(s):\n    return s.replace('&', '&amp;')\n",
-            "oracle/adapters.py": "import pkg\n\n\ndef esc(x):\n    return pkg.escape(x)\n"}.items():
-        (tree / path).parent.mkdir(parents=True, exist_ok=True)
-        (tree / path).write_text(text)
+    write_files(tree, {
+        "src/pkg/__init__.py": "try:\n    from ._speedups import escape\nexcept ImportError:\n"
+                               "    from ._escape import escape\n",
+        "src/pkg/_escape.py": "def escape(s):\n    return s.replace('&', '&amp;')\n",
+        "oracle/adapters.py": "import pkg\n\n\ndef esc(x):\n    return pkg.escape(x)\n"})
     reach = adapter_reach(tree, [str(tree), str(tree / "src")], "oracle/adapters.py", "esc",
                           lambda p: p.startswith("oracle/"))
     assert reach.targets == {"src/pkg/_escape.py": ["escape"]}

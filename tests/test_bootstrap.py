@@ -11,7 +11,8 @@ import pytest
 from relconsole.cli.main import main
 from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE
 from relconsole.engine.repo.splitcheck import check_split
-from tests.conftest import TODAY, git
+from bench.gitrepo import commit_all, committed_repo, git, write_files
+from tests.conftest import TODAY
 
 CORE = '''import json
 
@@ -37,19 +38,11 @@ def loads(text):
 def textkit(tmp_path: Path) -> Path:
     """A library nobody wrote for relconsole: a src/ package re-exporting from its module, a
     test, a README and a committed corpus; no oracle."""
-    root = tmp_path / "textkit"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "Rita Reviewer")
-    git(root, "config", "user.email", "rita@example.org")
     files = {"src/textkit/__init__.py": "from .core import dumps, loads, normalize\n", "src/textkit/core.py": CORE,
              "tests/test_core.py": "def test_nothing():\n    pass\n", "README.md": "# textkit\n",
              "data/words.csv": "word,lang\n Hello ,en\nhola,es\nWORLD,en\nmundo,es\nsun,en\nluna,es\nsky,en\n"}
-    for path, text in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "textkit")
-    return root
+    return committed_repo(tmp_path / "textkit", files, identity=("Rita Reviewer", "rita@example.org"),
+                          message="textkit")
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -277,11 +270,8 @@ def test_init_names_every_path_of_the_tree_exempt_or_as_a_listed_gap(textkit: Pa
     import fnmatch
     extra = {"uv.lock": "lock\n", "MANIFEST.in": "include *.md\n", "bench.py": "print(1)\n",
              ".gitattributes": "* text=auto\n", "scripts/release.sh": "echo\n", ".devcontainer/x.json": "{}\n"}
-    for path, text in extra.items():
-        (textkit / path).parent.mkdir(parents=True, exist_ok=True)
-        (textkit / path).write_text(text)
-    git(textkit, "add", "-A")
-    git(textkit, "commit", "-q", "-m", "more files")
+    write_files(textkit, extra)
+    commit_all(textkit, "more files")
     assert cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())[0] == EXIT_PASS
     catalog = git(textkit, "show", "HEAD:oracle/catalog.yaml")
     patterns = [line.split('"')[1] for line in catalog.splitlines() if line.strip().startswith(('"', '# "'))]
@@ -322,12 +312,8 @@ def test_a_candidate_over_a_json_lines_lease_names_its_keys(textkit: Path, capsy
 def test_init_on_a_tree_with_nothing_to_exempt_writes_a_catalog_that_loads(tmp_path: Path, capsys):
     """Only a package: every owners entry is a commented-out gap, and the catalog still loads
     (an empty mapping, not null); uncommenting the entry as told makes the package owned."""
-    repo = tmp_path / "bare"
-    (repo / "pkg").mkdir(parents=True)
-    (repo / "pkg" / "core.py").write_text("def f(x):\n    return x\n")
-    git(tmp_path, "init", "-q", "-b", "main", str(repo))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "a package and nothing else")
+    repo = committed_repo(tmp_path / "bare", {"pkg/core.py": "def f(x):\n    return x\n"}, identity=None,
+                          message="a package and nothing else")
     code, _, err = cli(capsys, "init", "--repo", str(repo), "--today", TODAY.isoformat())
     assert code == EXIT_PASS, err
     assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] == EXIT_PASS

@@ -12,8 +12,6 @@ import copy
 import csv
 import datetime as dt
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relconsole.cli.main as cli
+from bench.gitrepo import hermetic_git
 from relconsole.engine.oracle.candidates import (CANDIDATE_MAX_BYTES, RULES, InputShape, input_shape, validate_candidate,
                                           validate_seed_rows)
 from relconsole.engine.oracle.catalog import load_catalog
@@ -903,20 +902,13 @@ def test_demo_seed_rows_get_the_intended_verdicts(demo_review):
         assert any(key in r for r in row.reasons), (row.value, row.reasons)
 
 
-def _git(root: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
-                    *args], cwd=root, env=env, check=True, capture_output=True)
-
-
 def test_bad_yaml_candidate_on_main_is_listed_as_rejected(tmp_path, capsys):
     root = materialise(tmp_path / "demo", TODAY)
-    _git(root, "checkout", "-q", "main")
+    hermetic_git(root, "checkout", "-q", "main")
     (root / "oracle" / "quarantine" / "broken.yaml").write_text("id: broken\nid: again\nstatement: [\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "quarantine: a drafter wrote junk")
-    _git(root, "checkout", "-q", "agent/patch")
+    hermetic_git(root, "add", "-A")
+    hermetic_git(root, "commit", "-q", "-m", "quarantine: a drafter wrote junk")
+    hermetic_git(root, "checkout", "-q", "agent/patch")
     capsys.readouterr()
     code = cli.main(["validate", "--repo", str(root), "--today", TODAY.isoformat(), "--json"])
     payload = json.loads(capsys.readouterr().out)
@@ -1037,7 +1029,7 @@ def test_a_step_below_one_on_an_integer_field_is_always_true(step, always_true):
 def test_a_drafted_seed_row_with_a_lone_surrogate_is_rejected_and_can_be_deleted(demo_repo, capsys):
     """Red team: ``"\\ud800"`` in a drafted row crashed validate, accept, delete and the
     console's load (UnicodeEncodeError). It is a rejected row like any other bad line."""
-    from tests.conftest import git
+    from bench.gitrepo import git
     seeds = "oracle/quarantine/rollout.monotonic.seeds.jsonl"
     other = demo_repo.parent / "main-surrogate"
     git(demo_repo, "worktree", "add", "-q", str(other), "main")

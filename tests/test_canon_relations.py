@@ -23,10 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relconsole.engine.relations.canon import canonical, differences
-from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.relations.worker import evaluate_values
 from relconsole.engine.relations.pool import evaluate_once
 from relconsole.engine.relations.records import RunPlan
+from tests.conftest import seeds_plan
 
 PROJECT = Path(__file__).resolve().parents[1]
 COMPARES = ("exact", "canon", "tolerance")
@@ -517,21 +517,7 @@ def chatty(x):
 
 
 def worker_plan(tmp_path: Path, subject: str, timeout: float = 60.0) -> RunPlan:
-    tree = tmp_path / "tree"
-    (tree / "oracle" / "seeds").mkdir(parents=True, exist_ok=True)
-    (tree / "bad.py").write_text(BAD_SUBJECTS)
-    (tree / "oracle" / "seeds" / "x.jsonl").write_text('["a", "b"]\n')
-    catalog = load_catalog(textwrap.dedent(f"""\
-        relations:
-          - id: iso.{subject}
-            kind: idempotence
-            subject: bad:{subject}
-            input: {{seeds: oracle/seeds/x.jsonl}}
-            compare: exact
-            statement: isolation
-        """), "oracle/catalog.yaml")
-    return RunPlan(catalog.get(f"iso.{subject}"), tree, [str(tree)], "seeds",
-                   tree / "oracle" / "seeds" / "x.jsonl", "pin", timeout_seconds=timeout)
+    return seeds_plan(tmp_path / "tree", "bad", BAD_SUBJECTS, subject, '["a", "b"]\n', timeout=timeout)
 
 
 def test_a_healthy_subject_holds_in_a_worker(tmp_path):

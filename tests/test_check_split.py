@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from relconsole.cli.main import main
-from tests.conftest import git
+from bench.gitrepo import git, init_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,10 +34,7 @@ def commit(repo: Path, message: str, files: dict[str, str | None]) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "r"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
+    root = init_repo(tmp_path / "r")
     commit(root, "base", {"src/app.py": "v1\n", "oracle/catalog.yaml": "relations: []\n",
                           "oracle/freezes.json": "[]\n", "oracle/leases/a.yaml": "id: a\n",
                           "oracle/leases/b.yaml": "id: b\n", "oracle/quarantine/c.yaml": "id: c\n",
@@ -228,9 +225,7 @@ def test_the_commit_that_creates_the_oracle_stands_alone_and_a_catalog_row_bring
 
 def _code_only(root: Path) -> Path:
     """A repository with code and no oracle yet, its first commit tagged ``start``."""
-    git(root.parent, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.invalid")
+    init_repo(root)
     commit(root, "code", {"src/app.py": "v1\n"})
     git(root, "tag", "start")
     return root

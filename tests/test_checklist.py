@@ -12,7 +12,8 @@ from relconsole.engine.gate import actions
 from relconsole.engine.gate.checklist import merge_checklist
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_check_split import commit
 from tests.test_patch_flags import AGG, CORPUS, based, freeze_row, lease
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,8 @@ import pytest
 from relconsole.cli.main import main
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE
 from relconsole.engine.oracle.leases import parse_lease
-from tests.conftest import TODAY, git
+from bench.gitrepo import git, git_bytes
+from tests.conftest import TODAY
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -28,10 +28,6 @@ def repo_args(repo: Path) -> list[str]:
 
 def tip(repo: Path) -> str:
     return git(repo, "rev-parse", "main").strip()
-
-
-def git_bytes(repo: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
 
 
 def names(repo: Path) -> list[str]:

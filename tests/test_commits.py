@@ -10,6 +10,7 @@ import git
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from bench.gitrepo import committed_repo, write_files
 from relconsole.engine.repo import commits
 from relconsole.engine.repo.commits import FileChange, check_kind, commit_changes
 from relconsole.engine.repo.config import Layout
@@ -59,10 +60,6 @@ def write(root: Path, path: str, data: bytes) -> None:
 @pytest.fixture
 def repo_path(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
-    root.mkdir()
-    run(root, "init", "-q", "-b", "main")
-    run(root, "config", "user.name", "Tess Ter")
-    run(root, "config", "user.email", "tess@example.com")
     files = {
         "oracle/catalog.yaml": CATALOG,
         "oracle/quarantine/x.yaml": b"id: orders.x\ntransform: permute\ncompare: canon\n",
@@ -74,13 +71,9 @@ def repo_path(tmp_path: Path) -> Path:
         NOTES: "Notes \u2014 first draft\n".encode(),
         "src/app.py": b"def aggregate(rows):\n    return rows\n",
     }
-    for path, data in files.items():
-        write(root, path, data)
-    write(root, "oracle/seeds/tool.jsonl", b"1\n")
+    write_files(root, files | {"oracle/seeds/tool.jsonl": b"1\n"})
     os.chmod(root / "oracle/seeds/tool.jsonl", 0o755)
-    run(root, "add", "-A")
-    run(root, "commit", "-q", "-m", "initial")
-    return root
+    return committed_repo(root, {}, identity=("Tess Ter", "tess@example.com"), message="initial")
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -33,7 +33,8 @@ from relconsole.engine.errors import (EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJ
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.wslease import open_store
 from relconsole.engine.gate.wsleasestore import LeaseHeld
-from tests.conftest import TODAY, git, reviewed_repo
+from bench.gitrepo import git, reviewed_repo
+from tests.conftest import TODAY
 from tests import redis_server
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,8 @@ import yaml
 from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
 from relconsole.engine.oracle.leases import parse_lease
-from tests.conftest import TODAY, git, git_bytes
+from bench.gitrepo import git, git_bytes
+from tests.conftest import TODAY
 
 SIZE = (160, 48)
 

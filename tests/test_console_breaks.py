@@ -9,7 +9,8 @@ from relconsole.console.commands import palette_entries
 from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.pane import Pane
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import SIZE, prompts, settle
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from relconsole.console.app import ReviewApp
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import SIZE, goto, prompts, settle
 
 MARKUP = "[bold]loud[/bold] [link=https://example.invalid]click[/link] [@click=app.quit]x[/]"

@@ -15,7 +15,8 @@ from relconsole.console.app import ReviewApp
 from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.engine.oracle.leases import parse_lease
-from tests.conftest import TODAY, git, git_bytes
+from bench.gitrepo import git, git_bytes
+from tests.conftest import TODAY
 from tests.test_console import SIZE, assert_user_work_kept, goto, last_commit, prompts, settle, user_work
 
 STOCKS = "oracle/leases/stocks.yaml"

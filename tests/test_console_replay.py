@@ -7,7 +7,8 @@ from pathlib import Path
 
 from relconsole.console.app import ReviewApp
 from relconsole.engine.gate.wslease import open_store
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import goto, prompts, settle
 
 SIZE = (160, 48)

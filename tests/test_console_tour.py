@@ -13,7 +13,8 @@ from pathlib import Path
 
 from relconsole.console.app import ReviewApp
 from relconsole.engine import demo
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import SIZE, goto, last_commit, settle, until
 
 INTERMITTENT = "bands.repeat_scans"

@@ -27,7 +27,8 @@ import yaml
 import relconsole
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
-from tests.conftest import TODAY, git, git_bytes
+from bench.gitrepo import git, git_bytes
+from tests.conftest import TODAY
 
 pytestmark = pytest.mark.e2e
 

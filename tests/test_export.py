@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, init_repo
+from bench.gitrepo import git, init_repo
 
 
 def test_repeated_exports_never_fail_on_the_archive_padding(tmp_path):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TODAY, git
+from bench.gitrepo import git
+from conftest import TODAY
 from relconsole.engine.demo import materialise
 from test_hostile_subjects import (AGGREGATOR, HONEST, MERGE_PATCHER, NAIVE, OFF_BY_ONE, patched, prelude)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from relconsole.engine.gate import gatehealth
 from relconsole.engine.decision import Decision
-from tests.conftest import git
+from bench.gitrepo import git
 from tests.test_decide import _store_at_generation_7, relconsole_cli, varied, write_sheet  # noqa: F401 (autouse: the store the sheets name)
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)

@@ -18,7 +18,8 @@ import pytest
 
 from relconsole.cli.main import main
 from relconsole.engine.relations.records import RunRecord
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 
 OTHER_UID = 12345  # no such user here: any uid but ours makes git's ownership check refuse
 

@@ -29,6 +29,7 @@ import jsonschema
 import pytest
 import yaml
 
+from bench.gitrepo import git
 from relconsole.engine.errors import EXIT_ABORT, EXIT_REJECT
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -46,10 +47,6 @@ def expand(text: str, context: dict) -> str:
     """``text`` with each ``${{ name }}`` replaced by ``context[name]``; KeyError for an
     expression the test does not know (so the workflow cannot use one untested)."""
     return EXPRESSION.sub(lambda m: str(context[m.group(1)]), str(text))
-
-
-def git(cwd, *args) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import TODAY, git, init_repo
+from bench.gitrepo import git, init_repo
+from conftest import TODAY
 from relconsole.engine.oracle import hashcache
 from relconsole.engine.oracle.hashcache import (CHUNK_BYTES, RACY_NS, CommitFiles, HashCache, NotRegularFile,
                                          sha256_stream)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TODAY, git
+from bench.gitrepo import git
+from conftest import TODAY
 from relconsole.engine.demo import materialise
 from relconsole.engine.relations.subject.server import bwrap_path
 

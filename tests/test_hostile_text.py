@@ -17,7 +17,8 @@ from pathlib import Path
 
 from relconsole.cli.main import main
 from relconsole.console.app import ReviewApp
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import SIZE, goto, settle
 
 CANDIDATE = "oracle/quarantine/penguins.mass_permutation.yaml"

@@ -23,7 +23,8 @@ from relconsole.console.app import ReviewApp
 from relconsole.console.widgets.pane import Pane
 from relconsole.engine.errors import EXIT_BAD_INPUT
 from relconsole.engine.oracle.jsonnumbers import count_problem, loads
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import SIZE, settle
 from tests.test_decide import FREEZE_SHEET
 

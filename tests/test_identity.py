@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.gate.review import load_review
-from tests.conftest import TODAY, git, reviewed_repo
+from bench.gitrepo import git, reviewed_repo
+from tests.conftest import TODAY
 
 BASE = {
     "id": "orders.split", "kind": "split_merge", "subject": "agg:summarize",

@@ -21,7 +21,8 @@ from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.relations.pool import evaluate_once
 from relconsole.engine.relations.records import RunPlan
-from tests.conftest import TODAY, reviewed_repo
+from bench.gitrepo import reviewed_repo
+from tests.conftest import TODAY, seeds_plan
 from tests.test_console import settle
 
 SUBJECTS = """
@@ -46,21 +47,7 @@ def hangs(x):
 
 def plan(tmp_path: Path, subject: str, kind: str = "idempotence", clock: str | None = None,
          extra: str = "", timeout: float = 60.0) -> RunPlan:
-    tree = tmp_path / "tree"
-    (tree / "oracle" / "seeds").mkdir(parents=True, exist_ok=True)
-    (tree / "subjects.py").write_text(SUBJECTS)
-    (tree / "oracle" / "seeds" / "x.jsonl").write_text('["a"]\n')
-    catalog = load_catalog(textwrap.dedent(f"""\
-        relations:
-          - id: iso.{subject}
-            kind: {kind}
-            subject: subjects:{subject}
-            input: {{seeds: oracle/seeds/x.jsonl}}
-            compare: exact
-            statement: isolation
-        """) + extra, "oracle/catalog.yaml")
-    return RunPlan(catalog.get(f"iso.{subject}"), tree, [str(tree)], "seeds",
-                   tree / "oracle" / "seeds" / "x.jsonl", "pin", timeout, clock)
+    return seeds_plan(tmp_path / "tree", "subjects", SUBJECTS, subject, '["a"]\n', kind, extra, timeout, clock)
 
 
 def test_a_segfault_is_a_miss_naming_the_signal(tmp_path):

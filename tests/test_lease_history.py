@@ -25,7 +25,8 @@ from relconsole.engine.gate.leasehistory import (CREATED, EDITED, REHASHED, REMO
                                             renewal_history)
 from relconsole.engine.oracle.leases import parse_lease, rehash_preview
 from relconsole.engine.gate.review import load_review
-from tests.conftest import TODAY, git, init_repo
+from bench.gitrepo import git, init_repo
+from tests.conftest import TODAY
 
 PROJECT = Path(__file__).resolve().parents[1]
 MANIFEST = "oracle/leases/orders.yaml"

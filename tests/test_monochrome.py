@@ -23,7 +23,8 @@ from relconsole.console.widgets.pane import Pane
 from relconsole.engine.oracle.freezes import LIVE
 from relconsole.engine.demo import materialise
 from relconsole.engine.oracle.leases import DRIFTED, EXPIRED, OK
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 
 PANES = ("touched", "relations", "leases", "quarantine")
 SIZE = (160, 48)  # the size the console is documented at: four 38-column panes

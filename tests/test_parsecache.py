@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TODAY, git
 from relconsole.engine.gate import oracleload, quarantineload
+from bench.gitrepo import git
+from conftest import TODAY
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.oracle.parsecache import ParseCache, code_fingerprint
 from relconsole.engine.gate.review import load_review

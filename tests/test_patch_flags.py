@@ -11,7 +11,8 @@ import pytest
 from relconsole.cli.main import main
 from relconsole.engine.gate import pyscan, pysource
 from relconsole.engine.gate.review import load_review
-from tests.conftest import TODAY, git, git_bytes, init_repo
+from bench.gitrepo import git, git_bytes, init_repo
+from tests.conftest import TODAY
 from tests.test_check_split import commit
 
 CORPUS = "day,temp\n2024-01-01,3\n2024-01-02,5\n"

@@ -26,7 +26,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import TODAY, git
+from bench.gitrepo import git
+from conftest import TODAY
 from relconsole import schemas
 import relconsole.cli.main as cli
 from relconsole.engine.drafting.drafter import STRAGGLER_SECONDS, DrafterError, run_drafter

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 
 ROOT = Path(__file__).resolve().parents[1]
 FREEZES = "oracle/freezes.json"

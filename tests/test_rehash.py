@@ -24,7 +24,8 @@ from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitR
 from relconsole.engine.oracle.leases import DRIFTED, MISSING, OK, parse_lease, rehash_preview
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.oracle.textedit import set_lease_sha256
-from tests.conftest import TODAY, git, git_bytes, init_repo
+from bench.gitrepo import commit_all, git, git_bytes, init_repo
+from tests.conftest import TODAY
 
 MANIFEST = "oracle/leases/orders.yaml"
 CORPUS = "oracle/data/orders.csv"
@@ -51,12 +52,6 @@ def sha256(data: bytes) -> str:
 
 def tip(repo: Path, ref: str = "main") -> str:
     return git(repo, "rev-parse", ref).strip()
-
-
-def commit_all(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return tip(repo)
 
 
 def make_repo(root: Path, owner: str = OWNER, quote: str = '"', drift: bool = True) -> Path:

@@ -29,7 +29,8 @@ from relconsole.engine.relations.kinds import split_points
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.relations.records import RunPlan, input_summary
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_console import goto, settle
 
 SIZE = (160, 48)

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import TODAY, git, reviewed_repo
+from bench.gitrepo import git, reviewed_repo
+from conftest import TODAY
 from test_leases_freezes import FLAKY
 from test_leases_freezes import passes as flip_holds  # the model of FLAKY: holds on this seed?
 from relconsole.engine.gate import actions

@@ -28,7 +28,8 @@ from relconsole.engine.oracle import schemacheck
 from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, BadInputError
 from relconsole.engine.oracle.yamlload import load_yaml_text
 from relconsole.schemas import ID_BASE, NAMES
-from tests.conftest import TODAY, git
+from bench.gitrepo import committed_repo, git
+from tests.conftest import TODAY
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_repo" / "oracle"
@@ -290,17 +291,10 @@ def _resolves(root: Path, relative: str) -> None:
 
 
 def test_init_writes_a_modeline_naming_a_copy_of_the_schema_and_the_files_still_load(tmp_path, capsys):
-    root = tmp_path / "kit"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    git(root, "config", "user.name", "Rita Reviewer")
-    git(root, "config", "user.email", "rita@example.org")
-    (root / "kit").mkdir()
-    (root / "kit" / "__init__.py").write_text("def dumps(rows):\n    return rows\n\n\ndef loads(rows):\n    return rows\n")
-    (root / "data").mkdir()
-    (root / "data" / "words.csv").write_text("word,lang\nhello,en\nhola,es\n")
-    (root / "README.md").write_text("# kit\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "kit")
+    root = committed_repo(tmp_path / "kit", {
+        "kit/__init__.py": "def dumps(rows):\n    return rows\n\n\ndef loads(rows):\n    return rows\n",
+        "data/words.csv": "word,lang\nhello,en\nhola,es\n", "README.md": "# kit\n"},
+        identity=("Rita Reviewer", "rita@example.org"), message="kit")
     code = main(["init", "--repo", str(root), "--corpus", "data/words.csv", "--subject", "kit:dumps",
                  "--today", TODAY.isoformat()])
     capsys.readouterr()

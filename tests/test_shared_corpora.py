@@ -20,7 +20,8 @@ from bench.flights import IDS, make_repo
 from relconsole.engine.oracle.leases import lease_status, parse_lease, sha256_file
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 
 pytestmark = pytest.mark.shared
 

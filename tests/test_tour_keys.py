@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 from tests.test_e2e_tmux import PROJECT_ROOT, Terminal, detail_head, pane_lines, terminal  # noqa: F401
 
 pytestmark = pytest.mark.e2e

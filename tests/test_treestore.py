@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import git, reviewed_repo
+from bench.gitrepo import git, reviewed_repo
 from relconsole.engine.repo import gitio
 from relconsole.engine.repo import treestore
 from relconsole.engine.repo.workspace import build_run_tree, export_oracle

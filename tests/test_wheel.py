@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from relconsole.engine import demo
-from tests.conftest import TODAY, git
+from bench.gitrepo import git
+from tests.conftest import TODAY
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTALL_TIMEOUT = 900  # seconds: a cold pip cache downloads every dependency

@@ -26,7 +26,7 @@ from relconsole.engine.gate.wslease import open_store
 from relconsole.engine.gate.wsleaseredis import RedisLeaseStore
 from relconsole.engine.gate.wsleasesqlite import SqliteLeaseStore
 from relconsole.engine.gate.wsleasestore import STATES, LeaseHeld, NotHolder, StoreUnavailable
-from tests.conftest import git
+from bench.gitrepo import git
 from tests.redis_server import _free_port, private_redis, redis_url  # noqa: F401 (redis_url: fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
