@@ -312,3 +312,38 @@ def test_the_worse_of_two_parts_judging_one_relation_stands_and_a_shard_index_mu
     (art / "sub" / "gate-shard-1-of-1.json").write_text(json.dumps(dict(part, shard_index=3)))
     outside = cli(repo, "gate", "--collect", str(art), "--json", "--no-history")
     assert outside.returncode == 5 and "shard_index" in outside.stderr, outside.stderr
+
+
+# --- issue 17, the new-user trial: what gate says agrees with itself, the README and the SPEC ---
+
+WHERE = r"(?:tests|oracle)/[\w/.]+:\d+"
+
+
+@pytest.fixture(scope="module")
+def sample_gate(sample, tmp_path_factory) -> dict:
+    """The sample's own patch (agent/patch) gated once in text mode with --summary: its stdout,
+    decision.json and the Markdown summary, and ``flags --json`` beside it."""
+    tmp = tmp_path_factory.mktemp("sample-gate")
+    repo = tmp / "repo"
+    subprocess.run(["git", "clone", "-q", "-b", "agent/patch", str(sample), str(repo)], check=True)
+    git(repo, "branch", "-q", "main", "origin/main")
+    art, summary = tmp / "artifacts", tmp / "summary.md"
+    proc = cli(repo, "gate", "--base", "main", "--runs", "2", "--artifacts", str(art), "--summary", str(summary),
+               "--no-history")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return {"repo": repo, "code": proc.returncode, "stdout": proc.stdout, "summary": summary.read_text(),
+            "decision": json.loads((art / "decision.json").read_text()),
+            "flags": json_of(cli(repo, "flags", "--base", "main", "--json"))}
+
+
+def test_a_protected_path_flag_says_what_the_gate_does_with_it(sample_gate):
+    """§9: the change has no effect on the review (the oracle is the base's), but a reviewer
+    must see it: the gate rejects until it is acknowledged, and the flag and README say so."""
+    flags = [f for f in sample_gate["flags"]["flags"] if f["name"] == "protected_path_changed"]
+    assert flags
+    causes = {c["reason"] for c in sample_gate["decision"]["causes"] if c["decision"] == "reject"}
+    assert "review_flag:protected_path_changed" in causes
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `protected_path_changed`"))
+    for text in [f["detail"] for f in flags] + [row]:
+        assert "no effect" not in text and "relconsole ack" in text, text
