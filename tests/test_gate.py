@@ -347,3 +347,20 @@ def test_a_protected_path_flag_says_what_the_gate_does_with_it(sample_gate):
     row = next(line for line in readme.splitlines() if line.startswith("| `protected_path_changed`"))
     for text in [f["detail"] for f in flags] + [row]:
         assert "no effect" not in text and "relconsole ack" in text, text
+
+
+def test_decision_json_lists_each_cause_once_in_a_stable_order(sample_gate):
+    causes = [json.dumps(c, sort_keys=True) for c in sample_gate["decision"]["causes"]]
+    assert len(causes) == len(set(causes)), causes
+    assert sample_gate["decision"]["reason"] in {c["reason"] for c in sample_gate["decision"]["causes"]}
+
+
+def test_finish_drops_repeated_causes_and_keeps_the_first_order():
+    from relconsole.engine.decision import Decision
+    from relconsole.engine.gate import finish
+    miss = Decision("reject", "property_fail", 3, "a.rel", "missed on every HEAD run")
+    flag16 = Decision("reject", "review_flag:golden_literal", None, None, "t.py:16: x")
+    flag20 = Decision("reject", "review_flag:golden_literal", None, None, "t.py:20: y")
+    payload = finish({"gaps": []}, [miss, Decision("pass", "held", None, "b.rel"), miss], [flag16, flag20, flag16], [])
+    assert [(c["reason"], c["detail"]) for c in payload["causes"]] == \
+        [(d.reason, d.detail) for d in (miss, flag16, flag20)]
