@@ -364,3 +364,19 @@ def test_finish_drops_repeated_causes_and_keeps_the_first_order():
     payload = finish({"gaps": []}, [miss, Decision("pass", "held", None, "b.rel"), miss], [flag16, flag20, flag16], [])
     assert [(c["reason"], c["detail"]) for c in payload["causes"]] == \
         [(d.reason, d.detail) for d in (miss, flag16, flag20)]
+
+
+def _locations(text: str) -> set[str]:
+    import re
+    return set(re.findall(WHERE, text))
+
+
+def test_every_front_end_names_the_same_golden_literal_lines(sample_gate):
+    """flags, the gate's stdout, decision.json's causes and the summary name every golden line."""
+    golden = {f"{f['path']}:{f['line']}" for f in sample_gate["flags"]["flags"] if f["name"] == "golden_literal"}
+    assert len(golden) >= 2, sample_gate["flags"]["flags"]  # the sample's patch adds two
+    stdout = [line for line in sample_gate["stdout"].splitlines() if "no_golden_literal" in line]
+    causes = [c["detail"] for c in sample_gate["decision"]["causes"] if c["reason"] == "checklist:no_golden_literal"]
+    summary = [line for line in sample_gate["summary"].splitlines() if line.startswith("| no\\_golden\\_literal")]
+    for front_end, lines in (("stdout", stdout), ("causes", causes), ("summary", summary)):
+        assert lines and _locations(" ".join(lines).replace("\\", "")) == golden, (front_end, lines)
