@@ -380,3 +380,20 @@ def test_every_front_end_names_the_same_golden_literal_lines(sample_gate):
     summary = [line for line in sample_gate["summary"].splitlines() if line.startswith("| no\\_golden\\_literal")]
     for front_end, lines in (("stdout", stdout), ("causes", causes), ("summary", summary)):
         assert lines and _locations(" ".join(lines).replace("\\", "")) == golden, (front_end, lines)
+
+
+def test_an_early_abort_still_writes_decision_json(sample_gate, tmp_path):
+    """An unknown base ref stops the gate before it judged anything: --artifacts still gets a
+    decision.json saying abort and why (never an older file's word), as the SARIF does."""
+    art = tmp_path / "artifacts"
+    art.mkdir()
+    (art / "decision.json").write_text(json.dumps({"decision": "pass", "exit_code": 0}))
+    proc = cli(sample_gate["repo"], "gate", "--base", "no-such-base", "--artifacts", str(art), "--no-history")
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+    written = json.loads((art / "decision.json").read_text())
+    assert (written["decision"], written["exit_code"]) == ("abort", 3)
+    assert "no-such-base" in written["detail"] and written["reason"]
+    (art / "gate-shard-1-of-2.json").write_text("{not json")  # collect stops at a bad part: exit 5
+    collected = cli(sample_gate["repo"], "gate", "--collect", str(art), "--no-history")
+    written = json.loads((art / "decision.json").read_text())
+    assert collected.returncode == written["exit_code"] == 5 and written["decision"] == "abort", collected.stderr
