@@ -397,3 +397,24 @@ def test_an_early_abort_still_writes_decision_json(sample_gate, tmp_path):
     collected = cli(sample_gate["repo"], "gate", "--collect", str(art), "--no-history")
     written = json.loads((art / "decision.json").read_text())
     assert collected.returncode == written["exit_code"] == 5 and written["decision"] == "abort", collected.stderr
+
+
+
+def test_the_readme_orders_the_causes_as_the_gate_does():
+    """README: the exit code of several causes is the worst's, in the order the line states
+    (a reject outranks a coverage gap); checked against ``gate.finish``."""
+    import re
+    from relconsole.engine.decision import Decision
+    from relconsole.engine.gate import finish
+    readme = (ROOT / "README.md").read_text()
+    [order] = [line for line in readme.splitlines() if "outranks" in line and " > " in line]
+    codes = [int(c) for c in re.findall(r"\((\d)\)", order)]
+    assert len(codes) >= 5 and codes.index(1) < codes.index(2), order  # a reject outranks a gap
+    cause = {0: None, 1: "reject", 2: "gap", 3: "abort", 4: "hold"}
+
+    def code_of(present: set[int]) -> int:
+        verdicts = [Decision(cause[c], "r") for c in present if cause[c] not in (None, "gap")]
+        return finish({"gaps": ["x.py"] if 2 in present else []}, verdicts, [], [])["exit_code"]
+    for i, better in enumerate(codes):
+        for worse in codes[:i]:
+            assert code_of({better, worse}) == worse, (worse, better)
