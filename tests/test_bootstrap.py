@@ -340,3 +340,14 @@ def test_init_on_a_tree_with_nothing_to_exempt_writes_a_catalog_that_loads(tmp_p
     catalog.write_text(edited)
     git(repo, "commit", "-q", "-am", "catalog: exempt the package")
     assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] == EXIT_PASS
+
+
+def test_init_counts_one_package_in_the_singular(textkit: Path, capsys):
+    import re
+    code, out, _ = cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())
+    assert code == EXIT_PASS
+    [summary] = [line for line in out.splitlines() if "package" in line]
+    counts = re.findall(r"(?<![\d.])(\d+) ((?:[a-z-]+ )*?(?:packages?|patterns?|paths?)\b)", summary)
+    assert len(counts) == 3 and any(n == "1" for n, _ in counts), summary  # the fixture has one package
+    for n, words in counts:
+        assert words.endswith("s") == (n != "1"), (n, words, summary)

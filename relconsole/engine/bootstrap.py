@@ -27,7 +27,7 @@ from relconsole.engine import gitio
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import UsageError
-from relconsole.engine.literal import one_line
+from relconsole.engine.literal import counted, one_line
 from relconsole.engine.leases import header_fields
 
 EXEMPT = ("tests/**", "test/**", "docs/**", "doc/**", "*.md", "*.rst", "*.txt", ".github/**", "LICENSE*",
@@ -228,8 +228,10 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
     changes = [FileChange(layout.catalog, catalog.encode()), FileChange(layout.freezes, b"[]\n"),
                FileChange(layout.pins, b"{}\n")]
     changes += [FileChange(path, data) for path, data in schema_copies(oracle_dir).items()]
-    lines = [f"{layout.catalog}: {len(exempt)} exempt patterns, {len(_packages(files))} packages and modules "
-             f"and {len(others)} other top-level paths left as gaps (commented out in owners)",
+    lines = [f"{layout.catalog}: {counted(len(exempt), 'exempt pattern')}, "
+             f"{counted(len(_packages(files)), 'package or module', 'packages and modules')} and "
+             f"{counted(len(others), 'other top-level path')} left as {'a gap' if len(others) == 1 else 'gaps'} "
+             "(commented out in owners)",
              f"{posixpath.join(oracle_dir, SCHEMAS_DIR)}/: the JSON Schemas an editor checks these files with "
              "(README: Editors)"]
     for lease in leases:
