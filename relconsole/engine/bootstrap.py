@@ -26,7 +26,7 @@ import yaml
 from relconsole.engine import gitio
 from relconsole.engine.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.config import Layout, layout_from_pyproject
-from relconsole.engine.errors import UsageError
+from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.leases import header_fields
 
@@ -82,7 +82,13 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
     branch = base_ref or gitio.current_branch(repo)
     if not branch:
         raise UsageError("HEAD is detached: name the branch the oracle goes on with --base")
-    tip = gitio.resolve(repo, branch)
+    try:
+        tip = gitio.resolve(repo, branch)
+    except GitError:
+        if not _has_commits(repo):  # "unknown ref 'main'" read as a typo (issue 17)
+            raise GitError("this repository has no commits yet: commit the project first, then run "
+                           "relconsole init") from None
+        raise
     view = gitio.TreeView(repo, tip)
     layout = layout_from_pyproject(view.read_text("pyproject.toml"))
     if view.read_text(layout.catalog) is not None:
@@ -103,6 +109,13 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
                             + (", drafted candidates in quarantine (not accepted)." if drafts else "."),
                             layout=layout)
     return InitResult(commit, lines)
+
+
+def _has_commits(repo) -> bool:
+    """Whether any branch, tag or other ref of ``repo`` names a commit (a fresh ``git init`` has none)."""
+    where = repo.working_tree_dir or repo.git_dir
+    proc = gitio.run_git(where, "rev-list", "-n", "1", "--all", ok=None)
+    return proc.returncode == 0 and bool(proc.stdout.strip())
 
 
 def _identity(repo) -> str:
