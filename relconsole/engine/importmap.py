@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 from relconsole.engine.owners import EXEMPT, GAP, OWNED, Binding
@@ -112,5 +111,5 @@ def apply(review) -> None:
             continue
         extra = tuple(rid for rid in sorted(named) if rid not in binding.relations)
         if extra and binding.state in (EXEMPT, GAP, OWNED):
-            out[at] = replace(binding, state=OWNED, relations=binding.relations + extra, via_import=extra)
+            out[at] = binding._replace(state=OWNED, relations=binding.relations + extra, via_import=extra)
     review.bindings = out
