@@ -15,7 +15,6 @@ that a record could bind.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -83,6 +82,7 @@ def ensure(review, workers: int | None = None) -> None:
             linked = sandboxed()
             build_run_tree(review.repo, review.merge_base, review.oracle_dir, review.layout.protected, tree,
                            link=linked)
+            import dataclasses  # here: bind's answer from kept facts never runs relations
             plans = [(dataclasses.replace(plan_for(review, r, tree, linked=linked), imports_only=True), None)
                      for r in missing]
             results = run_all(plans, workers=workers)
