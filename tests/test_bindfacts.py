@@ -189,3 +189,45 @@ def test_the_light_repository_handle_reads_dirs_dirtiness_and_objects_as_gitpyth
     for nowhere in (tmp_path / "absent", tmp_path):
         with pytest.raises(UsageError):
             gitio.open_repo(nowhere)
+
+
+def test_the_merge_base_asked_with_the_refs_is_git_merge_base_or_nothing(tmp_path):
+    """open_with_refs(with_merge_base=True) names the merge base ``git merge-base`` names
+    when there is exactly one, and None (so merge_base is asked, and says why) for two
+    unrelated histories, several merge bases, or a ref that is a range."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    ident = ("-c", "user.name=t", "-c", "user.email=t@example.invalid")
+
+    def commit(name: str) -> str:
+        (repo / name).write_text(name)
+        git(repo, "add", name)
+        git(repo, *ident, "commit", "-q", "-m", name)
+        return git(repo, "rev-parse", "HEAD").strip()
+
+    commit("a")
+    git(repo, "checkout", "-q", "-b", "patch")
+    commit("b")
+    git(repo, "checkout", "-q", "main")
+    commit("c")
+    _, shas = gitio.open_with_refs(repo, ("patch", "main"), with_merge_base=True)
+    assert shas[:2] == gitio.open_with_refs(repo, ("patch", "main"))[1]
+    assert shas[2] == git(repo, "merge-base", "main", "patch").strip()
+    # a criss-cross: two merge bases, so none is taken from rev-parse
+    git(repo, "checkout", "-q", "-b", "x", "patch")
+    git(repo, *ident, "merge", "-q", "--no-edit", "main")
+    git(repo, "checkout", "-q", "main")
+    git(repo, *ident, "merge", "-q", "--no-edit", "patch")
+    commit("d")
+    git(repo, "checkout", "-q", "x")
+    commit("e")
+    assert len(git(repo, "merge-base", "--all", "main", "x").split()) == 2
+    assert gitio.open_with_refs(repo, ("x", "main"), with_merge_base=True)[1][2] is None
+    git(repo, "checkout", "-q", "--orphan", "lone")
+    commit("f")
+    _, (head, base, found) = gitio.open_with_refs(repo, ("lone", "main"), with_merge_base=True)
+    assert head and base and found is None
+    with pytest.raises(GitError):
+        gitio.merge_base(gitio.open_repo(repo), base, head)
+    assert gitio.open_with_refs(repo, ("main..lone", "main"), with_merge_base=True)[1] == [None, None, None]

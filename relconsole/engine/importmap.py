@@ -15,10 +15,8 @@ that a record could bind.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 from relconsole.engine.owners import EXEMPT, GAP, OWNED, Binding
@@ -84,6 +82,7 @@ def ensure(review, workers: int | None = None) -> None:
             linked = sandboxed()
             build_run_tree(review.repo, review.merge_base, review.oracle_dir, review.layout.protected, tree,
                            link=linked)
+            import dataclasses  # here: bind's answer from kept facts never runs relations
             plans = [(dataclasses.replace(plan_for(review, r, tree, linked=linked), imports_only=True), None)
                      for r in missing]
             results = run_all(plans, workers=workers)
@@ -112,5 +111,5 @@ def apply(review) -> None:
             continue
         extra = tuple(rid for rid in sorted(named) if rid not in binding.relations)
         if extra and binding.state in (EXEMPT, GAP, OWNED):
-            out[at] = replace(binding, state=OWNED, relations=binding.relations + extra, via_import=extra)
+            out[at] = binding._replace(state=OWNED, relations=binding.relations + extra, via_import=extra)
     review.bindings = out
