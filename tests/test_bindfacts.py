@@ -191,3 +191,72 @@ def test_the_light_repository_handle_reads_dirs_dirtiness_and_objects_as_gitpyth
     for nowhere in (tmp_path / "absent", tmp_path):
         with pytest.raises(UsageError):
             gitio.open_repo(nowhere)
+
+
+def test_the_merge_base_asked_with_the_refs_is_git_merge_base_or_nothing(tmp_path):
+    """open_with_refs(with_merge_base=True) names the merge base ``git merge-base`` names
+    when there is exactly one, and None (so merge_base is asked, and says why) for two
+    unrelated histories, several merge bases, or a ref that is a range."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    ident = ("-c", "user.name=t", "-c", "user.email=t@example.invalid")
+
+    def commit(name: str) -> str:
+        (repo / name).write_text(name)
+        git(repo, "add", name)
+        git(repo, *ident, "commit", "-q", "-m", name)
+        return git(repo, "rev-parse", "HEAD").strip()
+
+    commit("a")
+    git(repo, "checkout", "-q", "-b", "patch")
+    commit("b")
+    git(repo, "checkout", "-q", "main")
+    commit("c")
+    _, shas = gitio.open_with_refs(repo, ("patch", "main"), with_merge_base=True)
+    assert shas[:2] == gitio.open_with_refs(repo, ("patch", "main"))[1]
+    assert shas[2] == git(repo, "merge-base", "main", "patch").strip()
+    # a criss-cross: two merge bases, so none is taken from rev-parse
+    git(repo, "checkout", "-q", "-b", "x", "patch")
+    git(repo, *ident, "merge", "-q", "--no-edit", "main")
+    git(repo, "checkout", "-q", "main")
+    git(repo, *ident, "merge", "-q", "--no-edit", "patch")
+    commit("d")
+    git(repo, "checkout", "-q", "x")
+    commit("e")
+    assert len(git(repo, "merge-base", "--all", "main", "x").split()) == 2
+    assert gitio.open_with_refs(repo, ("x", "main"), with_merge_base=True)[1][2] is None
+    git(repo, "checkout", "-q", "--orphan", "lone")
+    commit("f")
+    _, (head, base, found) = gitio.open_with_refs(repo, ("lone", "main"), with_merge_base=True)
+    assert head and base and found is None
+    with pytest.raises(GitError):
+        gitio.merge_base(gitio.open_repo(repo), base, head)
+    assert gitio.open_with_refs(repo, ("main..lone", "main"), with_merge_base=True)[1] == [None, None, None]
+
+
+# Modules review.py imports whose code shapes nothing bind keeps: flags, acks and the checklist
+# are worked out again on every bind, and records only name a run's result fields.
+NOT_KEPT = {"gate/checklist.py", "gate/acks.py", "gate/patchflags.py", "relations/records.py", "errors.py",
+            "literal.py", "atomicfile.py", "repo/config.py"}
+
+
+def test_every_engine_module_the_review_load_imports_is_in_the_kept_facts_fingerprint():
+    """A split of review.py (issue 19 made oracleload, seeds, patchfacts and quarantineload out of
+    it) must not leave a part of the load out of the fingerprint: kept facts would then survive
+    a change of the code that made them."""
+    import ast
+    from relconsole.engine.gate import bindfacts
+    from relconsole.engine.oracle import parsecache
+    covered = set(bindfacts._LOAD_CODE) | set(parsecache._DEPENDS_ON)
+    review = bindfacts._ENGINE / "gate" / "review.py"
+    imported = set()
+    for node in ast.parse(review.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("relconsole.engine."):
+            module = node.module.removeprefix("relconsole.engine.")
+            for alias in node.names:
+                target = bindfacts._ENGINE / (module.replace(".", "/") + "/" + alias.name + ".py")
+                imported.add(target.relative_to(bindfacts._ENGINE).as_posix() if target.exists()
+                             else module.replace(".", "/") + ".py")
+    assert "gate/oracleload.py" in imported, "the walk finds the load's parts"
+    assert imported - covered - NOT_KEPT == set()

@@ -326,3 +326,29 @@ def test_init_on_a_tree_with_nothing_to_exempt_writes_a_catalog_that_loads(tmp_p
     catalog.write_text(edited)
     git(repo, "commit", "-q", "-am", "catalog: exempt the package")
     assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] == EXIT_PASS
+
+
+def test_init_in_a_repository_without_commits_says_so_in_one_line(tmp_path: Path, capsys):
+    """Issue 17: it said "unknown ref 'main'", as if the user had mistyped a branch."""
+    root = tmp_path / "fresh"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    (root / "app.py").write_text("def f():\n    return 1\n")
+    for args in ([], ["--base", "main"], ["--base", "trunk"]):
+        code, out, err = cli(capsys, "init", "--repo", str(root), *args)
+        [line] = err.splitlines()
+        assert code != EXIT_PASS and out == "" and "no commit" in line and "unknown ref" not in line, line
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    code, _, err = cli(capsys, "init", "--repo", str(root), "--base", "trunk")  # now a real unknown ref
+    assert code != EXIT_PASS and "unknown ref 'trunk'" in err
+
+
+def test_init_counts_one_package_in_the_singular(textkit: Path, capsys):
+    import re
+    code, out, _ = cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())
+    assert code == EXIT_PASS
+    [summary] = [line for line in out.splitlines() if "package" in line]
+    counts = re.findall(r"(?<![\d.])(\d+) ((?:[a-z-]+ )*?(?:packages?|patterns?|paths?)\b)", summary)
+    assert len(counts) == 3 and any(n == "1" for n, _ in counts), summary  # the fixture has one package
+    for n, words in counts:
+        assert words.endswith("s") == (n != "1"), (n, words, summary)

@@ -337,3 +337,16 @@ def test_a_range_with_an_empty_side_is_a_usage_error_not_a_pass(repo, capsys, sp
     assert check(capsys, repo)[0] == 1  # the whole range finds the mix
     code = main(["check-split", spec, "--repo", str(repo)])
     assert code == 64 and "empty or blank side" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["nope..HEAD", "start..nope", "nope...HEAD", "no\x1b[31mpe..HEAD"])
+def test_an_unknown_revision_is_one_line_naming_it_not_gits_words(repo, capsys, spec):
+    """git's own "fatal: bad revision 'nope..HEAD'" reached the user raw (issue 17): one line
+    naming the revision that is unknown, escaped, with check-split's exit code for it (3)."""
+    commit(repo, "code", {"src/app.py": "v2\n"})
+    code = main(["check-split", spec, "--repo", str(repo)])
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    bad = next(side for side in spec.replace("...", "..").split("..") if "no" in side)
+    assert code == 3 and captured.out == ""
+    assert "fatal" not in line and "\x1b" not in line and bad.replace("\x1b", "\\x1b") in line, line

@@ -210,6 +210,29 @@ def test_dirty_path_not_changed_by_the_commit_is_fine(repo_path: Path):
     assert run(root, "status", "--porcelain") == " M oracle/leases/other.yaml\n"
 
 
+def test_a_same_second_unstaged_edit_stays_visible_after_the_commit(repo_path: Path):
+    """An edit of another file, made in the same second as the index was written and of the
+    same size, is racily clean: git must read the file to see it. The commit's new index must
+    not hide it (a copy of the index stamped "now" made git trust the stale entry: status
+    clean, `git commit -a` blind to the user's change)."""
+    root = repo_path
+    other = root / "oracle" / "leases" / "other.yaml"
+    old = run(root, "show", "HEAD:oracle/leases/other.yaml").encode()
+    edited = old.replace(b"2026", b"2027")
+    assert len(edited) == len(old) and edited != old
+    second = int(other.stat().st_mtime) - 100  # a past second: the commit writes its index after it
+    os.utime(other, (second, second))
+    run(root, "update-index", "--refresh")  # the entry now carries that second
+    other.write_bytes(edited)  # the same inode and size, in the same second:
+    os.utime(other, (second, second))
+    os.utime(root / ".git" / "index", (second, second))  # as if the index was written then too
+    commit_changes(git.Repo(root), "main", "lease", "renew orders_v3",
+                   [FileChange("oracle/leases/orders_v3.yaml", b"id: orders_v3\nexpires: 2027-01-31\n")])
+    assert other.read_bytes() == edited
+    assert run(root, "status", "--porcelain") == " M oracle/leases/other.yaml\n"
+    assert run(root, "diff", "--name-only") == "oracle/leases/other.yaml\n"
+
+
 def test_freeze_commit_with_catalog_path_is_refused(repo_path: Path):
     root = repo_path
     old_main = run(root, "rev-parse", "main").strip()

@@ -313,3 +313,109 @@ def test_the_worse_of_two_parts_judging_one_relation_stands_and_a_shard_index_mu
     (art / "sub" / "gate-shard-1-of-1.json").write_text(json.dumps(dict(part, shard_index=3)))
     outside = cli(repo, "gate", "--collect", str(art), "--json", "--no-history")
     assert outside.returncode == 5 and "shard_index" in outside.stderr, outside.stderr
+
+
+# --- issue 17, the new-user trial: what gate says agrees with itself, the README and the SPEC ---
+
+WHERE = r"(?:tests|oracle)/[\w/.]+:\d+"
+
+
+@pytest.fixture(scope="module")
+def sample_gate(sample, tmp_path_factory) -> dict:
+    """The sample's own patch (agent/patch) gated once in text mode with --summary: its stdout,
+    decision.json and the Markdown summary, and ``flags --json`` beside it."""
+    tmp = tmp_path_factory.mktemp("sample-gate")
+    repo = tmp / "repo"
+    subprocess.run(["git", "clone", "-q", "-b", "agent/patch", str(sample), str(repo)], check=True)
+    git(repo, "branch", "-q", "main", "origin/main")
+    art, summary = tmp / "artifacts", tmp / "summary.md"
+    proc = cli(repo, "gate", "--base", "main", "--runs", "2", "--artifacts", str(art), "--summary", str(summary),
+               "--no-history")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return {"repo": repo, "code": proc.returncode, "stdout": proc.stdout, "summary": summary.read_text(),
+            "decision": json.loads((art / "decision.json").read_text()),
+            "flags": json_of(cli(repo, "flags", "--base", "main", "--json"))}
+
+
+def test_a_protected_path_flag_says_what_the_gate_does_with_it(sample_gate):
+    """§9: the change has no effect on the review (the oracle is the base's), but a reviewer
+    must see it: the gate rejects until it is acknowledged, and the flag and README say so."""
+    flags = [f for f in sample_gate["flags"]["flags"] if f["name"] == "protected_path_changed"]
+    assert flags
+    causes = {c["reason"] for c in sample_gate["decision"]["causes"] if c["decision"] == "reject"}
+    assert "review_flag:protected_path_changed" in causes
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `protected_path_changed`"))
+    for text in [f["detail"] for f in flags] + [row]:
+        assert "no effect" not in text and "relconsole ack" in text, text
+
+
+def test_decision_json_lists_each_cause_once_in_a_stable_order(sample_gate):
+    causes = [json.dumps(c, sort_keys=True) for c in sample_gate["decision"]["causes"]]
+    assert len(causes) == len(set(causes)), causes
+    assert sample_gate["decision"]["reason"] in {c["reason"] for c in sample_gate["decision"]["causes"]}
+
+
+def test_finish_drops_repeated_causes_and_keeps_the_first_order():
+    from relconsole.engine.decision import Decision
+    from relconsole.engine.gate.pipeline import finish
+    miss = Decision("reject", "property_fail", 3, "a.rel", "missed on every HEAD run")
+    flag16 = Decision("reject", "review_flag:golden_literal", None, None, "t.py:16: x")
+    flag20 = Decision("reject", "review_flag:golden_literal", None, None, "t.py:20: y")
+    payload = finish({"gaps": []}, [miss, Decision("pass", "held", None, "b.rel"), miss], [flag16, flag20, flag16], [])
+    assert [(c["reason"], c["detail"]) for c in payload["causes"]] == \
+        [(d.reason, d.detail) for d in (miss, flag16, flag20)]
+
+
+def _locations(text: str) -> set[str]:
+    import re
+    return set(re.findall(WHERE, text))
+
+
+def test_every_front_end_names_the_same_golden_literal_lines(sample_gate):
+    """flags, the gate's stdout, decision.json's causes and the summary name every golden line."""
+    golden = {f"{f['path']}:{f['line']}" for f in sample_gate["flags"]["flags"] if f["name"] == "golden_literal"}
+    assert len(golden) >= 2, sample_gate["flags"]["flags"]  # the sample's patch adds two
+    stdout = [line for line in sample_gate["stdout"].splitlines() if "no_golden_literal" in line]
+    causes = [c["detail"] for c in sample_gate["decision"]["causes"] if c["reason"] == "checklist:no_golden_literal"]
+    summary = [line for line in sample_gate["summary"].splitlines() if line.startswith("| no\\_golden\\_literal")]
+    for front_end, lines in (("stdout", stdout), ("causes", causes), ("summary", summary)):
+        assert lines and _locations(" ".join(lines).replace("\\", "")) == golden, (front_end, lines)
+
+
+def test_an_early_abort_still_writes_decision_json(sample_gate, tmp_path):
+    """An unknown base ref stops the gate before it judged anything: --artifacts still gets a
+    decision.json saying abort and why (never an older file's word), as the SARIF does."""
+    art = tmp_path / "artifacts"
+    art.mkdir()
+    (art / "decision.json").write_text(json.dumps({"decision": "pass", "exit_code": 0}))
+    proc = cli(sample_gate["repo"], "gate", "--base", "no-such-base", "--artifacts", str(art), "--no-history")
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+    written = json.loads((art / "decision.json").read_text())
+    assert (written["decision"], written["exit_code"]) == ("abort", 3)
+    assert "no-such-base" in written["detail"] and written["reason"]
+    (art / "gate-shard-1-of-2.json").write_text("{not json")  # collect stops at a bad part: exit 5
+    collected = cli(sample_gate["repo"], "gate", "--collect", str(art), "--no-history")
+    written = json.loads((art / "decision.json").read_text())
+    assert collected.returncode == written["exit_code"] == 5 and written["decision"] == "abort", collected.stderr
+
+
+
+def test_the_readme_orders_the_causes_as_the_gate_does():
+    """README: the exit code of several causes is the worst's, in the order the line states
+    (a reject outranks a coverage gap); checked against ``gate.finish``."""
+    import re
+    from relconsole.engine.decision import Decision
+    from relconsole.engine.gate.pipeline import finish
+    readme = (ROOT / "README.md").read_text()
+    [order] = [line for line in readme.splitlines() if "outranks" in line and " > " in line]
+    codes = [int(c) for c in re.findall(r"\((\d)\)", order)]
+    assert len(codes) >= 5 and codes.index(1) < codes.index(2), order  # a reject outranks a gap
+    cause = {0: None, 1: "reject", 2: "gap", 3: "abort", 4: "hold"}
+
+    def code_of(present: set[int]) -> int:
+        verdicts = [Decision(cause[c], "r") for c in present if cause[c] not in (None, "gap")]
+        return finish({"gaps": ["x.py"] if 2 in present else []}, verdicts, [], [])["exit_code"]
+    for i, better in enumerate(codes):
+        for worse in codes[:i]:
+            assert code_of({better, worse}) == worse, (worse, better)

@@ -59,14 +59,12 @@ def _code(text: str) -> str:
 
 BUGS = [
     Planted("bind-dedupes-across-paths", "owners.bind_order_free", "relconsole/engine/repo/owners.py", _code('''
-        import dataclasses as _planted_dc
         _planted_bind = bind
         def bind(owners, touched, protected_patterns=()):
             """A relation already listed for an earlier path is left off the later ones."""
             seen, out = set(), []
             for binding in _planted_bind(owners, touched, protected_patterns):
-                out.append(_planted_dc.replace(
-                    binding, relations=tuple(r for r in binding.relations if r not in seen)))
+                out.append(binding._replace(relations=tuple(r for r in binding.relations if r not in seen)))
                 seen.update(binding.relations)
             return out
         '''), ("bind",)),

@@ -48,8 +48,11 @@ def cmd_gate(args) -> int:
     """Gate one shard, or the whole review, or collect shards; print and write the decision.
 
     The ``--sarif`` and ``--summary`` files are removed first and always rewritten: a gate that
-    fails (a git error, a bad artifact) writes an abort there, so what CI shows is never an
-    older file, nor one the patch committed at that path."""
+    fails (a git error such as an unknown ref, a bad artifact) writes an abort there, so what
+    CI shows is never an older file, nor one the patch committed at that path. So does
+    ``decision.json`` in ``--artifacts`` (or the ``--collect`` directory): an abort naming why,
+    with the error's exit code (3, or 5 for a bad file; issue 17). Usage errors (64) write
+    nothing."""
     from relconsole.engine.errors import RelconsoleError
     for output in (args.sarif, args.summary):
         if output is not None:
@@ -59,10 +62,15 @@ def cmd_gate(args) -> int:
     except UsageError:
         raise
     except RelconsoleError as exc:
-        from relconsole.engine.gate.pipeline import failure_payload
-        if args.sarif is None and args.summary is None:
-            raise
-        _outputs(args, failure_payload(exc))
+        from relconsole.engine.gate.pipeline import failure_payload, write_decision_file
+        payload = failure_payload(exc)
+        _outputs(args, payload)
+        directory = args.collect if args.collect is not None else args.artifacts
+        if directory is not None:
+            try:
+                _write(lambda: write_decision_file(payload, directory))
+            except RelconsoleError:
+                pass  # an unwritable directory: the error that stopped the gate is the one to report
         raise
 
 

@@ -109,7 +109,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
     "init": (
         "Write a repository's first oracle (catalog, leases for --corpus files, drafted candidates "
         "for --subject functions into quarantine) as one 'oracle: init' commit on the base branch.",
-        {EXIT_PASS: "the init commit was made", EXIT_ABORT: _GIT,
+        {EXIT_PASS: "the init commit was made", EXIT_ABORT: _GIT + ", or the repository has no commits yet",
          EXIT_USAGE: "the branch has an oracle already, HEAD is detached, a corpus is not committed, "
                      "a subject is not found, or no git identity"}),
     "accept": (

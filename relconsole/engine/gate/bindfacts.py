@@ -37,7 +37,10 @@ KIND = "bindfacts"
 MAX_ENTRIES = 64  # oracle commits remembered (each: one owner map)
 _ENGINE = Path(__file__).resolve().parents[1]  # relconsole/engine
 # the code of the load whose facts are kept, beyond what parsecache's fingerprint covers
-_LOAD_CODE = ("gate/review.py", "oracle/jsonnumbers.py", "oracle/textedit.py", "decision.py", "oracle/candidates.py", "repo/gitio.py", "repo/workspace.py", "repo/owners.py", "gate/bindfacts.py", "oracle/hashcache.py", "gate/importmap.py")
+_LOAD_CODE = ("gate/review.py", "gate/oracleload.py", "gate/seeds.py", "gate/patchfacts.py",
+              "gate/quarantineload.py", "oracle/jsonnumbers.py", "oracle/textedit.py", "decision.py",
+              "oracle/candidates.py", "repo/gitio.py", "repo/workspace.py", "repo/owners.py",
+              "gate/bindfacts.py", "oracle/hashcache.py", "gate/importmap.py")
 
 
 def fingerprint() -> str:
@@ -112,7 +115,8 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
     day = today.isoformat() if today is not None else _today_from_env()
     if day is None:
         return None  # the full load says what is wrong with RELCONSOLE_TODAY
-    repo, (head_sha, base_tip) = gitio.open_with_refs(repo_path, (head_ref, base_ref or DEFAULT_BASE))
+    repo, (head_sha, base_tip, known_base) = gitio.open_with_refs(repo_path, (head_ref, base_ref or DEFAULT_BASE),
+                                                                  with_merge_base=True)
     if head_sha is None or base_tip is None:
         return None
     base_ref = base_ref or DEFAULT_BASE
@@ -122,7 +126,7 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
     facts = _cache(repo.git_dir).entries.get(_key(oracle_sha, base_ref, mode))
     if not _valid(facts):
         return None
-    merge_base = gitio.merge_base(repo, base_tip, head_sha)
+    merge_base = known_base or gitio.merge_base(repo, base_tip, head_sha)  # merge_base says why there is none
     diff = gitio.start_touched(repo, merge_base, head_sha)
     try:  # while git diffs: the imports and the owner index
         from relconsole.engine.gate import importmap

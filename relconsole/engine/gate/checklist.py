@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from relconsole.engine.repo import gitio
 from relconsole.engine.gate.acks import by_author, same_person
 from relconsole.engine.oracle.candidates import relation_of_seed_file
+from relconsole.engine.gate.cireport import evidence_text
 from relconsole.engine.decision import Decision
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.oracle.freezes import LIVE, parse_rows
@@ -70,8 +71,9 @@ def merge_checklist(review) -> list[Item]:
 
 
 def checklist_verdicts(items: list[Item]) -> list[Decision]:
-    """One ``reject`` (reason ``checklist:<key>``) per failed item; an unknown item fails nothing."""
-    return [Decision("reject", f"checklist:{i.key}", None, None, i.evidence[0] if i.evidence else i.title)
+    """One ``reject`` (reason ``checklist:<key>``) per failed item, its detail every evidence
+    line (``evidence_text``); an unknown item fails nothing."""
+    return [Decision("reject", f"checklist:{i.key}", None, None, evidence_text(i.evidence, i.title))
             for i in items if i.state == FAIL]
 
 

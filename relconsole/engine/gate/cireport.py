@@ -53,6 +53,13 @@ RULE_TEXT = {
 }
 
 
+def evidence_text(evidence, title: str = "") -> str:
+    """An item's evidence lines as one text, ``"; "`` between them (``title`` when there are
+    none): what every front end shows for a failed item (the gate's stdout and causes, the
+    Markdown summary, SARIF), so none names fewer locations than ``flags`` (issue 17)."""
+    return "; ".join(map(str, evidence or ())) or title
+
+
 def text_lines(payload: dict) -> list[str]:
     """The gate's log lines, one per cause a reviewer acts on (untrusted text inside: the
     caller prints each through ``one_line``)."""
@@ -75,7 +82,7 @@ def text_lines(payload: dict) -> list[str]:
     lines += [f"split REJECT: {o['commit'][:10]} {o['path']}: {o['why']}" for o in payload.get("split", [])]
     if payload.get("split_problem"):
         lines.append(f"split ABORT: {payload['split_problem']}")
-    lines += [f"checklist FAIL {i['key']}: {i['evidence'][0] if i.get('evidence') else i['title']}"
+    lines += [f"checklist FAIL {i['key']}: {evidence_text(i.get('evidence'), i['title'])}"
               for i in payload.get("checklist", []) if i.get("state") == "fail"]
     lines += [f"gap (exit 2): {path} is owned by no catalog pattern" for path in payload.get("gaps", [])]
     lines += [f"lease {s['id']}: {s['state']}  {s['reason']}" for s in payload.get("leases", [])]
@@ -245,7 +252,7 @@ def _checklist_results(payload: dict) -> list[dict]:
             continue
         where = [m for m in (_WHERE.match(str(e)) for e in item.get("evidence") or []) if m]
         places = [_location(m.group(1), int(m.group(2))) for m in where] or [_location(_catalog_path(payload))]
-        evidence = "; ".join(map(str, item.get("evidence") or [])) or "no evidence recorded"
+        evidence = evidence_text(item.get("evidence"), "no evidence recorded")
         out.append(_result(f"checklist:{item.get('key')}", "reject", f"{item.get('title')}: {evidence}",
                            places[:1], item.get("key"), places[1:]))
     return out
@@ -349,7 +356,7 @@ def _md_split(payload: dict) -> list[str]:
 
 def _md_checklist(payload: dict) -> list[str]:
     return _md_table("Failed checklist items", ["item", "title", "evidence"],
-                     [[i.get("key"), i.get("title"), "; ".join(map(str, i.get("evidence") or []))]
+                     [[i.get("key"), i.get("title"), evidence_text(i.get("evidence"))]
                       for i in payload.get("checklist", []) if i.get("state") == "fail"])
 
 

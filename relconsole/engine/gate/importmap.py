@@ -16,7 +16,6 @@ that a record could bind.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from relconsole.engine.atomicfile import write_atomic
@@ -79,5 +78,5 @@ def apply(review) -> None:
             continue
         extra = tuple(rid for rid in sorted(named) if rid not in binding.relations)
         if extra and binding.state in (EXEMPT, GAP, OWNED):
-            out[at] = replace(binding, state=OWNED, relations=binding.relations + extra, via_import=extra)
+            out[at] = binding._replace(state=OWNED, relations=binding.relations + extra, via_import=extra)
     review.bindings = out

@@ -9,7 +9,7 @@ reason ``review_flag:<name>`` (see ``Review.decision``).
 
 | flag | fires when a commit |
 | --- | --- |
-| protected_path_changed | changes any path under ``protected`` (no effect here: the oracle is the base's) |
+| protected_path_changed | changes any path under ``protected`` (the relations run the base's oracle, but merging brings the change: a reviewer must see it, §9) |
 | lease_hash_edited | changes a lease manifest's ``sha256`` (or its ``path``: another corpus) |
 | leased_corpus_edited | changes a file a lease pins |
 | freeze_row_added | adds a freeze row for a relation that had none |
@@ -543,7 +543,9 @@ class _Rules:
             moved = f" (renamed from {change.old})" if change.old and change.new and change.old != change.new else ""
             effect = ("the review reads the oracle from HEAD (--oracle-from HEAD), so this change is in "
                       "effect here" if self.oracle_from == "HEAD" else
-                      "the review reads the oracle from the base ref, so this has no effect here")
+                      "the review reads the oracle from the base ref, so the relations here run without it, but a "
+                      "merge brings it")
+            effect += "; the flag rejects until a reviewer acknowledges it (relconsole ack)"
             flag("protected_path_changed", _first_changed_line(change), f"{what} a protected path{moved}; {effect}")
         if any(self._lease_manifest(p) for p in paths):
             self._lease(change, flag)

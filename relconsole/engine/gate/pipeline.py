@@ -223,7 +223,20 @@ def finish(merged: dict, verdicts: list[Decision], patch: list[Decision], proble
         if code == EXIT_PASS and merged.get("gaps"):
             code = EXIT_GAP
     return {"relconsole_gate": GATE_VERSION, **merged, **_decision_json(decision), "exit_code": code,
-            "causes": [_decision_json(d) for d in verdicts + patch + problems if d.decision not in ("pass", "freeze")]}
+            "causes": _causes(verdicts + patch + problems)}
+
+
+def _causes(decisions: list[Decision]) -> list[dict]:
+    """The decisions that are not pass or freeze, each once, in first-seen order: a relation's
+    part verdict and its replay sheet's decision often say the same thing (issue 17)."""
+    seen, causes = set(), []
+    for d in decisions:
+        entry = _decision_json(d)
+        key = tuple(entry.values())
+        if d.decision not in ("pass", "freeze") and key not in seen:
+            seen.add(key)
+            causes.append(entry)
+    return causes
 
 
 def _read_part(path: Path) -> dict:

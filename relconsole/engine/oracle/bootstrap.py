@@ -26,8 +26,8 @@ import yaml
 from relconsole.engine.repo import gitio
 from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
 from relconsole.engine.repo.config import Layout, layout_from_pyproject
-from relconsole.engine.errors import UsageError
-from relconsole.engine.literal import one_line
+from relconsole.engine.errors import GitError, UsageError
+from relconsole.engine.literal import counted, one_line
 from relconsole.engine.oracle.leases import header_fields
 
 EXEMPT = ("tests/**", "test/**", "docs/**", "doc/**", "*.md", "*.rst", "*.txt", ".github/**", "LICENSE*",
@@ -82,7 +82,13 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
     branch = base_ref or gitio.current_branch(repo)
     if not branch:
         raise UsageError("HEAD is detached: name the branch the oracle goes on with --base")
-    tip = gitio.resolve(repo, branch)
+    try:
+        tip = gitio.resolve(repo, branch)
+    except GitError:
+        if not _has_commits(repo):  # "unknown ref 'main'" read as a typo (issue 17)
+            raise GitError("this repository has no commits yet: commit the project first, then run "
+                           "relconsole init") from None
+        raise
     view = gitio.TreeView(repo, tip)
     layout = layout_from_pyproject(view.read_text("pyproject.toml"))
     if view.read_text(layout.catalog) is not None:
@@ -103,6 +109,13 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
                             + (", drafted candidates in quarantine (not accepted)." if drafts else "."),
                             layout=layout)
     return InitResult(commit, lines)
+
+
+def _has_commits(repo) -> bool:
+    """Whether any branch, tag or other ref of ``repo`` names a commit (a fresh ``git init`` has none)."""
+    where = repo.working_tree_dir or repo.git_dir
+    proc = gitio.run_git(where, "rev-list", "-n", "1", "--all", ok=None)
+    return proc.returncode == 0 and bool(proc.stdout.strip())
 
 
 def _identity(repo) -> str:
@@ -228,8 +241,10 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
     changes = [FileChange(layout.catalog, catalog.encode()), FileChange(layout.freezes, b"[]\n"),
                FileChange(layout.pins, b"{}\n")]
     changes += [FileChange(path, data) for path, data in schema_copies(oracle_dir).items()]
-    lines = [f"{layout.catalog}: {len(exempt)} exempt patterns, {len(_packages(files))} packages and modules "
-             f"and {len(others)} other top-level paths left as gaps (commented out in owners)",
+    lines = [f"{layout.catalog}: {counted(len(exempt), 'exempt pattern')}, "
+             f"{counted(len(_packages(files)), 'package or module', 'packages and modules')} and "
+             f"{counted(len(others), 'other top-level path')} left as {'a gap' if len(others) == 1 else 'gaps'} "
+             "(commented out in owners)",
              f"{posixpath.join(oracle_dir, SCHEMAS_DIR)}/: the JSON Schemas an editor checks these files with "
              "(README: Editors)"]
     for lease in leases:

@@ -56,10 +56,7 @@ MAX_ENTRIES = 4096  # per kind; beyond it the oldest entries are dropped
 _ENGINE = Path(__file__).resolve().parents[1]  # relconsole/engine
 _DEPENDS_ON = ("oracle/catalog.py", "oracle/leases.py", "oracle/freezes.py", "oracle/schemacheck.py", "oracle/yamlload.py", "errors.py", "repo/config.py", "relations/canon.py", "gate/probescan.py", "gate/pyscan.py", "oracle/candidates.py",
                "gate/probetables.py", "gate/probecalls.py", "gate/probeexprs.py", "gate/probestate.py",
-               "gate/pysource.py", "gate/goldenscan.py",
-               # the review's loaders, out of gate/review.py since issue 19: bindfacts' fingerprint
-               # (this one plus its own list) must still change with the load whose facts it keeps
-               "gate/oracleload.py", "gate/seeds.py")
+               "gate/pysource.py", "gate/goldenscan.py")
 
 
 def code_fingerprint() -> str:

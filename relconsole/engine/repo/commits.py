@@ -488,7 +488,10 @@ def _prepare_checkout(repo: git.Repo, checkout: _Checkout, changes: Sequence[Fil
     paths at the new blobs) in ``scratch``, each file's checkout bytes (the worktree's
     smudge filters and eol rules applied) and each file's present bytes. Raises GitError."""
     if checkout.index.exists():
-        shutil.copyfile(checkout.index, checkout.scratch)
+        # copy2 keeps the index's mtime: git judges an entry racily clean (and re-reads the
+        # file) by comparing it with the index's own time, so a copy stamped "now" would make
+        # a same-second unstaged edit look clean once the new index is in place.
+        shutil.copy2(checkout.index, checkout.scratch)
     env = {"GIT_INDEX_FILE": str(checkout.scratch)}
     for change in changes:
         full = checkout.path / change.path
@@ -549,7 +552,7 @@ def _install_index(checkout: _Checkout) -> None:
         try:
             os.link(checkout.index, kept)
         except OSError:
-            shutil.copyfile(checkout.index, kept)
+            shutil.copy2(checkout.index, kept)  # the index's mtime kept (see _prepare_checkout)
         checkout.kept = kept
     os.replace(checkout.scratch, checkout.lock)
     os.replace(checkout.lock, checkout.index)

@@ -17,8 +17,7 @@ import re
 import subprocess
 import threading
 import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
+from collections import OrderedDict, namedtuple
 from pathlib import Path
 
 from relconsole.engine.errors import GitError, UsageError
@@ -207,17 +206,23 @@ _OPEN_QUERIES = ("--is-bare-repository", "--git-dir", "--git-common-dir", "--is-
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
-def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str]) -> tuple[Repository, list[str | None]]:
+def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str],
+                   with_merge_base: bool = False) -> tuple[Repository, list[str | None]]:
     """``open_repo(path)`` and the commit sha each of ``refs`` names, asked in one
     ``git rev-parse``; a ref that call cannot answer plainly (unknown, ambiguous, starting
     with ``-``) is None: ``resolve`` it for its own answer or error. Raises as ``open_repo``.
-    """
+
+    ``with_merge_base`` (two refs): the same call also asks ``A...B``, and the list gets a
+    third item, the merge base of the two commits when git names exactly one, else None
+    (none, several, or anything unexpected: ask ``merge_base``, which says why). Saves a
+    start of git (issue 17)."""
     start = Path(path).expanduser().absolute()
     if not start.exists():
         raise UsageError(f"{path}: not a git repository")
     cwd = start if start.is_dir() else start.parent
     asked = [f"{ref}^{{commit}}" for ref in refs] if not any(r.startswith("-") or not r for r in refs) else []
-    proc = run_git(cwd, "rev-parse", *_OPEN_QUERIES, *asked, ok=None)
+    symmetric = [f"{asked[0]}...{asked[1]}"] if with_merge_base and len(asked) == 2 else []
+    proc = run_git(cwd, "rev-parse", *_OPEN_QUERIES, *asked, *symmetric, ok=None)
     lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
     if len(lines) < 5 or lines[0] not in ("true", "false"):
         said = proc.stderr.decode("utf-8", "replace")
@@ -225,7 +230,7 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str]) -> tuple
             raise UsageError(f"{path}: not a git repository")
         check_readable(cwd)  # raises with git's words
         if asked:  # a ref this call could not take: open without them, resolve them one by one
-            return open_with_refs(path, ())[0], [None] * len(refs)
+            return open_with_refs(path, ())[0], [None] * (len(refs) + bool(with_merge_base and len(refs) == 2))
         raise GitError(f"git cannot read the repository at {cwd}: {said.strip().splitlines()[0] if said.strip() else 'exit ' + str(proc.returncode)}")
     bare, git_dir, common, inside = lines[0] == "true", lines[1], lines[2], lines[3] == "true"
     git_dir = os.path.normpath(os.path.join(cwd, git_dir))
@@ -242,9 +247,21 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str]) -> tuple
     shas: list[str | None] = [None] * len(refs)
     # one line per ref, nothing after: a range ("main..HEAD") answers two lines and would
     # shift every answer after it; such a ref goes to resolve, whose --verify refuses it
+    found_base = None
     exact = len(answers) == len(asked) and not any(rest)
+    if symmetric:  # A...B answers A and B (in either order), then ^ and each merge base, if any
+        tail = [line for line in rest if line]
+        tips = sorted(line for line in tail if not line.startswith("^"))
+        bases = [line[1:] for line in tail if line.startswith("^")]
+        # anything else (a ref that answered more lines, shifting the rest) trusts no answer
+        exact = len(answers) == len(asked) and tips == sorted(answers) and all(_SHA.match(b) for b in bases)
+        found_base = bases[0] if exact and len(bases) == 1 else None
     if asked and proc.returncode == 0 and exact and all(_SHA.match(a) for a in answers):
         shas = list(answers)
+    else:
+        found_base = None
+    if with_merge_base and len(refs) == 2:
+        shas.append(found_base)
     repository = Repository(git_dir, common, top)
     refuse_ambiguous(repository.working_tree_dir or repository.git_dir, *refs)
     return repository, shas
@@ -355,16 +372,14 @@ def current_branch(repo) -> str | None:
     return proc.stdout.decode("utf-8", "surrogateescape").strip() if proc.returncode == 0 else None
 
 
-@dataclass(frozen=True)
-class Touched:
-    """One path the patch touched: ``status`` is git's letter (A, M, D, R, C, T).
+class Touched(namedtuple("Touched", "status path old_path", defaults=(None,))):
+    """One path the patch touched: ``Touched(status, path, old_path=None)``; ``status`` is
+    git's letter (A, M, D, R, C, T). For renames and copies ``old_path`` is the source path;
+    else None. Immutable (a named tuple: a diff of 100,000 paths makes 100,000 of them, and
+    a tuple costs less to make, read and free than a frozen dataclass; importing
+    ``dataclasses`` alone cost a command-line start 6 ms)."""
 
-    For renames and copies ``old_path`` is the source path; else None.
-    """
-
-    status: str
-    path: str
-    old_path: str | None = None
+    __slots__ = ()
 
 
 class TouchedDiff:
@@ -426,13 +441,12 @@ def touched_paths(repo, base: str, head: str) -> list[Touched]:
 def _parse_touched(raw: str) -> list[Touched]:
     """Touched rows of ``--name-status -z`` output. The cyclic garbage collector is paused
     while they are made (100,000 acyclic rows would otherwise trigger collections that walk
-    the caller's whole heap), and each row's attributes are set straight into its
-    ``__dict__``: a frozen dataclass's ``__init__`` sets each through ``object.__setattr__``,
-    twice the cost for the same object."""
+    the caller's whole heap); each row is made by ``tuple.__new__`` (the named tuple's own
+    ``__new__`` adds an argument-handling call per row)."""
     fields = raw.split("\0")
     out: list[Touched] = []
     append = out.append
-    new = object.__new__
+    make = tuple.__new__
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -440,18 +454,12 @@ def _parse_touched(raw: str) -> list[Touched]:
         count = len(fields)
         while i < count and fields[i]:
             letter = fields[i][0]
-            row = new(Touched)
-            values = row.__dict__
-            values["status"] = letter
             if letter in "RC":
-                values["path"] = fields[i + 2]
-                values["old_path"] = fields[i + 1]
+                append(make(Touched, (letter, fields[i + 2], fields[i + 1])))
                 i += 3
             else:
-                values["path"] = fields[i + 1]
-                values["old_path"] = None
+                append(make(Touched, (letter, fields[i + 1], None)))
                 i += 2
-            append(row)
     finally:
         if collecting:
             gc.enable()

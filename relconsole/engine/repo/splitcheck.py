@@ -21,6 +21,7 @@ from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import BadInputError, GitError, UsageError
 from relconsole.engine.repo.gitio import IGNORE_NO_SUBMODULE, SHALLOW_FIX, run_git
 from relconsole.engine.repo.owners import protection
+from relconsole.engine.literal import one_line
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ class Commit:
 
 def range_commits(repo_dir: str | Path, spec: str) -> list[Commit]:
     """The commits of ``spec`` (``BASE..HEAD``), oldest first. Raises UsageError for a
-    spec that is not a range and GitError (abort) for refs git does not know or a range
+    spec that is not a range and GitError (abort, exit 3) for refs git does not know (one line
+    naming the unknown side, escaped) or a range
     that reaches past a shallow clone's boundary (its first commit would look like a
     commit adding the whole tree)."""
     if ".." not in spec or spec.startswith("-"):
@@ -53,11 +55,26 @@ def range_commits(repo_dir: str | Path, spec: str) -> list[Commit]:
         commits = _parse_log(run_git(repo_dir, "-c", "log.showRoot=true", "log", "--reverse", "-z",
                                      "--format=%H %P", "--name-status", "-M", spec, "--").stdout)
     except GitError as exc:
-        if _shallow_file(repo_dir) is not None:
-            raise GitError(f"{exc.one_line()} ({SHALLOW_FIX})") from None
+        unknown = _unknown_side(repo_dir, spec)
+        shallow = f" ({SHALLOW_FIX})" if _shallow_file(repo_dir) is not None else ""
+        if unknown is not None:  # git's own "fatal: bad revision 'A..B'" names the range, not the side
+            raise GitError(f"check-split: unknown revision '{one_line(unknown)}' in {one_line(spec)}: no branch, "
+                           f"tag or commit of that name{shallow}") from None
+        if shallow:
+            raise GitError(f"{exc.one_line()}{shallow}") from None
         raise
     _refuse_shallow(repo_dir, commits)
     return [_merge_additions(repo_dir, c) if len(c.parents) > 1 else c for c in commits]
+
+
+def _unknown_side(repo_dir: str | Path, spec: str) -> str | None:
+    """The first side of the range ``spec`` (``A..B`` or ``A...B``) that names no commit, or None."""
+    sides = spec.split("...", 1) if "..." in spec else spec.split("..", 1)
+    for side in sides:
+        proc = run_git(repo_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{side}^{{commit}}", ok=None)
+        if proc.returncode != 0:
+            return side
+    return None
 
 
 def _merge_additions(repo_dir: str | Path, merge: Commit) -> Commit:
