@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import selectors
 import shlex
-import signal
 import subprocess
 import time
 from collections import deque
@@ -19,6 +18,7 @@ from typing import Any
 from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError, UsageError
 from relconsole.engine.oracle.yamlload import MAX_FILE_BYTES
+from relconsole.engine.processes import exit_watch, kill_group
 
 OUTPUT_LIMIT_BYTES = MAX_FILE_BYTES  # a drafter printing more is stopped: no candidate is this big
 STDERR_TAIL_BYTES = 4_000  # of the drafter's stderr kept to explain a failure
@@ -63,25 +63,6 @@ def drafter_argv(command: str) -> list[str]:
     return argv
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.kill()
-    except ProcessLookupError:
-        pass
-
-
-def _exit_watch(proc: subprocess.Popen) -> int | None:
-    """A descriptor that turns readable when ``proc`` exits (Linux pidfd), or None."""
-    try:
-        return os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        return None
-
-
 def _close_quietly(handle: Any) -> None:
     try:
         handle.close()
@@ -116,7 +97,7 @@ def run_drafter(command: str, prompt: str, cwd: str | Path,
         _exchange(proc, state, deadline, output_limit)
     finally:
         if state.timed_out or state.overflow or state.readers or proc.poll() is None:
-            _kill_group(proc)  # the drafter and what it left in its group; a new session survives
+            kill_group(proc)  # the drafter and what it left in its group; a new session survives
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             _close_quietly(pipe)
         proc.wait()
@@ -155,7 +136,7 @@ def _exchange(proc: subprocess.Popen, state: _Exchange, deadline: float, output_
     """Write the prompt and read stdout and stderr with one ``selectors`` loop until both
     pipes close, ``STRAGGLER_SECONDS`` after the drafter exited, ``deadline`` (monotonic
     seconds: ``timed_out``) or more than ``output_limit`` bytes on stdout (``overflow``)."""
-    watch = _exit_watch(proc)
+    watch = exit_watch(proc)
     exited_at: float | None = None
     selector = selectors.DefaultSelector()
     try:

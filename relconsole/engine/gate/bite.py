@@ -53,7 +53,7 @@ import stat
 from pathlib import Path
 from typing import Callable
 
-from relconsole.engine.relations import mutations
+from relconsole.engine.relations import mutations, targeting
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.review import Review

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from relconsole.engine.relations.records import RunPlan, RunRecord, input_summary
 from relconsole.engine.relations.subject.environment import SCRATCH_VARIABLE
-from relconsole.engine.relations.subject.server import readable, wait_exit
+from relconsole.engine.processes import kill_group, wait_exit
+from relconsole.engine.relations.subject.server import readable
 
 
 def _worker_env() -> dict[str, str]:
@@ -147,10 +148,7 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # the fork servers below it, if any remain
-            except OSError:
-                pass
+            kill_group(self.proc)  # the fork servers below it, if any remain
             self.channel.close()
         if self.stderr is not None:
             self.stderr.close()

@@ -15,7 +15,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from relconsole.engine.processes import kill_group
 from relconsole.engine.relations.subject import wire
 from relconsole.engine.relations.subject.clock import _faketime_spec, drawn_instant, faketime_setup
 from relconsole.engine.relations.subject.environment import (_hidden_dirs, _readonly_beside, base_interpreter,
@@ -349,34 +349,3 @@ class ForkServer:
         stderr = getattr(self, "stderr", None)
         if stderr is not None:
             stderr.close()
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL ``proc``'s process group (it was started in a session of its own) and reap it
-    (within 5 seconds; one stuck in the kernel longer is left to the caller's exit)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        wait_exit(proc, 5)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def wait_exit(proc: subprocess.Popen, seconds: float) -> int:
-    """``proc.wait(timeout=seconds)`` without its polling: Popen sleeps 0.5 ms, 1 ms, 2 ms ...
-    up to 50 ms between looks, which made every reaped server cost up to tens of ms more
-    than its exit. A pidfd turns readable the moment the process exits. Returns the exit
-    status; raises subprocess.TimeoutExpired as ``wait`` does."""
-    if proc.returncode is not None:
-        return proc.returncode
-    try:
-        fd = os.pidfd_open(proc.pid)  # not reaped yet, so the pid cannot be another's
-    except (AttributeError, OSError):
-        return proc.wait(timeout=seconds)
-    try:
-        select.select([fd], [], [], seconds)
-    finally:
-        os.close(fd)
-    return proc.wait(timeout=0)
