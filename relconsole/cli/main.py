@@ -28,7 +28,6 @@ from relconsole.cli.confirm import register as register_confirm
 from relconsole.cli.decide import register as register_decide
 from relconsole.cli.flags import register as register_flags
 from relconsole.cli.gate import register as register_gate
-from relconsole.cli.options import directory, review_options, shard
 from relconsole.cli.propose import register as register_propose
 from relconsole.cli.schema import register as register_schema
 from relconsole.cli.workspace import cmd_workspace
@@ -125,11 +124,11 @@ def build_parser(only: str | None = None, *, everything: bool = True) -> argpars
     cli_review.register_check_split(sub, COMMANDS)
     register_workspace(sub)
     register_decide(sub, COMMANDS)
-    register_flags(sub, COMMANDS, review_options)
-    register_propose(sub, COMMANDS, review_options)
-    register_confirm(sub, COMMANDS, review_options)
+    register_flags(sub, COMMANDS)
+    register_propose(sub, COMMANDS)
+    register_confirm(sub, COMMANDS)
     register_schema(sub, COMMANDS)
-    register_gate(sub, COMMANDS, review_options, shard, directory)
+    register_gate(sub, COMMANDS)
     register_completion(sub, COMMANDS)
     return cli_help.apply(parser)
 
