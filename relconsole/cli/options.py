@@ -49,6 +49,15 @@ def review_options(parser: argparse.ArgumentParser) -> None:
                         help="read the oracle from the base ref (default) or, explicitly, from HEAD")
 
 
+def review_command(subparsers, name: str, text: str) -> argparse.ArgumentParser:
+    """Add the subcommand ``name`` (one-line help ``text``) of a command that reads one review
+    and prints text or JSON: the review options, then ``--json``. Returns its parser."""
+    parser = subparsers.add_parser(name, help=text)
+    review_options(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
 def keymap_option(parser: argparse.ArgumentParser) -> None:
     """``--keymap PATH``: the console's keymap file (``review`` and ``demo``)."""
     parser.add_argument("--keymap", default=None, metavar="PATH",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
-from relconsole.cli.options import date, review_options
+from relconsole.cli.options import date, review_command, review_options
 from relconsole.cli.reviewio import commit_payload, emit, errors_payload, load
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused
 from relconsole.engine.literal import literal, one_line
@@ -23,9 +23,7 @@ if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser
 
 def register_validate(subparsers, commands: dict) -> None:
     """Add ``validate`` to ``subparsers`` and its handler to ``commands``."""
-    validate = subparsers.add_parser("validate", help="validate the oracle files and quarantine (exit 5 on a bad file)")
-    review_options(validate)
-    validate.add_argument("--json", action="store_true", help="print JSON")
+    review_command(subparsers, "validate", "validate the oracle files and quarantine (exit 5 on a bad file)")
     commands["validate"] = cmd_validate
 
 

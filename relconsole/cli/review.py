@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from relconsole.cli.options import directory, review_options, seed, shard, workspace_lease_options
+from relconsole.cli.options import directory, review_command, review_options, seed, shard, workspace_lease_options
 from relconsole.cli.pipe import decided
 from relconsole.cli.reviewio import emit, errors_payload, load
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT, UsageError
@@ -20,17 +20,13 @@ from relconsole.engine.literal import counted, literal, one_line
 
 def register_bind(subparsers, commands: dict) -> None:
     """Add ``bind`` to ``subparsers`` and its handler to ``commands``."""
-    bind = subparsers.add_parser("bind", help="map touched paths to owners (exit 2 on a gap)")
-    review_options(bind)
-    bind.add_argument("--json", action="store_true", help="print JSON")
+    review_command(subparsers, "bind", "map touched paths to owners (exit 2 on a gap)")
     commands["bind"] = cmd_bind
 
 
 def register_run(subparsers, commands: dict) -> None:
     """Add ``run`` to ``subparsers`` and its handler to ``commands``."""
-    run = subparsers.add_parser("run", help="run the touched relations with the counted freeze protocol")
-    review_options(run)
-    run.add_argument("--json", action="store_true", help="print JSON")
+    run = review_command(subparsers, "run", "run the touched relations with the counted freeze protocol")
     run.add_argument("--all", action="store_true", help="run every relation, not only touched ones")
     run.add_argument("--replay-seed", type=seed, default=None, metavar="SEED",
                      help="replay a recorded run: every relation's first run uses this seed "
