@@ -1,12 +1,9 @@
 """The command line: ``relconsole review|demo|bind|run|replay|confirm|propose|decide|stats|workspace|flags|ack|validate|lease|accept|delete|freeze|bite|check-split|screenshots``.
 
 A thin front end over the engine: parse arguments (argparse, exit 64 on misuse), call
-the engine, print text or ``--json``, and exit with the codes of SPEC §8. This module builds
-the parser and dispatches; each command group's module adds its subcommands and handlers
-(``cli.review``: bind, run, replay, check-split; ``cli.oracle``: validate, init, lease, accept,
-delete, freeze, ack; ``cli.demo``: review, demo, screenshots; ``cli.gate``, ``cli.decide``,
-``cli.flags``, ``cli.bite``, ``cli.workspace``, ``cli.propose``, ``cli.confirm``, ``cli.schema``,
-``cli.completion``), importing the engine only when its command runs.
+the engine, print text or ``--json``, and exit with the codes of SPEC §8. Here: the parser
+and the dispatch; each command group's module (``cli.review``, ``cli.oracle``, ``cli.demo``,
+``cli.gate``, ...) adds its subcommands and imports the engine only when one runs.
 """
 # PYTHON_ARGCOMPLETE_OK  (argcomplete's marker: this entry point answers shell completion)
 
