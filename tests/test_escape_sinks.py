@@ -39,7 +39,7 @@ from relconsole.console.app import ReviewApp
 
 PACKAGE = Path(relconsole.__file__).resolve().parent
 ESCAPERS = {"literal", "one_line", "dumps"}  # dumps: json.dumps (ensure_ascii: controls become \\uXXXX)
-# cli._binding_lines: bind's lines, each literal() of the whole line made in parts (test_bindfacts
+# cli.review._binding_lines: bind's lines, each literal() of the whole line made in parts (test_bindfacts
 # checks it against literal() of the line on hostile paths and relation ids)
 ESCAPERS |= {"_binding_lines"}
 # Expressions (as ast.unparse writes them) whose text the engine makes from hex, digits,
@@ -220,7 +220,7 @@ def _cli_args(call: ast.Call):
         return list(call.args)
     if name == "_line" and ast.unparse(call.func) == "self._line":  # cli_progress's one print
         return list(call.args)
-    return None  # cli._emit and cli_workspace._print escape their lines themselves (their prints are checked)
+    return None  # cli.reviewio.emit and cli_workspace._print escape their lines themselves (their prints are checked)
 
 
 def test_every_cli_print_is_escaped():
