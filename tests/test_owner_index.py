@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.repo.gitio import Touched
+from relconsole.engine.repo.touched import Touched
 from relconsole.engine.repo.ownerindex import OwnerIndex, _key, compile_spec
 from relconsole.engine.repo.owners import bind, matches, protected, protection, winning_pattern
 

@@ -17,7 +17,7 @@ from relconsole.engine.oracle.candidates import SEEDS_SUFFIX, id_key
 from relconsole.engine.oracle.textedit import first_bad_jsonl_line
 from relconsole.engine.oracle.yamlload import MAX_FILE_BYTES
 from relconsole.engine.repo import gitio
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 
 if TYPE_CHECKING:  # `relconsole run` builds every command's parser: commits load when a draft is committed
     from relconsole.engine.repo.commits import CommitResult

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from relconsole.engine.repo import gitio
+from relconsole.engine.repo.treeview import TreeView
 
 from relconsole.engine.oracle.catalog import Catalog, Relation, load_catalog
 from relconsole.engine.errors import BadInputError
@@ -29,7 +29,7 @@ def _collect(review, fn: Callable, *args):
         return None
 
 
-def _load_oracle(review, view: gitio.TreeView,
+def _load_oracle(review, view: TreeView,
                  hash_progress: Callable[[str, int, int], None] | None = None) -> None:
     layout = review.layout
     digest = _oracle_digest(review, hash_progress)
@@ -89,7 +89,7 @@ def _parse_cache(review, kind: str, max_entries: int = MAX_ENTRIES) -> ParseCach
     return review._parse_caches[kind]
 
 
-def _cached_catalog(review, view: gitio.TreeView, path: str, source: str) -> Catalog | None:
+def _cached_catalog(review, view: TreeView, path: str, source: str) -> Catalog | None:
     """``load_catalog`` of ``path`` in ``view`` (messages naming ``source``), parsed once per
     blob: the parse is kept under the git directory (``parsecache``). None when the commit
     has no such file. Raises BadInputError as ``load_catalog``."""
@@ -114,7 +114,7 @@ def _duplicate_lease_ids(review) -> None:
         seen[status.lease.id] = status.source
 
 
-def _callable_sources(relation: Relation, view: gitio.TreeView, guarded: tuple[str, ...]) -> dict[str, bytes]:
+def _callable_sources(relation: Relation, view: TreeView, guarded: tuple[str, ...]) -> dict[str, bytes]:
     """Source bytes of the callables kept in the protected tree (``guarded`` patterns): they
     are part of identity (§3). A subject in the code under test is not: editing it is what
     a patch does, not a change of the relation."""

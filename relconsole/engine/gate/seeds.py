@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from relconsole.engine.repo import gitio
+from relconsole.engine.repo.treeview import TreeView
 
 from relconsole.engine.oracle import jsonnumbers
 from relconsole.engine.oracle.catalog import Relation, check_row
@@ -15,7 +15,7 @@ from relconsole.engine.repo.owners import protected
 from relconsole.engine.oracle.textedit import jsonl_lines
 
 
-def _check_seeds(review, view: gitio.TreeView) -> None:
+def _check_seeds(review, view: TreeView) -> None:
     """§3: a seeds file with bad rows fails closed (the relation is blocked, exit 5)."""
     texts: dict[str, str | None] = {}
     problems: dict[tuple[str, str], BadInputError | None] = {}  # (path, schema) -> the file's first problem
@@ -85,7 +85,7 @@ def seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError
     return None
 
 
-def _seed_values(view: gitio.TreeView, path: str) -> list:
+def _seed_values(view: TreeView, path: str) -> list:
     values = []
     for line in jsonl_lines(view.read_text(path) or ""):
         try:
