@@ -101,7 +101,8 @@ def _quarantine_names(review: Review) -> dict[str, str]:
 def _commit_drafts(review: Review, branch: str, subject: str, changes: list[tuple[str, str]],
                    drafter: str) -> CommitResult:
     """One quarantine: commit of ``changes`` ((path, text) pairs) onto ``branch``."""
-    from relconsole.engine.repo.commits import FileChange, commit_changes
+    from relconsole.engine.repo.commitkinds import FileChange
+    from relconsole.engine.repo.commits import commit_changes
     body = (f"Drafted by a model through relconsole propose (SPEC §10) and validated; not accepted.\n"
             f"drafter: {one_line(drafter)}\n"
             "A reviewer accepts (a catalog: commit) or deletes (a quarantine: commit) each item.")

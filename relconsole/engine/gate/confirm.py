@@ -48,7 +48,8 @@ from typing import Callable
 
 from relconsole.engine.oracle.candidates import Candidate
 from relconsole.engine.oracle.catalog import Relation, _relation
-from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.repo.commitkinds import FileChange
+from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.decision import Decision
 from relconsole.engine.errors import UsageError
 from relconsole.engine.repo.gitio import resolve

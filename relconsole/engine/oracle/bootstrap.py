@@ -25,7 +25,8 @@ import yaml
 
 from relconsole.engine.repo import gitio
 from relconsole.engine.repo.treeview import TreeView
-from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.repo.commitkinds import FileChange
+from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
