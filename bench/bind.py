@@ -59,7 +59,8 @@ from bench.timing import interleaved, round_ratios, timed, verdict
 from relconsole.engine.repo.touched import touched_paths
 from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.oracle.catalog import load_catalog
-from relconsole.engine.repo.ownerindex import OwnerIndex, single_spec
+from relconsole.engine.repo.ownerindex import OwnerIndex
+from relconsole.engine.repo.ownerspec import single_spec
 from relconsole.engine.repo.owners import GAP, bind, winning_pattern
 
 PROTECTED = ("oracle/**",)

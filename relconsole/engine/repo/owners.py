@@ -13,7 +13,8 @@ from collections import namedtuple
 from collections.abc import Iterable, Sequence
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
-from relconsole.engine.repo.ownerindex import OwnerIndex, collector_paused, single_spec
+from relconsole.engine.repo.ownerindex import OwnerIndex, collector_paused
+from relconsole.engine.repo.ownerspec import single_spec
 
 if TYPE_CHECKING:  # the judge's worker matches protected paths and must not load GitPython
     from relconsole.engine.repo.touched import Touched
