@@ -235,6 +235,16 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str],
         if asked:  # a ref this call could not take: open without them, resolve them one by one
             return open_with_refs(path, ())[0], [None] * (len(refs) + bool(with_merge_base and len(refs) == 2))
         raise GitError(f"git cannot read the repository at {cwd}: {said.strip().splitlines()[0] if said.strip() else 'exit ' + str(proc.returncode)}")
+    git_dir, common, top, at = _directories(cwd, lines)
+    shas = _ref_shas(lines[at:], refs, asked, bool(symmetric), proc.returncode == 0, with_merge_base)
+    repository = Repository(git_dir, common, top)
+    refuse_ambiguous(repository.working_tree_dir or repository.git_dir, *refs)
+    return repository, shas
+
+
+def _directories(cwd: Path, lines: list[str]) -> tuple[str, str, str | None, int]:
+    """(git dir, common dir, work tree or None when bare, index of the first line after them)
+    from ``git rev-parse``'s answers to ``_OPEN_QUERIES`` asked in ``cwd``."""
     bare, git_dir, common, inside = lines[0] == "true", lines[1], lines[2], lines[3] == "true"
     git_dir = os.path.normpath(os.path.join(cwd, git_dir))
     common = os.path.normpath(os.path.join(cwd, common))
@@ -246,7 +256,16 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str],
             git_dir = os.path.join(top, ".git")  # the path as given (GitPython's), not its real path
     else:
         top = None if bare else os.path.dirname(git_dir)  # asked from inside the git directory
-    answers, rest = lines[at:at + len(asked)], lines[at + len(asked):]
+    return git_dir, common, top, at
+
+
+def _ref_shas(lines: list[str], refs: tuple[str, ...] | list[str], asked: list[str], symmetric: bool,
+              succeeded: bool, with_merge_base: bool) -> list[str | None]:
+    """The sha each of ``refs`` names from ``git rev-parse``'s answer ``lines`` after the
+    directories (``asked``: the refs as asked, none when they could not be; ``symmetric``: the
+    ``A...B`` of the two was asked too; ``succeeded``: git exited 0), None for each it did not
+    answer plainly; with the merge base appended as ``open_with_refs`` says."""
+    answers, rest = lines[:len(asked)], lines[len(asked):]
     shas: list[str | None] = [None] * len(refs)
     # one line per ref, nothing after: a range ("main..HEAD") answers two lines and would
     # shift every answer after it; such a ref goes to resolve, whose --verify refuses it
@@ -259,15 +278,13 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str],
         # anything else (a ref that answered more lines, shifting the rest) trusts no answer
         exact = len(answers) == len(asked) and tips == sorted(answers) and all(_SHA.match(b) for b in bases)
         found_base = bases[0] if exact and len(bases) == 1 else None
-    if asked and proc.returncode == 0 and exact and all(_SHA.match(a) for a in answers):
+    if asked and succeeded and exact and all(_SHA.match(a) for a in answers):
         shas = list(answers)
     else:
         found_base = None
     if with_merge_base and len(refs) == 2:
         shas.append(found_base)
-    repository = Repository(git_dir, common, top)
-    refuse_ambiguous(repository.working_tree_dir or repository.git_dir, *refs)
-    return repository, shas
+    return shas
 
 
 def check_readable(repo_dir: str | Path) -> None:

@@ -169,6 +169,17 @@ def _key(pattern: str) -> tuple[str | None, str | None, tuple[str, ...], str | N
         bucket = {NAME: "name_any", DIRNAME: "name_dir"}.get(shape, "name")
         name = max(named, key=len)
         return bucket, name, needle(but=name), None
+    glob = _glob_key(segs)
+    if glob is None:
+        return "generic", None, needle(), None
+    return glob[0], glob[1], needle(), None
+
+
+def _glob_key(segs: list[str]) -> tuple[str, str] | None:
+    """(bucket, key) of the best glob segment of ``segs``: a literal tail holding a ``.``
+    (``ext``: the text after its last ``.``; the longer the tail the better), else a literal
+    tail (``tail``: its last character), else a literal head (``head``: its first character);
+    None when no segment has a literal end (the generic bucket)."""
     best: tuple[int, str, str] | None = None
     for seg in segs:
         if seg == "**":
@@ -187,9 +198,7 @@ def _key(pattern: str) -> tuple[str | None, str | None, tuple[str, ...], str | N
             continue
         if best is None or option[0] > best[0]:
             best = option
-    if best is None:
-        return "generic", None, needle(), None
-    return best[1], best[2], needle(), None
+    return None if best is None else (best[1], best[2])
 
 
 def _runs(tokens: list[str | None]):
