@@ -15,7 +15,7 @@ Then times, in this one run (medians of ``--repeat`` runs, the in-process steps 
 anchor interleaved so that a noisy spell of the machine hits them alike):
 
 * the anchor, ``git diff --name-status -z -M BASE HEAD``, as a process;
-* ``gitio.touched_paths`` (that git diff, parsed into Touched rows);
+* ``touched.touched_paths`` (that git diff, parsed into Touched rows);
 * the matching step: ``OwnerIndex`` built from the owner map, then the winner of each
   touched path; the same with the old path of each rename too (every lookup ``bind``
   makes); the index build alone; ``owners.bind`` (all lookups plus the Binding rows);
@@ -56,9 +56,11 @@ import git
 
 from bench.fastimport import FastImport
 from bench.timing import interleaved, round_ratios, timed, verdict
-from relconsole.engine.repo import gitio
+from relconsole.engine.repo.touched import touched_paths
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.oracle.catalog import load_catalog
-from relconsole.engine.repo.ownerindex import OwnerIndex, single_spec
+from relconsole.engine.repo.ownerindex import OwnerIndex
+from relconsole.engine.repo.ownerspec import single_spec
 from relconsole.engine.repo.owners import GAP, bind, winning_pattern
 
 PROTECTED = ("oracle/**",)
@@ -193,8 +195,8 @@ def main() -> int:
               f"{pattern_count} owner patterns; patch differs in {args.paths} paths")
         repo = git.Repo(root)
         base, head = repo.git.rev_parse("main"), repo.git.rev_parse("patch")
-        owners = load_catalog(gitio.TreeView(repo, base).read_text("oracle/catalog.yaml"), "catalog").owners
-        touched = gitio.touched_paths(repo, base, head)
+        owners = load_catalog(TreeView(repo, base).read_text("oracle/catalog.yaml"), "catalog").owners
+        touched = touched_paths(repo, base, head)
         paths = [t.path for t in touched]
         queries = [p for t in touched for p in ((t.path, t.old_path) if t.status == "R" and t.old_path else (t.path,))]
         gaps = sum(b.state == GAP for b in bind(owners, touched, PROTECTED))
@@ -214,7 +216,7 @@ def main() -> int:
         steps = {
             "anchor": lambda: subprocess.run(["git", "diff", "--name-status", "-z", "-M", base, head], cwd=root,
                                              capture_output=True, check=True),
-            "touched": lambda: gitio.touched_paths(repo, base, head),
+            "touched": lambda: touched_paths(repo, base, head),
             "build": lambda: OwnerIndex(owners),
             "matching": lambda: OwnerIndex(owners).winner_indexes(paths),
             "lookups": lambda: OwnerIndex(owners).winner_indexes(queries),
@@ -252,7 +254,7 @@ def main() -> int:
         print(f"bind: {len(touched)} touched paths ({len(queries)} lookups: renames by both paths), "
               f"{pattern_count} patterns, {gaps} gaps; medians of {args.repeat} interleaved runs")
         line("git diff --name-status -z -M BASE HEAD (anchor)", anchor)
-        line("gitio.touched_paths (the same diff, parsed)", median["touched"])
+        line("touched.touched_paths (the same diff, parsed)", median["touched"])
         line("OwnerIndex build alone", median["build"])
         line(f"matching step: OwnerIndex build + the {len(paths)} touched paths", median["matching"],
              f"  (median of per-run ratios {statistics.median(ratios):.2f}x)")

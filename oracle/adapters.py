@@ -27,7 +27,7 @@ def bind_by_path(row: dict) -> dict[str, dict]:
     """``owners.bind`` over the row, as touched path -> {status, old_path, state, pattern,
     relations}. Raises ValueError when a path is touched twice (git never lists one twice)."""
     from relconsole.engine.repo import owners
-    from relconsole.engine.repo.gitio import Touched
+    from relconsole.engine.repo.touched import Touched
 
     owner_map = [(str(pattern), list(ids)) for pattern, ids in row["owners"]]
     touched = [Touched(*item) for item in row["touched"]]

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from bench.gitrepo import hermetic_git
 from relconsole.cli.main import main as relconsole_main
-from relconsole.engine.repo.gitio import Touched, touched_paths
+from relconsole.engine.repo.touched import Touched, touched_paths
 from relconsole.engine.literal import one_line
 from relconsole.engine.repo.owners import EXEMPT, GAP, OWNED, PROTECTED, bind, gaps, winning_pattern
 

@@ -18,9 +18,10 @@ from conftest import TODAY
 from relconsole.cli.main import main
 from relconsole.engine.gate import bindfacts
 from relconsole.engine.repo import gitio
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.gate import review as review_module
 from relconsole.engine.errors import EXIT_ABORT, GitError, UsageError
-from relconsole.engine.repo.gitio import Touched
+from relconsole.engine.repo.touched import Touched, touched_paths
 
 
 def bind(capsys, repo: Path, *extra: str) -> tuple[int, str, str]:
@@ -119,7 +120,7 @@ def test_touched_paths_raises_git_error_with_gits_message(tmp_path):
     repo = reviewed_repo(tmp_path / "r", {"a.txt": "a\n"}, {"b.txt": "b\n"})
     head = git(repo, "rev-parse", "HEAD").strip()
     with pytest.raises(GitError) as raised:
-        gitio.touched_paths(gitio.open_repo(repo), "0" * 40, head)
+        touched_paths(gitio.open_repo(repo), "0" * 40, head)
     assert raised.value.exit_code == EXIT_ABORT and "0" * 12 in raised.value.one_line()
     with pytest.raises(GitError):
         gitio.resolve(gitio.open_repo(repo), "no-such-ref")
@@ -184,7 +185,7 @@ def test_the_light_repository_handle_reads_dirs_dirtiness_and_objects_as_gitpyth
     assert handle.is_dirty() is True
     git(repo, "commit", "-qm", "c")
     assert handle.is_dirty() is False
-    view = gitio.TreeView(handle, git(repo, "rev-parse", "HEAD").strip())
+    view = TreeView(handle, git(repo, "rev-parse", "HEAD").strip())
     assert view.read_text("a.txt") == "changed\n" and view.read_bytes("nope") is None
     handle.close()  # a later read starts git cat-file again
     assert view.read_texts(["sub/b.txt", "nope"]) == {"sub/b.txt": "b\n", "nope": None}

@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 from bench.gitrepo import committed_repo, write_files
 from relconsole.engine.repo import commits
-from relconsole.engine.repo.commits import FileChange, check_kind, commit_changes
+from relconsole.engine.repo.commitkinds import FileChange, check_kind
+from relconsole.engine.repo.commits import commit_changes
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.errors import CommitRefused, UsageError
 

@@ -1,4 +1,4 @@
-"""Exporting a commit's files with ``git archive`` (gitio.TreeView.export): streamed, and
+"""Exporting a commit's files with ``git archive`` (treeview.TreeView.export): streamed, and
 never judged failed because git was cut off while writing the archive's padding."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def test_repeated_exports_never_fail_on_the_archive_padding(tmp_path):
     git(repo, "commit", "-qm", "files")
     import git as gitpython
 
-    from relconsole.engine.repo.gitio import TreeView
+    from relconsole.engine.repo.treeview import TreeView
     view = TreeView(gitpython.Repo(repo), git(repo, "rev-parse", "HEAD").strip())
     for attempt in range(200):  # the old reader failed 1 to 11 runs in 200 under load (a race)
         dest = tmp_path / f"out{attempt}"
@@ -45,7 +45,7 @@ def test_an_export_does_not_hold_the_archive_in_memory(tmp_path):
         import sys
         from pathlib import Path
         import git
-        from relconsole.engine.repo.gitio import TreeView
+        from relconsole.engine.repo.treeview import TreeView
         repo = git.Repo({str(repo)!r})
         TreeView(repo, repo.head.commit.hexsha).export(Path({str(tmp_path / 'out')!r}))
         # VmHWM: this process image's own peak (ru_maxrss keeps the forking pytest's size across exec)

@@ -394,13 +394,14 @@ def test_a_replace_ref_does_not_swap_the_oracle_relconsole_reads(demo_repo, caps
     """Red team: `git replace <main:oracle/catalog.yaml> <another blob>` (refs/replace/* come
     with a mirror fetch) made git hand back the other blob under the catalog's id."""
     from relconsole.engine.repo import gitio
+    from relconsole.engine.repo.treeview import TreeView
     blob = git(demo_repo, "rev-parse", "main:oracle/catalog.yaml").strip()
     honest = git(demo_repo, "cat-file", "blob", blob)
     evil = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=demo_repo, input=honest + "# swapped\n",
                           capture_output=True, text=True, check=True).stdout.strip()
     git(demo_repo, "replace", blob, evil)
     assert git(demo_repo, "cat-file", "blob", blob).endswith("# swapped\n")  # what git alone says now
-    view = gitio.TreeView(gitio.open_repo(demo_repo), git(demo_repo, "rev-parse", "main").strip())
+    view = TreeView(gitio.open_repo(demo_repo), git(demo_repo, "rev-parse", "main").strip())
     assert view.read_text("oracle/catalog.yaml") == honest
 
 

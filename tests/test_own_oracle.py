@@ -25,7 +25,7 @@ import pytest
 from relconsole.cli.main import main
 from relconsole.engine.oracle.catalog import Catalog, check_row, load_catalog
 from relconsole.engine.repo.config import Layout
-from relconsole.engine.repo.gitio import Touched
+from relconsole.engine.repo.touched import Touched
 from relconsole.engine.repo.owners import GAP, bind
 from relconsole.engine.relations.pool import evaluate_once
 from relconsole.engine.relations.records import RunPlan, RunRecord

@@ -22,8 +22,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.repo.gitio import Touched
-from relconsole.engine.repo.ownerindex import OwnerIndex, _key, compile_spec
+from relconsole.engine.repo.touched import Touched
+from relconsole.engine.repo.ownerindex import OwnerIndex
+from relconsole.engine.repo.ownerkeys import _key
+from relconsole.engine.repo.ownerspec import compile_spec
 from relconsole.engine.repo.owners import bind, matches, protected, protection, winning_pattern
 
 # pathspec's regex for a bracket holding "[" (from the grammar's odd patterns) draws this from re
@@ -396,13 +398,13 @@ def test_plain_owner_patterns_need_no_pathspec_and_its_files_answer_as_it_does()
     import sys
     script = (
         "import sys\n"
-        "from relconsole.engine.repo import ownerindex as o\n"
+        "from relconsole.engine.repo import ownerindex as o, ownerspec as s\n"
         "index = o.OwnerIndex([('src/a.py', ['r']), ('tests/**', []), ('docs/', []), ('README.md', [])])\n"
         "got = index.winner_indexes(['src/a.py', 'tests/x/y.py', 'docs/z.md', 'a/README.md', 'src/b.py'])\n"
         "assert got == [0, 1, 2, 3, None], got\n"
         "assert 'pathspec' not in sys.modules\n"
-        "before = o._mirroring()\n"
-        "assert o._pathspec()['mirroring'] == before == o._mirroring()\n"
+        "before = s._mirroring()\n"
+        "assert s._pathspec()['mirroring'] == before == s._mirroring()\n"
         "assert index.winner_indexes(['src/a.py']) == [0]\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.gitrepo import git, reviewed_repo
-from relconsole.engine.repo import gitio
+from relconsole.engine.repo.blobwrite import write_blobs
 from relconsole.engine.repo import treestore
 from relconsole.engine.repo.workspace import build_run_tree, export_oracle
 
@@ -58,7 +58,7 @@ def _oracle(repo: gitpython.Repo, tmp_path: Path) -> Path:
 def test_a_run_tree_from_the_store_is_the_one_a_fresh_export_gives(repo, tmp_path, link):
     oracle = _oracle(repo, tmp_path)
     fresh = tmp_path / "fresh"
-    gitio.write_blobs(repo, "HEAD", fresh)
+    write_blobs(repo, "HEAD", fresh)
     from relconsole.engine.repo.workspace import overlay_oracle
     overlay_oracle(repo, "HEAD", oracle, ("oracle/**",), fresh)
     stored = build_run_tree(repo, "HEAD", oracle, ("oracle/**",), tmp_path / "stored", link=link)

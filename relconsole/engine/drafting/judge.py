@@ -24,7 +24,7 @@ from relconsole.engine.oracle.candidates import (PROVENANCE, SeedRow, id_key, id
                                                  validate_seed_rows)
 from relconsole.engine.oracle.textedit import append_jsonl_rows, jsonl_lines
 from relconsole.engine.oracle.yamlload import dump_yaml
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 
 if TYPE_CHECKING:  # `relconsole run` builds every command's parser: commits load when a draft is committed
     from relconsole.engine.repo.commits import CommitResult

@@ -22,7 +22,7 @@ from relconsole.engine.oracle.catalog import COMPARES, KIND_PARAMS, Relation
 from relconsole.engine.oracle.hashcache import open_regular
 from relconsole.engine.oracle.textedit import jsonl_lines
 from relconsole.engine.repo import gitio
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 
 DIFF_LIMIT_BYTES = 100_000  # of `git diff` in the prompt (about 25k tokens); a note says when cut
 TICKET_LIMIT_BYTES = 200_000  # a ticket larger than this is a bad input file, not a prompt

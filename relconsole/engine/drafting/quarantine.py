@@ -17,7 +17,7 @@ from relconsole.engine.oracle.candidates import SEEDS_SUFFIX, id_key
 from relconsole.engine.oracle.textedit import first_bad_jsonl_line
 from relconsole.engine.oracle.yamlload import MAX_FILE_BYTES
 from relconsole.engine.repo import gitio
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 
 if TYPE_CHECKING:  # `relconsole run` builds every command's parser: commits load when a draft is committed
     from relconsole.engine.repo.commits import CommitResult
@@ -101,7 +101,8 @@ def quarantine_names(review: Review) -> dict[str, str]:
 def commit_drafts(review: Review, branch: str, subject: str, changes: list[tuple[str, str]],
                    drafter: str) -> CommitResult:
     """One quarantine: commit of ``changes`` ((path, text) pairs) onto ``branch``."""
-    from relconsole.engine.repo.commits import FileChange, commit_changes
+    from relconsole.engine.repo.commitkinds import FileChange
+    from relconsole.engine.repo.commits import commit_changes
     body = (f"Drafted by a model through relconsole propose (SPEC §10) and validated; not accepted.\n"
             f"drafter: {one_line(drafter)}\n"
             "A reviewer accepts (a catalog: commit) or deletes (a quarantine: commit) each item.")

@@ -10,7 +10,7 @@ import hashlib
 
 from relconsole.engine.gate.confirmstate import DISCARDED, candidate_state
 from relconsole.engine.errors import CommitRefused
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.identity import git_identity
 from relconsole.engine.literal import one_line
 from relconsole.engine.gate.review import Review

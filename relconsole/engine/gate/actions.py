@@ -18,10 +18,12 @@ from typing import Collection
 from relconsole.engine.oracle import textedit
 from relconsole.engine.gate.acks import MIN_PREFIX, flagged_text, range_authors, same_person, with_ack
 from relconsole.engine.oracle.catalog import load_catalog
-from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.repo.commitkinds import FileChange
+from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleError, UsageError
 from relconsole.engine.oracle.freezes import check_new_row
-from relconsole.engine.repo.gitio import TreeView, resolve
+from relconsole.engine.repo.gitio import resolve
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.identity import git_identity
 from relconsole.engine.oracle.leases import check_renewal, rehash_preview
 from relconsole.engine.literal import counted, one_line

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from relconsole.engine.repo import gitio
+from relconsole.engine.repo.touched import start_touched
 from relconsole.engine.oracle.parsecache import ParseCache, current_fingerprint
 
 KIND = "bindfacts"
@@ -39,8 +40,8 @@ _ENGINE = Path(__file__).resolve().parents[1]  # relconsole/engine
 # the code of the load whose facts are kept, beyond what parsecache's fingerprint covers
 _LOAD_CODE = ("gate/review.py", "gate/oracleload.py", "gate/seeds.py", "gate/patchfacts.py",
               "gate/quarantineload.py", "oracle/jsonnumbers.py", "oracle/textedit.py", "decision.py",
-              "oracle/candidates.py", "repo/gitio.py", "repo/workspace.py", "repo/owners.py",
-              "gate/bindfacts.py", "oracle/hashcache.py", "gate/importmap.py")
+              "oracle/candidates.py", "repo/gitio.py", "repo/touched.py", "repo/treeview.py", "repo/blobwrite.py",
+              "repo/workspace.py", "repo/owners.py", "gate/bindfacts.py", "oracle/hashcache.py", "gate/importmap.py")
 
 
 def fingerprint() -> str:
@@ -127,7 +128,7 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
     if not _valid(facts):
         return None
     merge_base = known_base or gitio.merge_base(repo, base_tip, head_sha)  # merge_base says why there is none
-    diff = gitio.start_touched(repo, merge_base, head_sha)
+    diff = start_touched(repo, merge_base, head_sha)
     try:  # while git diffs: the imports and the owner index
         from relconsole.engine.gate import importmap
         from relconsole.engine.repo.ownerindex import OwnerIndex

@@ -14,7 +14,7 @@ from typing import Mapping
 
 from relconsole.engine.relations import mutations, operators
 from relconsole.engine.oracle.catalog import Relation
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.bitereport import VERDICTS, BiteReport, BiteVerdict

@@ -11,7 +11,7 @@ import posixpath
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
 

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from relconsole.engine.repo import gitio
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.gate.acks import by_author, same_person
 from relconsole.engine.oracle.candidates import relation_of_seed_file
 from relconsole.engine.gate.cireport import evidence_text
@@ -146,7 +147,7 @@ def _no_golden(review) -> Item:
 
 def _base_rows(review) -> set[str] | None:
     """Canonical text of the freeze rows on the base ref's tip (None: unreadable)."""
-    text = gitio.TreeView(review.repo, review.base_tip).read_text(review.layout.freezes)
+    text = TreeView(review.repo, review.base_tip).read_text(review.layout.freezes)
     try:
         return {json.dumps(row, sort_keys=True) for row, _ in parse_rows(text, review.layout.freezes)}
     except BadInputError:

@@ -48,10 +48,12 @@ from typing import Callable
 
 from relconsole.engine.oracle.candidates import Candidate
 from relconsole.engine.oracle.catalog import Relation, _relation
-from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.repo.commitkinds import FileChange
+from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.decision import Decision
 from relconsole.engine.errors import UsageError
-from relconsole.engine.repo.gitio import TreeView, resolve
+from relconsole.engine.repo.gitio import resolve
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.literal import one_line
 from relconsole.engine.oracle.leases import USABLE
 from relconsole.engine.relations.pool import Cancel

@@ -15,7 +15,7 @@ from pathlib import Path
 from relconsole.engine.oracle.candidates import Candidate
 from relconsole.engine.defaults import CONFIRM_SIDES
 from relconsole.engine.errors import UsageError
-from relconsole.engine.repo.gitio import TreeView
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.sheets import write_json
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from relconsole.engine.repo import gitio
+from relconsole.engine.repo.treeview import TreeView
 
 from relconsole.engine.oracle.catalog import Catalog, Relation, load_catalog
 from relconsole.engine.errors import BadInputError
@@ -31,7 +31,7 @@ def kept_or_recorded(review, fn: Callable, *args):
         return None
 
 
-def load_oracle(review, view: gitio.TreeView,
+def load_oracle(review, view: TreeView,
                  hash_progress: Callable[[str, int, int], None] | None = None) -> None:
     """Read the oracle at ``view`` into ``review``: the catalog, the lease manifests and their
     corpora's digests (``hash_progress(path, done, total)`` in bytes while hashing), freezes
@@ -94,7 +94,7 @@ def parse_cache(review, kind: str, max_entries: int = MAX_ENTRIES) -> ParseCache
     return review._parse_caches[kind]
 
 
-def cached_catalog(review, view: gitio.TreeView, path: str, source: str) -> Catalog | None:
+def cached_catalog(review, view: TreeView, path: str, source: str) -> Catalog | None:
     """``load_catalog`` of ``path`` in ``view`` (messages naming ``source``), parsed once per
     blob: the parse is kept under the git directory (``parsecache``). None when the commit
     has no such file. Raises BadInputError as ``load_catalog``."""
@@ -119,7 +119,7 @@ def _duplicate_lease_ids(review) -> None:
         seen[status.lease.id] = status.source
 
 
-def callable_sources(relation: Relation, view: gitio.TreeView, guarded: tuple[str, ...]) -> dict[str, bytes]:
+def callable_sources(relation: Relation, view: TreeView, guarded: tuple[str, ...]) -> dict[str, bytes]:
     """Source bytes of the callables kept in the protected tree (``guarded`` patterns): they
     are part of identity (§3). A subject in the code under test is not: editing it is what
     a patch does, not a change of the relation."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 
 from relconsole.engine.repo import gitio
+from relconsole.engine.repo.treeview import TreeView
 
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.repo.config import Layout
@@ -24,7 +25,7 @@ def load_acks(review) -> None:
     even under ``--oracle-from HEAD``, acknowledges nothing), and the patch's authors, whose
     own acknowledgements count for nothing."""
     path = review.layout.acks
-    review.acks = kept_or_recorded(review, parse_acks, gitio.TreeView(review.repo, review.base_tip).read_text(path),
+    review.acks = kept_or_recorded(review, parse_acks, TreeView(review.repo, review.base_tip).read_text(path),
                                    path) or []
     if review.acks:
         review.acks = with_makers(review.root, review.base_tip, path, review.acks)
@@ -91,7 +92,7 @@ def patch_catalog(review) -> None:
     changed = {p for b in review.bindings for p in (b.path, b.touched.old_path) if p}
     if path not in changed and not _any_protected(guarded, [p for p in changed if p.endswith(".py")]):
         return  # protected files changed, but neither the catalog nor a module a callable can name
-    head_view = gitio.TreeView(review.repo, review.head_sha)
+    head_view = TreeView(review.repo, review.head_sha)
     try:
         after = _catalog_identities(review, head_view, path, f"{path} (in {review.head_ref})", guarded)
     except BadInputError as exc:
@@ -100,7 +101,7 @@ def patch_catalog(review) -> None:
             review.flags.append(Flag("patch_catalog_invalid", last[0], path, exc.line, exc.one_line()))
         return
     try:
-        before = _catalog_identities(review, gitio.TreeView(review.repo, review.merge_base), path,
+        before = _catalog_identities(review, TreeView(review.repo, review.merge_base), path,
                                      f"{path} (at the merge base)", guarded)
     except BadInputError:
         before = {}
@@ -149,7 +150,7 @@ def _last_commit(review, paths: list[str]) -> tuple[str, str] | None:
     return sha, next((p for p in paths if p in changed), paths[0])
 
 
-def _catalog_identities(review, view: gitio.TreeView, path: str, source: str,
+def _catalog_identities(review, view: TreeView, path: str, source: str,
                         guarded: tuple[str, ...]) -> dict[str, tuple[str, int | None]]:
     """Relation id -> (identity, line) for the catalog in ``view`` ({} when it has none)."""
     catalog = cached_catalog(review, view, path, source)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gzip
 
-from relconsole.engine.repo import gitio
+from relconsole.engine.repo.treeview import TreeView
 
 from relconsole.engine.oracle.candidates import (SEEDS_SUFFIX, Candidate, CandidateRead, InputShape, Verdict,
                                                  read_candidate, validate_candidate, validate_seed_rows)
@@ -41,12 +41,12 @@ def input_fields(review, inp: dict) -> list[str] | None:
     return None
 
 
-def input_shape(review, inp: dict, view: gitio.TreeView | None = None) -> InputShape:
+def input_shape(review, inp: dict, view: TreeView | None = None) -> InputShape:
     """A candidate input's InputShape (``candidates.input_shape``), read from the oracle
     (``view``, default the review's oracle commit): the seeds file's rows (a path the oracle
     does not hold, ``..`` included, reads as missing), the lease corpus's header, and a
     catalog relation's schema for the same seeds file."""
-    view = view or gitio.TreeView(review.repo, review.oracle_sha)
+    view = view or TreeView(review.repo, review.oracle_sha)
     seeds = inp.get("seeds")
     rows = None
     if isinstance(seeds, str):
@@ -64,7 +64,7 @@ def input_shape(review, inp: dict, view: gitio.TreeView | None = None) -> InputS
     return candidate_input_shape(inp, rows, header, catalog_schema)
 
 
-def load_quarantine(review, view: gitio.TreeView) -> None:
+def load_quarantine(review, view: TreeView) -> None:
     """Validate every quarantine file; without a catalog, say so on each item (fail closed)."""
     catalog = review.catalog or Catalog(review.layout.catalog, {}, [])
     no_catalog = "cannot be judged: the catalog did not load"

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from relconsole.engine.repo import gitio
+from relconsole.engine.repo.touched import start_touched
+from relconsole.engine.repo.treeview import TreeView
 
 from relconsole.engine.oracle.candidates import Candidate, SeedRow
 from relconsole.engine.oracle.catalog import Catalog, Relation
@@ -328,7 +330,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     merge_base = gitio.merge_base(repo, base_tip, head_sha)
     oracle_sha = head_sha if oracle_from.upper() == "HEAD" else base_tip
     errors: list[BadInputError] = []
-    oracle_view = gitio.TreeView(repo, oracle_sha)
+    oracle_view = TreeView(repo, oracle_sha)
     try:
         layout = layout_from_pyproject(oracle_view.read_text("pyproject.toml"))
     except BadInputError as exc:
@@ -338,7 +340,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     review = Review(repo, base_ref, head_ref, head_sha, base_tip, merge_base, oracle_sha,
                     "HEAD" if oracle_sha == head_sha and oracle_from.upper() == "HEAD" else "base",
                     today or today_from_env(), layout, oracle_dir, errors=errors)
-    review._diff = diff = gitio.start_touched(repo, merge_base, head_sha)  # git diffs while the oracle is read
+    review._diff = diff = start_touched(repo, merge_base, head_sha)  # git diffs while the oracle is read
     try:
         export_oracle(repo, oracle_sha, layout.protected, oracle_dir)
         load_oracle(review, oracle_view, hash_progress)
@@ -361,7 +363,7 @@ def finish_review(review: Review) -> None:
     if review.finished:
         return
     review.finished = True
-    load_quarantine(review, gitio.TreeView(review.repo, review.oracle_sha))
+    load_quarantine(review, TreeView(review.repo, review.oracle_sha))
     _flag(review)
     _split(review)
     patch_catalog(review)
@@ -384,7 +386,7 @@ def _base(repo: gitio.Repository, base_ref: str | None) -> tuple[str, str]:
 
 def _bind(review: Review) -> None:
     """Bind the touched paths (their git diff, when ``load_review`` started it, is ``_diff``)."""
-    diff = review.__dict__.pop("_diff", None) or gitio.start_touched(review.repo, review.merge_base, review.head_sha)
+    diff = review.__dict__.pop("_diff", None) or start_touched(review.repo, review.merge_base, review.head_sha)
     touched = diff.result()
     owners = review.catalog.owners if review.catalog else []
     review.bindings = bind(owners, touched, review.layout.protected)

@@ -24,7 +24,9 @@ from pathlib import PurePosixPath
 import yaml
 
 from relconsole.engine.repo import gitio
-from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
+from relconsole.engine.repo.treeview import TreeView
+from relconsole.engine.repo.commitkinds import FileChange
+from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
@@ -89,7 +91,7 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
             raise GitError("this repository has no commits yet: commit the project first, then run "
                            "relconsole init") from None
         raise
-    view = gitio.TreeView(repo, tip)
+    view = TreeView(repo, tip)
     layout = layout_from_pyproject(view.read_text("pyproject.toml"))
     if view.read_text(layout.catalog) is not None:
         raise UsageError(f"{branch} already has an oracle ({layout.catalog}): relconsole init writes the first one only")

@@ -464,7 +464,7 @@ def _exported_digest(review, commit: str, relative: str) -> str:
     next review computes. Goes through the repository's hash cache (by blob id)."""
     import shutil
 
-    from relconsole.engine.repo.gitio import TreeView
+    from relconsole.engine.repo.treeview import TreeView
     from relconsole.engine.oracle.hashcache import CommitFiles
     from relconsole.engine.repo.workspace import scratch_dir
 

@@ -17,8 +17,8 @@ What the store may not do, and why it cannot:
   from the export and from the store and written again from git. It is never used.
 * Carry anything of the reviewed tree. Only blobs of the oracle commit are asked for, by
   the ids its tree lists; a file of the patch with the same id is the same bytes.
-* Write outside the export. Paths are placed as ``gitio.write_blobs`` places them
-  (``gitio.place_target``: no ``..``, no ``.git``, never through a symlink); symlinks
+* Write outside the export. Paths are placed as ``blobwrite.write_blobs`` places them
+  (``blobwrite.place_target``: no ``..``, no ``.git``, never through a symlink); symlinks
   are not kept in the store but written as before (only those that stay inside).
 * Let a run change it. Exported files are links to read-only files; nothing in relconsole
   writes to the oracle export (run trees copy from it, ``workspace.overlay_oracle``).
@@ -42,7 +42,8 @@ import time
 from pathlib import Path
 
 from relconsole.engine.errors import GitError
-from relconsole.engine.repo.gitio import _copy, _feed, _place, clean_env, place_target
+from relconsole.engine.repo.blobwrite import _copy, _feed, _place, place_target
+from relconsole.engine.repo.gitio import clean_env
 
 STORE = Path("relconsole") / "exports"
 SPARE = 1000  # files kept beyond twice what one export uses before unused ones are dropped
@@ -122,11 +123,11 @@ def _discard(path: str | os.PathLike) -> None:
 
 
 def export_blobs(repo, entries: list[tuple[int, str, str]], dest: Path) -> None:
-    """Place each (mode, blob id, path) of ``entries`` (``gitio.tree_listing`` rows of one
+    """Place each (mode, blob id, path) of ``entries`` (``blobwrite.tree_listing`` rows of one
     commit) under ``dest``: regular files as hard links to the store's verified copy,
     written there from git first when it lacks one or holds one that fails its hash;
     symlinks (those that stay inside ``dest``) and everything where links are refused
-    written from git, as ``gitio.write_blobs`` writes them. Raises GitError when git
+    written from git, as ``blobwrite.write_blobs`` writes them. Raises GitError when git
     cannot give a blob, OSError when a file cannot be written."""
     os.makedirs(dest, exist_ok=True)
     root = os.path.realpath(dest)
@@ -188,7 +189,7 @@ def export_blobs(repo, entries: list[tuple[int, str, str]], dest: Path) -> None:
 
 
 def _target(root: str, path: str, ready: set[str]) -> str | None:
-    """``gitio.place_target(root, path)``, without walking a folder it already made real
+    """``blobwrite.place_target(root, path)``, without walking a folder it already made real
     in this export again (no symlink is placed before every regular file is linked)."""
     parent, _, leaf = path.rpartition("/")
     if parent in ready and leaf not in ("", ".", "..", ".git") and not path.startswith("/"):
@@ -205,7 +206,7 @@ def _from_git(repo, store: Path, root: str, missing: dict[str, tuple[str, int]],
               direct: list[tuple[int, str, str]]) -> None:
     """One streamed ``git cat-file --batch``: the ``missing`` store files (each written to
     a temporary file, checked against its id, made read-only, renamed into place), then the
-    ``direct`` entries placed under ``root`` by ``gitio._place``."""
+    ``direct`` entries placed under ``root`` by ``blobwrite._place``."""
     asks = [oid for oid, _mode in missing.values()] + [oid for _mode, oid, _path in direct]
     proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo.working_tree_dir or repo.git_dir,
                             env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -3,20 +3,10 @@
 The owner map is a list of gitignore-style patterns, last match wins (CODEOWNERS). Trying
 every pattern on every touched path costs paths x patterns regex calls (10^9 for 100,000
 paths and 10,000 patterns). ``OwnerIndex`` files each pattern under a key every path it
-matches must carry, looks up only the keys a path has, and returns the highest-indexed
-candidate that matches: the answer of ``owners.winning_pattern``, pattern for pattern.
-
-Keys, from the pattern's segments normalised as pathspec's GitIgnoreSpecPattern does:
-
-* a literal leading path (anchored patterns: ``src/a.py``, ``src/**``, ``src/*/x.py``,
-  ``/README.md``): a path it matches has it as a slash-boundary prefix (gitignore matches
-  a directory's contents too), so a path's ancestors, and the path itself, are looked up;
-* otherwise a literal segment (``README.md``, ``build/``, ``**/fixtures/*.json``): a path
-  component equal to it;
-* otherwise a glob segment (``*.py``, ``**/*.md``, ``test_*``): a component ending with its
-  literal tail (keyed by the text after the tail's last ``.``, else its last character) or
-  starting with its literal head (its first character);
-* otherwise the generic bucket (``*``, ``**``, ``*.[ch]``), a candidate for every path.
+matches must carry (``ownerkeys``: a literal leading path, a literal segment, a glob
+segment's literal tail or head, or the generic bucket), looks up only the keys a path has,
+and returns the highest-indexed candidate that matches: the answer of
+``owners.winning_pattern``, pattern for pattern.
 
 What a directory's ancestors and components contribute is computed once per directory.
 Candidates are then decided highest index first, stopping at the best certain match:
@@ -26,11 +16,11 @@ Candidates are then decided highest index first, stopping at the best certain ma
   ``a/b/`` and ``a/b/**`` (under it), ``name`` and ``**/name`` (a component is ``name``),
   ``name/`` and ``**/name/**`` (a directory component is ``name``): what pathspec's regex
   for the shape accepts on a path with no empty component and no newline;
-* any other pattern by regex, compiled the first time it is a candidate: the pattern's own
-  (the object ``matches`` compiles), or, for ``L/REST`` under a literal ``L``, the regex of
-  ``/REST`` (``**/REST``) on the path after ``L/``, compiled once for all the prefixes it
-  follows (the regex of ``L/REST`` is ``^L/`` or ``^L(?:/.+)?/`` before that one's); a
-  candidate whose literal text (a "needle") is not in the path is skipped unasked.
+* any other pattern by regex, compiled the first time it is a candidate (``ownerspec``): the
+  pattern's own (the object ``matches`` compiles), or, for ``L/REST`` under a literal ``L``,
+  the regex of ``/REST`` (``**/REST``) on the path after ``L/``, compiled once for all the
+  prefixes it follows (the regex of ``L/REST`` is ``^L/`` or ``^L(?:/.+)?/`` before that
+  one's); a candidate whose literal text (a "needle") is not in the path is skipped unasked.
 
 tests/test_owner_index.py pins the regexes these shortcuts rely on and checks the index
 against ``winning_pattern`` on generated pattern lists and paths.
@@ -44,105 +34,17 @@ straightforward loop would reach them, so it raises where that loop raised.
 from __future__ import annotations
 
 import gc
-import os
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import lru_cache
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import pathspec
+from relconsole.engine.repo.ownerkeys import _key, _plain_key
+from relconsole.engine.repo.ownerspec import (_NEVER, _NORMALIZES, _OPAQUE, _compiled, _mirroring, _pathspec,
+                                              single_match)
 
-# pathspec is imported on first need (a pattern to compile, an odd path to normalise): an
-# owner map of plain patterns, as most are, never needs it (10 ms of every command start).
-# What the index needs to know of it before then is read off its files: whether it is a
-# 1.x pathspec, whose GitIgnoreSpecPattern segment normalisation _segments mirrors (else
-# every pattern is compiled eagerly), and whether this platform has separators to rewrite.
-_LOADED: dict = {}
-
-
-def _pathspec() -> dict:
-    """pathspec's parts the index uses, imported once: ``module``, ``options`` (the spec
-    backend), ``mirrored`` (GitIgnoreSpecPattern, or None), ``mirroring``, ``normalize_file``.
-    Raises RuntimeError when pathspec turns out other than ``_mirroring`` or ``_NORMALIZES``
-    said before it was imported (an index may have been built on that answer)."""
-    if _LOADED:
-        return _LOADED
-    import pathspec
-    from pathspec.util import NORMALIZE_PATH_SEPS, normalize_file
-
-    try:  # one matcher whatever regex engines are installed: pathspec 1.x picks re2 or
-        # hyperscan when present, whose `$` differs from Python's re
-        pathspec.GitIgnoreSpec.from_lines([], backend="simple")
-        options: dict = {"backend": "simple"}
-    except TypeError:  # pragma: no cover - pathspec 0.12 has only Python's re
-        options = {}
-    try:  # pathspec >= 1.0: the class whose segment normalisation _segments mirrors
-        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as mirrored
-    except ImportError:  # pragma: no cover - pathspec 0.12: every pattern generic, compiled eagerly
-        mirrored = None
-    mirroring = mirrored is not None and type(
-        pathspec.GitIgnoreSpec.from_lines(["x"], **options).patterns[0]) is mirrored
-    if bool(NORMALIZE_PATH_SEPS) != _NORMALIZES or (_PROVISIONAL and mirroring != _PROVISIONAL[0]):
-        raise RuntimeError("the installed pathspec differs from what relconsole's owner index read of "
-                           "its files: owner patterns cannot be matched safely")
-    _LOADED.update(module=pathspec, options=options, mirrored=mirrored, mirroring=mirroring,
-                   normalize_file=normalize_file)
-    return _LOADED
-
-
-_PROVISIONAL: list[bool] = []  # _mirroring's answer before pathspec was imported
-
-
-def _mirroring() -> bool:
-    """Whether the installed pathspec is a 1.x one whose GitIgnoreSpecPattern ``_segments``
-    mirrors: pathspec's own answer once it is imported, else read off its files (the module
-    that defines the class is there) without importing it, and checked when it is."""
-    if _LOADED:
-        return _LOADED["mirroring"]
-    if not _PROVISIONAL:
-        import importlib.util
-        import os.path
-        spec = importlib.util.find_spec("pathspec")
-        where = list(spec.submodule_search_locations or []) if spec is not None else []
-        _PROVISIONAL.append(any(os.path.isfile(os.path.join(d, "patterns", "gitignore", "spec.py")) for d in where))
-    return _PROVISIONAL[0]
-
-
-# Windows: separators to rewrite; POSIX: only "/" and "./" heads (pathspec.util's
-# NORMALIZE_PATH_SEPS, checked against it when pathspec is imported)
-_NORMALIZES = any(sep and sep != "/" for sep in (os.sep, os.altsep))
-
-
-def compile_spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    """The one-pattern GitIgnoreSpec that decides whether ``pattern`` matches a path (§3)."""
-    loaded = _pathspec()
-    return loaded["module"].GitIgnoreSpec.from_lines([pattern], **loaded["options"])
-
-
-@lru_cache(maxsize=4096)
-def single_spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    """``compile_spec`` cached: the matcher behind ``owners.matches``."""
-    return compile_spec(pattern)
-
-
-def single_match(pattern: str, path: str) -> bool:
-    """True when the gitignore-style ``pattern`` alone matches ``path`` (a one-pattern spec:
-    a negated ``!`` pattern matches nothing)."""
-    return single_spec(pattern).match_file(path)
-
-
-# the shapes decided without a regex (see the module docstring), and the rest
-FILE, UNDER, NAME, DIRNAME, REGEX = "file", "under", "name", "dirname", "regex"
-_NEVER = None  # compiled slot of a pattern that matches nothing (blank, comment, `!x`, bad range)
-_OPAQUE = object()  # compiled slot of a pattern the index does not model (does not compile, not a str)
 _UNKNOWN = object()  # compiled slot not filled yet
 _NONE = (-1,)
 _HEADS = ("/", "./")  # what pathspec's normalize_file strips from a POSIX path
-_WILDCARD = re.compile(r"[*?\[\\]")
-_ESCAPE_OR_CLASS = re.compile(r"[?\[\\]")
 _NOTHING = (-1, -1, ())
 
 
@@ -418,201 +320,3 @@ def _clean(paths: list[str]) -> bool:
 
 def _no_match(_path: str) -> None:
     return None
-
-
-def _compiled(pattern):
-    """The match callable of one pattern, compiled as ``matches`` compiles it: _NEVER when it
-    matches nothing, _OPAQUE when it does not compile (or is not a str)."""
-    if not isinstance(pattern, str):
-        return _OPAQUE
-    try:  # the factory GitIgnoreSpec.from_lines applies to each non-empty line
-        loaded = _pathspec()
-        mirrored = loaded["mirrored"]
-        compiled = ([mirrored(pattern)] if pattern else []) if loaded["mirroring"] else compile_spec(pattern).patterns
-    except Exception:  # noqa: BLE001 - the fallback loop raises it where the old loop did
-        return _OPAQUE
-    if len(compiled) != 1 or compiled[0].include is not True:
-        return _NEVER  # empty, a comment, a negation or an invalid range
-    one = compiled[0]
-    if type(one) is mirrored and one.regex is not None:
-        return one.regex.search  # pathspec 1.x RegexPattern.match_file is regex.search
-    return one.match_file
-
-
-def _segments(pattern: str) -> list[str] | None:
-    """The pattern's segments as GitIgnoreSpecPattern normalises them (leading ``**`` for an
-    unanchored pattern, trailing ``**`` for a directory pattern, ``**/**`` collapsed), or
-    None when none are left. (The patterns it special-cases, ``*``, ``**``, ``*/`` and
-    ``**/``, have no literal text, so ``_key`` files them as generic.)"""
-    text = pattern if pattern.endswith("\\ ") else pattern.rstrip()
-    segs = text.split("/")
-    if not segs[0]:
-        del segs[0]
-    elif len(segs) == 1 or (len(segs) == 2 and not segs[1]):
-        if segs[0] != "**":
-            segs.insert(0, "**")
-    if not segs:
-        return None
-    if not segs[-1]:
-        segs[-1] = "**"
-    for i in range(len(segs) - 1, 0, -1):
-        if segs[i - 1] == "**" and segs[i] == "**":
-            del segs[i]
-    return segs
-
-
-def _tokens(segment: str) -> list[str | None]:
-    """The segment's literal characters, None for each wildcard (``*``, ``?``, ``[...]``),
-    bracket ends found exactly as pathspec's glob translation finds them."""
-    out: list[str | None] = []
-    i, end = 0, len(segment)
-    while i < end:
-        char = segment[i]
-        i += 1
-        if char == "\\":
-            if i < end:
-                out.append(segment[i])
-                i += 1
-            continue
-        if char in "*?":
-            out.append(None)
-        elif char == "[":
-            j = i
-            if j < end and segment[j] in "!^":
-                j += 1
-            if j < end and segment[j] == "]":
-                j += 1
-            while j < end and segment[j] != "]":
-                j += 1
-            out.append(None)
-            i = j + 1
-        else:
-            out.append(char)
-    return out
-
-
-def _literal(segment: str) -> str | None:
-    """The unescaped text of a segment with no wildcard, else None."""
-    if segment == "**":
-        return None
-    if _WILDCARD.search(segment) is None:
-        return segment
-    tokens = _tokens(segment)
-    return None if None in tokens else "".join(tokens)
-
-
-def _plain_shape(pattern: str, segs: list[str]) -> str:
-    """FILE, UNDER, NAME or DIRNAME when the pattern is plain and of that shape, else REGEX."""
-    text = pattern.rstrip()
-    if not text or text[0] in "!#" or text == "/" or _ESCAPE_OR_CLASS.search(text) is not None:
-        return REGEX
-    if "" in segs or ("*" in text and any(s != "**" and "*" in s for s in segs)):
-        return REGEX
-    inner = segs[1:-1] if len(segs) > 1 else []
-    if "**" in inner:
-        return REGEX
-    if segs[0] != "**":
-        return FILE if segs[-1] != "**" else UNDER
-    if len(segs) == 2 and segs[1] != "**":
-        return NAME
-    if len(segs) == 3 and segs[2] == "**":
-        return DIRNAME
-    return REGEX
-
-
-def _plain_key(pattern: str) -> tuple[str, str, tuple[()], None] | None:
-    """``_key`` of the commonest patterns, quickly: no wildcard, escape, empty segment or
-    trailing blank, not a negation or comment: ``a/b``, ``/a``, ``a/b/``, ``a/b/**``, ``name``,
-    ``name/`` (what _segments makes of them: no ``**`` but the ones normalisation adds)."""
-    under = pattern.endswith("/**")
-    body = pattern[:-3] if under else pattern
-    if not body or body[0] in "!#" or body[-1].isspace() or "//" in body or _WILDCARD.search(body) is not None:
-        return None
-    anchored = under or body[0] == "/" or "/" in body[:-1]
-    if body[-1] == "/":
-        under, body = True, body[:-1]
-    if body[:1] == "/":
-        body = body[1:]
-    if not body:
-        return None
-    if anchored:
-        return ("under" if under else "file"), body, (), None
-    return ("name_dir" if under else "name_any"), body, (), None
-
-
-def _key(pattern: str) -> tuple[str | None, str | None, tuple[str, ...], str | None]:
-    """(bucket, key, needles, remainder): every path ``pattern`` matches is looked up under
-    the key, and contains each needle, a literal run of a segment the key does not already
-    guarantee (none for the shapes the lookup decides; a regex matches a run of literal
-    characters only as that run). Bucket ``file``/``under``/``name_any``/``name_dir``: the
-    lookup alone decides. ``remainder``: for a ``prefix`` pattern ``L/REST`` that is not a
-    directory pattern and whose REST has no ``**`` but maybe a first one, ``/REST`` (or
-    ``**/...``), which decides on the path after ``L/``."""
-    plain = _plain_key(pattern)
-    if plain is not None:
-        return plain
-    segs = _segments(pattern)
-    if segs is None or (pattern if pattern.endswith("\\ ") else pattern.rstrip()).startswith("#"):
-        return None, None, (), None  # nothing left, or a comment: matches nothing
-    literals = [_literal(s) for s in segs]
-    shape = _plain_shape(pattern, segs)
-
-    def needle(skip: int = 0, but: str | None = None) -> tuple[str, ...]:
-        if shape != REGEX:
-            return ()
-        runs = {"".join(run) for seg in segs[skip:] if seg != "**" and (but is None or _literal(seg) != but)
-                for run in _runs(_tokens(seg))}
-        return tuple(sorted(runs, key=lambda run: (-len(run), run))[:3])
-
-    if segs[0] != "**" and literals[0] is not None:
-        lead = []
-        for text in literals:
-            if text is None:
-                break
-            lead.append(text)
-        bucket = {FILE: "file", UNDER: "under"}.get(shape, "prefix")
-        rest = segs[len(lead):]
-        remainder = None
-        if bucket == "prefix" and rest and "**" not in rest[1:] and rest[-1] != "**":
-            remainder = ("**/" if rest[0] == "**" else "/") + "/".join(s for s in rest if s != "**")
-        return bucket, "/".join(lead), needle(skip=len(lead)), remainder
-    named = [text for text in literals if text is not None]
-    if named:
-        bucket = {NAME: "name_any", DIRNAME: "name_dir"}.get(shape, "name")
-        name = max(named, key=len)
-        return bucket, name, needle(but=name), None
-    best: tuple[int, str, str] | None = None
-    for seg in segs:
-        if seg == "**":
-            continue
-        tokens = _tokens(seg)
-        runs = ["".join(run) for run in _runs(tokens)]
-        tail = runs[-1] if runs and tokens[-1] is not None else ""
-        head = runs[0] if runs and tokens[0] is not None else ""
-        if "." in tail:
-            option = (3 + len(tail), "ext", tail[tail.rfind(".") + 1:])
-        elif tail:
-            option = (2, "tail", tail[-1])
-        elif head:
-            option = (1, "head", head[0])
-        else:
-            continue
-        if best is None or option[0] > best[0]:
-            best = option
-    if best is None:
-        return "generic", None, needle(), None
-    return best[1], best[2], needle(), None
-
-
-def _runs(tokens: list[str | None]):
-    """The maximal runs of literal characters in a segment's tokens."""
-    run: list[str] = []
-    for token in tokens:
-        if token is None:
-            if run:
-                yield run
-            run = []
-        else:
-            run.append(token)
-    if run:
-        yield run

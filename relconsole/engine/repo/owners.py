@@ -13,10 +13,11 @@ from collections import namedtuple
 from collections.abc import Iterable, Sequence
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
-from relconsole.engine.repo.ownerindex import OwnerIndex, collector_paused, single_spec
+from relconsole.engine.repo.ownerindex import OwnerIndex, collector_paused
+from relconsole.engine.repo.ownerspec import single_spec
 
 if TYPE_CHECKING:  # the judge's worker matches protected paths and must not load GitPython
-    from relconsole.engine.repo.gitio import Touched
+    from relconsole.engine.repo.touched import Touched
 
 OWNED, EXEMPT, GAP, PROTECTED, UNKNOWN = "owned", "exempt", "gap", "protected", "unknown"
 
@@ -53,7 +54,7 @@ class Binding(namedtuple("Binding", "touched state pattern relations via_import"
     path decides; a rename to an unowned place is a gap. ``via_import`` lists relations that
     own the path because their subject imported it when it last ran on the base (SPEC §3);
     they are in ``relations`` too, and make an exempt or unowned path ``owned``.
-    ``touched`` is the ``gitio.Touched`` row; ``pattern`` the winning pattern or None;
+    ``touched`` is the ``touched.Touched`` row; ``pattern`` the winning pattern or None;
     ``relations`` a tuple of relation ids.
     """
 

@@ -1,7 +1,7 @@
 """One materialised tree per commit, kept under the git dir and reused (SPEC §7: trees as
 committed, written once per commit).
 
-``stored_tree`` writes a commit's committed blobs (``gitio.write_blobs``: no attributes, no
+``stored_tree`` writes a commit's committed blobs (``blobwrite.write_blobs``: no attributes, no
 filters) once into ``<git common dir>/relconsole/trees/<tree id>``, keyed by the tree's own
 id, so two commits with one tree share it. Its files are read-only. ``place_tree`` gives a
 run its own tree from it: hard links when the subject will see the tree through a read-only
@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 
-from relconsole.engine.repo.gitio import run_git, write_blobs
+from relconsole.engine.repo.blobwrite import write_blobs
+from relconsole.engine.repo.gitio import run_git
 
 STORE = Path("relconsole") / "trees"
 KEEP = 4  # trees kept: HEAD, the merge base, the base tip and one more

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.repo.exportstore import export_blobs
-from relconsole.engine.repo.gitio import TreeView, run_git, tree_listing
+from relconsole.engine.repo.blobwrite import tree_listing
+from relconsole.engine.repo.gitio import run_git
+from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.owners import protected, protection
 from relconsole.engine.repo.treestore import place_tree, stored_tree
 

@@ -4,7 +4,7 @@ A pooled worktree lives under ``<git common dir>/relconsole/worktrees/<workspace
 and is moved between commits by setting its HEAD and index (``read-tree --reset``, which
 writes no file and runs no filter), ``git clean -ffdx`` (so no file of an earlier run
 survives, ignored ones included) and writing the commit's blobs byte for byte
-(``gitio.write_blobs``), skipping every file whose blob id and on-disk stat (size, mtime,
+(``blobwrite.write_blobs``), skipping every file whose blob id and on-disk stat (size, mtime,
 ctime, inode) are what relconsole wrote last time. Writing a 100,000-file tree for every
 run would cost seconds; moving a pooled one costs what changed. Every git call here runs
 with relconsole's own settings (``OWN_CONFIG``): no hooks, no fsmonitor, no sparse
@@ -30,7 +30,8 @@ from pathlib import Path
 
 from relconsole.engine.atomicfile import write_atomic
 from relconsole.engine.errors import GitError
-from relconsole.engine.repo.gitio import run_git, write_blobs
+from relconsole.engine.repo.blobwrite import write_blobs
+from relconsole.engine.repo.gitio import run_git
 
 # (key, value) relconsole's worktrees run with; core.hooksPath is set to an empty directory
 # of relconsole's (``no_hooks_dir``) where a worktree's own config holds it.
