@@ -21,7 +21,8 @@ from typing import Callable
 
 from relconsole.engine.repo import gitio
 
-from relconsole.engine.oracle.candidates import Candidate, SeedRow
+from relconsole.engine.oracle.candidates import Candidate
+from relconsole.engine.oracle.seedrows import SeedRow
 from relconsole.engine.oracle.catalog import Catalog, Relation
 from relconsole.engine.gate.checklist import checklist_verdicts, merge_checklist
 from relconsole.engine.gate import importmap
