@@ -510,7 +510,7 @@ def _lease_history(args, review: Review) -> int:
 def _lease_rehash(args, review: Review) -> int:
     """``lease rehash``: the preview (exit 64 asking for --confirm), or the commit; a refusal exits 1."""
     from relconsole.engine.gate import actions
-    from relconsole.engine.oracle.leases import rehash_preview
+    from relconsole.engine.oracle.rehash import rehash_preview
     preview = rehash_preview(review, args.lease_id)
     shown = [f"lease {preview.lease_id} ({preview.manifest}): {preview.state}  {preview.reason}",
              f"  corpus     {preview.corpus}  {preview.size_bytes if preview.size_bytes is not None else '-'} bytes"

@@ -23,7 +23,8 @@ from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleErr
 from relconsole.engine.oracle.freezes import check_new_row
 from relconsole.engine.repo.gitio import TreeView, resolve
 from relconsole.engine.repo.identity import git_identity
-from relconsole.engine.oracle.leases import check_renewal, rehash_preview
+from relconsole.engine.oracle.leases import check_renewal
+from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.patchflags import BlobReader
@@ -261,7 +262,7 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
 def rehash_lease(review: Review, lease_id: str, confirmed_digest: str) -> CommitResult:
     """Re-pin a drifted lease to its corpus as committed on the oracle branch (§4, §9).
 
-    Recomputes ``leases.rehash_preview`` and refuses (CommitRefused, with the reason)
+    Recomputes ``rehash.rehash_preview`` and refuses (CommitRefused, with the reason)
     when it refuses (not drifted, not an owner, a working tree copy that is not the
     committed bytes), when ``confirmed_digest`` (what the confirmation screen showed and
     the user confirmed; case and surrounding space ignored) is not the digest computed
