@@ -27,7 +27,7 @@ from relconsole.engine.oracle.leases import check_renewal
 from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
-from relconsole.engine.gate.patchflags import BlobReader
+from relconsole.engine.gate.blobreader import BlobReader
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.seeds import seed_file_problem
 from relconsole.engine.gate.acceptnote import _replay_note
