@@ -539,7 +539,7 @@ def _lease_rehash(args, review: Review) -> int:
 
 
 def cmd_accept_delete(args) -> int:
-    from relconsole.engine.gate import actions
+    from relconsole.engine.gate import actions, ownerhints
     review = _load(args)
     try:
         rows = [i for i in args.item if any(r.named_by(i) for r in review.seed_rows)]
@@ -549,7 +549,7 @@ def cmd_accept_delete(args) -> int:
                                     unconfirmed_ok=others if args.override_unconfirmed else ())
         else:
             result = actions.delete(review, others, rows)
-        hints = actions.unowned_hints(review, others) if args.command == "accept" else []
+        hints = ownerhints.unowned_hints(review, others) if args.command == "accept" else []
         _emit(args, _commit_payload(result) | {"warnings": hints},
               [f"{result.sha[:12]} {literal(result.message)}"] + [f"warning: {one_line(h)}" for h in hints])
         return EXIT_PASS

@@ -4,14 +4,14 @@ Each action re-reads the files it changes from the oracle branch's current tip, 
 the rule it implements, and makes exactly one commit of one kind through
 ``commits.commit_changes`` (a temporary index; the user's work is never touched).
 What an accept's commit says of the second replay is in ``acceptnote``, the replay evidence
-a freeze rests on in ``freezeevidence``.
+a freeze rests on in ``freezeevidence``; the owner patterns an accept leaves to add, in
+``ownerhints``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 from typing import Collection
 
@@ -19,14 +19,13 @@ from relconsole.engine.oracle import textedit
 from relconsole.engine.gate.acks import MIN_PREFIX, flagged_text, range_authors, same_person, with_ack
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.commits import CommitResult, FileChange, commit_changes
-from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleError, UsageError
+from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.oracle.freezes import check_new_row
 from relconsole.engine.repo.gitio import TreeView, resolve
 from relconsole.engine.repo.identity import git_identity
 from relconsole.engine.oracle.leases import check_renewal
 from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.literal import counted, one_line
-from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.blobreader import BlobReader
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.seeds import seed_file_problem
@@ -106,44 +105,6 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         for c, note in zip(candidates, notes))
     body += "".join(f"Accepted seed row {one_line(r.key)}: {one_line(r.text)}\n" for r in rows)
     return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
-
-
-def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
-    """For each of ``relation_ids`` that no owner pattern of the oracle branch's catalog names,
-    a line proposing one (the file of its subject's module, where the tree has it): unowned, a
-    relation runs only with ``run --all``, and nothing says so."""
-    view = _tip_view(review)
-    try:
-        catalog = load_catalog(view.read_text(review.layout.catalog) or "", review.layout.catalog)
-    except BadInputError:
-        return []
-    out = []
-    for relation in catalog.unowned():
-        if relation.id not in relation_ids:
-            continue
-        module = relation.subject.split(":", 1)[0].replace(".", "/")
-        found = next((p for p in (f"{root}{module}{tail}" for root in ("src/", "") for tail in (".py", "/__init__.py"))
-                      if view.read_text(p) is not None), None)
-        if found is not None and protected(review.layout.protected, found):
-            found = _guarded_by_adapter(review, relation)  # the library an adapter calls, not itself
-        where = f"'{found}': [{relation.id}]" if found else f"'<the paths of the code it guards>': [{relation.id}]"
-        out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
-                   f"run --all; add to owners in {review.layout.catalog}: {where}")
-    return out
-
-
-def _guarded_by_adapter(review: Review, relation) -> str | None:
-    """The owners pattern for a relation whose subject is an oracle adapter: the one library
-    file it reaches, or the folder holding all of them (``dir/**``); None when it reaches none."""
-    from relconsole.engine.gate.bitetargets import reached_library_paths  # static: reads git objects, runs nothing
-    try:
-        paths = reached_library_paths(review, relation)
-    except (RelconsoleError, OSError, SyntaxError, ValueError):  # a hint, never a reason to refuse the accept
-        return None
-    if len(paths) <= 1:
-        return paths[0] if paths else None
-    common = os.path.commonpath(paths)
-    return f"{common}/**" if common else None
 
 
 def _refuse_unloadable(review: Review, view: TreeView, changes: list[FileChange], candidates) -> None:
