@@ -134,6 +134,7 @@ class _Rules:
         return self.probe_cache.get(digest.hexdigest(), change.new or "", scan)
 
     def check(self, change: _Change) -> list[Flag]:
+        """The flags of one file change of a commit (every per-commit rule but golden_literal)."""
         sha, flags = change.commit.sha, []
 
         def flag(name: str, line: int | None, detail: str, path: str | None = None) -> None:
@@ -141,14 +142,7 @@ class _Rules:
 
         paths = {p for p in (change.old, change.new) if p}
         if any(self.guarded_path(p) for p in paths):
-            what = "deletes" if change.new is None else "adds" if change.old is None else "changes"
-            moved = f" (renamed from {change.old})" if change.old and change.new and change.old != change.new else ""
-            effect = ("the review reads the oracle from HEAD (--oracle-from HEAD), so this change is in "
-                      "effect here" if self.oracle_from == "HEAD" else
-                      "the review reads the oracle from the base ref, so the relations here run without it, but a "
-                      "merge brings it")
-            effect += "; the flag rejects until a reviewer acknowledges it (relconsole ack)"
-            flag("protected_path_changed", _first_changed_line(change), f"{what} a protected path{moved}; {effect}")
+            self._protected(change, flag)
         if any(self._lease_manifest(p) for p in paths):
             self._lease(change, flag)
         for path in sorted(paths & self.corpora.keys()):  # no set of 1,000 corpora per change
@@ -160,15 +154,7 @@ class _Rules:
         if change.new == self.layout.catalog:
             self._catalog_kinds(change, flag)
         if change.new and change.new in self.bag_subjects:
-            for qualname, relation_id in self.bag_subjects[change.new]:
-                try:
-                    sorts = pyscan.output_sorts(change.text("before"), change.text("after"), qualname)
-                except pyscan.Unjudged:
-                    break  # a commit's file that does not parse (a WIP commit): the probe rule flags it, once
-                for found in sorts:
-                    flag("bag_output_sorted", found.line,
-                         f"{qualname} {found.detail}, but {relation_id} compares its output as a bag: "
-                         "the sort hides nothing the relation checks and may mask an order bug")
+            self._bag_sorts(change, flag)
         if change.new and self._python_test(change.new):
             try:
                 for found in pyscan.ingest_to_concat(change.text("before"), change.text("after")):
@@ -185,6 +171,30 @@ class _Rules:
                 flag("source_rewritten", 1, f"declares the source encoding {encoding}: Python runs other "
                      "text than the diff shows a reviewer")
         return flags
+
+    def _protected(self, change: _Change, flag) -> None:
+        """A change to a protected path (§9): flagged, with what it does and whether it is in
+        effect in this review (the oracle read from HEAD) or comes with a merge."""
+        what = "deletes" if change.new is None else "adds" if change.old is None else "changes"
+        moved = f" (renamed from {change.old})" if change.old and change.new and change.old != change.new else ""
+        effect = ("the review reads the oracle from HEAD (--oracle-from HEAD), so this change is in "
+                  "effect here" if self.oracle_from == "HEAD" else
+                  "the review reads the oracle from the base ref, so the relations here run without it, but a "
+                  "merge brings it")
+        effect += "; the flag rejects until a reviewer acknowledges it (relconsole ack)"
+        flag("protected_path_changed", _first_changed_line(change), f"{what} a protected path{moved}; {effect}")
+
+    def _bag_sorts(self, change: _Change, flag) -> None:
+        """Output sorts the change adds to the subject of a relation that compares bags."""
+        for qualname, relation_id in self.bag_subjects[change.new]:
+            try:
+                sorts = pyscan.output_sorts(change.text("before"), change.text("after"), qualname)
+            except pyscan.Unjudged:
+                break  # a commit's file that does not parse (a WIP commit): the probe rule flags it, once
+            for found in sorts:
+                flag("bag_output_sorted", found.line,
+                     f"{qualname} {found.detail}, but {relation_id} compares its output as a bag: "
+                     "the sort hides nothing the relation checks and may mask an order bug")
 
     def golden(self, commit: Commit, changes: list[_Change], unjudged: list[str]) -> list[Flag]:
         """golden_literal flags of one commit: goldens counted across all its test files,

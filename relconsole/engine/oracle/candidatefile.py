@@ -6,7 +6,7 @@ reads its content; ``_read`` gives their verdicts and the loaded mapping.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -40,33 +40,9 @@ def _read(path: str, text: str) -> tuple[list[Verdict], Any]:
     except UnicodeEncodeError as exc:  # bytes decoded with surrogateescape: not UTF-8 text
         line = text.count("\n", 0, exc.start) + 1
         return out + [Verdict("parses", False, f"{path}:{line}: not UTF-8 text")], None
-    depth, deepest = 0, None
-    try:
-        events = []
-        for event in yaml.parse(text, Loader=_PARSER):
-            events.append(event)
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > _MAX_DEPTH:
-                    deepest = event
-                    break
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{line_of(mark)}" if mark else path
-        problem = " ".join(str(exc.problem or exc.context or "not YAML").split())
-        return out + [Verdict("parses", False, f"{where}: invalid YAML: {problem}")], None
-    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, other C0 controls)
-        line = text.count("\n", 0, exc.position) + 1
-        code = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or "\0")
-        return out + [Verdict("parses", False, f"{path}:{line}: invalid YAML: character U+{code:04X} "
-                                               "is not allowed")], None
-    except yaml.YAMLError as exc:
-        return out + [Verdict("parses", False, f"{path}: invalid YAML: {' '.join(str(exc).split())}")], None
-    if deepest is not None:
-        return out + [Verdict("parses", False, f"{path}:{line_of(deepest.start_mark)}: nested more than "
-                                               f"{_MAX_DEPTH} levels deep")], None
+    events, unparsed = _events(path, text, line_of)
+    if unparsed is not None:
+        return out + [unparsed], None
     docs = [e for e in events if isinstance(e, yaml.DocumentStartEvent)]
     single = Verdict("single_document", True)
     if len(docs) > 1:
@@ -87,3 +63,37 @@ def _read(path: str, text: str) -> tuple[list[Verdict], Any]:
     except BadInputError as exc:  # duplicate keys, merge keys, unknown tags, impossible dates
         return out + [Verdict("parses", False, exc.one_line()), single, no_alias], None
     return out + [Verdict("parses", True), single, no_alias], raw
+
+
+def _events(path: str, text: str, line_of: Callable[[Any], int]) -> tuple[list, Verdict | None]:
+    """The parser's events of ``text`` (no alias is ever expanded) and None, or [] and the
+    failed ``parses`` verdict: invalid YAML (file and line), a character YAML does not
+    allow, or nesting deeper than ``_MAX_DEPTH``. ``line_of(mark)``: a mark's 1-based line."""
+    depth, deepest = 0, None
+    try:
+        events = []
+        for event in yaml.parse(text, Loader=_PARSER):
+            events.append(event)
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > _MAX_DEPTH:
+                    deepest = event
+                    break
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{line_of(mark)}" if mark else path
+        problem = " ".join(str(exc.problem or exc.context or "not YAML").split())
+        return [], Verdict("parses", False, f"{where}: invalid YAML: {problem}")
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, other C0 controls)
+        line = text.count("\n", 0, exc.position) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or "\0")
+        return [], Verdict("parses", False, f"{path}:{line}: invalid YAML: character U+{code:04X} "
+                                            "is not allowed")
+    except yaml.YAMLError as exc:
+        return [], Verdict("parses", False, f"{path}: invalid YAML: {' '.join(str(exc).split())}")
+    if deepest is not None:
+        return [], Verdict("parses", False, f"{path}:{line_of(deepest.start_mark)}: nested more than "
+                                            f"{_MAX_DEPTH} levels deep")
+    return events, None

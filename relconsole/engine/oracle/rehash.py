@@ -15,7 +15,7 @@ from pathlib import Path
 
 from relconsole.engine.errors import BadInputError, CommitRefused
 from relconsole.engine.oracle.hashcache import HashCache
-from relconsole.engine.oracle.leases import (DRIFTED, INVALID, MISSING, OK, _state_at_tip, corpus_file,
+from relconsole.engine.oracle.leases import (DRIFTED, INVALID, MISSING, OK, Lease, _state_at_tip, corpus_file,
                                              identity_matches, parse_lease)
 
 _BLOB_CHUNK = 1 << 20  # bytes read at a time when hashing a committed corpus
@@ -102,17 +102,13 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     one, holds exactly the committed bytes. Raises UsageError (exit 64) for an unknown
     lease id and GitError when the oracle branch does not exist.
     """
-    from relconsole.engine.repo.identity import git_identity
     from relconsole.engine.repo.gitio import resolve
 
     status = review.lease_to_change(lease_id)
     branch = review.commit_branch()
     tip = resolve(review.repo, branch)
-    try:
-        who = git_identity(review.root)
-        name, email, no_identity = who.name, who.email, None
-    except CommitRefused as exc:
-        name, email, no_identity = "", "", exc.one_line()
+    confirmer = _confirmer(review.root)
+    name, email, _no_identity = confirmer
     fields = {"lease_id": lease_id, "manifest": status.source, "branch": branch, "commit": tip,
               "confirmer_name": name, "confirmer_email": email}
     empty = {"corpus": "", "old_sha256": None, "new_sha256": None, "size_bytes": None, "mtime": None,
@@ -145,21 +141,40 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     working, mtime, copy_problem, note = _working_copy(root, lease.path, new, branch, cache)
     cache.save()
     state, reason = _state_at_tip(lease, new, days_left, review.layout.expiring_window_days)
-    refusal = None
-    if state != DRIFTED:
-        refusal = (f"lease {lease_id} is {state} ({reason}): its corpus on {branch} matches the pinned "
-                   "digest, there is nothing to re-pin" + ("; renew it instead" if state != OK else ""))
-    elif no_identity:
-        refusal = no_identity
-    elif not identity_matches(lease.owners, name, email):
-        refusal = (f"lease {lease_id} belongs to {', '.join(lease.owners)}; you are "
-                   f"{name} <{email}>: only an owner may re-hash")
-    elif copy_problem:
-        refusal = copy_problem
+    refusal = _refusal(lease, lease_id, state, reason, branch, confirmer, copy_problem)
     return RehashPreview(**fields, **{**corpus, "new_sha256": new, "size_bytes": size, "mtime": mtime,
                                       "working_file": working, "blob": blob,
                                       "corpus_commit": _last_change(root, tip, lease.path)},
                          state=state, reason=reason, refusal=refusal, note=note)
+
+
+def _confirmer(root) -> tuple[str, str, str | None]:
+    """(user.name, user.email, None) of the git identity that would confirm in ``root``, or
+    ("", "", why) when git has none."""
+    from relconsole.engine.repo.identity import git_identity
+
+    try:
+        who = git_identity(root)
+        return who.name, who.email, None
+    except CommitRefused as exc:
+        return "", "", exc.one_line()
+
+
+def _refusal(lease: Lease, lease_id: str, state: str, reason: str, branch: str,
+             confirmer: tuple[str, str, str | None], copy_problem: str | None) -> str | None:
+    """Why ``confirmer`` (``_confirmer``) may not re-pin ``lease`` whose state at the tip of
+    ``branch`` is ``state`` (§4: a drifted lease only, by an owner, with a working tree copy
+    that holds the committed bytes), or None when it may."""
+    name, email, no_identity = confirmer
+    if state != DRIFTED:
+        return (f"lease {lease_id} is {state} ({reason}): its corpus on {branch} matches the pinned "
+                "digest, there is nothing to re-pin" + ("; renew it instead" if state != OK else ""))
+    if no_identity:
+        return no_identity
+    if not identity_matches(lease.owners, name, email):
+        return (f"lease {lease_id} belongs to {', '.join(lease.owners)}; you are "
+                f"{name} <{email}>: only an owner may re-hash")
+    return copy_problem or None
 
 
 def _git_bytes(root: Path, *args: str) -> bytes | None:
