@@ -34,7 +34,7 @@ Targets: matching step / anchor <= 1.0 (issue 5: the median of the per-run ratio
 ratio with the renames' old paths is printed beside it); ``relconsole bind`` as a process /
 anchor <= 3.0 (issue 17: the median of the per-pair ratios). Exit 1 when either is missed.
 
-Usage: python bench/bind.py [--paths 100000] [--patterns 10000] [--repeat 5]
+Usage: python -m bench.bind [--paths 100000] [--patterns 10000] [--repeat 5]
                             [--process-repeat 3] [--old-sample 1000] [--old-shipped-sample 10]
 """
 

@@ -7,7 +7,7 @@ report), with spaces and non-ASCII characters in some names. Then times, median 
 ``relconsole check-split`` (the engine call, and the whole command as a process).
 Targets (issue 5): under 10 s, and within 2x of the anchor.
 
-Usage: python bench/check_split.py [--commits 1000] [--repeat 5]
+Usage: python -m bench.check_split [--commits 1000] [--repeat 5]
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Targets (issue 6): ours / openssl >= 0.9 in throughput (the median of per-run ra
 hashing timed in the child; the whole-process ratio is printed beside it); peak RSS of
 our child < 100 MiB; the stat-cache re-check of the unchanged file < 50 ms (median).
 
-Usage: python bench/hash.py [--size-mib 1024] [--repeat 5] [--chunks 256K,1M,4M,16M]
+Usage: python -m bench.hash [--size-mib 1024] [--repeat 5] [--chunks 256K,1M,4M,16M]
                             [--rechecks 9] [--dir DIR]
 """
 

@@ -18,7 +18,7 @@ Prints, from one run on this machine:
 Every timed step of part 1 starts after an untimed ``sync``. On a slow disk part 1 takes minutes
 (ten full checkouts and removals of the big tree); ``--skip-worktrees`` runs part 2 alone.
 
-Usage: python bench/replay.py [--files 100000] [--scratch DIR] [--runs 5] [--repeat 3] [--moves 6]
+Usage: python -m bench.replay [--files 100000] [--scratch DIR] [--runs 5] [--repeat 3] [--moves 6]
                               [--cycles 5] [--skip-worktrees] [--profile]
 """
 

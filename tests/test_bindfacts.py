@@ -150,7 +150,7 @@ def test_bind_lines_are_literal_of_each_whole_line(relations):
     """``_binding_lines`` (made in parts, for speed) prints what ``literal`` of each whole line,
     with the path through ``one_line``, prints: every control, bidi, separator and undecodable
     byte escaped, in paths and in relation ids alike."""
-    from relconsole.cli.main import _binding_lines
+    from relconsole.cli.review import _binding_lines
     from relconsole.engine.literal import literal, one_line
     from relconsole.engine.repo.owners import Binding
 

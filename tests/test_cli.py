@@ -318,7 +318,7 @@ def test_commits_are_refused_when_the_review_reads_the_oracle_from_head(demo_rep
 ])
 def test_the_console_s_exit_code_is_never_a_pass_after_a_crash(ran, textual_code, shown, expected):
     """Red team: a crash while loading exited 0 (``app.run() or 0``)."""
-    from relconsole.cli.main import _console_exit
+    from relconsole.cli.demo import _console_exit
 
     class App:
         return_code = textual_code

@@ -374,7 +374,7 @@ def quitting_console(monkeypatch, tmp_path):
         assert (opened[-1] / ".git").is_dir()  # the sample exists while the console runs
         return 1
     monkeypatch.setattr(app.ReviewApp, "run", run)
-    monkeypatch.setattr("relconsole.cli.main._need_terminal", lambda command: None)  # pytest's stdout is no terminal
+    monkeypatch.setattr("relconsole.cli.demo._need_terminal", lambda command: None)  # pytest's stdout is no terminal
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(temp))

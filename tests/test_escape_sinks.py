@@ -8,7 +8,7 @@ An AST walk, not a regex, over the package's source, for three kinds of sink:
   ``self.app``) inside a console class, nothing calls Textual's own ``App.notify`` /
   ``super().notify`` but that sink, and no console class defines another ``notify``.
 - **commit messages**: the subject and body passed to ``commit_changes`` and to the
-  builders that forward to it (``actions._commit``, ``drafting.quarantine._commit_drafts``).
+  builders that forward to it (``actions._commit``, ``drafting.quarantine.commit_drafts``).
   ``commit_changes`` escapes controls itself, but it must keep the body's newlines, so each
   interpolated field must be escaped *before* it is joined (a newline in a drafted
   ``source`` forged a ``Confirmed-by:`` trailer line).
@@ -39,7 +39,7 @@ from relconsole.console.app import ReviewApp
 
 PACKAGE = Path(relconsole.__file__).resolve().parent
 ESCAPERS = {"literal", "one_line", "dumps"}  # dumps: json.dumps (ensure_ascii: controls become \\uXXXX)
-# cli._binding_lines: bind's lines, each literal() of the whole line made in parts (test_bindfacts
+# cli.review._binding_lines: bind's lines, each literal() of the whole line made in parts (test_bindfacts
 # checks it against literal() of the line on hostile paths and relation ids)
 ESCAPERS |= {"_binding_lines"}
 # Expressions (as ast.unparse writes them) whose text the engine makes from hex, digits,
@@ -61,7 +61,7 @@ SAFE = [re.compile(p) for p in (
     r"prompt\.text",  # the drafter's prompt as the engine wrote it, printed for `--print-prompt`
 )]
 # Functions that are sinks themselves: their parameters are checked at their call sites.
-FORWARDERS = {"_commit", "_commit_drafts", "_line"}
+FORWARDERS = {"_commit", "commit_drafts", "_line"}
 
 
 @dataclass
@@ -190,7 +190,7 @@ def _offences(pattern: str, pick) -> list[Offence]:
 COMMIT_BUILDERS = {  # name -> (positions of subject and body, their keywords)
     "commit_changes": ((3, 5), ("subject", "body")),
     "_commit": ((2, 4), ("subject", "body")),
-}  # drafting.quarantine._commit_drafts passes its subject and drafter through one_line itself (checked here)
+}  # drafting.quarantine.commit_drafts passes its subject and drafter through one_line itself (checked here)
 
 
 def _commit_args(call: ast.Call):
@@ -220,7 +220,7 @@ def _cli_args(call: ast.Call):
         return list(call.args)
     if name == "_line" and ast.unparse(call.func) == "self._line":  # cli_progress's one print
         return list(call.args)
-    return None  # cli._emit and cli_workspace._print escape their lines themselves (their prints are checked)
+    return None  # cli.reviewio.emit and cli_workspace._print escape their lines themselves (their prints are checked)
 
 
 def test_every_cli_print_is_escaped():

@@ -14,7 +14,7 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole.cli.pipe import decided
-from relconsole.cli.options import workspace_lease_options
+from relconsole.cli.options import review_options, workspace_lease_options
 from relconsole.engine.defaults import CONFIRM_RUNS as DEFAULT_RUNS
 from relconsole.engine.defaults import CONFIRM_SIDES as SIDES
 from relconsole.engine.errors import EXIT_BAD_INPUT
@@ -24,8 +24,8 @@ if TYPE_CHECKING:  # imported by the command itself: the parser must not load th
     from relconsole.engine.gate.confirm import ConfirmOutcome
 
 
-def register(subparsers, commands: dict, review_options) -> None:
-    """Add ``confirm`` to ``subparsers`` (with the shared ``review_options``) and its handler to ``commands``."""
+def register(subparsers, commands: dict) -> None:
+    """Add ``confirm`` to ``subparsers`` (with the shared review options) and its handler to ``commands``."""
     parser = subparsers.add_parser("confirm", help="second replay of a quarantine candidate: confirm or discard it (§10)")
     parser.add_argument("candidate_id", help="the candidate's id (or its path under the quarantine directory)")
     review_options(parser)

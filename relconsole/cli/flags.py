@@ -10,14 +10,15 @@ there yet) does not fail.
 from __future__ import annotations
 
 
+from relconsole.cli.options import review_options
 from relconsole.cli.pipe import decided
 from relconsole.engine.literal import counted, one_line
 
 MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
 
 
-def register(subparsers, commands: dict, review_options) -> None:
-    """Add ``flags`` to ``subparsers`` (with the shared ``review_options``) and its handler to ``commands``."""
+def register(subparsers, commands: dict) -> None:
+    """Add ``flags`` to ``subparsers`` (with the shared review options) and its handler to ``commands``."""
     parser = subparsers.add_parser("flags", help="patch review flags and the merge checklist (§9)")
     review_options(parser)
     parser.add_argument("--run", action="store_true",

@@ -13,15 +13,18 @@ import os
 import sys
 from pathlib import Path
 
+from relconsole.cli.options import directory as directory_type
+from relconsole.cli.options import review_options
+from relconsole.cli.options import shard as shard_type
 from relconsole.cli.options import workspace_lease_options
 from relconsole.cli.pipe import decided
 from relconsole.engine.errors import UsageError
 from relconsole.engine.literal import one_line
 
 
-def register(subparsers, commands: dict, review_options, shard_type, directory_type) -> None:
-    """Add ``gate`` to ``subparsers`` (with the shared ``review_options`` and argument types)
-    and its handler to ``commands``."""
+def register(subparsers, commands: dict) -> None:
+    """Add ``gate`` to ``subparsers`` (with the shared review options and argument types of
+    ``cli.options``) and its handler to ``commands``."""
     gate = subparsers.add_parser("gate", help="the CI gate: bind, split check, flags, run, replay, decide")
     review_options(gate)
     gate.add_argument("--shard", type=shard_type, default=None, metavar="K/N",

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
+from relconsole.cli.options import review_options
 from relconsole.engine.errors import EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, UsageError
 from relconsole.engine.literal import literal, one_line
 from relconsole.engine.defaults import DRAFTER_TIMEOUT_SECONDS
@@ -43,8 +44,8 @@ def _seconds(text: str) -> float:
     return value
 
 
-def register(subparsers, commands: dict, review_options) -> None:
-    """Add ``propose`` to ``subparsers`` (with the shared ``review_options``) and its handler
+def register(subparsers, commands: dict) -> None:
+    """Add ``propose`` to ``subparsers`` (with the shared review options) and its handler
     to ``commands``."""
     parser = subparsers.add_parser(
         "propose", help="draft candidate relations or seed rows with a model into quarantine (§10)")

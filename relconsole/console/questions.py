@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from relconsole.console.views import _find, item_label, split_targets
+from relconsole.console.views import quarantine_item, item_label, split_targets
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.gate.acks import MIN_PREFIX
 from relconsole.engine.gate.acceptnote import base_miss_advice
@@ -66,7 +66,7 @@ def describe_change(review: Review, oids: list[str], what: str, overrides: set[s
             if "c:" + path in overrides:
                 lines.append("  ⚠ UNCONFIRMED: the message records your override")
         for key in rows:
-            row = _find(review, "s:" + key)
+            row = quarantine_item(review, "s:" + key)
             seeds = review.catalog.get(row.relation_id).seeds_path
             lines.append(f"  move row {row.line} of {row.path} to {seeds}: {row.text}")
         lines += _emptied(review, rows)
@@ -75,7 +75,7 @@ def describe_change(review: Review, oids: list[str], what: str, overrides: set[s
         for path in candidates:
             lines.append(f"  remove {path}")
         for key in rows:
-            row = _find(review, "s:" + key)
+            row = quarantine_item(review, "s:" + key)
             lines.append(f"  drop row {row.line} of {row.path}: {row.text}")
     lines += _emptied(review, rows)
     lines.append("Your staged and unstaged work is left as it is.")

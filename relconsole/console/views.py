@@ -144,7 +144,8 @@ def is_decidable(oid: str) -> bool:
     return oid.startswith(("c:", "s:"))
 
 
-def _find(review: Review, oid: str):
+def quarantine_item(review: Review, oid: str):
+    """The quarantine item (candidate or seed row) whose ``item_id`` is ``oid``, or None."""
     for item in quarantine_items(review):
         if item_id(item) == oid:
             return item
@@ -153,7 +154,7 @@ def _find(review: Review, oid: str):
 
 def candidate_of(review: Review, oid: str | None):
     """The Candidate behind a ``c:`` item id, or None (a seed row, a header, nothing)."""
-    return _find(review, oid) if oid and oid.startswith("c:") else None
+    return quarantine_item(review, oid) if oid and oid.startswith("c:") else None
 
 
 def confirm_state(review: Review, oid: str):
@@ -170,14 +171,14 @@ def sound_confirmation(review: Review, state) -> bool:
 
 def rejection(review: Review, oid: str) -> str:
     """'' when the item may be accepted, else its reasons joined."""
-    item = _find(review, oid)
+    item = quarantine_item(review, oid)
     if item is None:
         return "no longer in quarantine"
     return "" if item.valid else "; ".join(item.reasons)
 
 
 def item_label(review: Review, oid: str) -> str:
-    item = _find(review, oid)
+    item = quarantine_item(review, oid)
     if item is None:
         return oid
     return f"row {item.line} of {item.path}" if oid.startswith("s:") else item.id
@@ -208,7 +209,7 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     if kind == "leases":
         status = lease_of(review, oid)
         return lease_text(status) if status else Text("")
-    item = _find(review, oid)
+    item = quarantine_item(review, oid)
     if item is None:
         return Text("")
     if oid.startswith("c:"):
@@ -310,7 +311,7 @@ def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None =
         status = lease_of(review, oid)
         return DetailView(lease_text(status)) if status else None
     if kind == "quarantine" and oid.startswith("c:"):
-        candidate = _find(review, oid)
+        candidate = quarantine_item(review, oid)
         return DetailView(Text.assemble(lit(candidate.id, "bold"), "  candidate relation"),
                             body=candidate_text(candidate, review.candidate_states.get(candidate.path),
                                                 review.head_sha))

@@ -14,7 +14,7 @@ The flow, each step its own function so the console and tests can use any of the
    validates each candidate with ``validate_candidate`` exactly as the review validates a
    quarantine file; ``judge.judge_seed_rows`` does the same with ``validate_seed_rows``.
 5. ``judge.commit_candidates`` / ``judge.commit_seed_rows`` commit only what passed onto the
-   oracle branch as one ``quarantine:`` commit (§9, ``quarantine._commit_drafts``), built on a
+   oracle branch as one ``quarantine:`` commit (§9, ``quarantine.commit_drafts``), built on a
    temporary index from the branch's tip like every console commit (``commits.commit_changes``):
    never through the working tree, which is the agent's branch, and never over a file the
    branch already holds. Where the oracle branch is checked out, its drafted paths are brought

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from relconsole.engine.drafting.prompt import Ticket, existing_seed_values, seeds_relation
 from relconsole.engine.drafting.parse import UnreadRow
-from relconsole.engine.drafting.quarantine import (_check_tip_directory, _commit_drafts, _quarantine_names,
-                                                   _subject_ids, oracle_tip, quarantine_path,
+from relconsole.engine.drafting.quarantine import (check_tip_directory, commit_drafts, quarantine_names,
+                                                   subject_ids, oracle_tip, quarantine_path,
                                                    seeds_quarantine_path, tip_seeds_text)
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate.quarantineload import input_shape
@@ -111,7 +111,7 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
     out: list[Drafted] = []
     judged: list[tuple[Drafted, Any]] = []  # (drafted item, its Candidate) for the import check
     seen: dict[str, tuple[str, int]] = {}  # id_key -> (id, item) drafted earlier in this output
-    queued = _quarantine_names(review)
+    queued = quarantine_names(review)
     modeline_of = _candidate_modeline(review)
     for index, raw in enumerate(items, 1):
         if not isinstance(raw, dict):
@@ -187,7 +187,7 @@ def commit_candidates(review: Review, drafted: list[Drafted], drafter: str) -> C
     if not pending:
         return None
     branch, view = oracle_tip(review)
-    _check_tip_directory(view, review.layout.quarantine_dir, branch)
+    check_tip_directory(view, review.layout.quarantine_dir, branch)
     for item in pending:
         if view.exists(item.path) or view.list_files(item.path):
             item.reasons.append(f"unique_id: {item.path} already exists on {branch}")
@@ -195,7 +195,7 @@ def commit_candidates(review: Review, drafted: list[Drafted], drafter: str) -> C
     if not pending:
         return None
     changes = [(item.path, item.text) for item in pending]
-    result = _commit_drafts(review, branch, f"draft {_subject_ids([i.id for i in pending])}", changes, drafter)
+    result = commit_drafts(review, branch, f"draft {subject_ids([i.id for i in pending])}", changes, drafter)
     for item in pending:
         item.written = True
     return result
@@ -272,12 +272,12 @@ def commit_seed_rows(review: Review, relation_id: str, rows: list[DraftedRow],
     if not valid:
         return None
     branch, view = oracle_tip(review)
-    _check_tip_directory(view, review.layout.quarantine_dir, branch)
+    check_tip_directory(view, review.layout.quarantine_dir, branch)
     relative = seeds_quarantine_path(review, relation_id)
     before = tip_seeds_text(review, relation_id, view, branch) or ""
     after = append_jsonl_rows(before, [json.loads(r.text) for r in valid])
     count = len(valid)
-    result = _commit_drafts(review, branch, f"draft {count} seed row{'s' * (count != 1)} for {relation_id}",
+    result = commit_drafts(review, branch, f"draft {count} seed row{'s' * (count != 1)} for {relation_id}",
                             [(relative, after)], drafter)
     first = len(jsonl_lines(after)) - count + 1
     for offset, row in enumerate(valid):

@@ -35,7 +35,7 @@ def oracle_tip(review: Review) -> tuple[str, TreeView]:
     return branch, TreeView(review.repo, gitio.resolve(review.repo, branch))
 
 
-def _check_tip_directory(view: TreeView, directory: str, branch: str) -> None:
+def check_tip_directory(view: TreeView, directory: str, branch: str) -> None:
     """Refuse a quarantine directory that the branch holds, or holds a parent of, as a file
     or a symlink: BadInputError (exit 5) naming that path."""
     parts = directory.strip("/").split("/")
@@ -80,12 +80,12 @@ def check_quarantine(review: Review, seeds_relation_id: str | None = None) -> No
     ``seeds_relation_id`` a quarantine seeds file that is a symlink or not JSON lines
     (BadInputError, exit 5). The committers check the tip again when they commit."""
     branch, view = oracle_tip(review)
-    _check_tip_directory(view, review.layout.quarantine_dir, branch)
+    check_tip_directory(view, review.layout.quarantine_dir, branch)
     if seeds_relation_id is not None:
         tip_seeds_text(review, seeds_relation_id, view, branch)
 
 
-def _quarantine_names(review: Review) -> dict[str, str]:
+def quarantine_names(review: Review) -> dict[str, str]:
     """``id_key`` -> an id already in quarantine: the review's candidates (their ids and file
     names) and the ``*.yaml`` / ``*.yml`` file names on the oracle branch's tip."""
     names = {c.id for c in review.candidates}
@@ -99,7 +99,7 @@ def _quarantine_names(review: Review) -> dict[str, str]:
     return keys
 
 
-def _commit_drafts(review: Review, branch: str, subject: str, changes: list[tuple[str, str]],
+def commit_drafts(review: Review, branch: str, subject: str, changes: list[tuple[str, str]],
                    drafter: str) -> CommitResult:
     """One quarantine: commit of ``changes`` ((path, text) pairs) onto ``branch``."""
     from relconsole.engine.repo.commits import FileChange, commit_changes
@@ -111,7 +111,8 @@ def _commit_drafts(review: Review, branch: str, subject: str, changes: list[tupl
                           layout=review.layout)
 
 
-def _subject_ids(ids: list[str], limit: int = 60) -> str:
+def subject_ids(ids: list[str], limit: int = 60) -> str:
+    """``ids`` joined for a commit subject, cut to about ``limit`` characters with the count kept."""
     shown = ", ".join(ids)
     return shown if len(shown) <= limit else f"{len(ids)} candidates ({shown[:limit - 1]}…)"
 

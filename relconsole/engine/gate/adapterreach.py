@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from relconsole.engine.relations import bindings, targeting
-from relconsole.engine.gate.bitefiles import _CommitFiles, _DirFiles, _module_file, _relative_roots
+from relconsole.engine.gate.bitefiles import CommitRunTree, DiskRunTree, module_file, relative_roots
 
 
 MAX_REEXPORTS = 8  # ``from .a import f`` hops followed from the subject's module to the definition
@@ -25,14 +25,14 @@ def defining_file(tree: Path, roots: list[str], path: str, attr: str,
     ``from pkg.impl import func as name``) to the module that defines it. ``roots``: the tree's
     import roots (absolute imports). Where nothing defines it, the last module reached (the
     mutation step then says what is missing). ``visited``: a set the files read are added to."""
-    walk = _Walk(_DirFiles(tree), _relative_roots(tree, roots), lambda p: False, Reach())
+    walk = Walk(DiskRunTree(tree), relative_roots(tree, roots), lambda p: False, Reach())
     found = _defining(walk, path, attr)
     if visited is not None:
         visited |= walk.reach.consulted
     return found
 
 
-def _defining(walk: "_Walk", path: str, attr: str) -> tuple[str, str]:
+def _defining(walk: "Walk", path: str, attr: str) -> tuple[str, str]:
     """``defining_file`` over the walk's files (each read once, recorded as consulted)."""
     seen = set()
     for _ in range(MAX_REEXPORTS):
@@ -44,7 +44,7 @@ def _defining(walk: "_Walk", path: str, attr: str) -> tuple[str, str]:
         if targeting.defines(module, head):
             return path, attr
         for source, level, name in targeting.reexport(module, head):
-            target = _module_file(walk.files, walk.roots, path, source, level)
+            target = module_file(walk.files, walk.roots, path, source, level)
             if target is not None and target not in seen:
                 path, attr = target, name + dot + rest
                 break
@@ -86,8 +86,11 @@ class Reach:
 
 
 @dataclass
-class _Walk:
-    files: _DirFiles | _CommitFiles
+class Walk:
+    """One walk over a run tree's modules: ``files`` to read them, the import ``roots``, which
+    paths are the oracle's (``is_protected``), the ``Reach`` found so far, and the files seen
+    and parsed (each parsed once)."""
+    files: DiskRunTree | CommitRunTree
     roots: list[str]  # tree-relative import roots ("." the tree itself)
     is_protected: Callable[[str], bool]
     reach: Reach
@@ -125,7 +128,7 @@ def adapter_reach(tree: Path, roots: list[str], path: str, attr: str,
     never targets. A target reached through a symlink is put in ``skipped`` instead. Never
     raises for unreadable or unparsable files (they reach nothing).
     """
-    walk = _Walk(_DirFiles(tree), _relative_roots(tree, roots), is_protected, Reach())
+    walk = Walk(DiskRunTree(tree), relative_roots(tree, roots), is_protected, Reach())
     return _reach(walk, [(path, attr), *also])
 
 
@@ -137,7 +140,7 @@ def _scope(module: ast.Module, func: ast.AST) -> tuple[dict[str, list], list]:
     return {**names, **{name: [binding] for name, binding in local.items()}}, local_stars + stars
 
 
-def _follow(walk: _Walk, path: str, attr: str, depth: int) -> None:
+def _follow(walk: Walk, path: str, attr: str, depth: int) -> None:
     """Resolve every name the function ``attr`` of ``path`` (and its same-module helpers) reads."""
     if (path, attr) in walk.seen or depth > MAX_ADAPTER_HOPS:
         return
@@ -153,7 +156,7 @@ def _follow(walk: _Walk, path: str, attr: str, depth: int) -> None:
                 _reached(walk, found, depth)
 
 
-def _resolve_ref(walk: _Walk, path: str, module: ast.Module, scope: dict, stars: list,
+def _resolve_ref(walk: Walk, path: str, module: ast.Module, scope: dict, stars: list,
                  ref: list[str]) -> list[tuple[str, str]]:
     """(file, attribute path) pairs a dotted name read in ``path`` may stand for: through the
     first of its import alternatives that reaches a definition in the tree."""
@@ -174,22 +177,22 @@ def _resolve_ref(walk: _Walk, path: str, module: ast.Module, scope: dict, stars:
     return out
 
 
-def _through(walk: _Walk, path: str, binding: bindings.Binding, rest: list[str]) -> tuple[str, str] | None:
+def _through(walk: Walk, path: str, binding: bindings.Binding, rest: list[str]) -> tuple[str, str] | None:
     """(file, attribute path) of ``binding`` followed by the attributes ``rest``: into a
     submodule while the next name is one (``vers.core.bump``), else an attribute of the module
     reached. None when it names a module only, or a module outside the tree."""
     module, parts = binding.module, ([binding.name] if binding.name else []) + list(rest)
-    file = _module_file(walk.files, walk.roots, path, module, binding.level) if module or binding.level else None
+    file = module_file(walk.files, walk.roots, path, module, binding.level) if module or binding.level else None
     while parts and (file is None or _defined(walk, file, parts[0]) is None):
         module = f"{module}.{parts[0]}" if module else parts[0]
-        sub = _module_file(walk.files, walk.roots, path, module, binding.level)
+        sub = module_file(walk.files, walk.roots, path, module, binding.level)
         if sub is None:
             break
         file, parts = sub, parts[1:]
     return (file, ".".join(parts)) if file is not None and parts else None
 
 
-def _defined(walk: _Walk, file: str, attr: str) -> tuple[str, str] | None:
+def _defined(walk: Walk, file: str, attr: str) -> tuple[str, str] | None:
     """(defining file, attribute path) of ``attr`` of the module ``file`` (re-exports
     followed), the attribute shortened to what is defined (``Version.MAX`` -> ``Version``);
     None when the module defines no such function or class."""
@@ -203,7 +206,7 @@ def _defined(walk: _Walk, file: str, attr: str) -> tuple[str, str] | None:
     return None
 
 
-def _library_file(walk: _Walk, path: str) -> bool:
+def _library_file(walk: Walk, path: str) -> bool:
     """Whether bite may mutate the file at tree path ``path``; a symlink on the way is put
     in ``skipped`` with its reason."""
     why = walk.files.link(path)
@@ -214,7 +217,7 @@ def _library_file(walk: _Walk, path: str) -> bool:
     return True
 
 
-def _reached(walk: _Walk, found: tuple[str, str], depth: int) -> None:
+def _reached(walk: Walk, found: tuple[str, str], depth: int) -> None:
     """Record a name's definition: a function of the oracle is followed, a library one kept."""
     defined = _defined(walk, *found)
     if defined is None:
@@ -235,7 +238,7 @@ def _add(table: dict[str, list[str]], path: str, names: Iterable[str]) -> None:
     have.extend(name for name in names if name not in have)
 
 
-def _expand(walk: _Walk) -> None:
+def _expand(walk: Walk) -> None:
     """The functions to mutate, from the targets: each target's two tiers
     (``targeting.library_functions``, preferring the methods the adapter uses), then, from
     every first-tier function, what it calls in OTHER library modules, one level down: the
@@ -263,7 +266,7 @@ def _expand(walk: _Walk) -> None:
             del reach.spare[path]
 
 
-def _callee(walk: _Walk, found: tuple[str, str], caller_path: str, caller: str, func: ast.AST) -> None:
+def _callee(walk: Walk, found: tuple[str, str], caller_path: str, caller: str, func: ast.AST) -> None:
     """Record the definition ``found`` that ``caller`` (in ``caller_path``) calls, when it is
     in another library module."""
     defined = _defined(walk, *found)
@@ -279,7 +282,7 @@ def _callee(walk: _Walk, found: tuple[str, str], caller_path: str, caller: str, 
         walk.reach.called_by.setdefault((path, name), caller)
 
 
-def _reach(walk: _Walk, entries: Iterable[tuple[str, str]]) -> Reach:
+def _reach(walk: Walk, entries: Iterable[tuple[str, str]]) -> Reach:
     """Follow each (path, attr) entry: an adapter of the oracle through what it calls, a
     library definition as a target itself; then expand the targets into functions."""
     for path, attr in entries:

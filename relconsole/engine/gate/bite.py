@@ -59,9 +59,9 @@ from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import plan_for
 from relconsole.engine.gate.bitereport import BiteReport, MutationResult
-from relconsole.engine.gate.bitefiles import _through_link
-from relconsole.engine.gate.bitecache import _key_files, _store, cache_key
-from relconsole.engine.gate.bitetargets import _Targets, _names, _relation, _targets
+from relconsole.engine.gate.bitefiles import through_link
+from relconsole.engine.gate.bitecache import key_files, store_report, cache_key
+from relconsole.engine.gate.bitetargets import Targets, _names, _relation, _targets
 from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.relations.runner import draw_seed
 from relconsole.engine.relations.pool import evaluate_once
@@ -124,7 +124,7 @@ def _function_mutants(relation: Relation, tier: dict[str, list[str]],
 _Pairs = list[tuple[str, mutations.Mutant]]  # (tree path, mutant)
 
 
-def _mutants(relation: Relation, targets: _Targets, originals: dict[str, bytes]) -> tuple[_Pairs, _Pairs]:
+def _mutants(relation: Relation, targets: Targets, originals: dict[str, bytes]) -> tuple[_Pairs, _Pairs]:
     """(first, spare): the (tree path, mutant) pairs to run, at most ``mutations.DEFAULT_LIMIT``
     together. An adapter's library: the first tier spread over operators and functions
     (``mutations.choose``), then the spare tier with the budget left, at most
@@ -154,7 +154,7 @@ def _counts(chosen: list[tuple[str, mutations.Mutant]], called_by: dict) -> str:
                    for (path, name), n in per.items()])
 
 
-def _spent(first: list, spare: list, targets: _Targets) -> str:
+def _spent(first: list, spare: list, targets: Targets) -> str:
     """One note: how the mutants were spent over the functions, tier by tier."""
     total = len(first) + len(spare)
     text = f"the {counted(total, 'mutant')}: {len(first)} in what it calls and their callees"
@@ -171,7 +171,7 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
     plan = plan_for(review, relation, tree)
     seed = _base_seed(relation)
     first = evaluate_once(plan, seed)
-    keyed = _key_files(review, targets.consulted | set(targets.files))
+    keyed = key_files(review, targets.consulted | set(targets.files))
     report = BiteReport(relation.id, relation.subject, path, "held" if first.held else "missed",
                         first.describe(), cache_key(review, relation, keyed, list(targets.files)),
                         notes=list(targets.notes))
@@ -188,7 +188,7 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
         report.results.append(result)
         if progress:
             progress(result)
-    _store(review, report, list(keyed), list(targets.files))
+    store_report(review, report, list(keyed), list(targets.files))
     return report
 
 
@@ -211,7 +211,7 @@ def _write(tree: Path, path: str, data: bytes) -> None:
     (one a subject running as a plain process put there since) raises RelconsoleError; the
     bytes go to a new file renamed over the old one. The module's cached bytecode is removed:
     a mutant of the same size written within the same second would otherwise run the cache."""
-    why = _through_link(tree, path)
+    why = through_link(tree, path)
     if why is not None:
         raise RelconsoleError(why)
     file = tree / path

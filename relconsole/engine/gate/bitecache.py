@@ -65,7 +65,7 @@ def cache_key(review: Review, relation: Relation, files: Mapping[str, bytes | No
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _key_files(review: Review, paths) -> dict[str, bytes | None]:
+def key_files(review: Review, paths) -> dict[str, bytes | None]:
     """The bytes the key is made of, as a run tree of HEAD holds them (``_head_bytes``): the
     same function for ``bite`` and ``cached_verdict``, so the two always agree."""
     view = TreeView(review.repo, review.head_sha)
@@ -84,7 +84,9 @@ def _read_cache(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _store(review: Review, report: BiteReport, files: list[str], mutated: list[str]) -> None:
+def store_report(review: Review, report: BiteReport, files: list[str], mutated: list[str]) -> None:
+    """Keep ``report`` in the bite cache under its key (the newest ``CACHE_ENTRIES`` stay), with
+    the ``files`` its key hashed and the ``mutated`` paths; an atomic write."""
     path = _cache_path(review)
     data = _read_cache(path)
     data.pop(report.key, None)

@@ -1,6 +1,6 @@
-"""The files bite reads (issue 16; SPEC §2): a run tree on disk (``_DirFiles``) or the files a
+"""The files bite reads (issue 16; SPEC §2): a run tree on disk (``DiskRunTree``) or the files a
 run tree of a commit would hold, read from git objects with the oracle export at protected
-paths (``_CommitFiles``); the tree-relative import roots (§3), the file of a module, and
+paths (``CommitRunTree``); the tree-relative import roots (§3), the file of a module, and
 whether a path reaches through a symlink (bite never writes through one).
 """
 
@@ -16,7 +16,7 @@ from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
 
 
-class _DirFiles:
+class DiskRunTree:
     """The files of a run tree on disk (``tree``)."""
 
     def __init__(self, tree: Path):
@@ -29,7 +29,7 @@ class _DirFiles:
         return (self.tree / path).read_text(encoding="utf-8")
 
     def link(self, path: str) -> str | None:
-        return _through_link(self.tree, path)
+        return through_link(self.tree, path)
 
     def real(self, path: str) -> str:
         """``path`` with the symlinks on the way resolved, when that stays in the tree."""
@@ -39,7 +39,7 @@ class _DirFiles:
             return path
 
 
-class _CommitFiles:
+class CommitRunTree:
     """The files a run tree of ``commit`` would hold (SPEC §2: the commit's files, the oracle
     export's at protected paths), read from git objects and the export; nothing is written."""
 
@@ -96,7 +96,7 @@ class _CommitFiles:
         return ["."] + (["src"] if self.view.is_dir("src") else [])
 
 
-def _relative_roots(tree: Path, roots: Iterable[str]) -> list[str]:
+def relative_roots(tree: Path, roots: Iterable[str]) -> list[str]:
     """Absolute import roots as paths relative to ``tree`` ("." the tree itself); a root
     outside the tree holds no code of the review and is left out."""
     out = []
@@ -108,7 +108,7 @@ def _relative_roots(tree: Path, roots: Iterable[str]) -> list[str]:
     return out
 
 
-def _spec_file(files, roots: list[str], spec: str) -> str | None:
+def spec_file(files, roots: list[str], spec: str) -> str | None:
     """The tree-relative file of the module of ``module:attr`` under the import ``roots``."""
     module = spec.split(":", 1)[0].replace(".", "/")
     for root in roots:
@@ -119,7 +119,7 @@ def _spec_file(files, roots: list[str], spec: str) -> str | None:
     return None
 
 
-def _module_file(files, roots: list[str], path: str, module: str, level: int) -> str | None:
+def module_file(files, roots: list[str], path: str, module: str, level: int) -> str | None:
     """The tree-relative file of ``module`` imported from the file ``path`` (``level`` dots);
     ``roots``: the tree-relative import roots, for an absolute import. None when the tree
     holds no source for it (a compiled extension, the standard library, an installed package)."""
@@ -141,7 +141,7 @@ def _module_file(files, roots: list[str], path: str, module: str, level: int) ->
     return None
 
 
-def _through_link(tree: Path, path: str) -> str | None:
+def through_link(tree: Path, path: str) -> str | None:
     """Why the file at tree path ``path`` must not be written (a symlink on the way, which
     would carry the write out of the file, perhaps out of the tree), or None."""
     here = Path(tree)

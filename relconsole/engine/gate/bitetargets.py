@@ -13,8 +13,8 @@ from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import import_paths
-from relconsole.engine.gate.bitefiles import _CommitFiles, _DirFiles, _relative_roots, _spec_file
-from relconsole.engine.gate.adapterreach import Reach, _Walk, _defining, _reach
+from relconsole.engine.gate.bitefiles import CommitRunTree, DiskRunTree, relative_roots, spec_file
+from relconsole.engine.gate.adapterreach import Reach, Walk, _defining, _reach
 
 
 COMPANION_ROLES = ("inverse", "merge")  # run with the subject: their adapters' reach is mutated too
@@ -31,11 +31,11 @@ def _relation(review: Review, relation_id: str) -> Relation:
 
 def subject_file(review: Review, relation: Relation, tree: Path) -> str | None:
     """Repository-relative path of the subject's module file under ``tree``, or None."""
-    return _spec_file(_DirFiles(tree), _relative_roots(tree, import_paths(review.layout, tree)), relation.subject)
+    return spec_file(DiskRunTree(tree), relative_roots(tree, import_paths(review.layout, tree)), relation.subject)
 
 
 @dataclass
-class _Targets:
+class Targets:
     """What bite mutates for one relation. ``files``: tree path -> attribute paths there;
     ``library``: they are what an adapter of the oracle reaches, mutated function by function
     in two tiers (``first``, then ``spare`` with the budget left: file -> qualified names;
@@ -52,30 +52,30 @@ class _Targets:
     called_by: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def _targets(review: Review, relation: Relation, tree: Path) -> tuple[str, str, _Targets]:
+def _targets(review: Review, relation: Relation, tree: Path) -> tuple[str, str, Targets]:
     """(subject's defining file, its attribute path, what to mutate) in the run tree ``tree``.
     Raises RelconsoleError when the subject has no source file under the import paths."""
-    return _plan(review, relation, _DirFiles(tree), _relative_roots(tree, import_paths(review.layout, tree)))
+    return _plan(review, relation, DiskRunTree(tree), relative_roots(tree, import_paths(review.layout, tree)))
 
 
-def _plan(review: Review, relation: Relation, files, roots: list[str]) -> tuple[str, str, _Targets]:
+def _plan(review: Review, relation: Relation, files, roots: list[str]) -> tuple[str, str, Targets]:
     """``_targets`` over ``files`` (a run tree on disk, or a commit's objects) and its
     tree-relative import ``roots``."""
-    path = _spec_file(files, roots, relation.subject)
+    path = spec_file(files, roots, relation.subject)
     if path is None:
         raise RelconsoleError(f"{relation.id}: no source file for subject {relation.subject} "
                               "under the import paths")
 
     def is_protected(p: str) -> bool:
         return protected(review.layout.protected, p)
-    walk = _Walk(files, roots, is_protected, Reach())
+    walk = Walk(files, roots, is_protected, Reach())
     path, attr = _defining(walk, path, relation.subject.split(":", 1)[1])
     if not is_protected(path):
-        return path, attr, _Targets({path: [attr]}, False, [], set(walk.reach.consulted))
+        return path, attr, Targets({path: [attr]}, False, [], set(walk.reach.consulted))
     companions = []  # the adapters (or library functions) the relation runs with the subject
     for role in COMPANION_ROLES:
         spec = getattr(relation, role, None)
-        found = _spec_file(files, roots, spec) if spec and ":" in spec else None
+        found = spec_file(files, roots, spec) if spec and ":" in spec else None
         if found is not None:
             companions.append((role, *_defining(walk, found, spec.split(":", 1)[1])))
     reach = _reach(walk, [(path, attr), *[(p, a) for _, p, a in companions]])
@@ -90,7 +90,7 @@ def _names(names: list[str], shown: int = MAX_NAMES_SHOWN) -> str:
     return ", ".join(names[:shown]) + (f", and {more} more" if more > 0 else "")
 
 
-def _adapter_targets(path: str, attr: str, companions: list[tuple[str, str, str]], reach: Reach) -> _Targets:
+def _adapter_targets(path: str, attr: str, companions: list[tuple[str, str, str]], reach: Reach) -> Targets:
     """An adapter of the oracle: the library it reaches; the adapter only when it reaches none."""
     where = f"{path}:{attr}" + "".join(f" (with its {role} {p}:{a})" for role, p, a in companions)
     consulted = set(reach.consulted)
@@ -109,13 +109,13 @@ def _adapter_targets(path: str, attr: str, companions: list[tuple[str, str, str]
             spare = "; ".join(f"{p} ({_names(names, 4)})" for p, names in reach.spare.items())
             notes.append("then, only with the budget left and at most half as many mutants, the other "
                          f"public methods of the classes it uses: {spare}")
-        return _Targets(files, True, notes + reach.skipped, consulted,
+        return Targets(files, True, notes + reach.skipped, consulted,
                         {p: n for p, n in reach.functions.items() if n}, dict(reach.spare), dict(reach.called_by))
     if reach.skipped:
-        return _Targets({}, True, [
+        return Targets({}, True, [
             f"{where} is an adapter of the oracle; no library function it reaches can be mutated, "
             "and the adapter is not mutated in their place", *reach.skipped], consulted)
-    return _Targets({path: [attr]}, False, [
+    return Targets({path: [attr]}, False, [
         f"{where} is an adapter of the oracle that reaches no function of the tree under review "
         "(only the standard library or installed packages): mutating the adapter itself, which "
         "shows whether the relation watches the adapter, not the library"], consulted)
@@ -142,7 +142,7 @@ def reached_library_paths(review: Review, relation: Relation | str, commit: str 
     """
     if isinstance(relation, str):
         relation = _relation(review, relation)
-    files = _CommitFiles(review, commit or review.head_sha)
+    files = CommitRunTree(review, commit or review.head_sha)
     try:
         _, _, targets = _plan(review, relation, files, files.roots(review.layout))
     except RelconsoleError:

@@ -57,8 +57,8 @@ from relconsole.engine.oracle.leases import USABLE
 from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.seeds import seed_file_problem
-from relconsole.engine.gate.confirmrun import ConfirmOptions, ConfirmProgress, ConfirmRefused, _Run
-from relconsole.engine.gate.confirmstate import (CONFIRMED, DISCARDED, REPLAYED_ONCE, SIDES, ConfirmState, _write_state,
+from relconsole.engine.gate.confirmrun import ConfirmOptions, ConfirmProgress, ConfirmRefused, Run
+from relconsole.engine.gate.confirmstate import (CONFIRMED, DISCARDED, REPLAYED_ONCE, SIDES, ConfirmState, write_state,
                                                  candidate_state)
 from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.gate.wslease import open_store
@@ -138,7 +138,7 @@ def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | Non
     _check_input(review, relation)
     own_store = store is None
     store = store or open_store(options.lease_url, review.repo.common_dir)
-    run = _Run(review, relation, state.content_sha256, store, options, progress, cancel or Cancel())
+    run = Run(review, relation, state.content_sha256, store, options, progress, cancel or Cancel())
     try:
         ran = []
         if state.first is None or not _same_commits(review, state.first):
@@ -147,7 +147,7 @@ def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | Non
             state.first = run.replay("first", fresh=False)
             state.second, state.state = None, REPLAYED_ONCE
             state.reason = "first replay recorded; a second replay on a new workspace lease is required (§8 row 5)"
-            _write_state(state)
+            write_state(state)
             ran.append("first")
         if options.first_only:
             return ConfirmOutcome(state, ran, None, notes)
@@ -173,11 +173,11 @@ def _settle(review: Review, candidate: Candidate, state: ConfirmState, second: d
         state.reason = (f"the second replay (lease generation {second['lease']['generation']}, fresh worktrees) "
                         f"agrees with the first on {', '.join(SIDES)}")
         _rewrite_sheet(second, "confirmed")
-        _write_state(state)
+        write_state(state)
         return ConfirmOutcome(state, ran, None, notes)
     state.state, state.reason = DISCARDED, disagreement
     _rewrite_sheet(second, "discarded")
-    _write_state(state)  # first: a refused commit is retried by the next call, never replayed again
+    write_state(state)  # first: a refused commit is retried by the next call, never replayed again
     return ConfirmOutcome(state, ran, _discard_commit(review, candidate, state), notes)
 
 
@@ -293,5 +293,5 @@ def _discard_commit(review: Review, candidate: Candidate, state: ConfirmState) -
                             "disagrees with the first", [FileChange(candidate.path, None)], body,
                             layout=review.layout)
     state.commit = result.sha
-    _write_state(state)
+    write_state(state)
     return result

@@ -21,7 +21,7 @@ from relconsole.engine.gate.replaysheet import (EnvironmentFault, environment_fa
                                                 pin_fields, sheet_common, side_counts)
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import plan_for
-from relconsole.engine.gate.confirmstate import _now, state_dir
+from relconsole.engine.gate.confirmstate import utc_now, state_dir
 from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.relations.signatures import failure_class, signature
@@ -67,7 +67,7 @@ class ConfirmOptions:
     workers: int | None = None
 
 
-class _Run:
+class Run:
     """One candidate's replays: lease, worktrees, runs, sheet and record for each."""
 
     def __init__(self, review: Review, relation: Relation, digest: str, store: LeaseStore,
@@ -161,7 +161,7 @@ class _Run:
         self.step(f"{which} replay: recording", 1.0)
         return {"replay": which, "head": review.head_sha, "merge_base": review.merge_base,
                 "oracle": review.oracle_sha, "runs": options.runs,
-                "worktree": "fresh" if fresh else "pooled", "lease": lease_json, "at": _now(),
+                "worktree": "fresh" if fresh else "pooled", "lease": lease_json, "at": utc_now(),
                 "sides": sides, "sheet": str(self._sheet_path(which, sheet))}
 
     def _sheet_path(self, which: str, sheet: dict) -> Path:

@@ -96,7 +96,7 @@ class ConfirmState:
         return {"relconsole_candidate_state": STATE_VERSION, "candidate_id": self.candidate_id,
                 "path": self.path, "content_sha256": self.content_sha256, "state": self.state,
                 "reason": self.reason, "first": self.first, "second": self.second, "commit": self.commit,
-                "updated_at": _now()}
+                "updated_at": utc_now()}
 
 
 def state_dir(review: Review) -> Path:
@@ -170,9 +170,11 @@ def _record_or_none(value) -> dict | None:
     return value if ok else None
 
 
-def _write_state(state: ConfirmState) -> None:
+def write_state(state: ConfirmState) -> None:
+    """Write ``state`` to its file as JSON (atomically)."""
     write_json(state.file, state.to_json())
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """The current UTC time as ISO 8601 to the second (the state file's timestamps)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

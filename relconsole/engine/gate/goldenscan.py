@@ -10,7 +10,7 @@ import ast
 from collections import Counter
 from dataclasses import dataclass
 
-from relconsole.engine.gate.pysource import _own_nodes, _short
+from relconsole.engine.gate.pysource import own_nodes, short_source
 
 
 ASSERT_METHODS = frozenset({"assertEqual", "assertEquals", "assertAlmostEqual", "assertListEqual",
@@ -116,7 +116,7 @@ def _callee_modules(call: ast.Call, imports: dict[str, str]) -> list[str]:
     return [".".join([base, *parts[:k]]) for k in range(len(parts) - 1, -1, -1)]
 
 
-def _bindings(nodes) -> tuple[Counter, dict[str, ast.AST]]:
+def bindings(nodes) -> tuple[Counter, dict[str, ast.AST]]:
     """(how often each name is assigned, its last value) over ``nodes``."""
     counts: Counter = Counter()
     values: dict[str, ast.AST] = {}
@@ -136,7 +136,7 @@ def _bound_once(scope: ast.AST, module_level: tuple[Counter, dict]) -> dict[str,
     """Names assigned exactly once (in ``scope``'s body or at module level) to one expression."""
     counts, values = module_level
     if not isinstance(scope, ast.Module):
-        own_counts, own_values = _bindings(_own_nodes(scope))
+        own_counts, own_values = bindings(own_nodes(scope))
         counts, values = counts + own_counts, {**values, **own_values}
     return {name: value for name, value in values.items() if counts[name] == 1}
 
@@ -219,10 +219,13 @@ def _of_itself(result: ast.AST, value: ast.AST) -> bool:
     return any(ast.dump(node) == wanted for node in ast.walk(result) if node is not result)
 
 
-def _golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None, guarded, module_level):
+def golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None, guarded, module_level):
+    """Yield a ``Golden`` for each comparison in ``scope`` of ``module`` that asserts a call's
+    result against a literal (the golden-literal review flag); ``imports``: local name ->
+    module, ``guarded`` and ``module_level`` as ``pyscan`` passes them."""
     module_names = _bound_once(module, module_level)
-    local = [] if scope is module else _assignments(_own_nodes(scope))
-    for node in _own_nodes(scope) if scope is not module else module.body:
+    local = [] if scope is module else _assignments(own_nodes(scope))
+    for node in own_nodes(scope) if scope is not module else module.body:
         names = _names_at(node.lineno, module_names, local) if hasattr(node, "lineno") else module_names
         for left, right, op in _pairs(node):
             for result, value in ((left, right), (right, left)):
@@ -233,5 +236,6 @@ def _golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | Non
                         guarded(m) for c in calls for m in _callee_modules(c, imports))):
                     continue
                 key = f"{op}|{ast.dump(result)}|{ast.dump(value)}"
-                yield Golden(key, node.lineno, f"asserts {_short(result)} against the literal {_short(value)}")
+                yield Golden(key, node.lineno,
+                             f"asserts {short_source(result)} against the literal {short_source(value)}")
                 break

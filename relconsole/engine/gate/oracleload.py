@@ -18,10 +18,12 @@ from relconsole.engine.oracle.hashcache import CommitFiles, HashCache
 from relconsole.engine.oracle.leases import LeaseStatus, lease_status, parse_lease, pin_states
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.oracle.parsecache import MAX_ENTRIES, ParseCache, current_fingerprint
-from relconsole.engine.gate.seeds import _check_seeds
+from relconsole.engine.gate.seeds import check_seeds
 
 
-def _collect(review, fn: Callable, *args):
+def kept_or_recorded(review, fn: Callable, *args):
+    """``fn(*args)``, or None with its BadInputError added to ``review.errors`` (every bad
+    file is reported at once, §8 exit 5)."""
     try:
         return fn(*args)
     except BadInputError as exc:
@@ -29,15 +31,18 @@ def _collect(review, fn: Callable, *args):
         return None
 
 
-def _load_oracle(review, view: gitio.TreeView,
+def load_oracle(review, view: gitio.TreeView,
                  hash_progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Read the oracle at ``view`` into ``review``: the catalog, the lease manifests and their
+    corpora's digests (``hash_progress(path, done, total)`` in bytes while hashing), freezes
+    and pins. Bad files go to ``review.errors``; raises what git raises."""
     layout = review.layout
-    digest = _oracle_digest(review, hash_progress)
-    leases = _parse_cache(review, "lease")
+    digest = oracle_digest(review, hash_progress)
+    leases = parse_cache(review, "lease")
     if not view.exists(layout.catalog):
         review.errors.append(BadInputError(layout.catalog, f"no catalog in {review.base_ref}"))
     else:
-        review.catalog = _collect(review, _cached_catalog, review, view, layout.catalog, layout.catalog)
+        review.catalog = kept_or_recorded(review, cached_catalog, review, view, layout.catalog, layout.catalog)
     manifests = [p for p in view.list_files(layout.leases_dir) if p.endswith((".yaml", ".yml"))]
     lease_ids = {path: view.blob_id(path) for path in manifests}
     texts = view.read_texts([p for p in manifests if (lease_ids[p], p) not in leases.entries])  # one git call
@@ -56,18 +61,18 @@ def _load_oracle(review, view: gitio.TreeView,
         review.leases.append(status)
     leases.flush()
     _duplicate_lease_ids(review)
-    review.pins = _collect(review, pin_states, view.read_text(layout.pins), review.oracle_dir,
-                           layout.pins, digest) or {}
+    review.pins = kept_or_recorded(review, pin_states, view.read_text(layout.pins), review.oracle_dir,
+                                   layout.pins, digest) or {}
     digest.flush()  # the digests learnt by this load, written once
-    rows = _collect(review, parse_rows, view.read_text(layout.freezes), layout.freezes) or []
+    rows = kept_or_recorded(review, parse_rows, view.read_text(layout.freezes), layout.freezes) or []
     if review.catalog is not None:
         review.freezes = assess(rows, review.catalog, review.today)
-        _check_seeds(review, view)
-        review.identities = {r.id: r.identity(_callable_sources(r, view, layout.protected))
+        check_seeds(review, view)
+        review.identities = {r.id: r.identity(callable_sources(r, view, layout.protected))
                              for r in review.relations}
 
 
-def _oracle_digest(review, hash_progress: Callable[[str, int, int], None] | None = None):
+def oracle_digest(review, hash_progress: Callable[[str, int, int], None] | None = None):
     """``digest(path, relative)`` for files exported from the oracle commit: sha256 by
     blob oid from the repository's hash cache, else streamed with ``hash_progress``.
     ``digest.flush()`` writes what it learnt to the cache (it writes at most once a second
@@ -82,21 +87,21 @@ def _oracle_digest(review, hash_progress: Callable[[str, int, int], None] | None
     return digest
 
 
-def _parse_cache(review, kind: str, max_entries: int = MAX_ENTRIES) -> ParseCache:
+def parse_cache(review, kind: str, max_entries: int = MAX_ENTRIES) -> ParseCache:
     """The review's ``ParseCache`` of ``kind`` (read from the git directory once per review)."""
     if kind not in review._parse_caches:
         review._parse_caches[kind] = ParseCache(review.repo.git_dir, kind, current_fingerprint(), max_entries)
     return review._parse_caches[kind]
 
 
-def _cached_catalog(review, view: gitio.TreeView, path: str, source: str) -> Catalog | None:
+def cached_catalog(review, view: gitio.TreeView, path: str, source: str) -> Catalog | None:
     """``load_catalog`` of ``path`` in ``view`` (messages naming ``source``), parsed once per
     blob: the parse is kept under the git directory (``parsecache``). None when the commit
     has no such file. Raises BadInputError as ``load_catalog``."""
     blob = view.blob_id(path)
     if blob is None:
         return None
-    cache = _parse_cache(review, "catalog")
+    cache = parse_cache(review, "catalog")
     try:
         return cache.get(blob, source, lambda: load_catalog(view.read_text(path), source))
     finally:
@@ -114,7 +119,7 @@ def _duplicate_lease_ids(review) -> None:
         seen[status.lease.id] = status.source
 
 
-def _callable_sources(relation: Relation, view: gitio.TreeView, guarded: tuple[str, ...]) -> dict[str, bytes]:
+def callable_sources(relation: Relation, view: gitio.TreeView, guarded: tuple[str, ...]) -> dict[str, bytes]:
     """Source bytes of the callables kept in the protected tree (``guarded`` patterns): they
     are part of identity (§3). A subject in the code under test is not: editing it is what
     a patch does, not a change of the relation."""

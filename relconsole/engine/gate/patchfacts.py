@@ -17,16 +17,16 @@ from relconsole.engine.gate.acks import parse_acks, range_authors, with_makers
 from relconsole.engine.gate.patchflags import Flag
 from relconsole.engine.gate.patchscan import patch_flags
 from relconsole.engine.repo.splitcheck import check_split, layout_at
-from relconsole.engine.gate.oracleload import _cached_catalog, _callable_sources, _collect, _parse_cache
+from relconsole.engine.gate.oracleload import cached_catalog, callable_sources, kept_or_recorded, parse_cache
 
 
-def _load_acks(review) -> None:
+def load_acks(review) -> None:
     """The acknowledgements of review flags, always from the base ref (a patch's own acks file,
     even under ``--oracle-from HEAD``, acknowledges nothing), and the patch's authors, whose
     own acknowledgements count for nothing."""
     path = review.layout.acks
-    review.acks = _collect(review, parse_acks, gitio.TreeView(review.repo, review.base_tip).read_text(path),
-                           path) or []
+    review.acks = kept_or_recorded(review, parse_acks, gitio.TreeView(review.repo, review.base_tip).read_text(path),
+                                   path) or []
     if review.acks:
         review.acks = with_makers(review.root, review.base_tip, path, review.acks)
         review.authors = range_authors(review.root, review.merge_base, review.head_sha)
@@ -64,7 +64,7 @@ def _flag(review) -> None:
     freeze rows, golden literals, sorts in bag relations, ingest turned concatenation),
     judged with the base ref's layout even when the oracle is read from HEAD."""
     corpora = {s.lease.path: s.lease.id for s in review.leases if s.lease is not None}
-    cache = _parse_cache(review, "probes", PROBE_CACHE_ENTRIES)
+    cache = parse_cache(review, "probes", PROBE_CACHE_ENTRIES)
     try:
         report = patch_flags(review.root, review.merge_base, review.head_sha, _judging_layout(review), review.catalog,
                              corpora, review.oracle_from, probe_cache=cache)
@@ -74,7 +74,7 @@ def _flag(review) -> None:
     review.unjudged = report.unjudged
 
 
-def _patch_catalog(review) -> None:
+def patch_catalog(review) -> None:
     """Relations whose identity the patch changes (§3): HEAD's catalog against the merge base's.
 
     The review still runs the oracle's relations; a changed identity is shown ("Δ changed
@@ -105,7 +105,7 @@ def _patch_catalog(review) -> None:
                                      f"{path} (at the merge base)", guarded)
     except BadInputError:
         before = {}
-    catalog = _collect(review, _cached_catalog, review, head_view, path, path) if after else None
+    catalog = kept_or_recorded(review, cached_catalog, review, head_view, path, path) if after else None
     for rid in sorted(set(before) | set(after)):
         old, new = before.get(rid, ("-", None)), after.get(rid, ("-", None))
         if old[0] == new[0]:
@@ -153,7 +153,7 @@ def _last_commit(review, paths: list[str]) -> tuple[str, str] | None:
 def _catalog_identities(review, view: gitio.TreeView, path: str, source: str,
                         guarded: tuple[str, ...]) -> dict[str, tuple[str, int | None]]:
     """Relation id -> (identity, line) for the catalog in ``view`` ({} when it has none)."""
-    catalog = _cached_catalog(review, view, path, source)
+    catalog = cached_catalog(review, view, path, source)
     if catalog is None:
         return {}
-    return {r.id: (r.identity(_callable_sources(r, view, guarded)), r.line) for r in catalog.relations.values()}
+    return {r.id: (r.identity(callable_sources(r, view, guarded)), r.line) for r in catalog.relations.values()}

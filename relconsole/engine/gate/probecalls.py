@@ -10,11 +10,13 @@ import re
 
 from relconsole.engine.gate.probetables import (ANY_ARGS_METHODS, MODE_LETTERS, PROBE_MODULES, PROBE_NAMES,
                                                 READ_METHODS, REROOTED, ROOT_SEPARATORS, STAMPING, STAR_PROBED,
-                                                WRITE_METHODS, WRITE_MODE, _canonical, _constant_probe, _dotted,
-                                                _names_own_file)
+                                                WRITE_METHODS, WRITE_MODE, canonical, constant_probe, _dotted,
+                                                names_own_file)
 
 
-def _import_probe(node: ast.AST) -> str | None:
+def import_probe(node: ast.AST) -> str | None:
+    """Why the import ``node`` probes its environment (the builtins, a star import of a probed
+    module, a probed module), or None."""
     names = []
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
@@ -23,7 +25,7 @@ def _import_probe(node: ast.AST) -> str | None:
     if isinstance(node, ast.Import) and "builtins" in names:
         return "imports builtins (reaches the builtins)"
     if isinstance(node, ast.ImportFrom) and node.module and not node.level \
-            and any(alias.name == "*" for alias in node.names) and _canonical(node.module).split(".")[0] in STAR_PROBED:
+            and any(alias.name == "*" for alias in node.names) and canonical(node.module).split(".")[0] in STAR_PROBED:
         return f"star-imports {node.module} (its names are then used unseen)"
     for name in names:
         for candidate in (name, name.split(".")[0]):
@@ -34,7 +36,9 @@ def _import_probe(node: ast.AST) -> str | None:
     return None
 
 
-def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
+def call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
+    """Why the call ``node`` probes its environment (a probed function, a getattr of one, a
+    root-path join, a setattr patch, a stack walk), or None; ``imports``: local name -> module."""
     func = node.func
     called = _dotted(func, imports)
     dotted = _dotted(node, imports)  # getattr(module, "literal")
@@ -63,9 +67,9 @@ def _call_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     if isinstance(func, ast.Attribute) and func.attr in WRITE_METHODS:
         return f"writes to the file system (.{func.attr})"
     if isinstance(func, ast.Attribute) and func.attr in READ_METHODS and not node.args and not node.keywords \
-            and not _names_own_file(func.value):
+            and not names_own_file(func.value):
         return f"{READ_METHODS[func.attr]} (.{func.attr}())"
-    if called in ("os.path.abspath", "os.path.realpath") and node.args and not _names_own_file(node.args[0]):
+    if called in ("os.path.abspath", "os.path.realpath") and node.args and not names_own_file(node.args[0]):
         return f"resolves a path against the working folder ({called.rsplit('.', 1)[-1]})"
     if any(isinstance(a, ast.Constant) and a.value == "/" or _dotted(a, imports) in ROOT_SEPARATORS
            for a in node.args) and _builds_paths(func, imports):
@@ -100,7 +104,7 @@ def _open_probe(node: ast.Call, called: str | None, imports: dict[str, str]) -> 
     return None
 
 
-def _spec_text(spec: ast.AST | None) -> str:
+def spec_text(spec: ast.AST | None) -> str:
     """An f-string field's format spec as far as it is literal (``{x:>10n}`` -> ``>10n``)."""
     if not isinstance(spec, ast.JoinedStr):
         return ""
@@ -161,7 +165,8 @@ def _format_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     return None
 
 
-def _patch_words(dotted: str) -> str:
+def patch_words(dotted: str) -> str:
+    """The finding text for patching ``dotted`` (a module attribute) in place."""
     module = dotted.rsplit(".", 1)[0]
     return (f"patches {dotted} (every caller of {module} then gets it, the judge's own code in the "
             "subject's process among them)")
@@ -178,7 +183,7 @@ def _setattr_probe(node: ast.Call, imports: dict[str, str]) -> str | None:
     if target is None:
         return None
     name = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else "…"
-    return _patch_words(f"{target}.{name}")
+    return patch_words(f"{target}.{name}")
 
 
 CATCHING = {"warnings.catch_warnings": "record"}  # reads back what it raised: a warning's filename is its caller's
@@ -202,7 +207,7 @@ def _probe_target(dotted: str) -> bool:
     return dotted in PROBE_NAMES or dotted in PROBE_MODULES or dotted.split(".")[0] in REROOTED
 
 
-def _bound_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
+def bound_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
     """``def f(x, os=os)`` or ``o = os``: a module (or a probe) under a name the scan cannot follow."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         values = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
@@ -231,7 +236,7 @@ def _root_join(node: ast.Call, imports: dict[str, str]) -> str | None:
         first = parts.elts[0]
         if isinstance(first, ast.Constant) and first.value == "":
             named = "/" + "/".join(str(e.value) for e in parts.elts[1:3] if isinstance(e, ast.Constant))
-            return _constant_probe(named) or "builds a path from the root folder ('/'.join)"
+            return constant_probe(named) or "builds a path from the root folder ('/'.join)"
     return None
 
 
@@ -247,7 +252,7 @@ def _builds_paths(func: ast.AST, imports: dict[str, str]) -> bool:
     return _dotted(func, imports) in PATH_BUILDERS
 
 
-def _thread_like(node: ast.AST, imports: dict) -> bool:
+def thread_like(node: ast.AST, imports: dict) -> bool:
     """Whether ``node`` is a thread reached from threading (``threading.main_thread()``,
     ``current_thread()``) or any call or name ending in ``thread``: its ``native_id`` is a pid."""
     target = node.func if isinstance(node, ast.Call) else node

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import ast
 
-from relconsole.engine.gate.probetables import (BUILTINS, OWN_LOCATION, PROBE_NAMES, ROOT_SEPARATORS, _constant_probe,
-                                                _dotted, _names_own_file)
+from relconsole.engine.gate.probetables import (BUILTINS, OWN_LOCATION, PROBE_NAMES, ROOT_SEPARATORS, constant_probe,
+                                                _dotted, names_own_file)
 
 
 QUIET_SCOPES = ("__repr__", "__str__", "__hash__", "__init__")  # id(self) in a repr, a cached hash
 
 
-def _name_probe(node: ast.AST, imports: dict[str, str], scope_name: str = "") -> str | None:
+def name_probe(node: ast.AST, imports: dict[str, str], scope_name: str = "") -> str | None:
+    """Why the bare name ``node`` probes its environment (a probed builtin, the module's own
+    location, ``__builtins__``), or None; ``scope_name``: the enclosing function's name."""
     if isinstance(node, ast.Name) and node.id not in imports:
         if node.id == "id" and scope_name.rsplit(".", 1)[-1] in QUIET_SCOPES:
             return None
@@ -49,7 +51,7 @@ def _folded(node: ast.BinOp) -> str:
     return "".join(parts)
 
 
-def _path_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
+def path_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
     """A path built at run time that starts at the root: ``"/" + x``, ``os.sep + x``,
     ``"/pr" + "oc"``, ``f"/{x}"``."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -58,24 +60,24 @@ def _path_probe(node: ast.AST, imports: dict[str, str]) -> str | None:
             return "builds a path from the root folder (os.sep + ...)"
         text = _folded(node)
         if text.startswith("/"):
-            return _constant_probe(text) or "builds a path from the root folder (/ + ...)"
+            return constant_probe(text) or "builds a path from the root folder (/ + ...)"
     if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant) \
             and str(node.values[0].value).startswith("/"):
         return "builds a path from the root folder (an f-string)"
     return None
 
 
-def _where_probe(node: ast.AST) -> str | None:
+def where_probe(node: ast.AST) -> str | None:
     """A comparison of where the module's own file is (``__file__.startswith("/src/")``)."""
-    if isinstance(node, ast.Compare) and _names_own_file(node):
+    if isinstance(node, ast.Compare) and names_own_file(node):
         return "compares where its own file is"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr in ("startswith", "endswith", "find", "index", "count") and _names_own_file(node):
+            and node.func.attr in ("startswith", "endswith", "find", "index", "count") and names_own_file(node):
         return "inspects where its own file is"
     return None
 
 
-def _salted_hash(node: ast.AST, scope_name: str, imports: dict[str, str]) -> str | None:
+def salted_hash(node: ast.AST, scope_name: str, imports: dict[str, str]) -> str | None:
     """``hash(...)`` outside a ``__hash__``: str and bytes hashes are salted per process, so an
     output built from them agrees between the calls of one judge and nowhere else."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hash" \
@@ -103,7 +105,7 @@ def _sentinel(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
 
 
-def _identity_probe(node: ast.AST) -> str | None:
+def identity_probe(node: ast.AST) -> str | None:
     """``a is b`` between two values of the data (``row["species"] is prev["species"]``):
     whether two equal cells are one object says how the input was built (the judge reads a
     corpus once and shares equal cells; ``csv.DictReader`` does not), never what it holds."""
@@ -122,8 +124,8 @@ IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 BROAD_ERRORS = frozenset({"Exception", "BaseException"})  # they catch an import's failure too
 
 
-def _suppressed_import(node: ast.AST, imports: dict[str, str]) -> str | None:
-    """``with contextlib.suppress(ImportError): import x``: the same choice as ``_optional_import``."""
+def suppressed_import(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """``with contextlib.suppress(ImportError): import x``: the same choice as ``optional_import``."""
     if not isinstance(node, ast.With) or not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
         return None
     for item in node.items:
@@ -141,7 +143,7 @@ FILE_ERRORS = frozenset({"FileNotFoundError", "OSError", "IOError", "Environment
 READS_FILE = frozenset({"open", "read_text", "read_bytes", "load", "loadtxt"})
 
 
-def _optional_file(node: ast.AST) -> str | None:
+def optional_file(node: ast.AST) -> str | None:
     """``try: open("symbols.json") / except FileNotFoundError: <other code>``: which code runs
     depends on a file being there, and the judge's tree holds only what git holds."""
     if not isinstance(node, ast.Try):
@@ -160,7 +162,7 @@ def _optional_file(node: ast.AST) -> str | None:
     return None
 
 
-def _optional_import(node: ast.AST) -> str | None:
+def optional_import(node: ast.AST) -> str | None:
     """``try: import x / except ImportError: <other code>``: which code runs depends on what
     the interpreter can import, and a module only the judge's import path reaches (the tree's
     root) makes the subject behave otherwise there than in production."""
@@ -178,7 +180,7 @@ CONSTANT_DUNDERS = {"__eq__": "equality", "__ne__": "equality", "__hash__": "a h
                     "__le__": "an order", "__gt__": "an order", "__ge__": "an order"}
 
 
-def _constant_dunder(node: ast.AST) -> str | None:
+def constant_dunder(node: ast.AST) -> str | None:
     """``def __eq__(self, other): return True``: an equality (hash, order) that ignores the
     value makes every two values one to a set, a dict or a cache."""
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name not in CONSTANT_DUNDERS:

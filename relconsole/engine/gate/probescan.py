@@ -27,16 +27,16 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from relconsole.engine.gate.pysource import Finding, _before, _judged, _own_nodes, _scopes, parse
-from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, FRAME_ATTRS, STAT_TIMES, _constant_probe, _dotted,
+from relconsole.engine.gate.pysource import Finding, _before, _judged, own_nodes, _scopes, parse
+from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, FRAME_ATTRS, STAT_TIMES, constant_probe, _dotted,
                                                 import_targets)
-from relconsole.engine.gate.probecalls import (_bound_probe, _call_probe, _import_probe, _patch_words, _spec_text,
-                                               _thread_like)
-from relconsole.engine.gate.probeexprs import (_constant_dunder, _identity_probe, _name_probe, _optional_file,
-                                               _optional_import, _path_probe, _salted_hash, _suppressed_import,
-                                               _where_probe)
-from relconsole.engine.gate.probestate import (_held_state, _module_partial_state, _self_state_probe,
-                                               _state_probe, class_state, closure_state, instance_assigned,
+from relconsole.engine.gate.probecalls import (bound_probe, call_probe, import_probe, patch_words, spec_text,
+                                               thread_like)
+from relconsole.engine.gate.probeexprs import (constant_dunder, identity_probe, name_probe, optional_file,
+                                               optional_import, path_probe, salted_hash, suppressed_import,
+                                               where_probe)
+from relconsole.engine.gate.probestate import (held_state, module_partial_state, self_state_probe,
+                                               state_probe, class_state, closure_state, instance_assigned,
                                                module_state, stateful_instances)
 
 COMPILED_SUFFIXES = (".so", ".pyd", ".dll", ".dylib", ".pyc")
@@ -58,7 +58,7 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             state: frozenset[str] = frozenset(), shared: tuple = (frozenset(), frozenset()),
             enclosed: frozenset[str] = frozenset(), instances: frozenset[str] = frozenset()):
     """(node, detail) of every probe in ``scope``'s own body (docstrings aside)."""
-    nodes = list(_own_nodes(scope))
+    nodes = list(own_nodes(scope))
     shadowed = _local_names(scope, nodes)
     # __import__("json") names its module: judged as that import, not as a computed name
     literal_imports = {id(n.func): n.args[0].value for n in nodes if isinstance(n, ast.Call)
@@ -67,62 +67,62 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
     imports = {k: v for k, v in module_imports.items() if k not in shadowed} if shadowed else module_imports
     docs = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
     in_function = not isinstance(scope, ast.Module)
-    constant = _constant_dunder(scope)
+    constant = constant_dunder(scope)
     if constant:
         yield scope, constant
-    defaults, held, owners, shadowed = _held_state(scope, nodes, imports, state, enclosed, shadowed)
+    defaults, held, owners, shadowed = held_state(scope, nodes, imports, state, enclosed, shadowed)
     for node in nodes:
-        why = _state_probe(node, held, shadowed - defaults, in_function, defaults, owners, instances - shadowed,
+        why = state_probe(node, held, shadowed - defaults, in_function, defaults, owners, instances - shadowed,
                            imports) \
-            or (_self_state_probe(node, *shared) if in_function else None)
+            or (self_state_probe(node, *shared) if in_function else None)
         if why is not None:
             pass
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            why = _import_probe(node)
+            why = import_probe(node)
         elif isinstance(node, ast.Call):
-            why = _call_probe(node, imports) or _where_probe(node) or _salted_hash(node, _name, imports)
+            why = call_probe(node, imports) or where_probe(node) or salted_hash(node, _name, imports)
         elif isinstance(node, ast.Compare):
-            why = _where_probe(node) or _identity_probe(node)
+            why = where_probe(node) or identity_probe(node)
         elif id(node) in literal_imports:
-            why = _import_probe(ast.Import(names=[ast.alias(name=literal_imports[id(node)])]))
+            why = import_probe(ast.Import(names=[ast.alias(name=literal_imports[id(node)])]))
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             why = _read_probe(node, imports, shadowed, _name)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _dotted(node, imports):
-            why = _patch_words(_dotted(node, imports))
+            why = patch_words(_dotted(node, imports))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
-            why = _constant_probe(node.value)
+            why = constant_probe(node.value)
         elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
-            why = _path_probe(node, imports)
-        elif isinstance(node, ast.FormattedValue) and _spec_text(node.format_spec).endswith("n"):
+            why = path_probe(node, imports)
+        elif isinstance(node, ast.FormattedValue) and spec_text(node.format_spec).endswith("n"):
             why = "formats a number by the machine's locale (the n format)"
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
             why = "reaches names through __dict__"
         elif isinstance(node, ast.Try):
-            why = _optional_import(node) or _optional_file(node)
+            why = optional_import(node) or optional_file(node)
         elif isinstance(node, ast.With):
-            why = _suppressed_import(node, imports)
+            why = suppressed_import(node, imports)
         elif isinstance(node, ast.Assert) and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
             why = "does work inside an assert (python -O removes it, and what it binds with it)"
         if why is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Assign)):
-            why = _bound_probe(node, imports)
+            why = bound_probe(node, imports)
         if why is None and not in_function:
-            why = _module_partial_state(node, imports)
+            why = module_partial_state(node, imports)
         if why:
             yield node, why
 
 
 def _read_probe(node: ast.Attribute | ast.Name, imports: dict[str, str], shadowed: set[str],
                 scope_name: str) -> str | None:
-    """What reading the name or attribute ``node`` says (``_name_probe``; for an attribute also a
+    """What reading the name or attribute ``node`` says (``name_probe``; for an attribute also a
     module's ``__dict__``, a frame, a thread's id, ``ATTRIBUTE_PROBES``, a file's times); a name
     the scope binds itself (``shadowed``) reads nothing."""
-    why = None if isinstance(node, ast.Name) and node.id in shadowed else _name_probe(node, imports, scope_name)
+    why = None if isinstance(node, ast.Name) and node.id in shadowed else name_probe(node, imports, scope_name)
     if why is None and isinstance(node, ast.Attribute) and node.attr == "__dict__" and _dotted(node.value, imports):
         why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
     if why is None and isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
         why = f"reads a frame (.{node.attr}): the call stack around it says who called"
     if why is None and isinstance(node, ast.Attribute) and node.attr in ("native_id", "ident") \
-            and _thread_like(node.value, imports):
+            and thread_like(node.value, imports):
         why = f"reads the process's identity (.{node.attr} of a thread)"
     if why is None and isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_PROBES:
         why = f"{ATTRIBUTE_PROBES[node.attr]} (.{node.attr})"

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import ast
 
-from relconsole.engine.gate.pysource import _own_nodes, _scopes
+from relconsole.engine.gate.pysource import own_nodes, _scopes
 from relconsole.engine.gate.probetables import _dotted
 
 
-def _module_partial_state(node: ast.AST, imports: dict[str, str]) -> str | None:
+def module_partial_state(node: ast.AST, imports: dict[str, str]) -> str | None:
     """``_calls = functools.partial(dict.setdefault, {})`` at module level: a mutable object kept
     inside a callable, changed by every call of it (a counter nobody sees)."""
     if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
@@ -71,7 +71,7 @@ def module_state(tree: ast.Module, imports: dict[str, str]) -> frozenset[str]:
     return _mutable_bindings(tree.body, imports)
 
 
-def _state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_function: bool,
+def state_probe(node: ast.AST, state: frozenset[str], shadowed: set[str], in_function: bool,
                  defaults: frozenset[str] = frozenset(), owners: dict[str, str] | None = None,
                  instances: frozenset[str] = frozenset(), imports: dict[str, str] | None = None) -> str | None:
     """In a function: ``global x``, or a change in place of a module-level mutable (``_CACHE[k] =``,
@@ -115,7 +115,7 @@ def class_state(tree: ast.Module, imports: dict[str, str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _self_state_probe(node: ast.AST, shared: frozenset[str], assigned: frozenset[str],
+def self_state_probe(node: ast.AST, shared: frozenset[str], assigned: frozenset[str],
                       classes: frozenset[str] = frozenset()) -> str | None:
     """``self._rows.update(...)``, ``self._rows[k] = v`` where ``_rows`` is a mutable class
     attribute the method's class never gives an instance its own of (``self._rows = {}``), or
@@ -174,7 +174,7 @@ def closure_state(tree: ast.Module, imports: dict[str, str]) -> dict[int, frozen
     for _, scope in _scopes(tree):
         if isinstance(scope, ast.Module):
             continue
-        own = list(_own_nodes(scope))
+        own = list(own_nodes(scope))
         nested = {n.name: n for n in own if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         returned = {n.value.id for n in own if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
         mutables = _mutable_bindings([n for n in own if isinstance(n, (ast.Assign, ast.AnnAssign))], imports)
@@ -220,7 +220,7 @@ def _changes_self(method: ast.AST) -> bool:
     return False
 
 
-def _held_state(scope: ast.AST, nodes: list[ast.AST], imports: dict[str, str], state: frozenset[str],
+def held_state(scope: ast.AST, nodes: list[ast.AST], imports: dict[str, str], state: frozenset[str],
                 enclosed: frozenset[str], shadowed: set[str]) -> tuple[frozenset[str], frozenset[str], dict, set[str]]:
     """(mutable defaults, held names, owner words, shadowed names) of ``scope``: the shared state
     it may change (module or class ``state`` it does not shadow, its ``enclosed`` function's,

@@ -268,7 +268,7 @@ def _dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
         return ".".join([inner, node.args[1].value, *parts]) if inner else None
     if not isinstance(node, ast.Name) or node.id not in imports:
         return None
-    return _rerooted(_canonical(".".join([imports[node.id], *parts])))
+    return _rerooted(canonical(".".join([imports[node.id], *parts])))
 
 
 def _rerooted(dotted: str) -> str:
@@ -276,11 +276,11 @@ def _rerooted(dotted: str) -> str:
     segments = dotted.split(".")
     for index in range(len(segments) - 1, 0, -1):
         if segments[index] in REROOTED and segments[index] != segments[index - 1]:
-            return _canonical(".".join(segments[index:]))
+            return canonical(".".join(segments[index:]))
     return dotted
 
 
-def _canonical(dotted: str) -> str:
+def canonical(dotted: str) -> str:
     """``dotted`` under its module's usual name (``posix.getppid`` -> ``os.getppid``)."""
     for alias in sorted(MODULE_ALIASES, key=len, reverse=True):
         if dotted == alias or dotted.startswith(alias + "."):
@@ -288,7 +288,9 @@ def _canonical(dotted: str) -> str:
     return dotted
 
 
-def _constant_probe(text: str) -> str | None:
+def constant_probe(text: str) -> str | None:
+    """Why the string constant ``text`` names the machine rather than the package (a system
+    path, relconsole, a .git folder), or None."""
     if text.startswith(SYSTEM_PREFIXES) or "relconsole" in text.lower():
         return f"names {text[:40]!r} (a path of the machine, not of the package)"
     if ".git" in text and ".git" in text.replace("\\", "/").split("/"):  # a .git folder, not .github or .gitignore
@@ -296,5 +298,6 @@ def _constant_probe(text: str) -> str | None:
     return None
 
 
-def _names_own_file(node: ast.AST) -> bool:
+def names_own_file(node: ast.AST) -> bool:
+    """Whether ``node`` mentions the module's own location (``__file__``, ``__spec__`` ...)."""
     return any(isinstance(n, ast.Name) and n.id in OWN_LOCATION for n in ast.walk(node))

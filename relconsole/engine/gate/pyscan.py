@@ -26,8 +26,8 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from relconsole.engine.gate.pysource import Finding, Unjudged, _before, _judged, _own_nodes, _scopes, _short, parse
-from relconsole.engine.gate.goldenscan import Golden, _bindings, _golden_in, imported_modules
+from relconsole.engine.gate.pysource import Finding, Unjudged, _before, _judged, own_nodes, _scopes, short_source, parse
+from relconsole.engine.gate.goldenscan import Golden, bindings, golden_in, imported_modules
 
 
 def _added(before: ast.Module | None, after: ast.Module, collect) -> list[tuple[str, ast.AST, str]]:
@@ -64,8 +64,8 @@ def golden_values(source: str | None, guarded=None) -> list[Golden]:
 
     def scan():
         imports = imported_modules(tree) if guarded is not None else {}
-        module_level = _bindings(tree.body)
-        found = [g for _, scope in _scopes(tree) for g in _golden_in(scope, tree, imports, guarded, module_level)]
+        module_level = bindings(tree.body)
+        found = [g for _, scope in _scopes(tree) for g in golden_in(scope, tree, imports, guarded, module_level)]
         return sorted(found, key=lambda g: g.line)
     return _judged(scan)
 
@@ -96,7 +96,7 @@ def golden_assertions(before: str | None, after: str | None, guarded=None) -> li
 
 def _returned_names(scope: ast.AST) -> set[str]:
     names = set()
-    for node in _own_nodes(scope):
+    for node in own_nodes(scope):
         if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
             names |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
     return names
@@ -110,7 +110,7 @@ def _is_sort(node: ast.AST) -> bool:
 
 def _sorts(scope: ast.AST, _module: ast.Module):
     returned = _returned_names(scope)
-    for node in _own_nodes(scope):
+    for node in own_nodes(scope):
         if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
             yield from ((c, "returns a sorted output") for c in ast.walk(node.value) if _is_sort(c))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -141,10 +141,10 @@ def output_sorts(before: str | None, after: str | None, qualname: str) -> list[F
 def _replays(scope: ast.AST) -> bool:
     """True when one receiver ingests twice (``store.ingest(a); store.ingest(a)``) or an
     ``.ingest(...)`` call sits in a loop, in ``scope``'s own body."""
-    loops = [n for n in _own_nodes(scope) if isinstance(n, (ast.For, ast.While, ast.AsyncFor))]
+    loops = [n for n in own_nodes(scope) if isinstance(n, (ast.For, ast.While, ast.AsyncFor))]
     in_loop = {id(c) for loop in loops for c in ast.walk(loop)}
     receivers: Counter = Counter()
-    for node in _own_nodes(scope):
+    for node in own_nodes(scope):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "ingest":
             if id(node) in in_loop:
                 return True
@@ -154,7 +154,7 @@ def _replays(scope: ast.AST) -> bool:
 
 def _concatenations(scope: ast.AST) -> list[ast.AST]:
     found = []
-    for node in _own_nodes(scope):
+    for node in own_nodes(scope):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) \
                 and not any(isinstance(side, ast.Constant) for side in (node.left, node.right)):
             found.append(node)
@@ -194,7 +194,7 @@ def ingest_to_concat(before: str | None, after: str | None) -> list[Finding]:
             joins = _concatenations(scope)
             if joins:
                 out.append(Finding(joins[0].lineno, f"{name} replayed ingest and now concatenates rows "
-                                                    f"({_short(joins[0])}) and ingests once"))
+                                                    f"({short_source(joins[0])}) and ingests once"))
         return out
     return _judged(scan)
 

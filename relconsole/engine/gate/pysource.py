@@ -78,7 +78,7 @@ def _scopes(tree: ast.Module, lambdas: bool = False):
                 stack.append((prefix, child))
 
 
-def _own_nodes(scope: ast.AST):
+def own_nodes(scope: ast.AST):
     """Nodes of ``scope``'s body, not descending into nested functions or classes."""
     stack = list(ast.iter_child_nodes(scope))
     while stack:
@@ -88,7 +88,8 @@ def _own_nodes(scope: ast.AST):
             stack.extend(ast.iter_child_nodes(node))
 
 
-def _short(node: ast.AST, width: int = 60) -> str:
+def short_source(node: ast.AST, width: int = 60) -> str:
+    """The source of ``node``, cut to ``width`` characters with an ellipsis."""
     try:
         text = ast.unparse(node)
     except Exception:  # noqa: BLE001 - unparse of an odd tree; the line number still says where

@@ -16,8 +16,8 @@ from relconsole.engine.oracle.seedrows import SEEDS_SUFFIX, validate_seed_rows
 from relconsole.engine.oracle.catalog import Catalog
 from relconsole.engine.oracle.leases import header_fields
 from relconsole.engine.oracle.textedit import first_bad_jsonl_line
-from relconsole.engine.gate.oracleload import _parse_cache
-from relconsole.engine.gate.seeds import _seed_values, seeds_path_problem
+from relconsole.engine.gate.oracleload import parse_cache
+from relconsole.engine.gate.seeds import seed_values, seeds_path_problem
 
 
 def input_fields(review, inp: dict) -> list[str] | None:
@@ -59,24 +59,24 @@ def input_shape(review, inp: dict, view: gitio.TreeView | None = None) -> InputS
             bad = first_bad_jsonl_line(text)
             if bad is not None:
                 return InputShape(None, problem=f"seeds file {seeds} line {bad[0]} is not JSON")
-            rows = _seed_values(view, seeds)
+            rows = seed_values(view, seeds)
     header = input_fields(review, {"lease": inp["lease"]}) if inp.get("lease") else None
     catalog_schema = review.catalog.seeds_schemas.get(seeds) if review.catalog and isinstance(seeds, str) else None
     return candidate_input_shape(inp, rows, header, catalog_schema)
 
 
-def _load_quarantine(review, view: gitio.TreeView) -> None:
+def load_quarantine(review, view: gitio.TreeView) -> None:
     """Validate every quarantine file; without a catalog, say so on each item (fail closed)."""
     catalog = review.catalog or Catalog(review.layout.catalog, {}, [])
     no_catalog = "cannot be judged: the catalog did not load"
     listed = view.list_files(review.layout.quarantine_dir)
     texts = view.read_texts(listed)  # one git call for every quarantine file
-    reads = _parse_cache(review, "candidate")  # file-only verdicts by blob id (issue 17)
+    reads = parse_cache(review, "candidate")  # file-only verdicts by blob id (issue 17)
     for path in listed:
         text = texts[path] or ""
         if path.endswith(SEEDS_SUFFIX):
             relation = catalog.get(path.rsplit("/", 1)[-1].removesuffix(SEEDS_SUFFIX))
-            existing = _seed_values(view, relation.seeds_path) if relation and relation.seeds_path else []
+            existing = seed_values(view, relation.seeds_path) if relation and relation.seeds_path else []
             rows = validate_seed_rows(path, text, catalog, existing)
             for row in rows if review.catalog is None else ():
                 row.reasons = [no_catalog]

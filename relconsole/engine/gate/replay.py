@@ -35,7 +35,7 @@ from relconsole.engine.gate.wsleasestore import LeaseHeld, LeaseStore, Workspace
 from relconsole.engine.gate.replayoptions import Progress, ReplayOptions, Shard
 from relconsole.engine.gate.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
                                               run_sides)
-from relconsole.engine.gate.replaysheet import _blocked_sheet, _sheet
+from relconsole.engine.gate.replaysheet import blocked_sheet, _sheet
 
 SHEET_SUFFIX = ".sheet.json"
 
@@ -174,7 +174,7 @@ def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[st
 def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: ReplayOptions,
                 heartbeat: Heartbeat, progress) -> dict[str, dict]:
     runnable = [rid for rid in ids if review.results[rid].outcome != "blocked"]
-    sheets = {rid: _blocked_sheet(review, rid, options) for rid in ids if rid not in runnable}
+    sheets = {rid: blocked_sheet(review, rid, options) for rid in ids if rid not in runnable}
     if not runnable:
         return sheets
     sides = []

@@ -110,7 +110,7 @@ def _sandbox(records: list[RunRecord]) -> str:
     return "bwrap" if kinds == {"bwrap"} else "process" if "process" in kinds else "none"
 
 
-def _blocked_sheet(review: Review, rid: str, options: ReplayOptions) -> dict:
+def blocked_sheet(review: Review, rid: str, options: ReplayOptions) -> dict:
     """A relation that could not run (its lease or seeds fail closed, §4): a deterministic fail."""
     relation = review.catalog.get(rid)
     result = review.results[rid]

@@ -37,9 +37,9 @@ from relconsole.engine.gate.acks import Ack, by_author, flag_ids
 from relconsole.engine.gate.patchflags import Flag
 from relconsole.engine.relations.records import RelationResult
 from relconsole.engine.repo.workspace import export_oracle, scratch_dir
-from relconsole.engine.gate.oracleload import _load_oracle
-from relconsole.engine.gate.patchfacts import _flag, _load_acks, _patch_catalog, _split
-from relconsole.engine.gate.quarantineload import _load_quarantine
+from relconsole.engine.gate.oracleload import load_oracle
+from relconsole.engine.gate.patchfacts import _flag, load_acks, patch_catalog, _split
+from relconsole.engine.gate.quarantineload import load_quarantine
 
 DEFAULT_BASE = "main"
 
@@ -342,7 +342,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     review._diff = diff = gitio.start_touched(repo, merge_base, head_sha)  # git diffs while the oracle is read
     try:
         export_oracle(repo, oracle_sha, layout.protected, oracle_dir)
-        _load_oracle(review, oracle_view, hash_progress)
+        load_oracle(review, oracle_view, hash_progress)
         _bind(review)
         importmap.apply(review)  # the base's import record, when one was made (§3 "via import")
         review.finished = False
@@ -362,11 +362,11 @@ def finish_review(review: Review) -> None:
     if review.finished:
         return
     review.finished = True
-    _load_quarantine(review, gitio.TreeView(review.repo, review.oracle_sha))
+    load_quarantine(review, gitio.TreeView(review.repo, review.oracle_sha))
     _flag(review)
     _split(review)
-    _patch_catalog(review)
-    _load_acks(review)
+    patch_catalog(review)
+    load_acks(review)
 
 
 def _base(repo: gitio.Repository, base_ref: str | None) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.relations.records import RelationResult, RunPlan
 from relconsole.engine.relations.runner import run_all
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
-from relconsole.engine.gate.oracleload import _oracle_digest
+from relconsole.engine.gate.oracleload import oracle_digest
 from relconsole.engine.gate.review import Review
 
 
@@ -45,7 +45,7 @@ def import_paths(layout: Layout, root: Path) -> list[str]:
 def _fixture_pin(review: Review, relative: str, path: Path, digest=None) -> str:
     """sha256 of a relation's input at ``path`` in a run tree. A protected input is the
     oracle export's copy (same size and mtime: copytree keeps them) and is looked up by
-    blob oid (through ``digest``, an ``_oracle_digest`` shared by the caller's plans, or
+    blob oid (through ``digest``, an ``oracle_digest`` shared by the caller's plans, or
     a new one); anything else is streamed."""
     exported = review.oracle_dir / relative
     try:
@@ -54,7 +54,7 @@ def _fixture_pin(review: Review, relative: str, path: Path, digest=None) -> str:
     except (OSError, ValueError):
         same = False
     if same and protected(review.layout.protected, relative):
-        return (digest or _oracle_digest(review))(path, relative)
+        return (digest or oracle_digest(review))(path, relative)
     return sha256_stream(path)
 
 
@@ -103,7 +103,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
         linked = sandboxed()
         build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree, link=linked)
         plans, results = [], {}
-        digest = _oracle_digest(review)  # one listing of the oracle's directories for every plan
+        digest = oracle_digest(review)  # one listing of the oracle's directories for every plan
         for rid in ids:
             relation = review.catalog.get(rid)
             if relation is None:
@@ -206,7 +206,7 @@ def _save_durations(review: Review, history: dict[str, float], results) -> None:
 def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked: bool = False) -> RunPlan:
     """The RunPlan of ``relation`` on a materialised ``tree`` (its input read from that tree).
 
-    ``digest``: an ``_oracle_digest(review)`` to share between many plans (it lists the
+    ``digest``: an ``oracle_digest(review)`` to share between many plans (it lists the
     oracle commit's directories once); by default each plan makes its own. ``linked``: the
     tree hard-links the per-commit store's files, so a subject must see it read-only: the
     run requires bubblewrap (a worker that finds none aborts) instead of falling back to a

@@ -15,7 +15,7 @@ from relconsole.engine.repo.owners import protected
 from relconsole.engine.oracle.textedit import jsonl_lines
 
 
-def _check_seeds(review, view: gitio.TreeView) -> None:
+def check_seeds(review, view: gitio.TreeView) -> None:
     """§3: a seeds file with bad rows fails closed (the relation is blocked, exit 5)."""
     texts: dict[str, str | None] = {}
     problems: dict[tuple[str, str], BadInputError | None] = {}  # (path, schema) -> the file's first problem
@@ -85,7 +85,8 @@ def seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError
     return None
 
 
-def _seed_values(view: gitio.TreeView, path: str) -> list:
+def seed_values(view: gitio.TreeView, path: str) -> list:
+    """The JSON values of the seed file ``path`` at ``view``, one per line that parses."""
     values = []
     for line in jsonl_lines(view.read_text(path) or ""):
         try:

@@ -9,7 +9,7 @@ import time
 import uuid
 
 from relconsole.engine.errors import UsageError
-from relconsole.engine.gate.wsleasestore import (EvictingStore, LeaseStore, StoreUnavailable, WorkspaceLease, _Outcome,
+from relconsole.engine.gate.wsleasestore import (EvictingStore, LeaseStore, StoreUnavailable, WorkspaceLease, Outcome,
                                                  redact)
 
 
@@ -112,7 +112,7 @@ class RedisLeaseStore(LeaseStore):
             raise EvictingStore(self.url, policy, f"its maxmemory-policy is {policy}")
         self._safe = True
 
-    def _apply(self, op: str, workspace: str, holder: str, ttl: float) -> _Outcome:
+    def _apply(self, op: str, workspace: str, holder: str, ttl: float) -> Outcome:
         keys = [self.HASH_PREFIX + workspace, self.GEN_PREFIX + workspace]
         try:
             self._check_policy()
@@ -121,7 +121,7 @@ class RedisLeaseStore(LeaseStore):
             raise StoreUnavailable(self.url, exc) from exc
         now = float(reply[1])
         record = _from_fields(workspace, reply[3:], now - time.time()) if len(reply) > 3 else None
-        return _Outcome(reply[0], now, int(reply[2]), record)
+        return Outcome(reply[0], now, int(reply[2]), record)
 
     def _records(self) -> list[WorkspaceLease]:
         fields = ("id", "holder", "acquired_at", "expires_at", "generation")

@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from relconsole.engine.gate.wsleasestore import LeaseStore, StoreUnavailable, WorkspaceLease, _Outcome, _transition
+from relconsole.engine.gate.wsleasestore import LeaseStore, StoreUnavailable, WorkspaceLease, Outcome, _transition
 
 
 SQLITE_BUSY_SECONDS = 60.0  # 32 racing processes queue on one write lock
@@ -58,7 +58,7 @@ class SqliteLeaseStore(LeaseStore):
                 raise
             self._db.execute("COMMIT")
 
-    def _apply(self, op: str, workspace: str, holder: str, ttl: float) -> _Outcome:
+    def _apply(self, op: str, workspace: str, holder: str, ttl: float) -> Outcome:
         try:
             with self._transaction():
                 record, generation = self._read(workspace)
@@ -68,7 +68,7 @@ class SqliteLeaseStore(LeaseStore):
                     self._write(op, workspace, after, generation)
         except sqlite3.Error as exc:
             raise StoreUnavailable(self.url, exc) from exc
-        return _Outcome(kind, now, generation, after)
+        return Outcome(kind, now, generation, after)
 
     def _read(self, workspace: str) -> tuple[WorkspaceLease | None, int]:
         row = self._db.execute("SELECT id, workspace, holder, acquired_at, expires_at, generation"

@@ -146,7 +146,7 @@ class LeaseStatus:
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class Outcome:
     """What one store operation decided: ``kind`` (ok/held/notholder), the store's ``now``,
     the workspace counter and its record after the operation (the released one for release)."""
 
@@ -217,19 +217,19 @@ class LeaseStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _mine(self, out: _Outcome, workspace: str, holder: str) -> WorkspaceLease | None:
+    def _mine(self, out: Outcome, workspace: str, holder: str) -> WorkspaceLease | None:
         if out.kind == _NOT_HOLDER:
             raise NotHolder(workspace, holder, out.record, out.now)
         return out.record
 
-    def _apply(self, op: str, workspace: str, holder: str, ttl: float) -> _Outcome:
+    def _apply(self, op: str, workspace: str, holder: str, ttl: float) -> Outcome:
         raise NotImplementedError
 
     def _records(self) -> list[WorkspaceLease]:
         raise NotImplementedError
 
 
-def _status(workspace: str, holder: str | None, out: _Outcome) -> LeaseStatus:
+def _status(workspace: str, holder: str | None, out: Outcome) -> LeaseStatus:
     lease, now = out.record, out.now
     if lease is None:
         return LeaseStatus(MISSING, None, f"no lease on workspace {workspace!r}", out.generation)

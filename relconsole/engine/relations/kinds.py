@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 from relconsole.engine.relations.canon import canonical, path_text
 from relconsole.engine.literal import counted
-from relconsole.engine.relations.orders import _order, _structured_orders
-from relconsole.engine.relations.outcome import WRITTEN_ALIKE, Calls, Check, Kept, Outcome, _empty, _first_miss
+from relconsole.engine.relations.orders import _order, structured_orders
+from relconsole.engine.relations.outcome import WRITTEN_ALIKE, Calls, Check, Kept, Outcome, _empty, first_miss
 from relconsole.engine.relations.subject.inputs import check_raisable, pack_order, raise_field, step_changes_nothing
 from relconsole.engine.relations.subject.kept import kept_type, same_value
 
@@ -48,7 +48,7 @@ def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Out
     rows = _rows(x, "permutation")
     # half the follow-ups in sorted or grouped rows: orders production data comes in and a
     # random shuffle never draws
-    structured = _structured_orders(rows, rng, shuffles // 2 if shuffles >= 2 else 0)
+    structured = structured_orders(rows, rng, shuffles // 2 if shuffles >= 2 else 0)
     orders = [(list(range(len(rows))), "")] + structured
     orders += [(_order(len(rows), rng), "") for _ in range(shuffles - len(structured))]
     rng.shuffle(orders)
@@ -61,7 +61,7 @@ def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Out
         ops[n].append(["fresh"])
     out = calls.run({f"order {n}": {"ops": ops[n]} for n in ops})
     base = out["order 0"]
-    return _first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}"
+    return first_miss(check.outcome(base, out[f"order {n}"], f"shuffle {n} of {shuffles}"
                                      + (f", {orders[n][1]}" if orders[n][1] else "")
                                      + (", new row objects" if n in renewed else ""))
                        for n in range(1, shuffles + 1))
@@ -133,7 +133,7 @@ def split_merge(rel: dict, x: Any, rng: random.Random, calls: Calls, merge: Call
                            f"({type(exc).__name__}: {str(exc)[:200]})")
         return check.outcome(out["whole"], merged, where, bag=True)
 
-    return _first_miss(judged(p) for p in points)
+    return first_miss(judged(p) for p in points)
 
 
 def _raise(value: Any, field_name: str, step: float, cap: float | None) -> Any:

@@ -29,9 +29,9 @@ import copy
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from relconsole.engine.relations.operators import Edit, Path_, _get, _replace, _walk, sites
-from relconsole.engine.relations.targeting import (TargetNotFound, _is_func, _resolve, _unique, entry_functions,
-                                                 target_functions)
+from relconsole.engine.relations.operators import Edit, Path_, node_at, replace_at, walk_paths, sites
+from relconsole.engine.relations.targeting import (TargetNotFound, entry_functions, is_func, resolve_target,
+                                                   target_functions, unique_functions)
 
 DEFAULT_LIMIT = 40
 
@@ -88,7 +88,7 @@ def module_mutants(source: str, attr_paths: list[str]) -> list[Mutant]:
     not defined in it.
     """
     module = ast.parse(source)
-    functions = _unique([pair for attr in attr_paths for pair in entry_functions(module, attr)])
+    functions = unique_functions([pair for attr in attr_paths for pair in entry_functions(module, attr)])
     return _module_mutants(module, functions)
 
 
@@ -100,8 +100,8 @@ def function_mutants(source: str, qualnames: list[str]) -> list[Mutant]:
     module = ast.parse(source)
     functions = []
     for qualname in dict.fromkeys(qualnames):
-        node = _resolve(module, qualname)[1]
-        if not _is_func(node):
+        node = resolve_target(module, qualname)[1]
+        if not is_func(node):
             raise TargetNotFound(f"{qualname}: not a function")
         functions.append((qualname, node))
     return _module_mutants(module, functions)
@@ -140,12 +140,12 @@ def choose(items: list[T], limit: int, operator: Callable[[T], str], owner: Call
 
 
 def _path_to(module: ast.Module, target: ast.AST) -> Path_:
-    return next(path for path, node in _walk(module) if node is target)
+    return next(path for path, node in walk_paths(module) if node is target)
 
 
 def _apply(module: ast.Module, path: Path_, edit: Edit) -> str | None:
     mutated = copy.deepcopy(module)
-    _replace(mutated, path, edit(_get(mutated, path)))
+    replace_at(mutated, path, edit(node_at(mutated, path)))
     ast.fix_missing_locations(mutated)
     try:
         text = ast.unparse(mutated)

@@ -2,7 +2,7 @@
 
 A site is a node of the function's tree, named by its path from the function node
 (``Path_``), with an edit that returns its replacement; ``sites`` lists every site of every
-operator in one function, and ``_replace`` puts an edit's result in its place.
+operator in one function, and ``replace_at`` puts an edit's result in its place.
 
 Operators (``OPERATORS``; each site is a separate mutant with a label and a line):
 
@@ -49,28 +49,31 @@ class _Site:
 
 # --- walking with paths ----------------------------------------------------------------
 
-def _walk(node: ast.AST, path: Path_ = ()) -> Iterator[tuple[Path_, ast.AST]]:
+def walk_paths(node: ast.AST, path: Path_ = ()) -> Iterator[tuple[Path_, ast.AST]]:
     """Every node under ``node`` (itself excluded) with its path, depth first, in source order."""
     for name, value in ast.iter_fields(node):
         if isinstance(value, ast.AST):
             yield path + ((name, None),), value
-            yield from _walk(value, path + ((name, None),))
+            yield from walk_paths(value, path + ((name, None),))
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 if isinstance(item, ast.AST):
                     yield path + ((name, index),), item
-                    yield from _walk(item, path + ((name, index),))
+                    yield from walk_paths(item, path + ((name, index),))
 
 
-def _get(root: ast.AST, path: Path_) -> ast.AST:
+def node_at(root: ast.AST, path: Path_) -> ast.AST:
+    """The node of ``root`` at ``path`` (a sequence of (field, index or None))."""
     node = root
     for name, index in path:
         node = getattr(node, name) if index is None else getattr(node, name)[index]
     return node
 
 
-def _replace(root: ast.AST, path: Path_, new: ast.AST | list[ast.stmt]) -> None:
-    parent = _get(root, path[:-1])
+def replace_at(root: ast.AST, path: Path_, new: ast.AST | list[ast.stmt]) -> None:
+    """Put ``new`` (a node, or statements) at ``path`` of ``root``, in place; an emptied body
+    gets a ``pass``."""
+    parent = node_at(root, path[:-1])
     name, index = path[-1]
     if index is None:
         setattr(parent, name, new)
@@ -312,7 +315,7 @@ def _return_early(func: ast.AST) -> Iterator[_Site]:
 def sites(func: ast.AST) -> list[_Site]:
     """Every mutation site inside one function node (docstrings and decorators skipped)."""
     found = []
-    for path, node in _walk(func):
+    for path, node in walk_paths(func):
         if path[0][0] in ("decorator_list", "returns", "args") or _is_docstring(node):
             continue
         for name, operator in OPERATORS.items():

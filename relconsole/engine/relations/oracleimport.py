@@ -25,7 +25,7 @@ class OracleFinder:
         return importlib.machinery.PathFinder.find_spec(name, [self.root])
 
 
-def _top_entry(root: str, name: str) -> str | None:
+def top_entry(root: str, name: str) -> str | None:
     """The tree-relative file or folder a top-level module name resolves to, or None."""
     for candidate in (name, f"{name}.py"):
         if os.path.lexists(os.path.join(root, candidate)):
@@ -48,7 +48,7 @@ def oracle_roots(relation: dict, root: str, patterns: list[str]) -> list[str]:
         if not ref:
             continue
         top = str(ref).split(":", 1)[0].split(".", 1)[0]
-        entry = _top_entry(root, top)
+        entry = top_entry(root, top)
         probe = f"{entry}/__init__.py" if entry and not entry.endswith(".py") else entry
         if entry is None or os.path.islink(os.path.join(root, entry)) or not protected(patterns, probe):
             raise AdapterRefused(f"the {role} adapter {ref} is not in the oracle's protected files: "

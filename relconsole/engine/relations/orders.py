@@ -1,6 +1,6 @@
 """The orders a permutation relation hands the subject its rows in, drawn from the run's seed (SPEC §3, §7).
 
-``_order`` draws a random order; ``_structured_orders`` the orders production is likely to
+``_order`` draws a random order; ``structured_orders`` the orders production is likely to
 feed (rows sorted by a drawn column, or grouped by their most repeated columns), where a
 subject that is only right on a shuffled input shows.
 """
@@ -109,7 +109,7 @@ def _grouped_order(rows: list, keys: list, column: str, rng: random.Random) -> t
 GROUP_SAMPLE = 2000  # rows a column's distinct values are counted on
 
 
-def _structured_orders(rows: list, rng: random.Random, wanted: int) -> list[tuple[list[int], str]]:
+def structured_orders(rows: list, rng: random.Random, wanted: int) -> list[tuple[list[int], str]]:
     """Up to ``wanted`` orders of the kinds production data comes in: one sorted by a drawn
     column, then grouped by the most repeated columns (fewest distinct values in a drawn
     sample of rows, more than one; ties drawn), one order per column."""

@@ -171,7 +171,8 @@ def _empty(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _first_miss(outcomes) -> Outcome:
+def first_miss(outcomes) -> Outcome:
+    """The first outcome that did not hold, else the last one (or a held "no follow-up input")."""
     last = Outcome(True, note="no follow-up input")
     for outcome in outcomes:
         if not outcome.held:

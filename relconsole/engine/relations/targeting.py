@@ -30,15 +30,18 @@ def _defs(body: list[ast.stmt]) -> dict[str, ast.AST]:
     return {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
-def _is_func(node: ast.AST) -> bool:
+def is_func(node: ast.AST) -> bool:
+    """Whether ``node`` is a function definition (plain or async)."""
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _methods(cls: ast.ClassDef, prefix: str) -> list[tuple[str, ast.AST]]:
-    return [(f"{prefix}.{n.name}", n) for n in cls.body if _is_func(n)]
+    return [(f"{prefix}.{n.name}", n) for n in cls.body if is_func(n)]
 
 
-def _resolve(module: ast.Module, attr_path: str) -> tuple[str, ast.AST]:
+def resolve_target(module: ast.Module, attr_path: str) -> tuple[str, ast.AST]:
+    """(``attr_path``, its definition) in ``module``, walking classes for a dotted path.
+    Raises TargetNotFound naming the part the module does not define."""
     node: ast.AST | None = None
     body = module.body
     for part in attr_path.split("."):
@@ -75,7 +78,7 @@ def find(module: ast.Module, attr_path: str) -> ast.AST | None:
     """The function or class node ``attr_path`` (``f``, ``Cls``, ``Cls.method``) names in the
     module, or None when it names nothing defined there."""
     try:
-        return _resolve(module, attr_path)[1]
+        return resolve_target(module, attr_path)[1]
     except TargetNotFound:
         return None
 
@@ -93,7 +96,7 @@ def target_functions(module: ast.Module, attr_path: str) -> list[tuple[str, ast.
 
     Raises TargetNotFound when ``attr_path`` names nothing defined in the module.
     """
-    name, node = _resolve(module, attr_path)
+    name, node = resolve_target(module, attr_path)
     if isinstance(node, ast.ClassDef):
         return _methods(node, name)
     found = [(name, node)]
@@ -103,10 +106,11 @@ def target_functions(module: ast.Module, attr_path: str) -> list[tuple[str, ast.
         if helper is None or helper is node:
             continue
         found.extend(_methods(helper, callee) if isinstance(helper, ast.ClassDef) else [(callee, helper)])
-    return _unique(found)
+    return unique_functions(found)
 
 
-def _unique(found: list[tuple[str, ast.AST]]) -> list[tuple[str, ast.AST]]:
+def unique_functions(found: list[tuple[str, ast.AST]]) -> list[tuple[str, ast.AST]]:
+    """``found`` without repeats of the same definition node, in order."""
     seen: set[int] = set()
     return [(n, f) for n, f in found if not (id(f) in seen or seen.add(id(f)))]
 
@@ -126,14 +130,14 @@ def entry_functions(module: ast.Module, attr_path: str) -> list[tuple[str, ast.A
     or a method: ``target_functions``. Raises TargetNotFound when ``attr_path`` names nothing
     defined in the module.
     """
-    name, node = _resolve(module, attr_path)
+    name, node = resolve_target(module, attr_path)
     if not isinstance(node, ast.ClassDef):
         return target_functions(module, attr_path)
     found = []
     for qualname, method in _methods(node, name):
         if is_entry_method(method.name):
             found.extend(target_functions(module, qualname))
-    return _unique(found)
+    return unique_functions(found)
 
 
 # methods a caller reaches by making or showing an instance, without naming them
@@ -206,7 +210,7 @@ def _helpers(module: ast.Module, qualname: str, used) -> tuple[list[str], list[s
     owner, dot, _ = qualname.rpartition(".")
     cls = find(module, owner) if dot else None
     if isinstance(cls, ast.ClassDef):
-        methods = {n.name for n in cls.body if _is_func(n)}
+        methods = {n.name for n in cls.body if is_func(n)}
         for node in ast.walk(func):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls") \
@@ -230,7 +234,7 @@ def library_functions(module: ast.Module, attr_path: str, used=frozenset(),
     tier it is in (a class's other methods always later). Each name appears once, in the
     first tier that has it. Raises TargetNotFound when ``attr_path`` names nothing defined.
     """
-    name, node = _resolve(module, attr_path)
+    name, node = resolve_target(module, attr_path)
     if isinstance(node, ast.ClassDef):
         entries = [(q, m) for q, m in _methods(node, name) if is_entry_method(m.name)]
         first = [q for q, m in entries if _preferred(m.name, used)]

@@ -25,7 +25,7 @@ import random
 import sys
 import traceback
 
-from relconsole.engine.relations.oracleimport import AdapterRefused, OracleFinder, _top_entry, oracle_roots
+from relconsole.engine.relations.oracleimport import AdapterRefused, OracleFinder, top_entry, oracle_roots
 from relconsole.engine.relations.replies import outcome_reply
 from relconsole.engine.relations.servercalls import ServerCalls, other_seed
 from relconsole.engine.relations.subject.inputs import read_corpus, read_seeds
@@ -178,7 +178,7 @@ class Server:
         module = error.get("module")
         if error.get("type") == "ModuleNotFoundError" and isinstance(module, str) and module:
             top = module.split(".", 1)[0]
-            if not any(_top_entry(str(root), top) for root in request.get("import_paths") or [self.root]):
+            if not any(top_entry(str(root), top) for root in request.get("import_paths") or [self.root]):
                 error.update(type="environment", message=(
                     f"the subject imports {module!r}, which is neither in the tree nor installed here: "
                     f"install the package that provides it (pip install {top}, or its distribution's name); "

@@ -1,0 +1,248 @@
+"""CLI subcommands that review a patch from the shell and commit nothing: ``bind`` (touched
+paths to their owners, SPEC §3), ``run`` (the touched relations under the counted freeze
+protocol, §4, §6), ``replay`` (missed relations on HEAD and the merge base, written as §7
+sheets, under a workspace lease, §5) and ``check-split`` (one kind per commit, §9). Exit codes
+are §8's: 2 for a coverage gap, 5 for a bad oracle file, 1 for a miss or a commit that breaks
+the split, 3 when a workspace lease is held or lost, 64 on misuse.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from relconsole.cli.options import directory, review_command, review_options, seed, shard, workspace_lease_options
+from relconsole.cli.pipe import decided
+from relconsole.cli.reviewio import emit, errors_payload, load
+from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT, UsageError
+from relconsole.engine.literal import counted, literal, one_line
+
+
+def register_bind(subparsers, commands: dict) -> None:
+    """Add ``bind`` to ``subparsers`` and its handler to ``commands``."""
+    review_command(subparsers, "bind", "map touched paths to owners (exit 2 on a gap)")
+    commands["bind"] = cmd_bind
+
+
+def register_run(subparsers, commands: dict) -> None:
+    """Add ``run`` to ``subparsers`` and its handler to ``commands``."""
+    run = review_command(subparsers, "run", "run the touched relations with the counted freeze protocol")
+    run.add_argument("--all", action="store_true", help="run every relation, not only touched ones")
+    run.add_argument("--replay-seed", type=seed, default=None, metavar="SEED",
+                     help="replay a recorded run: every relation's first run uses this seed "
+                          "(the 'seed' of a run record) instead of a new draw")
+    run.add_argument("--replay-hashseed", type=seed, default=None, metavar="N",
+                     help="with --replay-seed: the subject's PYTHONHASHSEED too (run.hashseed "
+                          "of the record), for a subject whose output follows hash order")
+    run.add_argument("--relation", action="append", default=None, help="run only this relation (repeatable)")
+    run.add_argument("--shard", type=shard, default=None, metavar="K/N",
+                     help="run only the K-th of N slices of the touched relations (a CI matrix)")
+    commands["run"] = cmd_run
+
+
+def register_replay(subparsers, commands: dict) -> None:
+    """Add ``replay`` to ``subparsers`` and its handler to ``commands``."""
+    replay_cmd = subparsers.add_parser("replay", help="replay missed relations on HEAD and the merge base (§7 sheets)")
+    review_options(replay_cmd)
+    replay_cmd.add_argument("--runs", type=int, default=5, help="runs on each side (default: 5)")
+    replay_cmd.add_argument("--shard", type=shard, default=None, metavar="K/N",
+                            help="replay only the K-th of N slices of the touched relations")
+    replay_cmd.add_argument("--artifacts", type=directory, default=None,
+                            help="directory for the replay sheets (default: under the git directory)")
+    workspace_lease_options(replay_cmd, "workspace lease id (default: host, repository, shard)")
+    replay_cmd.add_argument("--fresh-worktrees", action="store_true",
+                            help="add and remove new worktrees instead of reusing the pooled ones")
+    replay_cmd.add_argument("--json", action="store_true", help="print JSON")
+    commands["replay"] = cmd_replay
+
+
+def register_check_split(subparsers, commands: dict) -> None:
+    """Add ``check-split`` to ``subparsers`` and its handler to ``commands``."""
+    split = subparsers.add_parser("check-split", help="fail when a commit mixes a protected path with others, or two kinds (§9)")
+    split.add_argument("range", nargs="?", default=None, help="BASE..HEAD")
+    split.add_argument("--staged", action="store_true", help="check the staged paths (the pre-commit hook)")
+    split.add_argument("--repo", default=".", help="repository (default: .)")
+    split.add_argument("--json", action="store_true", help="print JSON")
+    commands["check-split"] = cmd_check_split
+
+
+def cmd_bind(args) -> int:
+    from relconsole.engine.gate import bindfacts
+    if bindfacts.enabled():  # an oracle commit bound before: its facts, without the full load
+        known = bindfacts.bind_from_facts(args.repo, args.base, args.head, args.today, args.oracle_from)
+        if known is not None:
+            return _print_bind(args, known)
+    from relconsole.engine.gate import importrun
+    review = load(args, deferred=True)  # ownership needs no flags, quarantine or split check
+    try:
+        bindfacts.save(review)
+        if not review.errors:
+            importrun.ensure(review)
+        return _print_bind(args, review)
+    finally:
+        review.close()
+
+
+def _print_bind(args, review) -> int:
+    """Print ``bind``'s rows of ``review`` (a Review, or ``bindfacts``' answer: ``base_ref``,
+    ``merge_base``, ``head_sha``, ``bindings``, ``errors``); returns the §8 exit code."""
+    gaps = [b for b in review.bindings if b.state == "gap"]
+    code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if gaps else EXIT_PASS
+    if args.json:
+        paths = [{"status": b.touched.status, "path": b.path, "old_path": b.touched.old_path,
+                  "state": b.state, "pattern": b.pattern, "relations": list(b.relations),
+                  "via_import": list(b.via_import)}
+                 for b in review.bindings]
+        payload = {"base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
+                   "paths": paths, "gaps": [b.path for b in gaps],
+                   "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors]}
+        emit(args, payload, [], review.errors, code)
+        return code
+    decided(code)
+    if review.bindings:  # one write: 100,000 lines cost 0.6 s as a print and a literal() each
+        print("\n".join(_binding_lines(review.bindings)))
+    emit(args, {}, [], review.errors)
+    return code
+
+
+def _binding_lines(bindings) -> list[str]:
+    """``bind``'s text lines, ``STATUS  PATH  STATE[  RELATIONS][  (via import: ...)]``, each
+    what ``literal`` makes of it: the path through ``one_line`` (its newlines and tabs shown as
+    ``\\n`` and ``\\t``; a printable path has no character ``literal`` escapes, so it is
+    its own ``one_line``), the rest through ``literal``, made once per (status, state,
+    relations, via) (``literal`` works character by character: the parts' escapes are the
+    line's)."""
+    tails: dict = {}
+    out = []
+    append = out.append
+    for b in bindings:
+        key = (b.touched.status, b.state, b.relations, b.via_import)
+        parts = tails.get(key)
+        if parts is None:
+            parts = tails[key] = (literal(b.touched.status + "  "), literal(
+                "  " + b.state + (f"  {', '.join(b.relations)}" if b.relations else "")
+                + (f"  (via import: {', '.join(b.via_import)})" if b.via_import else "")))
+        path = b.touched.path
+        append(parts[0] + (path if path.isprintable() else one_line(path)) + parts[1])
+    return out
+
+
+def cmd_run(args) -> int:
+    from relconsole.engine.gate import importrun
+    from relconsole.engine.gate.report import run_payload
+    from relconsole.engine.gate.review import finish_review, load_review
+    from relconsole.engine.gate.reviewrun import run_review
+    from relconsole.engine.relations.pool import prestart
+    from relconsole.cli.progress import progress_reporter
+    prestart()  # the judge's processes boot while the review loads
+    with progress_reporter(sys.stderr, not args.json) as report:
+        review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True,
+                             hash_progress=report.bytes)
+    try:
+        if review.errors:
+            finish_review(review)  # every bad file in one report
+            emit(args, {"errors": errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
+            return EXIT_BAD_INPUT
+        ids = args.relation or ([r.id for r in review.relations] if args.all else None)
+        if ids is None:
+            importrun.ensure(review)  # ownership follows imports (§3)
+        if args.shard is not None:
+            ids = args.shard.select(ids if ids is not None else review.touched_relations())
+        if args.replay_hashseed is not None and args.replay_seed is None:
+            raise UsageError("--replay-hashseed replays a recorded run: give its --replay-seed too")
+        # the flags, the quarantine and the patch's catalog are read while the workers judge
+        with progress_reporter(sys.stderr, not args.json) as report:
+            total = len(ids if ids is not None else review.touched_relations())
+            results = run_review(review, ids, report.results(total), replay_seed=args.replay_seed,
+                                 replay_hashseed=args.replay_hashseed, meanwhile=lambda: finish_review(review))
+        if review.errors:  # a bad quarantine file, found while the relations ran
+            emit(args, {"errors": errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
+            return EXIT_BAD_INPUT
+        # the PR's decision, as gate, flags, the plugin and the console make it; --relation asks
+        # only about the relations named
+        judged = None if args.relation is None and args.shard is None and not args.all else ids
+        decision = _worst_of(results) if args.relation else review.decision(judged)
+        payload = run_payload(review, results, decision)
+        lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
+        lines.append(f"decision: {decision.decision}  ({decision.reason})")
+        code = decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
+        emit(args, payload, lines, code=code)
+        return code
+    finally:
+        review.close()
+
+
+def _worst_of(results):
+    from relconsole.engine.decision import worst
+    return worst([r.verdict for r in results])
+
+
+def cmd_replay(args) -> int:
+    """Exit with the worst §8 decision of the sheets; 3 when the workspace lease is held or lost."""
+    from relconsole.cli.progress import progress_reporter
+    from relconsole.engine.gate import importrun
+    from relconsole.engine.gate.report import replay_lines, replay_payload
+    from relconsole.engine.gate.replay import replay
+    from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
+    from relconsole.engine.gate.wslease import open_store
+    review = load(args)
+    try:
+        if review.errors:
+            emit(args, {"errors": errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)
+            return EXIT_BAD_INPUT
+        importrun.ensure(review)
+        options = ReplayOptions(args.runs, args.workspace, args.holder, args.ttl_seconds,
+                                args.artifacts, args.shard or Shard(), args.fresh_worktrees)
+        store = open_store(args.lease_url, review.repo.common_dir)
+        try:
+            with progress_reporter(sys.stderr, not args.json) as report:
+                outcome = replay(review, store, options, report.replay)
+        finally:
+            store.close()
+        overall = outcome.overall()  # the gate history is decide's: CI runs decide over the sheets
+        emit(args, replay_payload(outcome), replay_lines(outcome), code=overall.exit_code)
+        return overall.exit_code
+    finally:
+        review.close()
+
+
+def cmd_check_split(args) -> int:
+    """Exit 1 with one line per offending commit and path, 0 when every commit keeps §9."""
+    from relconsole.engine.repo import gitio
+    from relconsole.engine.repo import splitcheck
+    if bool(args.range) == bool(args.staged):
+        raise UsageError("check-split takes a BASE..HEAD range or --staged")
+    if args.range:
+        _refuse_half_range(args.range)
+    repo = gitio.open_repo(args.repo)
+    root = repo.working_tree_dir or repo.git_dir  # a bare repository has history, no work tree
+    if args.staged and Path(repo.git_dir, "MERGE_HEAD").exists():
+        print("relconsole: concluding a merge: check the range once it is committed "
+              "(check-split judges a merge by what it adds beyond its parents)", file=sys.stderr)
+        return EXIT_PASS
+    if args.staged:
+        paths, found = splitcheck.staged_check(root)
+        checked = f"the staged commit ({counted(paths, 'path')})"
+    else:
+        commits, found = splitcheck.check_range(root, args.range)
+        checked = f"{counted(commits, 'commit')} in {one_line(args.range)}"
+    payload = {"range": args.range, "staged": bool(args.staged), "commits_checked": 1 if args.staged else commits,
+               "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
+    code = EXIT_REJECT if found else EXIT_PASS
+    lines = [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found]
+    emit(args, payload, lines or [f"split check (§9): {checked} checked, no offence"],
+          code=code)
+    if found and not args.json:  # stdout stays one line per offence, for scripts
+        print(f"relconsole: split check (§9): {checked} checked, {counted(len(found), 'offence')}", file=sys.stderr)
+    return code
+
+
+def _refuse_half_range(spec: str) -> None:
+    """UsageError (64) for a range with an empty or blank side: ``"..HEAD"`` is what the
+    README's ``"$(git merge-base …)..HEAD"`` becomes when merge-base fails (a shallow CI
+    clone), and git reads it as HEAD..HEAD: no commit checked, a pass (new-user trial)."""
+    sides = spec.split("...") if "..." in spec else spec.split("..")
+    if len(sides) == 2 and not all(side.strip() and side == side.strip() for side in sides):
+        raise UsageError(f"check-split: {one_line(spec)!r} has an empty or blank side: give both, "
+                         f"as in \"$(git merge-base origin/main HEAD)..HEAD\" (did git merge-base fail? "
+                         f"a shallow clone needs fetch-depth: 0)")
