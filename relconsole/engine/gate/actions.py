@@ -35,7 +35,8 @@ from relconsole.engine.gate.freezeevidence import _replay_freeze_fields
 OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
 
 
-def _tip_view(review: Review) -> TreeView:
+def tip_view(review: Review) -> TreeView:
+    """The tree at the tip of the branch ``review`` commits to (the oracle branch), read afresh."""
     return TreeView(review.repo, resolve(review.repo, review.commit_branch()))
 
 
@@ -89,7 +90,7 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     for row in rows:
         if not row.valid:
             raise CommitRefused(f"row {row.key} is rejected: {'; '.join(row.reasons)}")
-    view = _tip_view(review)
+    view = tip_view(review)
     notes = [_replay_note(review, view, c, c.id in unconfirmed_ok or c.path in unconfirmed_ok)
              for c in candidates]
     changes: list[FileChange] = []
@@ -157,7 +158,7 @@ def delete(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     if not candidates and not rows:
         raise UsageError("nothing to delete")
     changes = [FileChange(c.path, None) for c in candidates]
-    changes += _shrink_quarantine(_tip_view(review), rows)
+    changes += _shrink_quarantine(tip_view(review), rows)
     names = [one_line(c.id) for c in candidates] + ([f"{counted(len(rows), 'drafted seed row')} for "
                                                     + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
                                                    if rows else [])
@@ -210,7 +211,7 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
     who = git_identity(review.root)
     check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
     path = status.source
-    old = _tip_view(review).read_text(path)
+    old = tip_view(review).read_text(path)
     if old is None:
         raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
     new = textedit.set_lease_expires(old, until, path)
@@ -336,7 +337,7 @@ def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
     row = {"id": review.flag_id(flag), "flag": flag.name, "commit": flag.commit, "path": flag.path,
            "line": flag.line, "text": flagged_line(review, flag), "by": f"{me.name} <{me.email}>",
            "reason": reason.strip(), "date": review.today.isoformat()}
-    new = with_ack(_tip_view(review).read_text(path), row, path)
+    new = with_ack(tip_view(review).read_text(path), row, path)
     return _commit(review, "review", f"acknowledge {one_line(flag.name)} at {one_line(flag.where())}",
                    [FileChange(path, new.encode("utf-8"))],
                    f"Reason: {one_line(reason.strip())}\nFlag: {one_line(row['id'])}\n")
@@ -362,7 +363,7 @@ def commit_freeze(review: Review, row: dict) -> CommitResult:
     if problem:
         raise CommitRefused(f"freeze for {row.get('relation_id')}: {problem}")
     path = review.layout.freezes
-    old = _tip_view(review).read_text(path)
+    old = tip_view(review).read_text(path)
     try:
         new = textedit.upsert_freeze_row(old, row, path)
     except BadInputError:

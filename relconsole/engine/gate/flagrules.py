@@ -1,7 +1,7 @@
 """The per-commit review flag rules (SPEC §9): one commit's changed files, judged one by one.
 
-``_Rules.check`` gives the flags of one file change (``_Change``: both sides' bytes), and
-``_Rules.golden`` the golden literals a commit adds across its test files; ``patchscan``
+``FlagRules.check`` gives the flags of one file change (``ChangedFile``: both sides' bytes), and
+``FlagRules.golden`` the golden literals a commit adds across its test files; ``patchscan``
 walks the commits and feeds them. What each flag means is in ``patchflags``.
 """
 
@@ -31,7 +31,11 @@ TEST_DIRS = frozenset({"tests", "test"})
 
 
 @dataclass
-class _Change:
+class ChangedFile:
+    """One file a commit changed, as the rules read it: its path in the first parent (``old``)
+    and in the commit (``new``), the bytes of both sides (None: absent, ``b""``: a blob over
+    ``MAX_TEXT_BYTES``), each side's text decoded once on demand."""
+
     commit: Commit
     old: str | None  # path in the first parent (None: added)
     new: str | None  # path in the commit (None: deleted)
@@ -41,9 +45,12 @@ class _Change:
 
     @property
     def path(self) -> str:
+        """The path the flags name: the new one, else (a deletion) the old one."""
         return self.new or self.old
 
     def text(self, which: str) -> str | None:
+        """The text of side ``which`` (``"before"`` or ``"after"``) as its reader sees it
+        (``sourcetext.source_text``), None when that side is absent."""
         if which not in self._texts:
             data = self.before if which == "before" else self.after
             path = self.old if which == "before" else self.new
@@ -59,12 +66,12 @@ def probed_by_name(path: str) -> bool:
         name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
 
 
-def _normal(path: str) -> str:
+def normal_path(path: str) -> str:
     """A repository path as git lists it (``./a//b`` -> ``a/b``)."""
     return posixpath.normpath(path).removeprefix("./") if path else path
 
 
-class _Rules:
+class FlagRules:
     """The §9 flag rules for one layout and oracle."""
 
     def __init__(self, layout: Layout, catalog: Catalog | None, lease_corpora: dict[str, str],
@@ -102,7 +109,7 @@ class _Rules:
         but tests by name (fixtures under ``tests/`` included), and every compiled module."""
         return not self.guarded_path(path) and probed_by_name(path)
 
-    def _probes(self, change: _Change, flag) -> None:
+    def _probes(self, change: ChangedFile, flag) -> None:
         if probescan.is_compiled(change.new):
             if change.after != change.before:
                 flag("environment_probe", None, "adds or changes a compiled module: code no reviewer or "
@@ -120,7 +127,7 @@ class _Rules:
             flag("environment_probe", item.line, f"{item.detail}: a sandbox can always be told from production, "
                  "so code that looks at its surroundings is for a reviewer to clear")
 
-    def _environment_probes(self, change: _Change) -> list:
+    def _environment_probes(self, change: ChangedFile) -> list:
         """``probescan.environment_probes`` of the change, from ``probe_cache`` when these two
         sides were scanned before by this code (a digest of both sides' bytes is the key:
         the findings depend on nothing else). Raises Unjudged (never kept) as the scan does."""
@@ -133,7 +140,7 @@ class _Rules:
             digest.update(b"\0absent" if side is None else len(side).to_bytes(8, "big") + side)
         return self.probe_cache.get(digest.hexdigest(), change.new or "", scan)
 
-    def check(self, change: _Change) -> list[Flag]:
+    def check(self, change: ChangedFile) -> list[Flag]:
         """The flags of one file change of a commit (every per-commit rule but golden_literal)."""
         sha, flags = change.commit.sha, []
 
@@ -172,7 +179,7 @@ class _Rules:
                      "text than the diff shows a reviewer")
         return flags
 
-    def _protected(self, change: _Change, flag) -> None:
+    def _protected(self, change: ChangedFile, flag) -> None:
         """A change to a protected path (§9): flagged, with what it does and whether it is in
         effect in this review (the oracle read from HEAD) or comes with a merge."""
         what = "deletes" if change.new is None else "adds" if change.old is None else "changes"
@@ -184,7 +191,7 @@ class _Rules:
         effect += "; the flag rejects until a reviewer acknowledges it (relconsole ack)"
         flag("protected_path_changed", _first_changed_line(change), f"{what} a protected path{moved}; {effect}")
 
-    def _bag_sorts(self, change: _Change, flag) -> None:
+    def _bag_sorts(self, change: ChangedFile, flag) -> None:
         """Output sorts the change adds to the subject of a relation that compares bags."""
         for qualname, relation_id in self.bag_subjects[change.new]:
             try:
@@ -196,7 +203,7 @@ class _Rules:
                      f"{qualname} {found.detail}, but {relation_id} compares its output as a bag: "
                      "the sort hides nothing the relation checks and may mask an order bug")
 
-    def golden(self, commit: Commit, changes: list[_Change], unjudged: list[str]) -> list[Flag]:
+    def golden(self, commit: Commit, changes: list[ChangedFile], unjudged: list[str]) -> list[Flag]:
         """golden_literal flags of one commit: goldens counted across all its test files,
         so an assertion moved from one file to another (or renamed) adds nothing."""
         before: list[pyscan.Golden] = []
@@ -237,7 +244,7 @@ class _Rules:
         except pyscan.Unjudged:
             return []
 
-    def _layout(self, change: _Change, flag) -> None:
+    def _layout(self, change: ChangedFile, flag) -> None:
         """A change to [tool.relconsole] moves the gate (§2): flagged, whatever it does."""
         def section(text):
             try:
@@ -252,12 +259,12 @@ class _Rules:
                  "changes [tool.relconsole] (where the oracle lives, what is protected): the review keeps "
                  "the base ref's layout; a layout change is a reviewed change of its own")
 
-    def _lease(self, change: _Change, flag) -> None:
+    def _lease(self, change: ChangedFile, flag) -> None:
         before = _yaml_fields(change.text("before"), change.old)
         after = _yaml_fields(change.text("after"), change.new)
         for key, what in (("sha256", "hash"), ("path", "corpus path")):
             old, new = before[0].get(key), after[0].get(key)
-            if key == "path" and isinstance(old, str) and isinstance(new, str) and _normal(old) == _normal(new):
+            if key == "path" and isinstance(old, str) and isinstance(new, str) and normal_path(old) == normal_path(new):
                 continue
             if old != new:
                 line = after[1].line_of((key,)) if after[1] is not None and new is not None else None
@@ -265,7 +272,7 @@ class _Rules:
                      f"the lease's {what} goes from {_show(old)} to {_show(new)}: a re-pin is a reviewed "
                      "lease: commit by the lease owner, never part of a patch")
 
-    def _freezes(self, change: _Change, flag) -> None:
+    def _freezes(self, change: ChangedFile, flag) -> None:
         before, after = _rows(change.text("before")), _rows(change.text("after"))
         if after is None:
             return
@@ -282,7 +289,7 @@ class _Rules:
             flag(name, line_of(index, None), f"{'edits' if rid in frozen else 'adds'} the freeze row for "
                  f"{_show(rid)}: freezes are operator data, committed alone (freeze:) after a replay")
 
-    def _catalog_kinds(self, change: _Change, flag) -> None:
+    def _catalog_kinds(self, change: ChangedFile, flag) -> None:
         before = _relation_kinds(change.text("before"), change.old)
         after_text = change.text("after")
         after = _relation_kinds(after_text, change.new)
@@ -332,7 +339,7 @@ def _guarded_modules(layout: Layout, catalog: Catalog, reader: BlobReader):
     return guarded
 
 
-def _first_changed_line(change: _Change) -> int | None:
+def _first_changed_line(change: ChangedFile) -> int | None:
     """The first line where the two versions differ (None: a deletion or a large/binary blob)."""
     if change.after is None or not change.after or b"\0" in change.after[:8192]:
         return None

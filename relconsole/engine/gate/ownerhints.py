@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from relconsole.engine.errors import BadInputError, RelconsoleError
-from relconsole.engine.gate.actions import _tip_view
+from relconsole.engine.gate.actions import tip_view
 from relconsole.engine.gate.review import Review
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.owners import protected
@@ -20,7 +20,7 @@ def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
     """For each of ``relation_ids`` that no owner pattern of the oracle branch's catalog names,
     a line proposing one (the file of its subject's module, where the tree has it): unowned, a
     relation runs only with ``run --all``, and nothing says so."""
-    view = _tip_view(review)
+    view = tip_view(review)
     try:
         catalog = load_catalog(view.read_text(review.layout.catalog) or "", review.layout.catalog)
     except BadInputError:

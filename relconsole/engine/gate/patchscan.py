@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from relconsole.engine.gate.blobreader import BlobReader
-from relconsole.engine.gate.flagrules import _Change, _normal, _Rules
+from relconsole.engine.gate.flagrules import ChangedFile, normal_path, FlagRules
 from relconsole.engine.gate.patchflags import FlagReport
 from relconsole.engine.gate.wholepatchflags import checkout_rewrites, harness_changes
 from relconsole.engine.oracle.catalog import Catalog
@@ -39,7 +39,7 @@ def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout
     if merge_base == head:
         return FlagReport([], [])
     reader = BlobReader(repo_dir)
-    rules = _Rules(layout, catalog, {_normal(p): i for p, i in lease_corpora.items()}, reader, oracle_from)
+    rules = FlagRules(layout, catalog, {normal_path(p): i for p, i in lease_corpora.items()}, reader, oracle_from)
     rules.probe_cache = probe_cache
     report = FlagReport([], [])
     try:
@@ -65,7 +65,7 @@ def _before_rev(repo_dir: str | Path, commit: Commit) -> str | None:
     return commit.parents[0] if commit.parents else None
 
 
-def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: BlobReader):
+def _changes(repo_dir: str | Path, commit: Commit, rules: "FlagRules", reader: BlobReader):
     """The commit's changes as (old path, new path) with the bytes the rules need."""
     rules.guarded_path.prime(commit.paths)  # one index pass per commit: wanted() asks about each
     wanted = {p for p in commit.paths if rules.wanted(p)}
@@ -85,9 +85,9 @@ def _changes(repo_dir: str | Path, commit: Commit, rules: "_Rules", reader: Blob
     for index, (old, path) in enumerate(judged):
         before, after = blobs[2 * index], blobs[2 * index + 1]
         if before is None and after is None:  # neither side a readable blob: a submodule (gitlink)
-            yield _Change(commit, old, path, None, None)
+            yield ChangedFile(commit, old, path, None, None)
             continue
-        yield _Change(commit, old if before is not None else None, path if after is not None else None,
+        yield ChangedFile(commit, old if before is not None else None, path if after is not None else None,
                       before, after)
 
 

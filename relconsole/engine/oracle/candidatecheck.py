@@ -12,10 +12,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from relconsole.engine.oracle.candidateids import _safe_id, _unique
-from relconsole.engine.oracle.candidatefile import _read
-from relconsole.engine.oracle.candidaterules import (_always_true, _answers, _catalog_form, _fields, _freeze_fields,
-                                                     _references, _schema_fits, _skips, _transform)
+from relconsole.engine.oracle.candidateids import rule_safe_id, rule_unique_id
+from relconsole.engine.oracle.candidatefile import file_rules
+from relconsole.engine.oracle.candidaterules import (rule_catalog_form, rule_fields, rule_input_schema,
+                                                     rule_known_transform, rule_no_answers, rule_no_freeze_fields,
+                                                     rule_no_skip, rule_not_always_true, rule_references_input)
 from relconsole.engine.oracle.candidates import RULES, Candidate, InputShape, Verdict
 from relconsole.engine.oracle.catalog import Catalog
 
@@ -61,16 +62,16 @@ def read_candidate(path: str, text: str) -> CandidateRead:
     with content ``text``. A pure function of (path, text) and relconsole's code, so a
     review may keep it by blob id (``parsecache``, kind ``candidate``). Never raises for
     bad content."""
-    verdicts, raw = _read(path, text)
+    verdicts, raw = file_rules(path, text)
     row = None
     if all(v.ok for v in verdicts):
         if not isinstance(raw, dict):
             what = "an empty file" if raw is None else type(raw).__name__
             verdicts.append(Verdict("fields", False, f"{path}:1: a candidate is a YAML mapping, not {what}"))
         else:
-            verdicts += [_fields(raw), _answers(raw), _skips(raw), _freeze_fields(raw), _safe_id(raw),
-                         _transform(raw)]
-            form, row = _catalog_form(raw)
+            verdicts += [rule_fields(raw), rule_no_answers(raw), rule_no_skip(raw), rule_no_freeze_fields(raw), rule_safe_id(raw),
+                         rule_known_transform(raw)]
+            form, row = rule_catalog_form(raw)
             verdicts.append(form)
     return CandidateRead(tuple(verdicts), raw, row, text_digest(text))
 
@@ -93,7 +94,7 @@ def validate_candidate(path: str, text: str, catalog: Catalog,
     verdicts, raw = list(read.verdicts), read.raw
     if isinstance(raw, dict):  # the file-level rules held: the rules that read the catalog and the oracle
         shape = _input_shape(raw, input_fields)
-        verdicts += [_schema_fits(shape), _references(raw, shape), _always_true(raw, shape), _unique(raw, catalog)]
+        verdicts += [rule_input_schema(shape), rule_references_input(raw, shape), rule_not_always_true(raw, shape), rule_unique_id(raw, catalog)]
     by_rule = {v.rule: v for v in verdicts}
     blocker = next((rule for rule in RULES if rule in by_rule and not by_rule[rule].ok), "an earlier rule")
     ordered = [by_rule.get(rule) or Verdict(rule, False, f"not checked: {blocker} failed", checked=False)

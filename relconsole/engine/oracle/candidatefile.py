@@ -1,7 +1,7 @@
 """A candidate as a file (SPEC §10): its size, its syntax, one document, no aliases.
 
 The first four rules of ``candidates.RULES``, judged on the text alone before anything
-reads its content; ``_read`` gives their verdicts and the loaded mapping.
+reads its content; ``file_rules`` gives their verdicts and the loaded mapping.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _MAX_DEPTH = 32  # nesting a candidate may use; its deepest real path is input.s
 _PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _read(path: str, text: str) -> tuple[list[Verdict], Any]:
+def file_rules(path: str, text: str) -> tuple[list[Verdict], Any]:
     """The file-level verdicts (``size_limit`` .. ``no_aliases``) and the loaded mapping.
 
     The loaded value is None unless every file-level rule holds. The parser's events are

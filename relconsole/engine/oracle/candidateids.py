@@ -13,7 +13,7 @@ from typing import Any
 
 from relconsole.engine.oracle.catalog import Catalog
 from relconsole.engine.oracle.candidates import Verdict
-from relconsole.engine.oracle.skeleton import _skeleton
+from relconsole.engine.oracle.skeleton import skeleton
 
 # An id becomes the file name ``<id>.yaml`` (``propose``) and a catalog id: ASCII letters,
 # digits, '_', '.', '-', at most 200 characters, starting and ending with a letter, digit
@@ -38,7 +38,7 @@ def id_problem(rid: Any) -> str | None:
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{n}" for n in range(1, 10)), *(f"lpt{n}" for n in range(1, 10))}
 
 
-def _safe_id(raw: dict) -> Verdict:
+def rule_safe_id(raw: dict) -> Verdict:
     """The id can name a file (``<id>.yaml``) on every platform (``id_problem``)."""
     problem = id_problem(raw.get("id"))
     return Verdict("safe_id", problem is None, problem or "")
@@ -50,10 +50,10 @@ def id_key(rid: str) -> str:
     Two ids collide (rule ``unique_id``, §10) when their keys are equal:
     ``id_key("PENGUINS.Mass_Permutation") == id_key("penguins.mass_permutation")``.
     """
-    return "".join(_skeleton(rid).split()).casefold()
+    return "".join(skeleton(rid).split()).casefold()
 
 
-def _unique(raw: dict, catalog: Catalog) -> Verdict:
+def rule_unique_id(raw: dict, catalog: Catalog) -> Verdict:
     """The id is new to the catalog, even ignoring case, spacing and look-alike letters."""
     rid = raw.get("id")
     if not isinstance(rid, str):

@@ -18,7 +18,7 @@ from relconsole.engine.errors import BadInputError
 from relconsole.engine.oracle.candidates import CANDIDATE_FIELDS, REQUIRED, TRANSFORM_TO_KIND, InputShape, Verdict
 from relconsole.engine.oracle.catalog import KIND_PARAMS, RELATION_SCHEMA, _relation, param_problem
 from relconsole.engine.oracle.schemacheck import first_error
-from relconsole.engine.oracle.skeleton import _answer_key, _freeze_key, _skip_text
+from relconsole.engine.oracle.skeleton import answer_key, freeze_key, skip_text
 from relconsole.engine.oracle.yamlload import Loaded
 
 WIDE_QUANTUM = 1e3  # a tolerance (or canon grid) this wide makes the predicate true for any real output
@@ -57,14 +57,14 @@ def _number(value: Any) -> float:
         return 0.0
 
 
-def _fields(raw: dict) -> Verdict:
+def rule_fields(raw: dict) -> Verdict:
     """Known top-level fields, the required ones present, provenance and must_not as text.
 
     Keys another rule owns (answer-like, freeze, skip) and numbers (``no_answers``) are
     left to that rule, so each smuggling attempt is reported once, by its own rule.
     """
     unknown = sorted(str(k) for k in raw if k not in CANDIDATE_FIELDS
-                     and not (_answer_key(k) or _freeze_key(k) or _skip_text(str(k))))
+                     and not (answer_key(k) or freeze_key(k) or skip_text(str(k))))
     if unknown:
         return Verdict("fields", False, f"unknown fields: {', '.join(unknown)}")
     missing = [k for k in REQUIRED if k not in raw]
@@ -100,7 +100,7 @@ def _number_allowed(path: tuple, numeric_params: frozenset) -> bool:
     return path[:2] == ("input", "schema") and (schema_bound or schema_choice)
 
 
-def _answers(raw: dict) -> Verdict:
+def rule_no_answers(raw: dict) -> Verdict:
     """No expected value anywhere in the body (``must_not`` excepted, it names what not to
     assert): no answer-like key at any depth, in any spelling, inside mappings or lists;
     no number outside the places that take one (a list of totals under ``shuffles``, a
@@ -109,12 +109,12 @@ def _answers(raw: dict) -> Verdict:
     Numbers under a freeze or skip key are left to the rule that owns that key."""
     body = {k: v for k, v in raw.items() if k != "must_not"}
     for path, key, _value in _walk(body):
-        if key is not None and _answer_key(key):
+        if key is not None and answer_key(key):
             return Verdict("no_answers", False, f"{_dotted(path)}: carries an expected value")
     kind = TRANSFORM_TO_KIND.get(str(raw.get("transform")))
     numeric = _NUMERIC_PARAMS & KIND_PARAMS[kind] if kind else _NUMERIC_PARAMS
     for path, key, value in _walk(body):
-        if any(isinstance(k, str) and (_freeze_key(k) or _skip_text(k)) for k in path):
+        if any(isinstance(k, str) and (freeze_key(k) or skip_text(k)) for k in path):
             continue  # a freeze count or a skip flag: no_freeze_fields / no_skip report it
         inside = path[0] in ("params", "input") and path not in _TEXT_SLOTS
         if inside and (_is_number(key) or isinstance(key, str) and _NUMERIC_TEXT.fullmatch(key)):
@@ -125,27 +125,27 @@ def _answers(raw: dict) -> Verdict:
     return Verdict("no_answers", True)
 
 
-def _skips(raw: dict) -> Verdict:
+def rule_no_skip(raw: dict) -> Verdict:
     """No skip or xfail mark in any key or text value, at any depth (``must_not`` too)."""
     for path, key, value in _walk(raw):
         for text in (key, value):
-            if isinstance(text, str) and _skip_text(text):
+            if isinstance(text, str) and skip_text(text):
                 return Verdict("no_skip", False, f"{_dotted(path)}: skip/xfail text is not allowed")
     return Verdict("no_skip", True)
 
 
-def _freeze_fields(raw: dict) -> Verdict:
+def rule_no_freeze_fields(raw: dict) -> Verdict:
     """No freeze-file key (§6) at any depth, in any spelling; an input schema's field names
     are the data's columns and are exempt."""
     found = [_dotted(path) for path, key, _value in _walk(raw)
-             if key is not None and path[:2] + path[3:] != ("input", "schema") and _freeze_key(key)]
+             if key is not None and path[:2] + path[3:] != ("input", "schema") and freeze_key(key)]
     if found:
         return Verdict("no_freeze_fields", False,
                        f"freeze fields {', '.join(found)}: freezes belong to the operator's freeze file")
     return Verdict("no_freeze_fields", True)
 
 
-def _schema_fits(shape: InputShape) -> Verdict:
+def rule_input_schema(shape: InputShape) -> Verdict:
     """The candidate's own input schema fits the rows (or the header) it reads (§10: a
     drafted schema is checked, never trusted)."""
     if shape.problem:
@@ -153,7 +153,7 @@ def _schema_fits(shape: InputShape) -> Verdict:
     return Verdict("input_schema", True)
 
 
-def _references(raw: dict, shape: InputShape) -> Verdict:
+def rule_references_input(raw: dict, shape: InputShape) -> Verdict:
     """The statement or ``params.field`` names at least one input field as a whole word
     (``body_mass_g`` inside ``body_mass_grams`` does not count). Seeds of plain values have
     no fields: the kind compares the subject on each whole value, which holds."""
@@ -179,7 +179,7 @@ def _stdlib(ref: Any) -> bool:
     return module in sys.stdlib_module_names
 
 
-def _always_true(raw: dict, shape: InputShape) -> Verdict:
+def rule_not_always_true(raw: dict, shape: InputShape) -> Verdict:
     """The comparison can fail: not a predicate that holds whatever the patch does.
 
     Always true: a ``tolerance`` or ``canon`` quantum of ``WIDE_QUANTUM`` or more (``.inf``
@@ -234,7 +234,7 @@ def _always_true(raw: dict, shape: InputShape) -> Verdict:
     return Verdict("not_always_true", True)
 
 
-def _transform(raw: dict) -> Verdict:
+def rule_known_transform(raw: dict) -> Verdict:
     """One of §10's transforms, each becoming its catalog kind; the reason lists them (a
     drafter, or a person, who writes a catalog kind such as ``idempotence`` learns the words)."""
     transform = raw.get("transform")
@@ -248,7 +248,7 @@ def _transform(raw: dict) -> Verdict:
     return Verdict("known_transform", True)
 
 
-def _catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
+def rule_catalog_form(raw: dict) -> tuple[Verdict, dict | None]:
     """The relation row the candidate becomes on accept, checked like a catalog row."""
     kind = TRANSFORM_TO_KIND.get(str(raw.get("transform")))
     if kind is None:

@@ -166,11 +166,11 @@ def lease_status(lease: Lease, root: Path, today: dt.date, window_days: int = 7,
         actual = (digest or _any_file)(path, lease.path)
     except OSError as exc:
         return LeaseStatus(lease.source, INVALID, f"corpus unreadable: {exc.strerror or exc}", lease, days_left)
-    state, reason = _state_at_tip(lease, actual, days_left, window_days)
+    state, reason = state_at_tip(lease, actual, days_left, window_days)
     return LeaseStatus(lease.source, state, reason, lease, days_left, actual)
 
 
-def _state_at_tip(lease: Lease, digest: str, days_left: int, window: int) -> tuple[str, str]:
+def state_at_tip(lease: Lease, digest: str, days_left: int, window: int) -> tuple[str, str]:
     """The §4 state and reason of ``lease`` whose corpus hashes to ``digest``, with
     ``days_left`` calendar days to expiry and an expiring ``window`` in days."""
     if digest != lease.sha256:

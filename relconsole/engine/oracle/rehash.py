@@ -15,7 +15,7 @@ from pathlib import Path
 
 from relconsole.engine.errors import BadInputError, CommitRefused
 from relconsole.engine.oracle.hashcache import HashCache
-from relconsole.engine.oracle.leases import (DRIFTED, INVALID, MISSING, OK, Lease, _state_at_tip, corpus_file,
+from relconsole.engine.oracle.leases import (DRIFTED, INVALID, MISSING, OK, Lease, state_at_tip, corpus_file,
                                              identity_matches, parse_lease)
 
 _BLOB_CHUNK = 1 << 20  # bytes read at a time when hashing a committed corpus
@@ -140,7 +140,7 @@ def rehash_preview(review, lease_id: str) -> RehashPreview:
     cache = HashCache.for_git_dir(review.repo.git_dir)  # an unchanged working copy is not read again
     working, mtime, copy_problem, note = _working_copy(root, lease.path, new, branch, cache)
     cache.save()
-    state, reason = _state_at_tip(lease, new, days_left, review.layout.expiring_window_days)
+    state, reason = state_at_tip(lease, new, days_left, review.layout.expiring_window_days)
     refusal = _refusal(lease, lease_id, state, reason, branch, confirmer, copy_problem)
     return RehashPreview(**fields, **{**corpus, "new_sha256": new, "size_bytes": size, "mtime": mtime,
                                       "working_file": working, "blob": blob,

@@ -38,7 +38,7 @@ _CHUNK = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
-def _skeleton(text: str) -> str:
+def skeleton(text: str) -> str:
     """``text`` with compatibility forms folded (NFKC), accents, zero-width and other format
     characters dropped, control characters made spaces and Cyrillic/Greek look-alikes mapped
     to Latin letters. Case is kept (camelCase still splits)."""
@@ -54,7 +54,7 @@ def _skeleton(text: str) -> str:
 
 def _chunks(text: str) -> list[str]:
     """Runs of ASCII letters and digits in the skeleton of ``text``."""
-    return _CHUNK.findall(_skeleton(text))
+    return _CHUNK.findall(skeleton(text))
 
 
 def _words(text: str) -> list[str]:
@@ -62,7 +62,7 @@ def _words(text: str) -> list[str]:
     return [word.lower() for chunk in _chunks(text) for word in _CAMEL.findall(chunk)]
 
 
-def _answer_key(key: Any) -> bool:
+def answer_key(key: Any) -> bool:
     """True for a key that names a stored answer in any spelling: ``Expected_Total``,
     ``expectedTotal``, ``expected-total``, `` expected ``, ``totalexpected``, ``еxpected``."""
     text = str(key)
@@ -76,7 +76,7 @@ def _answer_key(key: Any) -> bool:
         or compact.endswith(tuple(stem + "s" for stem in _ANSWER_STEMS))
 
 
-def _skip_text(text: str) -> bool:
+def skip_text(text: str) -> bool:
     """True when ``text`` carries a skip or xfail mark in any spelling (``pytest.mark.skip``,
     ``@skip``, ``skipIf``, ``skip_if``, ``self.skipTest``, ``importorskip``, ``XFail``), but
     not for words that merely contain "skip" (``skipping``, ``skipper``)."""
@@ -89,7 +89,7 @@ def _skip_text(text: str) -> bool:
     return False
 
 
-def _freeze_key(key: Any) -> bool:
+def freeze_key(key: Any) -> bool:
     """True for a key that belongs to the freeze file (§6) in any spelling: ``Freeze``,
     ``passNeeded``, ``min-reruns``, ``freeze_until``, ``lease id``."""
     text = str(key)
