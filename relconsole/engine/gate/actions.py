@@ -29,8 +29,8 @@ from relconsole.engine.literal import counted, one_line
 from relconsole.engine.gate.blobreader import BlobReader
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.seeds import seed_file_problem
-from relconsole.engine.gate.acceptnote import _replay_note
-from relconsole.engine.gate.freezeevidence import _replay_freeze_fields
+from relconsole.engine.gate.acceptnote import replay_note
+from relconsole.engine.gate.freezeevidence import replay_freeze_fields
 
 OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
 
@@ -91,7 +91,7 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         if not row.valid:
             raise CommitRefused(f"row {row.key} is rejected: {'; '.join(row.reasons)}")
     view = tip_view(review)
-    notes = [_replay_note(review, view, c, c.id in unconfirmed_ok or c.path in unconfirmed_ok)
+    notes = [replay_note(review, view, c, c.id in unconfirmed_ok or c.path in unconfirmed_ok)
              for c in candidates]
     changes: list[FileChange] = []
     if candidates:
@@ -287,7 +287,7 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
     if result.outcome != "missed":
         raise UsageError(f"{relation_id} {result.outcome}: there is no miss to freeze")
     policy = relation.freeze
-    carried = _replay_freeze_fields(review, relation_id, without_replay)
+    carried = replay_freeze_fields(review, relation_id, without_replay)
     default_expiry = review.today + dt.timedelta(days=policy.max_days)
     if carried.get("expires_at"):
         default_expiry = min(default_expiry, dt.date.fromisoformat(carried["expires_at"]))
