@@ -115,37 +115,7 @@ def serve_call(call, init, base, timeout, kept=None):
         try:
             for fd in (read_fd, ask_r, answer_w):
                 os.close(fd)
-            os.setpgid(0, 0)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            null = os.open(os.devnull, os.O_RDWR)
-            err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # before /tmp is its own
-            keep = [init["root"], *init["import_paths"], *init.get("site_dirs", []), *sys.path, sys.prefix,
-                    sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
-            made = own_namespaces(ask_w, answer_r, keep, init.get("readonly") or ())
-            close_page_cache(init.get("page_cache_filter"))
-            os.close(ask_w)
-            os.close(answer_r)
-            os.dup2(null, 0)
-            os.dup2(null, 1)
-            os.dup2(err, 2)
-            os.closerange(3, write_fd)
-            os.closerange(write_fd + 1, 1 << 16)
-            work = os.path.join("/tmp" if made == "all" else private, os.path.basename(private), "work")
-            os.makedirs(os.path.join(work, "tmp"))
-            os.environ["HOME"] = work
-            if made == "all":  # /tmp is the call's own: no TMPDIR, as in most shells
-                os.environ.pop("TMPDIR", None)
-            else:  # a folder of its own, but never HOME itself (HOME == TMPDIR says "a harness")
-                os.environ["TMPDIR"] = os.path.join(work, "tmp")
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler is no subject's
-            tempfile.tempdir = None
-            random.seed(call.get("seed", 0))
-            _plain_main()
-            for name in ("stdin", "stdout", "stderr"):
-                setattr(sys, name, open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
-                                        closefd=False, encoding="utf-8",  # errors as a plain interpreter's
-                                        errors="backslashreplace" if name == "stderr" else "strict"))
-            _pin(base)
+            _enter_call(call, init, base, private, err_path, write_fd, ask_w, answer_r)
         except BaseException:
             os._exit(71)
         raise Forked([call, init, base, write_fd, kept])
@@ -158,8 +128,56 @@ def serve_call(call, init, base, timeout, kept=None):
         pass  # the child died first: its result says so
     for fd in (ask_r, answer_w):
         os.close(fd)
+    status, chunks, wait_status = _read_result(pid, read_fd, started + timeout, init)
+    kill_descendants(init.get("sandboxed"))
+    header = _call_header(status, wait_status, started, err_path)
+    shutil.rmtree(private, ignore_errors=True)
+    return header, b"".join(chunks) if status == "ok" else b""
+
+
+def _enter_call(call, init, base, private, err_path, write_fd, ask_w, answer_r):
+    """In the forked child: its own process group and namespaces, the page cache closed, the
+    standard streams on /dev/null and its stderr file, every other descriptor but ``write_fd``
+    closed, a HOME (and TMPDIR) of its own, the call's seed, plain streams, and the clock and
+    modules as ``base`` left them. Raises whatever fails; the caller exits 71 then."""
+    os.setpgid(0, 0)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    null = os.open(os.devnull, os.O_RDWR)
+    err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # before /tmp is its own
+    keep = [init["root"], *init["import_paths"], *init.get("site_dirs", []), *sys.path, sys.prefix,
+            sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    made = own_namespaces(ask_w, answer_r, keep, init.get("readonly") or ())
+    close_page_cache(init.get("page_cache_filter"))
+    os.close(ask_w)
+    os.close(answer_r)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(err, 2)
+    os.closerange(3, write_fd)
+    os.closerange(write_fd + 1, 1 << 16)
+    work = os.path.join("/tmp" if made == "all" else private, os.path.basename(private), "work")
+    os.makedirs(os.path.join(work, "tmp"))
+    os.environ["HOME"] = work
+    if made == "all":  # /tmp is the call's own: no TMPDIR, as in most shells
+        os.environ.pop("TMPDIR", None)
+    else:  # a folder of its own, but never HOME itself (HOME == TMPDIR says "a harness")
+        os.environ["TMPDIR"] = os.path.join(work, "tmp")
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler is no subject's
+    tempfile.tempdir = None
+    random.seed(call.get("seed", 0))
+    _plain_main()
+    for name in ("stdin", "stdout", "stderr"):
+        setattr(sys, name, open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
+                                closefd=False, encoding="utf-8",  # errors as a plain interpreter's
+                                errors="backslashreplace" if name == "stderr" else "strict"))
+    _pin(base)
+
+
+def _read_result(pid, read_fd, deadline, init):
+    """Read the child's result from ``read_fd`` until EOF, the ``deadline`` (uptime seconds) or
+    the byte cap; reap the child. Returns (status: ok, timeout or over_cap; the chunks read;
+    its wait status). A child past its time or cap is killed with its process group."""
     chunks, size, status = [], 0, "ok"
-    deadline = started + timeout
     wait_status = None
     while True:
         left = deadline - uptime()
@@ -189,7 +207,13 @@ def serve_call(call, init, base, timeout, kept=None):
             pass
     if wait_status is None:
         _, wait_status = os.waitpid(pid, 0)
-    kill_descendants(init.get("sandboxed"))
+    return status, chunks, wait_status
+
+
+def _call_header(status, wait_status, started, err_path):
+    """The call's result header: its status (``died`` for an ok read of a child that exited
+    non-zero or by a signal), seconds since ``started``, exit code or signal, and the tail of
+    its stderr when it did not end ok."""
     header = {"status": status, "seconds": max(0.0, uptime() - started)}
     if os.WIFSIGNALED(wait_status):
         header["signal"] = os.WTERMSIG(wait_status)
@@ -199,8 +223,7 @@ def serve_call(call, init, base, timeout, kept=None):
         header["status"] = "died"
     if header["status"] != "ok":
         header["stderr"] = _stderr_tail(err_path)
-    shutil.rmtree(private, ignore_errors=True)
-    return header, b"".join(chunks) if status == "ok" else b""
+    return header
 
 
 def _given_corpus(control):
