@@ -193,8 +193,6 @@ def rule_not_always_true(raw: dict, shape: InputShape) -> Verdict:
     def fail(why: str) -> Verdict:
         return Verdict("not_always_true", False, f"always true: {why}")
 
-    names = shape.fields
-
     compare = raw.get("compare")
     if compare in ("canon", "tolerance") and "quantum" in raw and _number(raw["quantum"]) >= WIDE_QUANTUM:
         what = "admits any output" if compare == "tolerance" else "rounds any real output to the same values"
@@ -214,24 +212,35 @@ def rule_not_always_true(raw: dict, shape: InputShape) -> Verdict:
         if isinstance(splits, list) and not any(_is_number(s) and 0 < s < 1 for s in splits):
             return fail(f"splits {splits!r}: no split point inside the input")
     elif kind == "monotonic":
-        name, step = params.get("field"), params.get("step", 1)
-        if not _text(name):
-            return fail("no field to raise: the input never changes")
-        if shape.plain:
-            return fail(f"plain-value seeds have no field {name!r} to raise: the input never changes")
-        if names and name not in names:
-            return fail(f"raises {name!r}, which the input does not have: the input never changes")
-        if _is_number(step) and step <= 0:
-            return fail(f"step {step} does not raise {name}" + (": the input never changes" if step == 0 else ""))
-        schema = raw["input"].get("schema") if isinstance(raw.get("input"), dict) else None
-        spec = schema.get(name) if isinstance(schema, dict) else None
-        low = spec.get("min") if isinstance(spec, dict) else None
-        declared = spec.get("type") if isinstance(spec, dict) else spec
-        if declared == "int" and _is_number(step) and step < 1:
-            return fail(f"step {step} on the integer field {name} rounds back to the same value: the input never changes")
-        if _is_number(params.get("max")) and _is_number(low) and params["max"] <= low:
-            return fail(f"max {params['max']} is at or below {name}'s minimum {low}: nothing can rise")
+        why = _never_rises(raw, params, shape)
+        if why:
+            return fail(why)
     return Verdict("not_always_true", True)
+
+
+def _never_rises(raw: dict, params: dict, shape: InputShape) -> str | None:
+    """Why a ``monotonic`` candidate raises nothing (no ``field``, a field the input does not
+    have, a ``step`` of 0 or less, or under 1 on an integer field, a ``max`` at or below the
+    schema's minimum), or None when its input can rise."""
+    names = shape.fields
+    name, step = params.get("field"), params.get("step", 1)
+    if not _text(name):
+        return "no field to raise: the input never changes"
+    if shape.plain:
+        return f"plain-value seeds have no field {name!r} to raise: the input never changes"
+    if names and name not in names:
+        return f"raises {name!r}, which the input does not have: the input never changes"
+    if _is_number(step) and step <= 0:
+        return f"step {step} does not raise {name}" + (": the input never changes" if step == 0 else "")
+    schema = raw["input"].get("schema") if isinstance(raw.get("input"), dict) else None
+    spec = schema.get(name) if isinstance(schema, dict) else None
+    low = spec.get("min") if isinstance(spec, dict) else None
+    declared = spec.get("type") if isinstance(spec, dict) else spec
+    if declared == "int" and _is_number(step) and step < 1:
+        return f"step {step} on the integer field {name} rounds back to the same value: the input never changes"
+    if _is_number(params.get("max")) and _is_number(low) and params["max"] <= low:
+        return f"max {params['max']} is at or below {name}'s minimum {low}: nothing can rise"
+    return None
 
 
 def rule_known_transform(raw: dict) -> Verdict:
