@@ -21,8 +21,10 @@ from hypothesis import strategies as st
 
 import relconsole.cli.main as cli
 from bench.gitrepo import hermetic_git
-from relconsole.engine.oracle.candidates import (CANDIDATE_MAX_BYTES, RULES, InputShape, input_shape, validate_candidate,
-                                          validate_seed_rows)
+from relconsole.engine.oracle.candidatecheck import validate_candidate
+from relconsole.engine.oracle.candidatefile import CANDIDATE_MAX_BYTES
+from relconsole.engine.oracle.candidates import RULES, InputShape, input_shape
+from relconsole.engine.oracle.seedrows import validate_seed_rows
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.demo import materialise
 from relconsole.engine.errors import EXIT_PASS

@@ -23,7 +23,8 @@ from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_PASS, EXIT_USAGE, GitError, UsageError
 from relconsole.engine.gate.leasehistory import (CREATED, EDITED, REHASHED, REMOVED, RENEWED, lease_history,
                                             renewal_history)
-from relconsole.engine.oracle.leases import parse_lease, rehash_preview
+from relconsole.engine.oracle.leases import parse_lease
+from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.gate.review import load_review
 from bench.gitrepo import git, init_repo
 from tests.conftest import TODAY

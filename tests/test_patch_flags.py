@@ -507,7 +507,8 @@ def test_changes_read_by_blob_id_hold_the_bytes_read_by_path(tmp_path: Path):
     """Issue 17: the flag rules read a commit's changed files by the blob ids of one
     ``git diff-tree`` listing; each side (a rename's source and destination, an edit, an
     addition, a deletion, a path with spaces) holds the bytes ``rev:path`` names."""
-    from relconsole.engine.gate.patchflags import BlobReader, _blob_ids
+    from relconsole.engine.gate.blobreader import BlobReader
+    from relconsole.engine.gate.patchscan import _blob_ids
     repo = init_repo(tmp_path / "repo")
     base = commit(repo, "base", {"a b/keep.py": "x = 1\n", "gone.py": "y = 2\n",
                                  "moved.py": "def f():\n    return 1\n" * 20})

@@ -37,7 +37,8 @@ from relconsole.engine.drafting.parse import drafted_items
 from relconsole.engine.drafting.prompt import (REQUIRED_FIELDS, TICKET_LIMIT_BYTES, candidate_prompt, read_ticket,
                                                review_diff)
 from relconsole.engine.drafting.quarantine import seeds_quarantine_path
-from relconsole.engine.oracle.candidates import validate_candidate, validate_seed_rows
+from relconsole.engine.oracle.candidatecheck import validate_candidate
+from relconsole.engine.oracle.seedrows import validate_seed_rows
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT,
                                       EXIT_USAGE, BadInputError)
 from relconsole.engine.gate.review import load_review

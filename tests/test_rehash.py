@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from relconsole.cli.main import main
 from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused, UsageError
-from relconsole.engine.oracle.leases import DRIFTED, MISSING, OK, parse_lease, rehash_preview
+from relconsole.engine.oracle.leases import DRIFTED, MISSING, OK, parse_lease
+from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.oracle.textedit import set_lease_sha256
 from bench.gitrepo import commit_all, git, git_bytes, init_repo

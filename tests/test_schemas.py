@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 import relconsole
 from relconsole.cli.main import main
 from relconsole.engine.gate import acks
-from relconsole.engine.oracle import candidates
+from relconsole.engine.oracle import candidaterules, candidates
 from relconsole.engine.oracle import catalog
 from relconsole.engine.oracle import freezes
 from relconsole.engine.oracle import leases
@@ -67,7 +67,7 @@ def sample_candidates(fit: bool) -> list[Path]:
     the ones carrying a field no rule lets through (an answer, a freeze)."""
     def fits(path: Path) -> bool:
         raw = load_yaml_text(path.read_text(), path.name).data
-        return candidates._fields(raw).ok and set(raw) <= candidates.CANDIDATE_FIELDS
+        return candidaterules.rule_fields(raw).ok and set(raw) <= candidates.CANDIDATE_FIELDS
     return [p for p in sorted((SAMPLE / "quarantine").glob("*.yaml")) if fits(p) == fit]
 
 

@@ -202,7 +202,7 @@ def _lease_history(args, review: Review) -> int:
 def _lease_rehash(args, review: Review) -> int:
     """``lease rehash``: the preview (exit 64 asking for --confirm), or the commit; a refusal exits 1."""
     from relconsole.engine.gate import actions
-    from relconsole.engine.oracle.leases import rehash_preview
+    from relconsole.engine.oracle.rehash import rehash_preview
     preview = rehash_preview(review, args.lease_id)
     shown = [f"lease {preview.lease_id} ({preview.manifest}): {preview.state}  {preview.reason}",
              f"  corpus     {preview.corpus}  {preview.size_bytes if preview.size_bytes is not None else '-'} bytes"
@@ -231,7 +231,7 @@ def _lease_rehash(args, review: Review) -> int:
 
 
 def cmd_accept_delete(args) -> int:
-    from relconsole.engine.gate import actions
+    from relconsole.engine.gate import actions, ownerhints
     review = load(args)
     try:
         rows = [i for i in args.item if any(r.named_by(i) for r in review.seed_rows)]
@@ -241,7 +241,7 @@ def cmd_accept_delete(args) -> int:
                                     unconfirmed_ok=others if args.override_unconfirmed else ())
         else:
             result = actions.delete(review, others, rows)
-        hints = actions.unowned_hints(review, others) if args.command == "accept" else []
+        hints = ownerhints.unowned_hints(review, others) if args.command == "accept" else []
         emit(args, commit_payload(result) | {"warnings": hints},
               [f"{result.sha[:12]} {literal(result.message)}"] + [f"warning: {one_line(h)}" for h in hints])
         return EXIT_PASS

@@ -23,7 +23,7 @@ from relconsole.engine.gate import actions
 from relconsole.engine.gate.confirm import confirm_candidate
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.leasehistory import lease_history
-from relconsole.engine.oracle.leases import rehash_preview
+from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.literal import literal
 from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.gate.wslease import open_store

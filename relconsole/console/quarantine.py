@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from relconsole.console import questions, views
 from relconsole.console.screens.confirm import ConfirmScreen
-from relconsole.engine.gate import actions
+from relconsole.engine.gate import actions, ownerhints
 from relconsole.engine.gate.confirmstate import DISCARDED
 from relconsole.engine.gate.review import Review
 
@@ -122,7 +122,7 @@ class QuarantineWorkflow:
 
             def accept_and_hint():  # in the git worker: the hint reads the new catalog from git
                 result = actions.accept(review, candidates, rows, unconfirmed_ok=overridden)
-                for hint in actions.unowned_hints(review, candidates):
+                for hint in ownerhints.unowned_hints(review, candidates):
                     self._from_thread(self.notify, hint, title="accepted relation runs only with --all",
                                       severity="warning", markup=False, timeout=30)
                 return result

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from relconsole.engine.oracle.candidates import Candidate, SeedRow
+from relconsole.engine.oracle.candidates import Candidate
+from relconsole.engine.oracle.seedrows import SeedRow
 from relconsole.engine.oracle.leases import LeaseStatus
 from relconsole.engine.literal import one_line
 from relconsole.engine.repo.owners import Binding

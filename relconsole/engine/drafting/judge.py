@@ -20,8 +20,10 @@ from relconsole.engine.drafting.quarantine import (check_tip_directory, commit_d
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate.quarantineload import input_shape
 from relconsole.engine.gate.review import Review
-from relconsole.engine.oracle.candidates import (PROVENANCE, SeedRow, id_key, id_problem, validate_candidate,
-                                                 validate_seed_rows)
+from relconsole.engine.oracle.candidatecheck import validate_candidate
+from relconsole.engine.oracle.candidateids import id_key, id_problem
+from relconsole.engine.oracle.candidates import PROVENANCE
+from relconsole.engine.oracle.seedrows import SeedRow, validate_seed_rows
 from relconsole.engine.oracle.textedit import append_jsonl_rows, jsonl_lines
 from relconsole.engine.oracle.yamlload import dump_yaml
 from relconsole.engine.repo.treeview import TreeView
@@ -98,9 +100,9 @@ def judge_candidates(review: Review, items: list[Any], stamp: dict) -> list[Draf
 
     ``stamp`` holds the provenance relconsole records (``provenance()``); it replaces
     what the drafter wrote for those fields, and a note says when it differed. Besides
-    ``validate_candidate``'s rules, an id must be filename-safe (``candidates.id_problem``), new to the
+    ``validate_candidate``'s rules, an id must be filename-safe (``candidateids.id_problem``), new to the
     quarantine (base ref and working tree) and unique within the draft, where ids that differ
-    only by case, spacing or look-alike letters (``candidates.id_key``) are the same id, as
+    only by case, spacing or look-alike letters (``candidateids.id_key``) are the same id, as
     for the catalog. BadInputError (exit 5) when the quarantine directory is a symlink.
     """
     catalog = review.catalog

@@ -13,7 +13,7 @@ from typing import Any
 
 from relconsole.engine.drafting.drafter import DrafterError
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.oracle.candidates import SeedLineError, parse_seed_line
+from relconsole.engine.oracle.seedrows import SeedLineError, parse_seed_line
 from relconsole.engine.oracle.yamlload import load_yaml_text
 
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
@@ -36,7 +36,7 @@ def _blocks(text: str) -> list[str]:
 @dataclass(frozen=True)
 class UnreadRow:
     """A JSON-lines line of drafted seed rows that is JSON but not one row: an object that
-    holds a key twice (``candidates.parse_seed_line``). ``text`` is the line, ``reason`` why;
+    holds a key twice (``seedrows.parse_seed_line``). ``text`` is the line, ``reason`` why;
     ``judge_seed_rows`` rejects it as it stands."""
 
     text: str

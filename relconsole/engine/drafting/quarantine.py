@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate.review import Review
 from relconsole.engine.literal import one_line
-from relconsole.engine.oracle.candidates import SEEDS_SUFFIX, id_key
+from relconsole.engine.oracle.candidateids import id_key
+from relconsole.engine.oracle.seedrows import SEEDS_SUFFIX
 from relconsole.engine.oracle.textedit import first_bad_jsonl_line
 from relconsole.engine.oracle.yamlload import MAX_FILE_BYTES
 from relconsole.engine.repo import gitio

@@ -16,7 +16,7 @@ from relconsole.engine.literal import one_line
 from relconsole.engine.gate.review import Review
 
 
-def _replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
+def replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
     """The commit message line on a candidate's second replay (§10), or CommitRefused.
 
     Confirmed: names the content hash the replays agreed on, which must still be the

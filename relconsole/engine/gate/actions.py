@@ -4,14 +4,14 @@ Each action re-reads the files it changes from the oracle branch's current tip, 
 the rule it implements, and makes exactly one commit of one kind through
 ``commits.commit_changes`` (a temporary index; the user's work is never touched).
 What an accept's commit says of the second replay is in ``acceptnote``, the replay evidence
-a freeze rests on in ``freezeevidence``.
+a freeze rests on in ``freezeevidence``; the owner patterns an accept leaves to add, in
+``ownerhints``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 from typing import Collection
 
@@ -20,24 +20,25 @@ from relconsole.engine.gate.acks import MIN_PREFIX, flagged_text, range_authors,
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
-from relconsole.engine.errors import BadInputError, CommitRefused, RelconsoleError, UsageError
+from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
 from relconsole.engine.oracle.freezes import check_new_row
 from relconsole.engine.repo.gitio import resolve
 from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.identity import git_identity
-from relconsole.engine.oracle.leases import check_renewal, rehash_preview
+from relconsole.engine.oracle.leases import check_renewal
+from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.literal import counted, one_line
-from relconsole.engine.repo.owners import protected
-from relconsole.engine.gate.patchflags import BlobReader
+from relconsole.engine.gate.blobreader import BlobReader
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.seeds import seed_file_problem
-from relconsole.engine.gate.acceptnote import _replay_note
-from relconsole.engine.gate.freezeevidence import _replay_freeze_fields
+from relconsole.engine.gate.acceptnote import replay_note
+from relconsole.engine.gate.freezeevidence import replay_freeze_fields
 
 OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
 
 
-def _tip_view(review: Review) -> TreeView:
+def tip_view(review: Review) -> TreeView:
+    """The tree at the tip of the branch ``review`` commits to (the oracle branch), read afresh."""
     return TreeView(review.repo, resolve(review.repo, review.commit_branch()))
 
 
@@ -91,8 +92,8 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     for row in rows:
         if not row.valid:
             raise CommitRefused(f"row {row.key} is rejected: {'; '.join(row.reasons)}")
-    view = _tip_view(review)
-    notes = [_replay_note(review, view, c, c.id in unconfirmed_ok or c.path in unconfirmed_ok)
+    view = tip_view(review)
+    notes = [replay_note(review, view, c, c.id in unconfirmed_ok or c.path in unconfirmed_ok)
              for c in candidates]
     changes: list[FileChange] = []
     if candidates:
@@ -107,44 +108,6 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
         for c, note in zip(candidates, notes))
     body += "".join(f"Accepted seed row {one_line(r.key)}: {one_line(r.text)}\n" for r in rows)
     return _commit(review, "catalog", "accept " + "; ".join(names), changes, body)
-
-
-def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
-    """For each of ``relation_ids`` that no owner pattern of the oracle branch's catalog names,
-    a line proposing one (the file of its subject's module, where the tree has it): unowned, a
-    relation runs only with ``run --all``, and nothing says so."""
-    view = _tip_view(review)
-    try:
-        catalog = load_catalog(view.read_text(review.layout.catalog) or "", review.layout.catalog)
-    except BadInputError:
-        return []
-    out = []
-    for relation in catalog.unowned():
-        if relation.id not in relation_ids:
-            continue
-        module = relation.subject.split(":", 1)[0].replace(".", "/")
-        found = next((p for p in (f"{root}{module}{tail}" for root in ("src/", "") for tail in (".py", "/__init__.py"))
-                      if view.read_text(p) is not None), None)
-        if found is not None and protected(review.layout.protected, found):
-            found = _guarded_by_adapter(review, relation)  # the library an adapter calls, not itself
-        where = f"'{found}': [{relation.id}]" if found else f"'<the paths of the code it guards>': [{relation.id}]"
-        out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
-                   f"run --all; add to owners in {review.layout.catalog}: {where}")
-    return out
-
-
-def _guarded_by_adapter(review: Review, relation) -> str | None:
-    """The owners pattern for a relation whose subject is an oracle adapter: the one library
-    file it reaches, or the folder holding all of them (``dir/**``); None when it reaches none."""
-    from relconsole.engine.gate.bitetargets import reached_library_paths  # static: reads git objects, runs nothing
-    try:
-        paths = reached_library_paths(review, relation)
-    except (RelconsoleError, OSError, SyntaxError, ValueError):  # a hint, never a reason to refuse the accept
-        return None
-    if len(paths) <= 1:
-        return paths[0] if paths else None
-    common = os.path.commonpath(paths)
-    return f"{common}/**" if common else None
 
 
 def _refuse_unloadable(review: Review, view: TreeView, changes: list[FileChange], candidates) -> None:
@@ -197,7 +160,7 @@ def delete(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     if not candidates and not rows:
         raise UsageError("nothing to delete")
     changes = [FileChange(c.path, None) for c in candidates]
-    changes += _shrink_quarantine(_tip_view(review), rows)
+    changes += _shrink_quarantine(tip_view(review), rows)
     names = [one_line(c.id) for c in candidates] + ([f"{counted(len(rows), 'drafted seed row')} for "
                                                     + ", ".join(sorted({one_line(r.relation_id) for r in rows}))]
                                                    if rows else [])
@@ -250,7 +213,7 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
     who = git_identity(review.root)
     check_renewal(status, who.name, who.email, until, review.today, review.layout.renew_max_days)
     path = status.source
-    old = _tip_view(review).read_text(path)
+    old = tip_view(review).read_text(path)
     if old is None:
         raise CommitRefused(f"{path} is gone from the oracle branch; reload the review")
     new = textedit.set_lease_expires(old, until, path)
@@ -263,7 +226,7 @@ def renew_lease(review: Review, lease_id: str, until: dt.date) -> CommitResult:
 def rehash_lease(review: Review, lease_id: str, confirmed_digest: str) -> CommitResult:
     """Re-pin a drifted lease to its corpus as committed on the oracle branch (§4, §9).
 
-    Recomputes ``leases.rehash_preview`` and refuses (CommitRefused, with the reason)
+    Recomputes ``rehash.rehash_preview`` and refuses (CommitRefused, with the reason)
     when it refuses (not drifted, not an owner, a working tree copy that is not the
     committed bytes), when ``confirmed_digest`` (what the confirmation screen showed and
     the user confirmed; case and surrounding space ignored) is not the digest computed
@@ -326,7 +289,7 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
     if result.outcome != "missed":
         raise UsageError(f"{relation_id} {result.outcome}: there is no miss to freeze")
     policy = relation.freeze
-    carried = _replay_freeze_fields(review, relation_id, without_replay)
+    carried = replay_freeze_fields(review, relation_id, without_replay)
     default_expiry = review.today + dt.timedelta(days=policy.max_days)
     if carried.get("expires_at"):
         default_expiry = min(default_expiry, dt.date.fromisoformat(carried["expires_at"]))
@@ -376,7 +339,7 @@ def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
     row = {"id": review.flag_id(flag), "flag": flag.name, "commit": flag.commit, "path": flag.path,
            "line": flag.line, "text": flagged_line(review, flag), "by": f"{me.name} <{me.email}>",
            "reason": reason.strip(), "date": review.today.isoformat()}
-    new = with_ack(_tip_view(review).read_text(path), row, path)
+    new = with_ack(tip_view(review).read_text(path), row, path)
     return _commit(review, "review", f"acknowledge {one_line(flag.name)} at {one_line(flag.where())}",
                    [FileChange(path, new.encode("utf-8"))],
                    f"Reason: {one_line(reason.strip())}\nFlag: {one_line(row['id'])}\n")
@@ -402,7 +365,7 @@ def commit_freeze(review: Review, row: dict) -> CommitResult:
     if problem:
         raise CommitRefused(f"freeze for {row.get('relation_id')}: {problem}")
     path = review.layout.freezes
-    old = _tip_view(review).read_text(path)
+    old = tip_view(review).read_text(path)
     try:
         new = textedit.upsert_freeze_row(old, row, path)
     except BadInputError:

@@ -40,7 +40,9 @@ _ENGINE = Path(__file__).resolve().parents[1]  # relconsole/engine
 # the code of the load whose facts are kept, beyond what parsecache's fingerprint covers
 _LOAD_CODE = ("gate/review.py", "gate/oracleload.py", "gate/seeds.py", "gate/patchfacts.py",
               "gate/quarantineload.py", "oracle/jsonnumbers.py", "oracle/textedit.py", "decision.py",
-              "oracle/candidates.py", "repo/gitio.py", "repo/touched.py", "repo/treeview.py", "repo/blobwrite.py",
+              "oracle/candidates.py", "oracle/candidatecheck.py", "oracle/candidatefile.py",
+              "oracle/candidaterules.py", "oracle/candidateids.py", "oracle/skeleton.py", "oracle/seedrows.py",
+              "repo/gitio.py", "repo/touched.py", "repo/treeview.py", "repo/blobwrite.py",
               "repo/workspace.py", "repo/owners.py", "gate/bindfacts.py", "oracle/hashcache.py", "gate/importmap.py")
 
 

@@ -20,7 +20,7 @@ class NoReplayEvidence(CommitRefused):
     """A freeze was asked for a relation with no replay sheet for HEAD (and no override)."""
 
 
-def _replay_freeze_fields(review: Review, relation_id: str, without_replay: bool) -> dict:
+def replay_freeze_fields(review: Review, relation_id: str, without_replay: bool) -> dict:
     """The fields a §8 row-8 ``freeze`` decision carries ({} for an override without a sheet).
 
     Raises CommitRefused when the replay decided anything but freeze (the table, not the

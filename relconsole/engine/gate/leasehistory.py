@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.repo.gitio import resolve, run_git
 from relconsole.engine.oracle.leases import Lease, parse_lease
-from relconsole.engine.gate.patchflags import BlobReader
+from relconsole.engine.gate.blobreader import BlobReader
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -11,7 +11,7 @@ empty, so everything in the after-version is new.
   literal value, a golden value (§9), in every form tests write them (``assert``, chained
   comparisons, ``and``, ``self.assertEqual``/``assertTrue``, ``math.isclose``, numpy's and
   pandas' testing asserts, ``pytest.approx``), a name bound to a call or a literal resolved
-  within its function. Counted per file (or, by ``patchflags``, per commit across files),
+  within its function. Counted per file (or, by ``flagrules``, per commit across files),
   keyed without the function's name, so renaming or moving a test adds nothing.
 * ``output_sorts``: a ``sorted(...)`` / ``.sort()`` whose result the function returns,
   inside a named function (the subject of a relation that compares bags).

@@ -9,9 +9,10 @@ import gzip
 
 from relconsole.engine.repo.treeview import TreeView
 
-from relconsole.engine.oracle.candidates import (SEEDS_SUFFIX, Candidate, CandidateRead, InputShape, Verdict,
-                                                 read_candidate, validate_candidate, validate_seed_rows)
+from relconsole.engine.oracle.candidatecheck import CandidateRead, read_candidate, validate_candidate
+from relconsole.engine.oracle.candidates import Candidate, InputShape, Verdict
 from relconsole.engine.oracle.candidates import input_shape as candidate_input_shape
+from relconsole.engine.oracle.seedrows import SEEDS_SUFFIX, validate_seed_rows
 from relconsole.engine.oracle.catalog import Catalog
 from relconsole.engine.oracle.leases import header_fields
 from relconsole.engine.oracle.textedit import first_bad_jsonl_line

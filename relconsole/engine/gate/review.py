@@ -23,7 +23,8 @@ from relconsole.engine.repo import gitio
 from relconsole.engine.repo.touched import start_touched
 from relconsole.engine.repo.treeview import TreeView
 
-from relconsole.engine.oracle.candidates import Candidate, SeedRow
+from relconsole.engine.oracle.candidates import Candidate
+from relconsole.engine.oracle.seedrows import SeedRow
 from relconsole.engine.oracle.catalog import Catalog, Relation
 from relconsole.engine.gate.checklist import checklist_verdicts, merge_checklist
 from relconsole.engine.gate import importmap

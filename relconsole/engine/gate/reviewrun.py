@@ -22,7 +22,8 @@ from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.oracle.freezes import FreezeRow
 from relconsole.engine.oracle.hashcache import sha256_stream
 from relconsole.engine.repo.owners import protected
-from relconsole.engine.gate.patchflags import imported_probes, probed_by_name
+from relconsole.engine.gate.flagrules import probed_by_name
+from relconsole.engine.gate.wholepatchflags import imported_probes
 from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.relations.records import RelationResult, RunPlan
 from relconsole.engine.relations.runner import run_all

@@ -17,7 +17,7 @@ Why the cache cannot hand back a stale or a forged parse:
   relconsole) is dropped whole, never partly used.
 * Only successful parses are kept: a bad file is parsed (and reported) every time. The
   ``candidate`` kind is the exception that proves the rule: its result *is* a list of
-  verdicts, failed ones included (``candidates.read_candidate``, the rules that read a
+  verdicts, failed ones included (``candidatecheck.read_candidate``, the rules that read a
   quarantined file alone); each entry also carries the sha256 of the text it judged and is
   used only when that matches the text the review just read and its shape is one
   ``read_candidate`` makes (``CandidateRead.judges``), so an entry planted under another
@@ -54,7 +54,9 @@ import relconsole
 CACHE_VERSION = 1
 MAX_ENTRIES = 4096  # per kind; beyond it the oldest entries are dropped
 _ENGINE = Path(__file__).resolve().parents[1]  # relconsole/engine
-_DEPENDS_ON = ("oracle/catalog.py", "oracle/leases.py", "oracle/freezes.py", "oracle/schemacheck.py", "oracle/yamlload.py", "errors.py", "repo/config.py", "relations/canon.py", "gate/probescan.py", "gate/pyscan.py", "oracle/candidates.py",
+_DEPENDS_ON = ("oracle/catalog.py", "oracle/leases.py", "oracle/rehash.py", "oracle/freezes.py", "oracle/schemacheck.py", "oracle/yamlload.py", "errors.py", "repo/config.py", "relations/canon.py", "gate/probescan.py", "gate/pyscan.py", "oracle/candidates.py",
+               "oracle/candidatecheck.py", "oracle/candidatefile.py", "oracle/candidaterules.py",
+               "oracle/candidateids.py", "oracle/skeleton.py", "oracle/seedrows.py",
                "gate/probetables.py", "gate/probecalls.py", "gate/probeexprs.py", "gate/probestate.py",
                "gate/pysource.py", "gate/goldenscan.py")
 
