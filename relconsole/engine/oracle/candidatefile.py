@@ -12,7 +12,7 @@ import yaml
 
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.oracle.candidates import Verdict
-from relconsole.engine.oracle.yamlload import _line_counter, load_yaml_text
+from relconsole.engine.oracle.yamlload import line_counter, load_yaml_text
 
 # A candidate is one relation of about fifteen short fields (the sample's are under 500 bytes).
 # 64 KiB is a hundred times that and still a screenful a reviewer can read to the end; a
@@ -34,7 +34,7 @@ def file_rules(path: str, text: str) -> tuple[list[Verdict], Any]:
         return [Verdict("size_limit", False, f"{path}: {size} bytes; a candidate may have at most "
                                              f"{CANDIDATE_MAX_BYTES} (one relation is a few hundred)")], None
     out = [Verdict("size_limit", True, f"{size} bytes")]
-    line_of = _line_counter(text)
+    line_of = line_counter(text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:  # bytes decoded with surrogateescape: not UTF-8 text

@@ -61,7 +61,7 @@ def load_yaml_text(text: str, source: str) -> Loaded:
         node = yaml.compose(text, Loader=_COMPOSER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = _line_counter(text)(mark) if mark else None
+        line = line_counter(text)(mark) if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
         if "expected a single document" in str(exc):
             problem = "several YAML documents in one file (only one is allowed)"
@@ -73,13 +73,13 @@ def load_yaml_text(text: str, source: str) -> Loaded:
     lines: dict[Path, int] = {}
     budget = [MAX_NODES]
     try:
-        _check(node, (), lines, source, budget, _line_counter(text))
+        _check(node, (), lines, source, budget, line_counter(text))
         data = yaml.SafeLoader("").construct_document(node)
     except (ValueError, OverflowError, yaml.YAMLError) as exc:  # e.g. an unquoted 2031-02-30
         bad = _unconstructible(node)
         what = f"invalid value {bad.value!r}" if bad is not None else "invalid value"
         raise BadInputError(source, f"{what}: {exc} (quote it if it is text)",
-                            _line_counter(text)(bad.start_mark) if bad is not None else None) from None
+                            line_counter(text)(bad.start_mark) if bad is not None else None) from None
     return Loaded(_as_json(text, data), lines)
 
 
@@ -114,7 +114,7 @@ def _unconstructible(node: yaml.Node, seen: set | None = None) -> yaml.ScalarNod
     return None
 
 
-def _line_counter(text: str):
+def line_counter(text: str):
     """mark -> 1-based line counting ``\\n`` only, as editors, ``sed`` and JSON do.
 
     PyYAML also breaks lines at NEL, LS, PS and a lone CR, which would shift every

@@ -64,7 +64,7 @@ def write_blobs(repo, commit: str, dest: Path, paths: list[str] | None = None,
     proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo.working_tree_dir or repo.git_dir,
                             env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
-    feeder = threading.Thread(target=_feed, args=(proc.stdin, [oid for _, oid, _ in entries]), daemon=True)
+    feeder = threading.Thread(target=feed_oids, args=(proc.stdin, [oid for _, oid, _ in entries]), daemon=True)
     feeder.start()
     try:
         for mode, oid, path in entries:
@@ -93,7 +93,9 @@ def _stat(path: Path, oid: str) -> tuple | None:
     return (oid, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-def _feed(stream, oids: list[str]) -> None:
+def feed_oids(stream, oids: list[str]) -> None:
+    """Write ``oids`` to ``stream`` (cat-file --batch's stdin) 1,000 lines at a time, then close it;
+    a reader that went away (a broken pipe, a closed stream) ends the feed quietly."""
     try:
         for start in range(0, len(oids), 1000):
             stream.write("".join(o + "\n" for o in oids[start:start + 1000]).encode())

@@ -1,7 +1,7 @@
 """A worktree that has a console commit's branch checked out, brought in step with it (SPEC §9).
 
 Only the changed paths, and only when no staged or unstaged work of the user's is on them
-(``_refuse_dirty``). Such a worktree's index is locked first (git's own protocol:
+(``refuse_dirty``). Such a worktree's index is locked first (git's own protocol:
 ``index.lock`` created exclusively, the new index renamed over ``index``), so a stale lock or
 a running git refuses the commit before the branch moves; the new index and the files'
 checkout bytes are made before the ref moves too, and a failure after it moved is undone
@@ -23,10 +23,10 @@ import git
 
 from relconsole.engine.atomicfile import write_atomic
 from relconsole.engine.errors import CommitRefused, GitError
-from relconsole.engine.repo.commitgit import _Entry, _git, _hash, _run, _run_in
+from relconsole.engine.repo.commitgit import IndexEntry, _git, _hash, _run, run_in
 from relconsole.engine.repo.commitkinds import FileChange
 
-def _worktrees_on(repo: git.Repo, branch: str) -> list[Path]:
+def worktrees_on(repo: git.Repo, branch: str) -> list[Path]:
     """Work trees (this one and linked ones) that have ``branch`` checked out."""
     raw = _git(repo, "worktree", "list", "--porcelain", "-z")
     found: list[Path] = []
@@ -40,7 +40,7 @@ def _worktrees_on(repo: git.Repo, branch: str) -> list[Path]:
     return found
 
 
-def _refuse_dirty(worktree: Path, changes: Sequence[FileChange], old: dict[str, _Entry]) -> None:
+def refuse_dirty(worktree: Path, changes: Sequence[FileChange], old: dict[str, IndexEntry]) -> None:
     """Refuse when a changed path has staged or unstaged work in ``worktree``."""
     paths = [c.path for c in changes]
     staged = _worktree_index(worktree, paths)
@@ -56,7 +56,7 @@ def _refuse_dirty(worktree: Path, changes: Sequence[FileChange], old: dict[str, 
 
 
 def _worktree_index(worktree: Path, paths: list[str]) -> dict[str, list[tuple[str, str]]]:
-    raw = _run_in(worktree, ["ls-files", "-s", "-z", "--", *paths]).stdout
+    raw = run_in(worktree, ["ls-files", "-s", "-z", "--", *paths]).stdout
     wanted = set(paths)
     staged: dict[str, list[tuple[str, str]]] = {}
     for record in filter(None, raw.split(b"\0")):
@@ -75,7 +75,7 @@ def _worktree_blob(worktree: Path, path: str) -> str | None:
         return None
     if full.is_symlink() or not full.is_file():
         return "not-a-file"
-    return _run_in(worktree, ["hash-object", "--", path]).stdout.decode().strip()
+    return run_in(worktree, ["hash-object", "--", path]).stdout.decode().strip()
 
 
 def _refuse_symlinked_parent(worktree: Path, path: str) -> None:
@@ -115,7 +115,7 @@ def _lock_index(worktree: Path) -> _Checkout:
     Raises GitError (abort, nothing committed) when it exists: a git process is running
     there, or one crashed and left it (the user removes it; relconsole never does).
     """
-    index = worktree / _run_in(worktree, ["rev-parse", "--git-path", "index"]).stdout.decode().strip()
+    index = worktree / run_in(worktree, ["rev-parse", "--git-path", "index"]).stdout.decode().strip()
     lock = index.with_name(index.name + ".lock")
     try:
         os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
@@ -129,19 +129,21 @@ def _lock_index(worktree: Path) -> _Checkout:
     return _Checkout(worktree, index, lock, index.with_name(f"index.relconsole-{secrets.token_hex(4)}"))
 
 
-def _lock_indexes(worktrees: Sequence[Path]) -> list[_Checkout]:
+def lock_indexes(worktrees: Sequence[Path]) -> list[_Checkout]:
     """Lock every worktree's index, or none (GitError naming the lock that is taken)."""
     checkouts: list[_Checkout] = []
     try:
         for worktree in worktrees:
             checkouts.append(_lock_index(worktree))
     except BaseException:
-        _unlock_all(checkouts)
+        unlock_all(checkouts)
         raise
     return checkouts
 
 
-def _unlock_all(checkouts: Sequence[_Checkout]) -> None:
+def unlock_all(checkouts: Sequence[_Checkout]) -> None:
+    """Remove each checkout's scratch and kept index copies and release its index.lock (only a
+    lock this process took)."""
     for checkout in checkouts:
         checkout.scratch.unlink(missing_ok=True)
         if checkout.kept is not None:
@@ -151,8 +153,8 @@ def _unlock_all(checkouts: Sequence[_Checkout]) -> None:
             checkout.locked = False
 
 
-def _prepare_checkout(repo: git.Repo, checkout: _Checkout, changes: Sequence[FileChange],
-                      old: dict[str, _Entry]) -> None:
+def prepare_checkout(repo: git.Repo, checkout: _Checkout, changes: Sequence[FileChange],
+                      old: dict[str, IndexEntry]) -> None:
     """Before the ref moves: the worktree's new index (its index with exactly the changed
     paths at the new blobs) in ``scratch``, each file's checkout bytes (the worktree's
     smudge filters and eol rules applied) and each file's present bytes. Raises GitError."""
@@ -167,17 +169,17 @@ def _prepare_checkout(repo: git.Repo, checkout: _Checkout, changes: Sequence[Fil
         checkout.previous[change.path] = (full.read_bytes(), stat.S_IMODE(full.stat().st_mode)) \
             if full.is_file() and not full.is_symlink() else None
         if change.content is None:
-            _run_in(checkout.path, ["update-index", "--force-remove", "--", change.path], env)
+            run_in(checkout.path, ["update-index", "--force-remove", "--", change.path], env)
             checkout.files[change.path] = None
             continue
         mode = old[change.path].mode if change.path in old else "100644"
         sha = _hash(repo, change.content, write=False)
-        _run_in(checkout.path, ["update-index", "--add", "--cacheinfo", f"{mode},{sha},{change.path}"], env)
-        data = _run_in(checkout.path, ["cat-file", "--filters", f"--path={change.path}", sha]).stdout
+        run_in(checkout.path, ["update-index", "--add", "--cacheinfo", f"{mode},{sha},{change.path}"], env)
+        data = run_in(checkout.path, ["cat-file", "--filters", f"--path={change.path}", sha]).stdout
         checkout.files[change.path] = (data, mode == "100755", sha)
 
 
-def _finish_or_undo(repo: git.Repo, branch: str, tip: str, new_sha: str, checkouts: list[_Checkout]) -> None:
+def finish_or_undo(repo: git.Repo, branch: str, tip: str, new_sha: str, checkouts: list[_Checkout]) -> None:
     """After the ref moved to ``new_sha``: write each checkout's files, record their stat data
     in its new index and rename that index in. On any failure, undo: files back as they were,
     each index as it was, the ref back at ``tip``; then raise GitError saying so."""
@@ -194,7 +196,7 @@ def _finish_or_undo(repo: git.Repo, branch: str, tip: str, new_sha: str, checkou
             raise
         raise GitError(f"updating the checked-out {branch} failed after the commit ({why}); {undone}") from None
     finally:
-        _unlock_all(checkouts)
+        unlock_all(checkouts)
 
 
 def _write_files(checkout: _Checkout) -> None:
@@ -210,7 +212,7 @@ def _write_files(checkout: _Checkout) -> None:
     clean = [path for path, wanted in checkout.files.items()
              if wanted is not None and _worktree_blob(checkout.path, path) == wanted[2]]
     if clean:
-        _run_in(checkout.path, ["update-index", "--", *clean], env)
+        run_in(checkout.path, ["update-index", "--", *clean], env)
 
 
 def _install_index(checkout: _Checkout) -> None:
@@ -221,7 +223,7 @@ def _install_index(checkout: _Checkout) -> None:
         try:
             os.link(checkout.index, kept)
         except OSError:
-            shutil.copy2(checkout.index, kept)  # the index's mtime kept (see _prepare_checkout)
+            shutil.copy2(checkout.index, kept)  # the index's mtime kept (see prepare_checkout)
         checkout.kept = kept
     os.replace(checkout.scratch, checkout.lock)
     os.replace(checkout.lock, checkout.index)

@@ -17,7 +17,8 @@ from relconsole.engine.repo.gitio import clean_env
 
 
 @dataclass(frozen=True)
-class _Entry:
+class IndexEntry:
+    """One index entry of a path: its file ``mode`` (``100644`` ...) and blob ``sha``."""
     mode: str
     sha: str
 
@@ -44,7 +45,7 @@ def _git(repo: git.Repo, *args: str, input: bytes | None = None,
     return _run(repo, list(args), input=input, extra_env=extra_env).stdout
 
 
-def _run_in(worktree: Path, args: list[str], extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_in(worktree: Path, args: list[str], extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run git inside ``worktree``, so it uses that worktree's own index (or ``extra_env``'s
     ``GIT_INDEX_FILE``)."""
     env = clean_env({"GIT_LITERAL_PATHSPECS": "1", **(extra_env or {})})

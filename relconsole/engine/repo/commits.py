@@ -21,9 +21,9 @@ from typing import Sequence
 
 import git
 
-from relconsole.engine.repo.checkoutsync import (_finish_or_undo, _lock_indexes, _prepare_checkout, _refuse_dirty,
-                                                 _unlock_all, _worktrees_on)
-from relconsole.engine.repo.commitgit import _Entry, _git, _hash, _run
+from relconsole.engine.repo.checkoutsync import (finish_or_undo, lock_indexes, prepare_checkout, refuse_dirty,
+                                                 unlock_all, worktrees_on)
+from relconsole.engine.repo.commitgit import IndexEntry, _git, _hash, _run
 from relconsole.engine.repo.commitkinds import KINDS, FileChange, check_kind
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.errors import CommitRefused, UsageError
@@ -68,7 +68,7 @@ def commit_changes(repo: git.Repo, branch: str, kind: str, subject: str,
     message = _message(kind, subject, body)
     _validate_paths(changes)
     tip = _branch_tip(repo, branch)
-    checkouts = _lock_indexes(_worktrees_on(repo, branch))
+    checkouts = lock_indexes(worktrees_on(repo, branch))
     try:
         with tempfile.TemporaryDirectory(prefix="relconsole-index-", dir=repo.git_dir) as tmp:
             index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
@@ -77,16 +77,16 @@ def commit_changes(repo: git.Repo, branch: str, kind: str, subject: str,
             changes = [c for c in changes if not _is_noop(repo, c, old.get(c.path))]
             check_kind(kind, changes, layout, lambda path: _old_bytes(repo, old.get(path)))
             for checkout in checkouts:
-                _refuse_dirty(checkout.path, changes, old)
+                refuse_dirty(checkout.path, changes, old)
             author, committer = _identities(repo, author)
             new_sha = _build_commit(repo, tip, changes, old, message, author, committer, index_env)
         for checkout in checkouts:
-            _prepare_checkout(repo, checkout, changes, old)
+            prepare_checkout(repo, checkout, changes, old)
         _swap_ref(repo, branch, new_sha, tip, message)
     except BaseException:
-        _unlock_all(checkouts)
+        unlock_all(checkouts)
         raise
-    _finish_or_undo(repo, branch, tip, new_sha, checkouts)
+    finish_or_undo(repo, branch, tip, new_sha, checkouts)
     return CommitResult(new_sha, branch, kind, message, tuple(c.path for c in changes))
 
 
@@ -121,11 +121,11 @@ def _branch_tip(repo: git.Repo, branch: str) -> str:
     return proc.stdout.decode().strip()
 
 
-def _index_entries(repo: git.Repo, paths: list[str], index_env: dict[str, str]) -> dict[str, _Entry]:
+def _index_entries(repo: git.Repo, paths: list[str], index_env: dict[str, str]) -> dict[str, IndexEntry]:
     """The tip's entries for ``paths`` (read from the temporary index), refusing non-files."""
     raw = _git(repo, "ls-files", "-s", "-z", "--", *paths, extra_env=index_env)
     wanted = set(paths)
-    entries: dict[str, _Entry] = {}
+    entries: dict[str, IndexEntry] = {}
     for record in filter(None, raw.split(b"\0")):
         meta, _, name = record.partition(b"\t")
         path = name.decode("utf-8", "surrogateescape")
@@ -133,7 +133,7 @@ def _index_entries(repo: git.Repo, paths: list[str], index_env: dict[str, str]) 
         if path in wanted:
             if mode not in _REGULAR_MODES:
                 raise CommitRefused(f"{path} is not a regular file on the branch (mode {mode}); not changing it")
-            entries[path] = _Entry(mode, sha)
+            entries[path] = IndexEntry(mode, sha)
         else:
             parent = next((p for p in wanted if path.startswith(p + "/")), None)
             if parent is not None:
@@ -141,13 +141,13 @@ def _index_entries(repo: git.Repo, paths: list[str], index_env: dict[str, str]) 
     return entries
 
 
-def _is_noop(repo: git.Repo, change: FileChange, entry: _Entry | None) -> bool:
+def _is_noop(repo: git.Repo, change: FileChange, entry: IndexEntry | None) -> bool:
     if change.content is None:
         return entry is None
     return entry is not None and _hash(repo, change.content, write=False) == entry.sha
 
 
-def _old_bytes(repo: git.Repo, entry: _Entry | None) -> bytes | None:
+def _old_bytes(repo: git.Repo, entry: IndexEntry | None) -> bytes | None:
     return None if entry is None else _git(repo, "cat-file", "blob", entry.sha)
 
 
@@ -171,7 +171,7 @@ def _ident(repo: git.Repo, var: str) -> git.Actor | None:
     return git.Actor(match.group(1), match.group(2))
 
 
-def _build_commit(repo: git.Repo, tip: str, changes: Sequence[FileChange], old: dict[str, _Entry],
+def _build_commit(repo: git.Repo, tip: str, changes: Sequence[FileChange], old: dict[str, IndexEntry],
                   message: str, author: git.Actor, committer: git.Actor,
                   index_env: dict[str, str]) -> str:
     """Write the commit object (tip + changes) on the temporary index; moves no ref."""

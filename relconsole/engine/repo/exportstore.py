@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from relconsole.engine.errors import GitError
-from relconsole.engine.repo.blobwrite import _copy, _feed, _place, place_target
+from relconsole.engine.repo.blobwrite import _copy, feed_oids, _place, place_target
 from relconsole.engine.repo.gitio import clean_env
 
 STORE = Path("relconsole") / "exports"
@@ -211,7 +211,7 @@ def _from_git(repo, store: Path, root: str, missing: dict[str, tuple[str, int]],
     proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo.working_tree_dir or repo.git_dir,
                             env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
-    feeder = threading.Thread(target=_feed, args=(proc.stdin, asks), daemon=True)
+    feeder = threading.Thread(target=feed_oids, args=(proc.stdin, asks), daemon=True)
     feeder.start()
     try:
         for name, (oid, mode) in missing.items():

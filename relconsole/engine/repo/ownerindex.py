@@ -38,8 +38,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from relconsole.engine.repo.ownerkeys import _key, _plain_key
-from relconsole.engine.repo.ownerspec import (_NEVER, _NORMALIZES, _OPAQUE, _compiled, _mirroring, _pathspec,
+from relconsole.engine.repo.ownerkeys import _key, plain_key
+from relconsole.engine.repo.ownerspec import (NEVER, NORMALIZES, OPAQUE, _compiled, _mirroring, _pathspec,
                                               single_match)
 
 _UNKNOWN = object()  # compiled slot not filled yet
@@ -80,7 +80,7 @@ class OwnerIndex:
                  "name_any": (names, 0), "name_dir": (names, 1), "name": (names, 2)}
         eager = not _mirroring()
         for index, (pattern, _ids) in enumerate(self.owners):
-            plain = _plain_key(pattern) if type(pattern) is str and not eager else None
+            plain = plain_key(pattern) if type(pattern) is str and not eager else None
             if plain is not None:  # most patterns: a literal path, directory or name, decided by lookup
                 table, slot = slots[plain[0]]
                 entry = table.get(plain[1])
@@ -91,10 +91,10 @@ class OwnerIndex:
             # compiled now: every pattern that can fail to compile (an escape, a lone "!")
             if eager or not isinstance(pattern, str) or "\\" in pattern or pattern[:1] == "!":
                 self._search[index] = compiled = _compiled(pattern)
-                if compiled is _OPAQUE:
+                if compiled is OPAQUE:
                     self._opaque_max = index
                     continue
-                if compiled is _NEVER:
+                if compiled is NEVER:
                     continue
                 if eager:
                     generic.append(index)
@@ -161,7 +161,7 @@ class OwnerIndex:
         for path in paths:
             norm = path
             if checked:
-                if _NORMALIZES or path.startswith(_HEADS):
+                if NORMALIZES or path.startswith(_HEADS):
                     norm = _pathspec()["normalize_file"](path)
                 if "\n" in norm or "//" in norm or norm.endswith("/") or norm.startswith("/") or not norm:
                     append(self._scan(path, norm))
@@ -231,12 +231,12 @@ class OwnerIndex:
         search = self._search[index]
         if search is _UNKNOWN:
             search = self._search[index] = _compiled(self.owners[index][0])
-        return _no_match if search is _NEVER else search
+        return _no_match if search is NEVER else search
 
     def _scan(self, path: str, norm: str) -> int | None:
         """The straightforward loop (last pattern first), with the compiled patterns."""
         for index in range(len(self.owners) - 1, -1, -1):
-            if self._search[index] is _OPAQUE:
+            if self._search[index] is OPAQUE:
                 if single_match(self.owners[index][0], path):
                     return index
             elif self._regex(index)(norm) is not None:
@@ -311,7 +311,7 @@ def _clean(paths: list[str]) -> bool:
     """True when no path needs normalising or the fallback scan: none empty, none starting
     with ``/`` or ``./``, ending with ``/``, holding ``//`` or a newline (git reports none of
     these). One scan of the joined text; a NUL inside a path can only make it say False."""
-    if _NORMALIZES or not paths:
+    if NORMALIZES or not paths:
         return not paths
     text = "\0".join(paths)
     return not (not text or text.startswith(("/", "./", "\0")) or text.endswith(("/", "\0")) or "\n" in text

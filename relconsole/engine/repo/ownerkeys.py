@@ -108,7 +108,7 @@ def _plain_shape(pattern: str, segs: list[str]) -> str:
     return REGEX
 
 
-def _plain_key(pattern: str) -> tuple[str, str, tuple[()], None] | None:
+def plain_key(pattern: str) -> tuple[str, str, tuple[()], None] | None:
     """``_key`` of the commonest patterns, quickly: no wildcard, escape, empty segment or
     trailing blank, not a negation or comment: ``a/b``, ``/a``, ``a/b/``, ``a/b/**``, ``name``,
     ``name/`` (what _segments makes of them: no ``**`` but the ones normalisation adds)."""
@@ -136,7 +136,7 @@ def _key(pattern: str) -> tuple[str | None, str | None, tuple[str, ...], str | N
     lookup alone decides. ``remainder``: for a ``prefix`` pattern ``L/REST`` that is not a
     directory pattern and whose REST has no ``**`` but maybe a first one, ``/REST`` (or
     ``**/...``), which decides on the path after ``L/``."""
-    plain = _plain_key(pattern)
+    plain = plain_key(pattern)
     if plain is not None:
         return plain
     segs = _segments(pattern)

@@ -3,8 +3,8 @@
 ``compile_spec`` and ``single_spec`` build the one-pattern ``GitIgnoreSpec`` behind
 ``owners.matches``; ``_compiled`` gives the match callable ``OwnerIndex`` tries on a
 candidate (the pattern's own regex's ``search`` on pathspec 1.x), or says the pattern matches
-nothing (``_NEVER``) or does not compile (``_OPAQUE``). pathspec itself is imported on first
-need; ``_mirroring`` and ``_NORMALIZES`` answer what the index needs to know of it before.
+nothing (``NEVER``) or does not compile (``OPAQUE``). pathspec itself is imported on first
+need; ``_mirroring`` and ``NORMALIZES`` answer what the index needs to know of it before.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _LOADED: dict = {}
 def _pathspec() -> dict:
     """pathspec's parts the index uses, imported once: ``module``, ``options`` (the spec
     backend), ``mirrored`` (GitIgnoreSpecPattern, or None), ``mirroring``, ``normalize_file``.
-    Raises RuntimeError when pathspec turns out other than ``_mirroring`` or ``_NORMALIZES``
+    Raises RuntimeError when pathspec turns out other than ``_mirroring`` or ``NORMALIZES``
     said before it was imported (an index may have been built on that answer)."""
     if _LOADED:
         return _LOADED
@@ -46,7 +46,7 @@ def _pathspec() -> dict:
         mirrored = None
     mirroring = mirrored is not None and type(
         pathspec.GitIgnoreSpec.from_lines(["x"], **options).patterns[0]) is mirrored
-    if bool(NORMALIZE_PATH_SEPS) != _NORMALIZES or (_PROVISIONAL and mirroring != _PROVISIONAL[0]):
+    if bool(NORMALIZE_PATH_SEPS) != NORMALIZES or (_PROVISIONAL and mirroring != _PROVISIONAL[0]):
         raise RuntimeError("the installed pathspec differs from what relconsole's owner index read of "
                            "its files: owner patterns cannot be matched safely")
     _LOADED.update(module=pathspec, options=options, mirrored=mirrored, mirroring=mirroring,
@@ -74,7 +74,7 @@ def _mirroring() -> bool:
 
 # Windows: separators to rewrite; POSIX: only "/" and "./" heads (pathspec.util's
 # NORMALIZE_PATH_SEPS, checked against it when pathspec is imported)
-_NORMALIZES = any(sep and sep != "/" for sep in (os.sep, os.altsep))
+NORMALIZES = any(sep and sep != "/" for sep in (os.sep, os.altsep))
 
 
 def compile_spec(pattern: str) -> pathspec.GitIgnoreSpec:
@@ -95,23 +95,23 @@ def single_match(pattern: str, path: str) -> bool:
     return single_spec(pattern).match_file(path)
 
 
-_NEVER = None  # compiled slot of a pattern that matches nothing (blank, comment, `!x`, bad range)
-_OPAQUE = object()  # compiled slot of a pattern the index does not model (does not compile, not a str)
+NEVER = None  # compiled slot of a pattern that matches nothing (blank, comment, `!x`, bad range)
+OPAQUE = object()  # compiled slot of a pattern the index does not model (does not compile, not a str)
 
 
 def _compiled(pattern):
-    """The match callable of one pattern, compiled as ``matches`` compiles it: _NEVER when it
-    matches nothing, _OPAQUE when it does not compile (or is not a str)."""
+    """The match callable of one pattern, compiled as ``matches`` compiles it: NEVER when it
+    matches nothing, OPAQUE when it does not compile (or is not a str)."""
     if not isinstance(pattern, str):
-        return _OPAQUE
+        return OPAQUE
     try:  # the factory GitIgnoreSpec.from_lines applies to each non-empty line
         loaded = _pathspec()
         mirrored = loaded["mirrored"]
         compiled = ([mirrored(pattern)] if pattern else []) if loaded["mirroring"] else compile_spec(pattern).patterns
     except Exception:  # noqa: BLE001 - the fallback loop raises it where the old loop did
-        return _OPAQUE
+        return OPAQUE
     if len(compiled) != 1 or compiled[0].include is not True:
-        return _NEVER  # empty, a comment, a negation or an invalid range
+        return NEVER  # empty, a comment, a negation or an invalid range
     one = compiled[0]
     if type(one) is mirrored and one.regex is not None:
         return one.regex.search  # pathspec 1.x RegexPattern.match_file is regex.search
