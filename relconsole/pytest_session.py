@@ -15,6 +15,8 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 from relconsole.engine.atomicfile import write_atomic
+from relconsole.pytest_reports import (PASSING, SECTION, attempt_record, final_reports, held, item_outcome,
+                                       miss_line)
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, one_line
@@ -26,9 +28,7 @@ from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.relations.records import RelationResult
 
 COLLECTOR_NAME = "relconsole"
-SECTION = "relconsole"
 DEFAULT_JSON = Path("relconsole") / "pytest-results.json"  # under the git directory
-_PASSING = ("pass", "freeze")
 WORKER_KEY = "relconsole_outcomes"  # workerinput key of the relations' outcomes under xdist
 ENTRY_PROPERTY = "relconsole_test"  # a worker's hand-written relation test entry, for the controller
 
@@ -56,7 +56,7 @@ class RelationItem(pytest.Item):
         outcome = self.plugin.outcome_for(self.relation_id)
         self.user_properties.extend(tuple(p) for p in outcome["properties"])
         self.add_report_section("call", SECTION, outcome["section"])
-        if outcome["decision"] not in _PASSING:
+        if outcome["decision"] not in PASSING:
             raise RelationMiss(outcome["line"])
 
     def repr_failure(self, excinfo, style=None):
@@ -185,7 +185,7 @@ class RelconsoleSession:
     # --- catalog relations --------------------------------------------------------------
 
     def outcome_for(self, relation_id: str) -> dict:
-        """What the relation's item reports (``_outcome``); the first call in a process without
+        """What the relation's item reports (``item_outcome``); the first call in a process without
         xdist runs every selected relation at once. An xdist worker reports what the controller
         ran and never runs a relation itself."""
         if self.is_worker:
@@ -198,7 +198,7 @@ class RelconsoleSession:
             self._run_selected()
         if self.run_error is not None:
             raise RelationMiss(f"{relation_id}: ABORT: relations could not run: {self.run_error}")
-        return _outcome(self.results[relation_id])
+        return item_outcome(self.results[relation_id])
 
     def _run_selected(self) -> None:
         self.ran = True
@@ -216,7 +216,7 @@ class RelconsoleSession:
                               f"{self.run_error}", "section": self.run_error, "properties": []}
                         for rid in self.selected}
         else:
-            outcomes = {rid: _outcome(result) for rid, result in self.results.items()}
+            outcomes = {rid: item_outcome(result) for rid, result in self.results.items()}
         node.workerinput[WORKER_KEY] = outcomes
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -240,13 +240,13 @@ class RelconsoleSession:
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         freeze = self.review.freeze_for(relation_id)
         attempts = [runtestprotocol(item, log=False, nextitem=nextitem)]
-        if not _held(attempts[0]) and freeze is not None and freeze.state == "live":
+        if not held(attempts[0]) and freeze is not None and freeze.state == "live":
             attempts += [runtestprotocol(item, log=False, nextitem=nextitem)
                          for _ in range(freeze.reruns)]
         outcome, verdict, summary = counted_verdict(
-            relation_id, _held(attempts[0]), _miss_line(attempts[0]),
-            [_held(a) for a in attempts[1:]], freeze)
-        records = [_attempt_record(n, a) for n, a in enumerate(attempts)]
+            relation_id, held(attempts[0]), miss_line(attempts[0]),
+            [held(a) for a in attempts[1:]], freeze)
+        records = [attempt_record(n, a) for n, a in enumerate(attempts)]
         entry = {"test_id": item.nodeid, "relation_id": relation_id,
                  "path": _relative(item.path, self.review.root),
                  "in_protected_tree": _in_protected_tree(item.path, self.review),
@@ -256,7 +256,7 @@ class RelconsoleSession:
                  "freeze": dict(freeze.raw, state=freeze.state, why=freeze.why) if freeze else None}
         self.tests.append(entry)
         self.tests_verdicts.append(verdict)
-        reports = _final_reports(attempts, entry, verdict)
+        reports = final_reports(attempts, entry, verdict)
         if self.is_worker:  # the controller writes the results file: it reads the entry from here
             next(r for r in reports if r.user_properties).user_properties.append(
                 (ENTRY_PROPERTY, json.dumps(entry, default=str)))
@@ -325,7 +325,7 @@ class RelconsoleSession:
 def _failing(payload: dict) -> str:
     """Why the session's decision fails it ('' when it passes): a §8 decision other than
     pass or a counted freeze, or a touched path no relation owns (a coverage gap, exit 2)."""
-    if payload["decision"] not in _PASSING:
+    if payload["decision"] not in PASSING:
         return f"decision {payload['decision']} ({payload['reason']})"
     if payload["gaps"]:
         return f"{counted(len(payload['gaps']), 'touched path')} no relation owns (coverage gap)"
@@ -339,103 +339,6 @@ def _parse_today(text: str | None) -> dt.date | None:
         return dt.date.fromisoformat(text)
     except ValueError:
         raise pytest.UsageError(f"--relconsole-today {text!r} is not a YYYY-MM-DD date") from None
-
-
-def _outcome(result: RelationResult) -> dict:
-    """What a relation item reports, as JSON-ready data (it crosses to xdist workers):
-    ``decision``, the failure ``line``, the report ``section`` and junit ``properties``."""
-    return {"decision": result.verdict.decision, "line": _result_line(result),
-            "section": _result_section(result), "properties": [list(p) for p in _result_properties(result)]}
-
-
-def _result_line(result: RelationResult) -> str:
-    """One line for a failing relation item: decision, reason, summary, first miss."""
-    verdict = result.verdict
-    line = f"{result.relation_id}: {verdict.decision.upper()} ({verdict.reason}): {result.summary}"
-    if result.reruns and result.first is not None:
-        line += f"; first run: {result.first.describe()}"
-    return one_line(line)
-
-
-def _result_section(result: RelationResult) -> str:
-    lines = [_result_line(result)]
-    if result.freeze is not None:
-        lines.append(f"freeze: {result.freeze.state} ({result.freeze.why})")
-    lines += [f"rerun {n}: {r.describe()}" for n, r in enumerate(result.reruns, 1)]
-    return "\n".join(one_line(line) for line in lines)
-
-
-def _result_properties(result: RelationResult) -> list[tuple[str, object]]:
-    props = [("relation_id", result.relation_id), ("outcome", result.outcome),
-             ("decision", result.verdict.decision), ("reason", result.verdict.reason),
-             ("summary", one_line(result.summary))]
-    if result.freeze is not None:
-        props += [("freeze_state", result.freeze.state), ("reruns", len(result.reruns)),
-                  ("rerun_passes", result.rerun_passes)]
-    return props
-
-
-def _held(reports: list[pytest.TestReport]) -> bool:
-    """A test run held when it ran its call and every phase passed (a skip is not a hold)."""
-    return any(r.when == "call" for r in reports) and all(r.passed for r in reports)
-
-
-def _miss_line(reports: list[pytest.TestReport]) -> str:
-    """What went wrong in one run, as one line ('' when it held)."""
-    for report in reports:
-        if report.passed:
-            continue
-        if report.skipped:
-            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-            why = f"xfail: {report.wasxfail}" if hasattr(report, "wasxfail") else reason
-            return one_line(f"skipped in {report.when} ({why}): a relation is never skipped")
-        crash = getattr(report.longrepr, "reprcrash", None)
-        message = crash.message if crash is not None else str(report.longrepr).strip()
-        message = (message.splitlines() or [""])[0]
-        return one_line(f"{report.when} failed: {message}")
-    return ""
-
-
-def _attempt_record(index: int, reports: list[pytest.TestReport]) -> dict:
-    return {"attempt": index, "held": _held(reports), "error": _miss_line(reports),
-            "seconds": round(sum(r.duration for r in reports), 6)}
-
-
-def _final_reports(attempts: list[list[pytest.TestReport]], entry: dict,
-                   verdict: Decision) -> list[pytest.TestReport]:
-    """The reports pytest logs for a marked test: a held run's, or the first run's failure.
-
-    The verdict's line heads the failure; the reruns are a report section; the relation
-    id, verdict and counts are ``user_properties`` of the main report and of the teardown
-    report (the one junitxml reads them from).
-    """
-    section = "\n".join([one_line(f"{entry['relation_id']}: {verdict.decision.upper()} "
-                                  f"({verdict.reason}): {entry['summary']}")]
-                        + [f"rerun {r['attempt']}: {'held' if r['held'] else r['error']}"
-                           for r in entry["reruns"]])
-    props = [("relation_id", entry["relation_id"]), ("outcome", entry["outcome"]),
-             ("decision", verdict.decision), ("reason", verdict.reason),
-             ("summary", one_line(entry["summary"]))]
-    if entry["freeze"] is not None:
-        props += [("freeze_state", entry["freeze"]["state"]), ("reruns", len(entry["reruns"])),
-                  ("rerun_passes", sum(1 for r in entry["reruns"] if r["held"]))]
-    if verdict.decision in _PASSING:
-        reports = next(a for a in reversed(attempts) if _held(a))
-        main = next(r for r in reports if r.when == "call")
-    else:
-        reports = attempts[0]
-        main = next(r for r in reports if not r.passed)
-        original = (f"skipped: {main.longrepr[2]}" if isinstance(main.longrepr, tuple)
-                    else str(main.longrepr))
-        main.outcome = "failed"
-        if hasattr(main, "wasxfail"):
-            del main.wasxfail
-        main.longrepr = one_line(f"{entry['relation_id']}: {verdict.decision.upper()} "
-                                 f"({verdict.reason}): {entry['summary']}") + "\n" + original
-    main.sections.append((f"{SECTION} {entry['relation_id']}", section))
-    for report in {id(r): r for r in (main, reports[-1])}.values():  # junit reads teardown's
-        report.user_properties.extend(props)
-    return reports
 
 
 def _relative(path: Path, root: Path) -> str:
