@@ -59,7 +59,7 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
-DEFAULT_BASE = "main"  # review.DEFAULT_BASE (importing review is what this module saves)
+DEFAULT_BASE = "main"  # config.DEFAULT_BASE (the kept-facts path imports no more than it needs)
 
 
 def _today_from_env() -> str | None:

@@ -28,7 +28,7 @@ from relconsole.engine.oracle.seedrows import SeedRow
 from relconsole.engine.oracle.catalog import Catalog, Relation
 from relconsole.engine.gate.checklist import checklist_verdicts, merge_checklist
 from relconsole.engine.gate import importmap
-from relconsole.engine.repo.config import Layout, layout_from_pyproject
+from relconsole.engine.repo.config import DEFAULT_BASE, OTHER_BASES, Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, CommitRefused, GitError,
                                       UsageError)
@@ -43,7 +43,6 @@ from relconsole.engine.gate.oracleload import load_oracle
 from relconsole.engine.gate.patchfacts import _flag, load_acks, patch_catalog, _split
 from relconsole.engine.gate.quarantineload import load_quarantine
 
-DEFAULT_BASE = "main"
 
 
 def today_from_env() -> dt.date:
@@ -382,7 +381,16 @@ def _base(repo: gitio.Repository, base_ref: str | None) -> tuple[str, str]:
             return f"origin/{DEFAULT_BASE}", gitio.resolve(repo, f"origin/{DEFAULT_BASE}")
         except GitError:
             raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base "
-                           "with --base, or fetch it (git fetch origin main)") from None
+                           f"with --base{_base_hint(repo)}, or fetch it (git fetch origin main)") from None
+
+
+def _base_hint(repo: gitio.Repository) -> str:
+    """`` (this repository has master: --base master)`` when a usual other base branch
+    exists, locally or on origin; "" otherwise. Only on the error path: one git call."""
+    names = [f"refs/heads/{b}" for b in OTHER_BASES] + [f"refs/remotes/origin/{b}" for b in OTHER_BASES]
+    listed = gitio.run_git(repo.working_tree_dir or repo.git_dir, "for-each-ref", "--format=%(refname:short)",
+                           *names, ok=None).stdout.decode("utf-8", "replace").split()
+    return f" (this repository has {listed[0]}: --base {listed[0]})" if listed else ""
 
 
 def _bind(review: Review) -> None:

@@ -27,7 +27,7 @@ from relconsole.engine.repo import gitio
 from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
-from relconsole.engine.repo.config import Layout, layout_from_pyproject
+from relconsole.engine.repo.config import DEFAULT_BASE, Layout, layout_from_pyproject
 from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.oracle.leases import header_fields
@@ -110,6 +110,8 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
                             "Written by relconsole init: exempt paths, leases, empty freezes and pins"
                             + (", drafted candidates in quarantine (not accepted)." if drafts else "."),
                             layout=layout)
+    if branch != DEFAULT_BASE:  # every command reads the oracle from main unless told otherwise
+        lines.append(f"the oracle is on {branch}, not {DEFAULT_BASE}: give relconsole's commands --base {branch}")
     return InitResult(commit, lines)
 
 
