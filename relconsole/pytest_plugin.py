@@ -5,7 +5,7 @@ Registered through the ``pytest11`` entry point ``relconsole``; inactive unless
 It is a thin front end over the engine, like the CLI: the review comes from
 ``load_review`` (the oracle read from the base ref, §2), relations run through
 ``run_review`` (worker processes, the §6 counted freeze), verdicts are the engine's,
-and the results file is ``engine.report.run_payload``, the ``relconsole run --json``
+and the results file is ``engine.gate.report.run_payload``, the ``relconsole run --json``
 document.
 
 Options (all but ``--relconsole`` need ``--relconsole``; given alone they are a usage
@@ -44,7 +44,7 @@ Errors: a path outside git, an unknown base ref, a bad ``--relconsole-today`` or
 ``RELCONSOLE_TODAY``, and any bad oracle file (each as one ``file:line: message`` line)
 are pytest usage errors (exit 4) raised before collection, never tracebacks.
 
-The results file is the ``run --json`` document (see ``engine.report``) over the
+The results file is the ``run --json`` document (see ``engine.gate.report``) over the
 relation items that ran, plus::
 
     "tests": [{"test_id": nodeid, "relation_id", "path", "in_protected_tree": bool,

@@ -1,4 +1,4 @@
-"""What CI systems read of a gate decision (engine/cireport.py): SARIF 2.1.0 validated against
+"""What CI systems read of a gate decision (engine/gate/cireport.py): SARIF 2.1.0 validated against
 the SARIF schema (tests/schemas, from Microsoft's MIT-licensed @microsoft/jest-sarif) and the
 rules GitHub code scanning documents for uploads, and Markdown that hostile text cannot break.
 

@@ -1,7 +1,7 @@
 """CLI subcommands ``decide`` (SPEC §8 over replay sheets) and ``stats`` (gate health).
 
 ``register(subparsers, commands)`` adds both to the ``relconsole`` parser and their
-handlers to the dispatch table; ``python -m relconsole.cli.decide`` runs them alone.
+handlers to the dispatch table.
 """
 
 from __future__ import annotations

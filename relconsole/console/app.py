@@ -68,7 +68,7 @@ class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, Quaran
                  preferences: bool = True, keymap: str | None = None,
                  run_seed: int | None = None, replay_seeds: list[int] | None = None):
         super().__init__()
-        # recorded seeds (the demo's tour, engine.demo.TOUR_SEEDS): every first run replays
+        # recorded seeds (the demo's tour, engine.demo.TOUR_RUN_SEED and TOUR_REPLAY_SEEDS): every first run replays
         # ``run_seed`` and ``b`` replays ``replay_seeds``; None: each run draws its own (§7)
         self.run_seed = run_seed
         self.replay_seeds = list(replay_seeds) if replay_seeds else None

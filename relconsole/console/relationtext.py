@@ -116,7 +116,7 @@ def relation_body(relation, result, replayed=None, saved=None) -> Text:
 
 
 def saved_replay_text(saved) -> Text:
-    """A replay sheet saved before this session for this HEAD (an ``engine.review.Replayed``,
+    """A replay sheet saved before this session for this HEAD (an ``engine.gate.review.Replayed``,
     decided again after fencing): what ``f`` goes by until ``b`` replays again."""
     text = Text("\nreplay sheet saved earlier for this HEAD (f goes by it; b replays again)", "bold")
     return text.append_text(replay_text(saved))

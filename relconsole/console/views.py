@@ -287,7 +287,7 @@ COLUMN_TITLES = {  # kind -> what the two compared sides are (§3): a roundtrip'
 
 def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None = None) -> DetailView | None:
     """The full-screen view opened with enter, or None. ``saved``: relation id -> replay
-    sheet saved before this session (``engine.review.Replayed``), shown when this session
+    sheet saved before this session (``engine.gate.review.Replayed``), shown when this session
     has not replayed the relation."""
     if not oid:
         return None

@@ -76,7 +76,7 @@ def accept(review: Review, candidate_ids: list[str] = (), row_keys: list[str] = 
     Candidates are appended to the catalog in catalog form (every other byte kept) and
     their files removed; seed rows are appended to their relations' seeds files and
     removed from quarantine (a file with no row left is removed). A candidate must be
-    ``confirmed`` by a second replay (§10, ``engine.confirm``) unless its id or path is in
+    ``confirmed`` by a second replay (§10, ``engine.gate.confirm``) unless its id or path is in
     ``unconfirmed_ok`` (the reviewer's recorded override: the commit message says so and
     who overrode). Raises CommitRefused when any chosen item is rejected, unconfirmed
     without override, discarded, or changed on the branch since it was replayed;

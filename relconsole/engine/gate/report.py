@@ -20,7 +20,7 @@ Shape (every key always present)::
 mutant; ``bite`` is the cached verdict word and counts as ``relconsole bite`` last printed
 them for HEAD's files (null when not known).
 
-``RelationResult.to_json()`` (engine.runner) gives ``relation_id``, ``outcome``
+``RelationResult.to_json()`` (engine.relations.records) gives ``relation_id``, ``outcome``
 (``held|missed|blocked``), ``decision``, ``reason``, ``row``, ``summary``, ``first_run``,
 ``reruns`` (one record per rerun, §6), ``freeze`` (the governing row plus its ``state``)
 and ``signature``.

@@ -3,7 +3,7 @@ comparison of the outputs, never a stored answer.
 
 This module is the judge's half of a run (SPEC §7 "The judge and the subject"). It never
 imports the code under review: every subject call goes through a ``Calls`` object (a fork
-server, ``engine.subject``) as one call in a fresh process, and comes back as data decoded
+server, ``engine.relations.subject``) as one call in a fresh process, and comes back as data decoded
 from the wire format. The judge draws the follow-up inputs (orders, split points) from the
 run's seed, runs the independent calls in an order drawn from it too, and compares. Each
 check returns an Outcome: whether the relation held, the two canonical outputs that were

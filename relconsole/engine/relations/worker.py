@@ -9,7 +9,7 @@ each with one JSON line: ``{"held", "source", "followup", "differing", "note", "
 "imported"}`` and, when the input could be read, ``inputs`` (``describe.describe_inputs``).
 
 No code from the reviewed tree runs here. Subject calls go to a fork server
-(``engine.subject``) as data and come back as data; only the base oracle's data adapters
+(``engine.relations.subject``) as data and come back as data; only the base oracle's data adapters
 (``merge``) are imported here, from the tree's protected files and nothing else of it. A
 worker keeps each corpus it has read and one fork server per input file.
 """
