@@ -375,3 +375,26 @@ def test_init_on_main_says_nothing_of_a_base(textkit: Path, capsys):
     code, out, _ = cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())
     assert code == EXIT_PASS and git(textkit, "branch", "--show-current").strip() == "main"
     assert "--base" not in out
+
+
+def test_validate_says_which_oracle_edits_it_did_not_read(textkit: Path, capsys):
+    """validate reads the committed oracle (§2); an edit not committed yet is named as unread,
+    not passed over in silence, and committing it makes validate read (and judge) it."""
+    assert cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())[0] == EXIT_PASS
+    args = ("validate", "--repo", str(textkit), "--today", TODAY.isoformat())
+    code, out, _ = cli(capsys, *args)
+    assert code == EXIT_PASS and "not committed" not in out
+    catalog = textkit / "oracle" / "catalog.yaml"
+    catalog.write_text(catalog.read_text() + "relations: [unclosed\n")
+    (textkit / "oracle" / "seeds").mkdir()
+    (textkit / "oracle" / "seeds" / "new.jsonl").write_text('"1.0"\n')
+    (textkit / "notes.txt").write_text("not the oracle's\n")
+    code, out, _ = cli(capsys, *args)
+    unread = [line for line in out.splitlines() if "not committed" in line]
+    assert code == EXIT_PASS, "the committed oracle is still sound"
+    assert any("oracle/catalog.yaml" in line for line in unread) and any("new.jsonl" in line for line in unread)
+    assert not any("notes.txt" in line for line in unread), "only the protected tree is the oracle"
+    git(textkit, "add", "oracle/catalog.yaml")
+    git(textkit, "commit", "-q", "-m", "catalog: a broken edit")
+    code, _, err = cli(capsys, *args)
+    assert code != EXIT_PASS and "catalog.yaml" in err

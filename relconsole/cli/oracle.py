@@ -108,6 +108,7 @@ def register_ack(subparsers, commands: dict) -> None:
 def cmd_validate(args) -> int:
     from relconsole.engine.gate.confirmstate import load_candidate_states
     from relconsole.engine.gate.subjectcheck import unresolved_subjects
+    from relconsole.engine.repo.uncommitted import uncommitted
     review = load(args)
     try:
         if not review.errors:
@@ -130,6 +131,9 @@ def cmd_validate(args) -> int:
         warnings = [f"relation {r.id} ({review.layout.catalog}:{r.line}) is named by no owner pattern: no touched "
                     "path runs it, only run --all (add the paths it guards to owners)"
                     for r in (review.catalog.unowned() if review.catalog else [])]
+        warnings += [f"{path}: not committed, so not read: validate reads the oracle of {review.base_ref} "
+                     f"({review.oracle_sha[:12]}); commit it, then validate"
+                     for path in uncommitted(review.root, review.layout.protected)]
         payload["warnings"] = warnings
         code = EXIT_BAD_INPUT if review.errors else EXIT_PASS
         emit(args, payload, lines + [f"warning: {one_line(w)}" for w in warnings]
