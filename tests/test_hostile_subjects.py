@@ -417,6 +417,39 @@ def test_a_module_named_like_the_standard_library_shadows_nothing(sample, tmp_pa
     assert_not_passed(repo, replay=where == "random.py")
 
 
+# Issue 19 red team: how deep the caller's stack is, read with no probe at all. The room left
+# before a RecursionError (caught from a self-recursion, or from repr of a nested list, which
+# counts against the same limit) is large only when the stack is shallow, as a harness's is;
+# the guard's threshold sits between the judge's old fixed depth and a pytest run's.
+STACK_ROOM = {
+    "self-recursion": """
+def _room(n=0):
+    try:
+        return _room(n + 1)
+    except RecursionError:
+        return n
+""",
+    "nested-repr": """
+def _room():
+    nested = []
+    for _ in range(980):
+        nested = [nested]
+    try:
+        repr(nested)
+    except Exception:
+        return 0
+    return 1000
+""",
+}
+
+
+@pytest.mark.parametrize("how", sorted(STACK_ROOM))
+def test_a_subject_exact_only_on_a_shallow_stack_is_caught(sample, tmp_path, how):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(STACK_ROOM[how], _with_guard("_room() >= 980"))})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
+
+
 # --- 2b. reading the judge's memory: the corpus in its file order, the call's recipe --------
 
 FILE_ORDER = {
