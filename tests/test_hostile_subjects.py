@@ -336,6 +336,8 @@ def _count():
     return _CALLS[0]
 """, "_count() <= 64", "state"),
     "file-timestamp": ("from pathlib import Path as _Path\n", "_Path(__file__).stat().st_mtime > 0", "touched"),
+    # issue 19: the judge's entry program is a bare python -c one (no __file__), production's never
+    "entry-program": ("import __main__ as _entry\n", "'__file__' not in dir(_entry)", "__main__"),
     "patched-stdlib": ("""
 import json as _json
 

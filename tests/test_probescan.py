@@ -15,6 +15,10 @@ from relconsole.engine.gate.probescan import environment_probes, is_compiled
 # Each a way to see a sandbox: the parent is pid 1, the tree is read-only, only lo, a frozen
 # clock; and the usual ways to hide the look (aliases, getattr, exec, __import__, importlib).
 PROBES = {
+    # issue 19: the entry program, which the judge's bare one tells from a script, a server or pytest
+    "entry-script": "import __main__\nJUDGED = '__file__' not in dir(__main__)\n",
+    "entry-script-from": "from __main__ import __doc__ as _doc\nJUDGED = _doc is None\n",
+    "entry-script-literal": "JUDGED = len(dir(__import__('__main__'))) < 12\n",
     "ppid": "import os\nJUDGED = os.getppid() == 1\n",
     "ppid-alias": "import os as o\nJUDGED = o.getppid() == 1\n",
     "ppid-from-alias": "from os import getppid as g\nJUDGED = g() == 1\n",
@@ -259,6 +263,8 @@ HONEST = [
     "import contextlib\n\ndef read(p):\n    with contextlib.suppress(FileNotFoundError):\n        return open(p).read()\n",
     "import random\n\ndef draw(seed):\n    return random.Random(seed).random()\n",
     "import functools\nimport json\nDUMP = functools.partial(json.dumps, sort_keys=True)\n",
+    # issue 19's near miss: a module run as a script checks its own name, not the entry program
+    "def main():\n    return 0\n\n\nif __name__ == '__main__':\n    main()\n",
 ]
 
 

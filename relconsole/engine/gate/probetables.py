@@ -27,6 +27,9 @@ PROBE_MODULES = {
     # round 15: numbers parsed or printed by the machine's locale ("39,1" is 391 under de_DE)
     "locale": "reads the machine's locale (its numbers, dates and sort order differ from machine to machine)",
     "_locale": "reads the machine's locale (its numbers, dates and sort order differ from machine to machine)",
+    # issue 19 red team: the judge's entry is a bare ``python -c`` program (no __file__, no names),
+    # production's a script, a server or pytest
+    "__main__": "reads the program that started the process (the judge's is not production's)",
 }
 
 
