@@ -167,9 +167,11 @@ def _enter_call(call, init, base, private, err_path, write_fd, ask_w, answer_r):
     random.seed(call.get("seed", 0))
     _plain_main()
     for name in ("stdin", "stdout", "stderr"):
-        setattr(sys, name, open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
-                                closefd=False, encoding="utf-8",  # errors as a plain interpreter's
-                                errors="backslashreplace" if name == "stderr" else "strict"))
+        stream = open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
+                      closefd=False, encoding="utf-8",  # errors as a plain interpreter's
+                      errors="backslashreplace" if name == "stderr" else "strict")
+        stream.buffer.raw.name = f"<{name}>"  # as the interpreter names its own: a number says "reopened"
+        setattr(sys, name, stream)
     _pin(base)
 
 
