@@ -218,7 +218,9 @@ MAIN_VIEW = ('[[k, type(v).__name__, getattr(v, "__name__", None)] for k, v in v
 # what a subject reads of its standard streams without a flagged name (their encoding and
 # descriptor numbers are flagged, and the buffering follows what the descriptor is)
 STREAM_VIEW = ("[[s.name, s.mode, type(s).__name__, type(s.buffer).__name__, type(s.buffer.raw).__name__,"
-               " s.buffer.raw.mode, s.buffer.raw.closefd] for s in (sys.stdin, sys.stdout, sys.stderr)]")
+               " s.buffer.raw.mode, s.buffer.raw.closefd] for s in (sys.stdin, sys.stdout, sys.stderr)]"
+               " + [[sys.stdin == sys.__stdin__, sys.stdout == sys.__stdout__, sys.stderr == sys.__stderr__]]"
+               " + [[k for k in sys.path_importer_cache if k.endswith(('.py', '.pyc'))]]")
 
 MISBEHAVING = """
 import os, sys, json
@@ -333,7 +335,10 @@ def test_main_holds_what_a_python_c_program_s_main_holds(server):
 
 def test_the_standard_streams_are_named_and_typed_as_a_python_c_program_s(server):
     """A stream reopened from its descriptor is named by its number; the interpreter's own are
-    ``<stdout>`` and so on: ``isinstance(sys.stdout.name, int)`` told the judge (red team, issue 19)."""
+    ``<stdout>`` and so on, and are ``sys.__stdout__`` too; a python -c program asked the import
+    system about no script file: ``isinstance(sys.stdout.name, int)``, ``sys.stdout !=
+    sys.__stdout__`` and a ``main.pyc`` key in ``sys.path_importer_cache`` each told the judge
+    (red team, issue 19)."""
     result = call(server, "streams")
     assert result.status == "ok"
     assert result.body["ok"] == _as_python_c(STREAM_VIEW)
