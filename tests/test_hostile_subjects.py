@@ -338,6 +338,7 @@ def _count():
     "file-timestamp": ("from pathlib import Path as _Path\n", "_Path(__file__).stat().st_mtime > 0", "touched"),
     # issue 19: the judge's entry program is a bare python -c one (no __file__), production's never
     "entry-program": ("import __main__ as _entry\n", "'__file__' not in dir(_entry)", "__main__"),
+    "code-location": ("", "'site-packages' not in _sum.__code__.co_filename", "code lives"),
     "patched-stdlib": ("""
 import json as _json
 

@@ -19,6 +19,10 @@ PROBES = {
     "entry-script": "import __main__\nJUDGED = '__file__' not in dir(__main__)\n",
     "entry-script-from": "from __main__ import __doc__ as _doc\nJUDGED = _doc is None\n",
     "entry-script-literal": "JUDGED = len(dir(__import__('__main__'))) < 12\n",
+    # issue 19: where the code lives, through its code object or its globals, and the import path's cache
+    "code-filename": "def f():\n    pass\n\n\nJUDGED = 'site-packages' not in f.__code__.co_filename\n",
+    "function-globals": "def f():\n    pass\n\n\nJUDGED = f.__globals__.get('__cached__') is None\n",
+    "importer-cache": "import sys\nJUDGED = any(k.endswith('.pyc') for k in sys.path_importer_cache)\n",
     "ppid": "import os\nJUDGED = os.getppid() == 1\n",
     "ppid-alias": "import os as o\nJUDGED = o.getppid() == 1\n",
     "ppid-from-alias": "from os import getppid as g\nJUDGED = g() == 1\n",

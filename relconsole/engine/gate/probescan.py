@@ -28,8 +28,8 @@ import ast
 from collections import Counter
 
 from relconsole.engine.gate.pysource import Finding, _before, _judged, own_nodes, _scopes, parse
-from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, FRAME_ATTRS, STAT_TIMES, constant_probe, _dotted,
-                                                import_targets)
+from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, CODE_ATTRS, FRAME_ATTRS, STAT_TIMES, constant_probe,
+                                                _dotted, import_targets)
 from relconsole.engine.gate.probecalls import (bound_probe, call_probe, import_probe, patch_words, spec_text,
                                                thread_like)
 from relconsole.engine.gate.probeexprs import (constant_dunder, identity_probe, name_probe, optional_file,
@@ -121,6 +121,8 @@ def _read_probe(node: ast.Attribute | ast.Name, imports: dict[str, str], shadowe
         why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
     if why is None and isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
         why = f"reads a frame (.{node.attr}): the call stack around it says who called"
+    if why is None and isinstance(node, ast.Attribute) and node.attr in CODE_ATTRS:
+        why = f"reads where its code lives or its module's names (.{node.attr}), as __file__ or globals() would"
     if why is None and isinstance(node, ast.Attribute) and node.attr in ("native_id", "ident") \
             and thread_like(node.value, imports):
         why = f"reads the process's identity (.{node.attr} of a thread)"

@@ -63,7 +63,7 @@ PROBE_NAMES = {
     **{f"sys.{n}": "reads the interpreter's state" for n in (
         "_getframe", "_current_frames", "orig_argv", "argv", "flags", "modules", "executable", "path",
         "prefix", "base_prefix", "exec_prefix", "settrace", "setprofile", "gettrace", "getprofile",
-        "addaudithook", "audit", "meta_path", "path_hooks")},
+        "addaudithook", "audit", "meta_path", "path_hooks", "path_importer_cache")},
     **{f"time.{n}": "reads the clock" for n in (
         "time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
         "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns",
@@ -176,6 +176,11 @@ STAT_TIMES = frozenset({"st_mtime", "st_ctime", "st_atime", "st_mtime_ns", "st_c
 
 FRAME_ATTRS = frozenset({"f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "f_globals",
                          "f_locals", "f_builtins", "f_lineno", "f_lasti"})
+
+
+# attributes of a function or code object that say where its code lives or what its module
+# holds: ``f.__code__.co_filename`` is ``__file__``, ``f.__globals__`` is ``globals()`` (issue 19)
+CODE_ATTRS = frozenset({"__code__", "co_filename", "__globals__"})
 
 
 # modules a module re-exports as an attribute (``os.sys``, ``subprocess.signal``): ``os.sys.flags``
