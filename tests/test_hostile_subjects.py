@@ -339,6 +339,10 @@ def _count():
     # issue 19: the judge's entry program is a bare python -c one (no __file__), production's never
     "entry-program": ("import __main__ as _entry\n", "'__file__' not in dir(_entry)", "__main__"),
     "code-location": ("", "'site-packages' not in _sum.__code__.co_filename", "code lives"),
+    # the sandbox runs the base interpreter with the venv's packages added: a package then lies
+    # outside the interpreter's own purelib, as it never does in a venv
+    "install-paths": ("import sysconfig as _sysconfig\nimport yaml as _yaml\n",
+                      "not _yaml.__file__.startswith(_sysconfig.get_paths()['purelib'])", "installed"),
     "patched-stdlib": ("""
 import json as _json
 

@@ -30,6 +30,8 @@ PROBE_MODULES = {
     # issue 19 red team: the judge's entry is a bare ``python -c`` program (no __file__, no names),
     # production's a script, a server or pytest
     "__main__": "reads the program that started the process (the judge's is not production's)",
+    "sysconfig": "reads where the interpreter and its packages are installed (the judge's are not production's)",
+    "distutils": "reads where the interpreter and its packages are installed (the judge's are not production's)",
 }
 
 
@@ -178,9 +180,10 @@ FRAME_ATTRS = frozenset({"f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame
                          "f_locals", "f_builtins", "f_lineno", "f_lasti"})
 
 
-# attributes of a function or code object that say where its code lives or what its module
-# holds: ``f.__code__.co_filename`` is ``__file__``, ``f.__globals__`` is ``globals()`` (issue 19)
-CODE_ATTRS = frozenset({"__code__", "co_filename", "__globals__"})
+# attributes of a function, code object or module that say where code lives or what its module
+# holds: ``f.__code__.co_filename`` is ``__file__``, ``f.__globals__`` is ``globals()``, and
+# ``yaml.__file__`` says where packages are installed (issue 19)
+CODE_ATTRS = frozenset({"__code__", "co_filename", "__globals__", "__file__", "__spec__", "__cached__", "__loader__"})
 
 
 # modules a module re-exports as an attribute (``os.sys``, ``subprocess.signal``): ``os.sys.flags``
