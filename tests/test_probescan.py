@@ -26,6 +26,7 @@ PROBES = {
     "install-paths": "import sysconfig\nJUDGED = sysconfig.get_paths()['purelib']\n",
     "package-file": "import json\nJUDGED = json.__file__.endswith('.py')\n",
     "package-spec": "import json\nJUDGED = json.__spec__.origin\n",
+    "traceback-text": "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    JUDGED = '/src/' in traceback.format_exc()\n",
     "ppid": "import os\nJUDGED = os.getppid() == 1\n",
     "ppid-alias": "import os as o\nJUDGED = o.getppid() == 1\n",
     "ppid-from-alias": "from os import getppid as g\nJUDGED = g() == 1\n",

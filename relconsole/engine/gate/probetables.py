@@ -133,6 +133,10 @@ PROBE_NAMES = {
     **{name: "keeps a database file, which outlives the call (a cache across processes)" for name in (
         "sqlite3.connect", "dbm.open", "shelve.open", "dbm.gnu.open", "dbm.ndbm.open", "dbm.dumb.open")},
     "traceback.StackSummary.extract": "walks the call stack",
+    # issue 19: a traceback's text names the files it passed, as __file__ does
+    **{f"traceback.{n}": "reads the file names in a traceback (where the code lives)" for n in (
+        "format_exc", "format_exception", "print_exc", "print_exception", "format_tb", "extract_tb",
+        "print_tb", "TracebackException")},
     # round 15: which files exist (the judge has only what git holds: an untracked file beside
     # the code is there in production and not here), the threads, the interpreter's settings,
     # the streams' encodings, and clocks stamped into output
