@@ -26,6 +26,8 @@ PROBES = {
     "install-paths": "import sysconfig\nJUDGED = sysconfig.get_paths()['purelib']\n",
     "package-file": "import json\nJUDGED = json.__file__.endswith('.py')\n",
     "package-spec": "import json\nJUDGED = json.__spec__.origin\n",
+    "installed-program": "import shutil\nJUDGED = shutil.which('bwrap') is not None\n",
+    "exec-path": "import os\nJUDGED = len(os.get_exec_path())\n",
     "traceback-text": "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    JUDGED = '/src/' in traceback.format_exc()\n",
     "ppid": "import os\nJUDGED = os.getppid() == 1\n",
     "ppid-alias": "import os as o\nJUDGED = o.getppid() == 1\n",

@@ -133,6 +133,9 @@ PROBE_NAMES = {
     **{name: "keeps a database file, which outlives the call (a cache across processes)" for name in (
         "sqlite3.connect", "dbm.open", "shelve.open", "dbm.gnu.open", "dbm.ndbm.open", "dbm.dumb.open")},
     "traceback.StackSummary.extract": "walks the call stack",
+    # issue 19: which programs are installed (the judge's machine has bubblewrap and libfaketime)
+    "shutil.which": "reads which programs are installed (the judge's machine is not production's)",
+    "os.get_exec_path": "reads the environment (PATH)",
     # issue 19: a traceback's text names the files it passed, as __file__ does
     **{f"traceback.{n}": "reads the file names in a traceback (where the code lives)" for n in (
         "format_exc", "format_exception", "print_exc", "print_exception", "format_tb", "extract_tb",
