@@ -215,6 +215,8 @@ def test_garbage_is_not_a_value():
 # the dunder globals of ``__main__`` (name, type, the value's own name) and argv
 MAIN_VIEW = ('[[k, type(v).__name__, getattr(v, "__name__", None)] for k, v in vars(sys.modules["__main__"]).items()'
              ' if k.startswith("__")] + [sys.argv]')
+# what the standard library modules the server used say of that use (issue 19 red team)
+MODULE_STATE_VIEW = ("[__import__('tempfile').tempdir, __import__('tempfile')._name_sequence is None]")
 # what a subject reads of its standard streams without a flagged name (their encoding and
 # descriptor numbers are flagged, and the buffering follows what the descriptor is)
 STREAM_VIEW = ("[[s.name, s.mode, type(s).__name__, type(s.buffer).__name__, type(s.buffer.raw).__name__,"
@@ -274,6 +276,9 @@ def main_globals(x):
 
 def streams(x):
     return """ + STREAM_VIEW + """
+
+def module_state(x):
+    return """ + MODULE_STATE_VIEW + """
 
 def frames(x):
     frame, names = sys._getframe(1), set()
@@ -342,6 +347,14 @@ def test_the_standard_streams_are_named_and_typed_as_a_python_c_program_s(server
     result = call(server, "streams")
     assert result.status == "ok"
     assert result.body["ok"] == _as_python_c(STREAM_VIEW)
+
+
+def test_the_standard_modules_the_server_used_look_unused(server):
+    """The server made the call's home with ``tempfile.mkdtemp``: its name generator was left
+    in the module, where a fresh interpreter has none (red team, issue 19)."""
+    result = call(server, "module_state")
+    assert result.status == "ok"
+    assert result.body["ok"] == _as_python_c(MODULE_STATE_VIEW)
 
 
 def test_printing_anywhere_does_not_reach_the_result(server):

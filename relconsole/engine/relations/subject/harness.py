@@ -164,6 +164,7 @@ def _enter_call(call, init, base, private, err_path, write_fd, ask_w, answer_r):
         os.environ["TMPDIR"] = os.path.join(work, "tmp")
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler is no subject's
     tempfile.tempdir = None
+    tempfile._name_sequence = None  # made by the server's mkdtemp; a fresh interpreter has none
     random.seed(call.get("seed", 0))
     _plain_main()
     for name in ("stdin", "stdout", "stderr"):
