@@ -26,6 +26,8 @@ PROBES = {
     "install-paths": "import sysconfig\nJUDGED = sysconfig.get_paths()['purelib']\n",
     "package-file": "import json\nJUDGED = json.__file__.endswith('.py')\n",
     "package-spec": "import json\nJUDGED = json.__spec__.origin\n",
+    "stdlib-private": "import tempfile\nJUDGED = tempfile._name_sequence is not None\n",
+    "stdlib-private-alias": "import tempfile as t\nJUDGED = getattr(t, '_name_sequence') is None\n",
     "installed-program": "import shutil\nJUDGED = shutil.which('bwrap') is not None\n",
     "exec-path": "import os\nJUDGED = len(os.get_exec_path())\n",
     "traceback-text": "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    JUDGED = '/src/' in traceback.format_exc()\n",
@@ -273,7 +275,9 @@ HONEST = [
     "import contextlib\n\ndef read(p):\n    with contextlib.suppress(FileNotFoundError):\n        return open(p).read()\n",
     "import random\n\ndef draw(seed):\n    return random.Random(seed).random()\n",
     "import functools\nimport json\nDUMP = functools.partial(json.dumps, sort_keys=True)\n",
-    # issue 19's near miss: a module run as a script checks its own name, not the entry program
+    # issue 19's near misses: a private name of the module's own, a module run as a script
+    "_CACHE_SIZE = 8\n\ndef size(xs):\n    return min(len(xs), _CACHE_SIZE)\n",
+    "import json\n\ndef dump(x):\n    return json.dumps(x, sort_keys=True)\n",
     "def main():\n    return 0\n\n\nif __name__ == '__main__':\n    main()\n",
 ]
 
