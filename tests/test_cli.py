@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,22 @@ def test_version_is_the_projects(capsys):
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.split() == ["relconsole", declared]
+
+
+@pytest.mark.parametrize("module, argv", [("argparse", ["--version"]), ("json", ["schema", "pin"])])
+def test_python_m_relconsole_in_a_checkout_imports_none_of_its_modules(tmp_path, module, argv):
+    """``python -m relconsole`` run in the reviewed checkout (as a CI step might) puts that
+    folder first on sys.path: a patch's ``argparse.py`` or ``json.py`` there must not run in
+    the process that decides (red team, issue 19)."""
+    import subprocess
+    import sys
+    (tmp_path / f"{module}.py").write_text("import sys\nsys.stderr.write('SHADOWED\\n')\nraise SystemExit(0)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # relconsole itself, as installed
+    done = subprocess.run([sys.executable, "-m", "relconsole", *argv], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "SHADOWED" not in done.stderr
+    assert done.returncode == 0 and done.stdout.strip(), (done.returncode, done.stdout, done.stderr)
 
 
 def test_validate_rejects_a_candidate_whose_subject_does_not_resolve(demo_repo: Path, capsys):

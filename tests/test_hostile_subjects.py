@@ -336,6 +336,13 @@ def _count():
     return _CALLS[0]
 """, "_count() <= 64", "state"),
     "file-timestamp": ("from pathlib import Path as _Path\n", "_Path(__file__).stat().st_mtime > 0", "touched"),
+    # issue 19: the judge's entry program is a bare python -c one (no __file__), production's never
+    "entry-program": ("import __main__ as _entry\n", "'__file__' not in dir(_entry)", "__main__"),
+    "code-location": ("", "'site-packages' not in _sum.__code__.co_filename", "code lives"),
+    # the sandbox runs the base interpreter with the venv's packages added: a package then lies
+    # outside the interpreter's own purelib, as it never does in a venv
+    "install-paths": ("import sysconfig as _sysconfig\nimport yaml as _yaml\n",
+                      "not _yaml.__file__.startswith(_sysconfig.get_paths()['purelib'])", "installed"),
     "patched-stdlib": ("""
 import json as _json
 
@@ -415,6 +422,39 @@ def test_a_module_named_like_the_standard_library_shadows_nothing(sample, tmp_pa
         "import random\nrandom.shuffle = lambda x, *a, **k: None\n")
     repo = patched(sample, tmp_path, {where: shadow, "src/aggregator.py": NAIVE})
     assert_not_passed(repo, replay=where == "random.py")
+
+
+# Issue 19 red team: how deep the caller's stack is, read with no probe at all. The room left
+# before a RecursionError (caught from a self-recursion, or from repr of a nested list, which
+# counts against the same limit) is large only when the stack is shallow, as a harness's is;
+# the guard's threshold sits between the judge's old fixed depth and a pytest run's.
+STACK_ROOM = {
+    "self-recursion": """
+def _room(n=0):
+    try:
+        return _room(n + 1)
+    except RecursionError:
+        return n
+""",
+    "nested-repr": """
+def _room():
+    nested = []
+    for _ in range(980):
+        nested = [nested]
+    try:
+        repr(nested)
+    except Exception:
+        return 0
+    return 1000
+""",
+}
+
+
+@pytest.mark.parametrize("how", sorted(STACK_ROOM))
+def test_a_subject_exact_only_on_a_shallow_stack_is_caught(sample, tmp_path, how):
+    repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(STACK_ROOM[how], _with_guard("_room() >= 980"))})
+    decisions = assert_not_passed(repo, replay=False)
+    assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
 # --- 2b. reading the judge's memory: the corpus in its file order, the call's recipe --------

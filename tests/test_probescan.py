@@ -15,6 +15,22 @@ from relconsole.engine.gate.probescan import environment_probes, is_compiled
 # Each a way to see a sandbox: the parent is pid 1, the tree is read-only, only lo, a frozen
 # clock; and the usual ways to hide the look (aliases, getattr, exec, __import__, importlib).
 PROBES = {
+    # issue 19: the entry program, which the judge's bare one tells from a script, a server or pytest
+    "entry-script": "import __main__\nJUDGED = '__file__' not in dir(__main__)\n",
+    "entry-script-from": "from __main__ import __doc__ as _doc\nJUDGED = _doc is None\n",
+    "entry-script-literal": "JUDGED = len(dir(__import__('__main__'))) < 12\n",
+    # issue 19: where the code lives, through its code object or its globals, and the import path's cache
+    "code-filename": "def f():\n    pass\n\n\nJUDGED = 'site-packages' not in f.__code__.co_filename\n",
+    "function-globals": "def f():\n    pass\n\n\nJUDGED = f.__globals__.get('__cached__') is None\n",
+    "importer-cache": "import sys\nJUDGED = any(k.endswith('.pyc') for k in sys.path_importer_cache)\n",
+    "install-paths": "import sysconfig\nJUDGED = sysconfig.get_paths()['purelib']\n",
+    "package-file": "import json\nJUDGED = json.__file__.endswith('.py')\n",
+    "package-spec": "import json\nJUDGED = json.__spec__.origin\n",
+    "stdlib-private": "import tempfile\nJUDGED = tempfile._name_sequence is not None\n",
+    "stdlib-private-alias": "import tempfile as t\nJUDGED = getattr(t, '_name_sequence') is None\n",
+    "installed-program": "import shutil\nJUDGED = shutil.which('bwrap') is not None\n",
+    "exec-path": "import os\nJUDGED = len(os.get_exec_path())\n",
+    "traceback-text": "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    JUDGED = '/src/' in traceback.format_exc()\n",
     "ppid": "import os\nJUDGED = os.getppid() == 1\n",
     "ppid-alias": "import os as o\nJUDGED = o.getppid() == 1\n",
     "ppid-from-alias": "from os import getppid as g\nJUDGED = g() == 1\n",
@@ -259,6 +275,10 @@ HONEST = [
     "import contextlib\n\ndef read(p):\n    with contextlib.suppress(FileNotFoundError):\n        return open(p).read()\n",
     "import random\n\ndef draw(seed):\n    return random.Random(seed).random()\n",
     "import functools\nimport json\nDUMP = functools.partial(json.dumps, sort_keys=True)\n",
+    # issue 19's near misses: a private name of the module's own, a module run as a script
+    "_CACHE_SIZE = 8\n\ndef size(xs):\n    return min(len(xs), _CACHE_SIZE)\n",
+    "import json\n\ndef dump(x):\n    return json.dumps(x, sort_keys=True)\n",
+    "def main():\n    return 0\n\n\nif __name__ == '__main__':\n    main()\n",
 ]
 
 

@@ -215,6 +215,14 @@ def test_garbage_is_not_a_value():
 # the dunder globals of ``__main__`` (name, type, the value's own name) and argv
 MAIN_VIEW = ('[[k, type(v).__name__, getattr(v, "__name__", None)] for k, v in vars(sys.modules["__main__"]).items()'
              ' if k.startswith("__")] + [sys.argv]')
+# what the standard library modules the server used say of that use (issue 19 red team)
+MODULE_STATE_VIEW = ("[__import__('tempfile').tempdir, __import__('tempfile')._name_sequence is None]")
+# what a subject reads of its standard streams without a flagged name (their encoding and
+# descriptor numbers are flagged, and the buffering follows what the descriptor is)
+STREAM_VIEW = ("[[s.name, s.mode, type(s).__name__, type(s.buffer).__name__, type(s.buffer.raw).__name__,"
+               " s.buffer.raw.mode, s.buffer.raw.closefd] for s in (sys.stdin, sys.stdout, sys.stderr)]"
+               " + [[sys.stdin == sys.__stdin__, sys.stdout == sys.__stdout__, sys.stderr == sys.__stderr__]]"
+               " + [[k for k in sys.path_importer_cache if k.endswith(('.py', '.pyc'))]]")
 
 MISBEHAVING = """
 import os, sys, json
@@ -266,6 +274,12 @@ def forge_kept(x):
 def main_globals(x):
     return """ + MAIN_VIEW + """
 
+def streams(x):
+    return """ + STREAM_VIEW + """
+
+def module_state(x):
+    return """ + MODULE_STATE_VIEW + """
+
 def frames(x):
     frame, names = sys._getframe(1), set()
     while frame is not None:
@@ -302,11 +316,13 @@ def test_a_plain_output_comes_back_as_data(server):
 
 
 def _as_python_c(code: str):
-    """What ``code`` (an expression) is in a plain ``python -c`` program."""
+    """What ``code`` (an expression) is in a plain ``python -c`` program, started as a subject's
+    interpreter is: stdin /dev/null, no PYTHON* variable (PYTHONUNBUFFERED changes the streams)."""
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-c", f"import json, sys\nprint(json.dumps({code}))"],
-                         capture_output=True, text=True, check=True).stdout
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    out = subprocess.run([sys.executable, "-c", f"import json, sys\nprint(json.dumps({code}))"], env=env,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
 
@@ -320,6 +336,25 @@ def test_main_holds_what_a_python_c_program_s_main_holds(server):
     result = call(server, "main_globals")
     assert result.status == "ok"
     assert result.body["ok"] == _as_python_c(MAIN_VIEW)
+
+
+def test_the_standard_streams_are_named_and_typed_as_a_python_c_program_s(server):
+    """A stream reopened from its descriptor is named by its number; the interpreter's own are
+    ``<stdout>`` and so on, and are ``sys.__stdout__`` too; a python -c program asked the import
+    system about no script file: ``isinstance(sys.stdout.name, int)``, ``sys.stdout !=
+    sys.__stdout__`` and a ``main.pyc`` key in ``sys.path_importer_cache`` each told the judge
+    (red team, issue 19)."""
+    result = call(server, "streams")
+    assert result.status == "ok"
+    assert result.body["ok"] == _as_python_c(STREAM_VIEW)
+
+
+def test_the_standard_modules_the_server_used_look_unused(server):
+    """The server made the call's home with ``tempfile.mkdtemp``: its name generator was left
+    in the module, where a fresh interpreter has none (red team, issue 19)."""
+    result = call(server, "module_state")
+    assert result.status == "ok"
+    assert result.body["ok"] == _as_python_c(MODULE_STATE_VIEW)
 
 
 def test_printing_anywhere_does_not_reach_the_result(server):

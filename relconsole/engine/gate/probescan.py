@@ -25,11 +25,12 @@ This module walks each scope and reports; what counts as a probe lives in ``prob
 from __future__ import annotations
 
 import ast
+import sys
 from collections import Counter
 
 from relconsole.engine.gate.pysource import Finding, _before, _judged, own_nodes, _scopes, parse
-from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, FRAME_ATTRS, STAT_TIMES, constant_probe, _dotted,
-                                                import_targets)
+from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, CODE_ATTRS, FRAME_ATTRS, STAT_TIMES, constant_probe,
+                                                _dotted, import_targets)
 from relconsole.engine.gate.probecalls import (bound_probe, call_probe, import_probe, patch_words, spec_text,
                                                thread_like)
 from relconsole.engine.gate.probeexprs import (constant_dunder, identity_probe, name_probe, optional_file,
@@ -80,7 +81,8 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             why = import_probe(node)
         elif isinstance(node, ast.Call):
-            why = call_probe(node, imports) or where_probe(node) or salted_hash(node, _name, imports)
+            why = (call_probe(node, imports) or where_probe(node) or salted_hash(node, _name, imports)
+                   or _private_getattr(node, imports))
         elif isinstance(node, ast.Compare):
             why = where_probe(node) or identity_probe(node)
         elif id(node) in literal_imports:
@@ -121,6 +123,10 @@ def _read_probe(node: ast.Attribute | ast.Name, imports: dict[str, str], shadowe
         why = f"reaches the names of module {_dotted(node.value, imports)} through __dict__"
     if why is None and isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
         why = f"reads a frame (.{node.attr}): the call stack around it says who called"
+    if why is None and isinstance(node, ast.Attribute) and _private(node.attr):
+        why = _stdlib_private(_dotted(node, imports))
+    if why is None and isinstance(node, ast.Attribute) and node.attr in CODE_ATTRS:
+        why = f"reads where its code lives or its module's names (.{node.attr}), as __file__ or globals() would"
     if why is None and isinstance(node, ast.Attribute) and node.attr in ("native_id", "ident") \
             and thread_like(node.value, imports):
         why = f"reads the process's identity (.{node.attr} of a thread)"
@@ -129,6 +135,28 @@ def _read_probe(node: ast.Attribute | ast.Name, imports: dict[str, str], shadowe
     if why is None and isinstance(node, ast.Attribute) and node.attr in STAT_TIMES:
         why = f"reads when a file was touched (.{node.attr}): a clock the frozen one does not stop"
     return why
+
+
+def _private(name: str) -> bool:
+    """``_name``, not ``__name__``: a module's own business, not its interface."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _stdlib_private(dotted: str | None) -> str | None:
+    """Why reading ``dotted`` (a name resolved through the imports) probes: a private name of a
+    standard library module (``tempfile._name_sequence``), which holds what ran before the call."""
+    if dotted and dotted.split(".")[0] in sys.stdlib_module_names and any(map(_private, dotted.split(".")[1:])):
+        return f"reads {dotted}, private state of the standard library (what ran in the process before the call)"
+    return None
+
+
+def _private_getattr(node: ast.Call, imports: dict[str, str]) -> str | None:
+    """``getattr(tempfile, "_name_sequence")``: the same read as the attribute."""
+    if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2 \
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
+            and _private(node.args[1].value):
+        return _stdlib_private(_dotted(node, imports))
+    return None
 
 
 def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:

@@ -27,6 +27,11 @@ PROBE_MODULES = {
     # round 15: numbers parsed or printed by the machine's locale ("39,1" is 391 under de_DE)
     "locale": "reads the machine's locale (its numbers, dates and sort order differ from machine to machine)",
     "_locale": "reads the machine's locale (its numbers, dates and sort order differ from machine to machine)",
+    # issue 19 red team: the judge's entry is a bare ``python -c`` program (no __file__, no names),
+    # production's a script, a server or pytest
+    "__main__": "reads the program that started the process (the judge's is not production's)",
+    "sysconfig": "reads where the interpreter and its packages are installed (the judge's are not production's)",
+    "distutils": "reads where the interpreter and its packages are installed (the judge's are not production's)",
 }
 
 
@@ -60,7 +65,7 @@ PROBE_NAMES = {
     **{f"sys.{n}": "reads the interpreter's state" for n in (
         "_getframe", "_current_frames", "orig_argv", "argv", "flags", "modules", "executable", "path",
         "prefix", "base_prefix", "exec_prefix", "settrace", "setprofile", "gettrace", "getprofile",
-        "addaudithook", "audit", "meta_path", "path_hooks")},
+        "addaudithook", "audit", "meta_path", "path_hooks", "path_importer_cache")},
     **{f"time.{n}": "reads the clock" for n in (
         "time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
         "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns",
@@ -128,6 +133,13 @@ PROBE_NAMES = {
     **{name: "keeps a database file, which outlives the call (a cache across processes)" for name in (
         "sqlite3.connect", "dbm.open", "shelve.open", "dbm.gnu.open", "dbm.ndbm.open", "dbm.dumb.open")},
     "traceback.StackSummary.extract": "walks the call stack",
+    # issue 19: which programs are installed (the judge's machine has bubblewrap and libfaketime)
+    "shutil.which": "reads which programs are installed (the judge's machine is not production's)",
+    "os.get_exec_path": "reads the environment (PATH)",
+    # issue 19: a traceback's text names the files it passed, as __file__ does
+    **{f"traceback.{n}": "reads the file names in a traceback (where the code lives)" for n in (
+        "format_exc", "format_exception", "print_exc", "print_exception", "format_tb", "extract_tb",
+        "print_tb", "TracebackException")},
     # round 15: which files exist (the judge has only what git holds: an untracked file beside
     # the code is there in production and not here), the threads, the interpreter's settings,
     # the streams' encodings, and clocks stamped into output
@@ -173,6 +185,12 @@ STAT_TIMES = frozenset({"st_mtime", "st_ctime", "st_atime", "st_mtime_ns", "st_c
 
 FRAME_ATTRS = frozenset({"f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "f_globals",
                          "f_locals", "f_builtins", "f_lineno", "f_lasti"})
+
+
+# attributes of a function, code object or module that say where code lives or what its module
+# holds: ``f.__code__.co_filename`` is ``__file__``, ``f.__globals__`` is ``globals()``, and
+# ``yaml.__file__`` says where packages are installed (issue 19)
+CODE_ATTRS = frozenset({"__code__", "co_filename", "__globals__", "__file__", "__spec__", "__cached__", "__loader__"})
 
 
 # modules a module re-exports as an attribute (``os.sys``, ``subprocess.signal``): ``os.sys.flags``

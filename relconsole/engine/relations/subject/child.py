@@ -45,6 +45,26 @@ class Forked(BaseException):
         self.job = job
 
 
+CALL_DEPTH = 200  # the most frames a call is made below the script's own; production's stacks are deeper
+
+
+def drawn_depth():
+    """How many frames deeper than the script's top level this call runs (0..``CALL_DEPTH``,
+    drawn per call from os.urandom): a fixed depth is a tell that needs no probe. The room
+    left before a RecursionError (a self-recursion caught, a nested list's ``repr``) says how
+    deep the caller's stack is; at one depth for every call, a subject exact only "when the
+    stack is shallow" is judged on its exact branch alone (red team, issue 19)."""
+    return int.from_bytes(os.urandom(2), "big") % (CALL_DEPTH + 1)
+
+
+def at_depth(frames, work):
+    """``work()``, called ``frames`` frames below this one; returns what it returns and
+    raises what it raises."""
+    if frames <= 0:
+        return work()
+    return at_depth(frames - 1, work)
+
+
 CALL_FIELDS = ("subject", "mode", "times", "inverse", "canon", "refs", "repeat")
 INIT_FIELDS = ("import_paths", "stdlib_count", "root")
 
@@ -86,8 +106,10 @@ def child(job):
             if failed is not None:
                 raise failed
             _import_roots(init)
-            earlier = _first_of_two(call, init, value, adapters, rows_as_read, decoy)
-            out = _apply(call, init, earlier.judged_input(value) if earlier is not None else value, adapters)
+            frames = drawn_depth()
+            earlier = at_depth(frames, lambda: _first_of_two(call, init, value, adapters, rows_as_read, decoy))
+            out = at_depth(frames, lambda: _apply(call, init, earlier.judged_input(value) if earlier is not None
+                                                  else value, adapters))
         except BaseException as exc:
             body = {"raised": _raised(exc, root)}
             if isinstance(exc, SystemExit):

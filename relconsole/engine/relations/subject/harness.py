@@ -164,12 +164,16 @@ def _enter_call(call, init, base, private, err_path, write_fd, ask_w, answer_r):
         os.environ["TMPDIR"] = os.path.join(work, "tmp")
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler is no subject's
     tempfile.tempdir = None
+    tempfile._name_sequence = None  # made by the server's mkdtemp; a fresh interpreter has none
     random.seed(call.get("seed", 0))
     _plain_main()
     for name in ("stdin", "stdout", "stderr"):
-        setattr(sys, name, open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
-                                closefd=False, encoding="utf-8",  # errors as a plain interpreter's
-                                errors="backslashreplace" if name == "stderr" else "strict"))
+        stream = open(getattr(sys, f"__{name}__").fileno(), "w" if name != "stdin" else "r",
+                      closefd=False, encoding="utf-8",  # errors as a plain interpreter's
+                      errors="backslashreplace" if name == "stderr" else "strict")
+        stream.buffer.raw.name = f"<{name}>"  # as the interpreter names its own: a number says "reopened"
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)  # sys.stdout == sys.__stdout__, as in any plain interpreter
     _pin(base)
 
 
@@ -269,6 +273,8 @@ def main():
     for name, value in kept.items():
         _setenv_c(name, value)
     _disguise(os.path.basename(sys.executable))
+    for script in {sys.argv[0], os.path.abspath(sys.argv[0])}:  # the interpreter asked whether main.pyc is a
+        sys.path_importer_cache.pop(script, None)  # zip or a folder; a python -c program has no script to ask of
     control = sys.stdin.buffer  # fd 0 and 1 are one socket: /proc/<pid>/fd cannot reopen a socket
     out = os.fdopen(os.dup(1), "wb")
     _prctl(PR_SET_DUMPABLE, 0)  # nothing without CAP_SYS_PTRACE reads this process's memory or fds
