@@ -42,7 +42,7 @@ _LOAD_CODE = ("gate/review.py", "gate/oracleload.py", "gate/seeds.py", "gate/pat
               "gate/quarantineload.py", "oracle/jsonnumbers.py", "oracle/textedit.py", "decision.py",
               "oracle/candidates.py", "oracle/candidatecheck.py", "oracle/candidatefile.py",
               "oracle/candidaterules.py", "oracle/candidateids.py", "oracle/skeleton.py", "oracle/seedrows.py",
-              "repo/gitio.py", "repo/touched.py", "repo/treeview.py", "repo/blobwrite.py",
+              "repo/gitio.py", "repo/baseref.py", "repo/touched.py", "repo/treeview.py", "repo/blobwrite.py",
               "repo/workspace.py", "repo/owners.py", "gate/bindfacts.py", "oracle/hashcache.py", "gate/importmap.py")
 
 

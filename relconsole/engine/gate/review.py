@@ -28,10 +28,10 @@ from relconsole.engine.oracle.seedrows import SeedRow
 from relconsole.engine.oracle.catalog import Catalog, Relation
 from relconsole.engine.gate.checklist import checklist_verdicts, merge_checklist
 from relconsole.engine.gate import importmap
-from relconsole.engine.repo.config import DEFAULT_BASE, OTHER_BASES, Layout, layout_from_pyproject
+from relconsole.engine.repo.baseref import resolve_base
+from relconsole.engine.repo.config import DEFAULT_BASE, Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
-from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, CommitRefused, GitError,
-                                      UsageError)
+from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, CommitRefused, UsageError
 from relconsole.engine.oracle.freezes import FreezeRow, for_relation
 from relconsole.engine.oracle.leases import LeaseStatus, reading_refusal
 from relconsole.engine.repo.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
@@ -324,7 +324,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     repo, (head_sha, base_tip) = gitio.open_with_refs(repo_path, (head_ref, base_ref or DEFAULT_BASE))  # one git call
     head_sha = head_sha or gitio.resolve(repo, head_ref)
     if base_tip is None:  # unknown (or origin/main), or git's own error: asked one by one
-        base_ref, base_tip = _base(repo, base_ref)
+        base_ref, base_tip = resolve_base(repo, base_ref)
     else:
         base_ref = base_ref or DEFAULT_BASE
     merge_base = gitio.merge_base(repo, base_tip, head_sha)
@@ -368,29 +368,6 @@ def finish_review(review: Review) -> None:
     _split(review)
     patch_catalog(review)
     load_acks(review)
-
-
-def _base(repo: gitio.Repository, base_ref: str | None) -> tuple[str, str]:
-    """(name, sha) of the base ref; by default ``main``, else ``origin/main`` (a CI clone)."""
-    if base_ref:
-        return base_ref, gitio.resolve(repo, base_ref)
-    try:
-        return DEFAULT_BASE, gitio.resolve(repo, DEFAULT_BASE)
-    except GitError:
-        try:
-            return f"origin/{DEFAULT_BASE}", gitio.resolve(repo, f"origin/{DEFAULT_BASE}")
-        except GitError:
-            raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base "
-                           f"with --base{_base_hint(repo)}, or fetch it (git fetch origin main)") from None
-
-
-def _base_hint(repo: gitio.Repository) -> str:
-    """`` (this repository has master: --base master)`` when a usual other base branch
-    exists, locally or on origin; "" otherwise. Only on the error path: one git call."""
-    names = [f"refs/heads/{b}" for b in OTHER_BASES] + [f"refs/remotes/origin/{b}" for b in OTHER_BASES]
-    listed = gitio.run_git(repo.working_tree_dir or repo.git_dir, "for-each-ref", "--format=%(refname:short)",
-                           *names, ok=None).stdout.decode("utf-8", "replace").split()
-    return f" (this repository has {listed[0]}: --base {listed[0]})" if listed else ""
 
 
 def _bind(review: Review) -> None:
