@@ -120,3 +120,20 @@ async def test_keys_typed_right_after_enter_or_esc_in_the_filter_act_on_panes(de
         await pilot.press("2", "slash", "escape", "4")
         await pilot.pause(0.2)
         assert app.filters["relations"] == "" and app.focused.kind == "quarantine"
+
+
+async def test_keys_sent_in_the_same_instant_as_slash_are_typed_into_the_filter(demo_repo):
+    """A fast typist or a terminal that sends "/src" at once: the letters were queued for the
+    pane before "/" moved focus to the filter row, so they were lost as text and ran as the
+    app's bindings ("r" started a run). They are the filter's now."""
+    from textual import events
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("1")
+        for key in ("slash", "s", "r", "c"):
+            app.post_message(events.Key(key, "/" if key == "slash" else key))
+        await pilot.pause(0.3)
+        bar = app.query_one("#filter", FilterBar)
+        assert app.focused is bar and bar.value == "src"
+        assert not app.running and len(app.screen_stack) == 1, "no binding ran: no run, no dialog"

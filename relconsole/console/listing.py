@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual import events
 from textual.widgets import Input, Tabs
 
 from relconsole.console import filters
@@ -143,6 +144,18 @@ class PaneListing:
         self.show_filter_of(kind)
         self.screen_stack[0].add_class("-filtering")  # a tiny terminal shows the row only now
         self.screen_stack[0].set_focus(bar, scroll_visible=False)  # now: the next key (esc, a letter) is the row's
+
+    def on_key(self, event: events.Key) -> None:
+        """A letter that reaches the app while the filter row has focus was read by the pane
+        ``/`` was leaving (the pane reads "/src" sent at once before the app runs ``/``'s
+        action): it is the filter's, typed there, never an app binding (``r`` ran the
+        relations). Keys the row itself passes on (enter, esc, tab) keep their bindings."""
+        bar = self.focused
+        if isinstance(bar, FilterBar) and event.is_printable and event is not getattr(self, "_resent_key", None):
+            event.stop()
+            event.prevent_default()
+            self._resent_key = events.Key(event.key, event.character)  # sent once: never a loop
+            bar.post_message(self._resent_key)
 
     def show_filter_of(self, kind: str) -> None:
         """The filter row always shows the focused pane's filter (it never appears or goes:
