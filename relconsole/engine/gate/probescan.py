@@ -82,7 +82,7 @@ def _probes(_name: str, scope: ast.AST, module: ast.Module, module_imports: dict
             why = import_probe(node)
         elif isinstance(node, ast.Call):
             why = (call_probe(node, imports) or where_probe(node) or salted_hash(node, _name, imports)
-                   or _private_getattr(node, imports))
+                   or _stdlib_private(_dotted(node, imports)))  # getattr(tempfile, "_name_sequence")
         elif isinstance(node, ast.Compare):
             why = where_probe(node) or identity_probe(node)
         elif id(node) in literal_imports:
@@ -147,15 +147,6 @@ def _stdlib_private(dotted: str | None) -> str | None:
     standard library module (``tempfile._name_sequence``), which holds what ran before the call."""
     if dotted and dotted.split(".")[0] in sys.stdlib_module_names and any(map(_private, dotted.split(".")[1:])):
         return f"reads {dotted}, private state of the standard library (what ran in the process before the call)"
-    return None
-
-
-def _private_getattr(node: ast.Call, imports: dict[str, str]) -> str | None:
-    """``getattr(tempfile, "_name_sequence")``: the same read as the attribute."""
-    if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2 \
-            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
-            and _private(node.args[1].value):
-        return _stdlib_private(_dotted(node, imports))
     return None
 
 
