@@ -11,7 +11,7 @@ from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.pane import Pane
 from bench.gitrepo import git
 from tests.conftest import TODAY
-from tests.test_console import SIZE, prompts, settle
+from tests.test_console import SIZE, prompts, settle, until
 
 
 async def test_markup_in_a_touched_path_and_a_filter_is_shown_literally(demo_repo):
@@ -133,7 +133,8 @@ async def test_keys_sent_in_the_same_instant_as_slash_are_typed_into_the_filter(
         await pilot.press("1")
         for key in ("slash", "s", "r", "c"):
             app.post_message(events.Key(key, "/" if key == "slash" else key))
-        await pilot.pause(0.3)
         bar = app.query_one("#filter", FilterBar)
+        await until(pilot, lambda: len(bar.value) >= 3 or app.running, "the three letters land somewhere", 10)
+        await pilot.pause()
         assert app.focused is bar and bar.value == "src"
         assert not app.running and len(app.screen_stack) == 1, "no binding ran: no run, no dialog"
