@@ -1070,6 +1070,7 @@ def test_frames_written_into_the_server_s_channel_are_not_read_as_results(sample
     assert decisions["penguins.order_invariant"][0] == "reject", decisions
 
 
+@pytest.mark.serial  # 1,500 forks a call: every test beside it would wait on the process table
 def test_a_flood_of_unreaped_children_is_the_subject_s_miss_not_an_environment_fault(sample, tmp_path):
     flood = "import os\nfor _ in range(1500):\n    if os.fork() == 0:\n        os._exit(0)\n"
     repo = patched(sample, tmp_path, {"src/aggregator.py": prelude(flood, NAIVE)})

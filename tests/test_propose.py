@@ -30,7 +30,7 @@ from bench.gitrepo import git
 from conftest import TODAY
 from relconsole import schemas
 import relconsole.cli.main as cli
-from relconsole.engine.drafting.drafter import STRAGGLER_SECONDS, DrafterError, run_drafter
+from relconsole.engine.drafting.drafter import DrafterError, run_drafter
 from relconsole.engine.drafting.judge import (commit_candidates, commit_seed_rows, judge_candidates, judge_seed_rows,
                                               provenance)
 from relconsole.engine.drafting.parse import drafted_items
@@ -414,11 +414,9 @@ def test_a_drafter_that_runs_too_long_is_killed_with_its_children(demo_repo, tmp
     code = f"import subprocess, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\ntime.sleep(600)"
 
     before = snapshot(demo_repo)
-    started = time.monotonic()
     exit_code = run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD), code), "--timeout", "1")
-    elapsed = time.monotonic() - started
+    # waited for, the drafter would have printed a good candidate after its 600 s (exit 0)
     assert exit_code == EXIT_ABORT and "did not finish within 1 s" in capsys.readouterr().err
-    assert elapsed < 60  # far below the drafter's 600 s: it was stopped, not waited for
     assert snapshot(demo_repo) == before
     time.sleep(4)  # past the child's own 3 s: it would have left its marker by now
     assert not marker.exists()
@@ -674,6 +672,16 @@ def _setsid_child(tmp_path: Path, then: str) -> tuple[str, Path]:
     return code, pid_file
 
 
+def _still_running(pid_file: Path) -> bool:
+    """Whether the straggler ``pid_file`` names (a child that sleeps 60 s holding the drafter's
+    stdout) still runs: had propose waited for that stdout to close, it would have ended."""
+    try:
+        pid = int(pid_file.read_text())
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 @pytest.fixture
 def stragglers():
     files: list[Path] = []
@@ -688,13 +696,10 @@ def stragglers():
 def test_a_child_in_a_new_session_holding_stdout_does_not_hold_propose(demo_repo, tmp_path, capsys, stragglers):
     code, pid_file = _setsid_child(tmp_path, "")
     stragglers.append(pid_file)
-    started = time.monotonic()
     exit_code, out = run_json(demo_repo, capsys, "--drafter", drafter(tmp_path, dump_yaml(GOOD), code),
                               "--timeout", "5")
-    elapsed = time.monotonic() - started
-    assert pid_file.exists()  # the straggler was started and still sleeps (60 s)
     assert exit_code == EXIT_PASS and out["written"] == [f"{QUARANTINE}/{GOOD['id']}.yaml"]
-    assert elapsed < 5 + STRAGGLER_SECONDS + 20  # the bound, far below the child's 60 s
+    assert _still_running(pid_file)  # propose returned while the child still held its stdout
 
 
 def test_a_hanging_drafter_with_a_new_session_child_is_stopped_at_the_timeout(
@@ -702,11 +707,9 @@ def test_a_hanging_drafter_with_a_new_session_child_is_stopped_at_the_timeout(
     code, pid_file = _setsid_child(tmp_path, "time.sleep(600)")
     stragglers.append(pid_file)
     before = snapshot(demo_repo)
-    started = time.monotonic()
     exit_code = run(demo_repo, "--drafter", drafter(tmp_path, dump_yaml(GOOD), code), "--timeout", "2")
-    elapsed = time.monotonic() - started
     assert exit_code == EXIT_ABORT and "did not finish within 2 s" in capsys.readouterr().err
-    assert elapsed < 2 + STRAGGLER_SECONDS + 20  # not the child's 60 s
+    assert _still_running(pid_file)  # propose did not wait for the child's stdout to close
     assert snapshot(demo_repo) == before
 
 

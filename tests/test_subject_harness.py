@@ -817,15 +817,27 @@ def test_a_subject_without_bubblewrap_cannot_write_the_reviewers_folders(tmp_pat
         pytest.skip("no user namespaces here")
     import shutil
     import tempfile
-    # outside /tmp (the call's own tmpfs would hide a folder there): in this checkout, as a
-    # reviewer's repository usually is
-    reviewer = Path(tempfile.mkdtemp(prefix=".reviewer-", dir=Path(__file__).resolve().parents[1]))
+    # outside /tmp (the call's own tmpfs would hide a folder there, and the subject would see
+    # ENOENT, not the read-only mount): in this checkout, as a reviewer's repository usually is,
+    # else in the home folder when the checkout itself is under /tmp
+    reviewer = Path(tempfile.mkdtemp(prefix=".reviewer-", dir=_outside_call_tmpfs()))
     try:
         _cannot_write(tmp_path, reviewer)
     finally:
         for name in ("cache.pickle", "store/blob"):
             (reviewer / name).chmod(0o644) if (reviewer / name).exists() else None
         shutil.rmtree(reviewer)
+
+
+def _outside_call_tmpfs() -> Path:
+    """A writable folder that no call's private tmpfs covers: this checkout, the home folder
+    or the working directory, the first not under one of ``CALL_TMPFS``."""
+    from relconsole.engine.relations.subject.namespaces import CALL_TMPFS
+    for folder in (Path(__file__).resolve().parents[1], Path.home(), Path.cwd()):
+        folder = folder.resolve()
+        if not any(folder == Path(t) or Path(t) in folder.parents for t in CALL_TMPFS) and os.access(folder, os.W_OK):
+            return folder
+    pytest.fail("no writable folder outside /tmp, /dev/shm and /var/tmp to play the reviewer's")
 
 
 def _cannot_write(tmp_path, reviewer):
