@@ -53,7 +53,8 @@ from relconsole.engine.repo.gitio import clean_env  # noqa: E402
 from relconsole.engine.gate.replay import replay, to_replay  # noqa: E402
 from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
 from relconsole.engine.gate.review import load_review  # noqa: E402
-from relconsole.engine.gate.reviewrun import plan_for, run_review
+from relconsole.engine.gate.reviewrun import run_review
+from relconsole.engine.gate.runplans import plan_for
 from relconsole.engine.relations.pool import evaluate_once  # noqa: E402
 from relconsole.engine.repo.workspace import overlay_oracle  # noqa: E402
 from relconsole.engine.repo.worktrees import WorktreePool  # noqa: E402

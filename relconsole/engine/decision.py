@@ -31,6 +31,9 @@ ROWS: dict[int, tuple[str, str, str]] = {
 }
 # Row 8 when the relation's policy forbids freezing (§8, last paragraph).
 FREEZE_FORBIDDEN = ("reject", "freeze_not_allowed", "freezing forbidden by the relation's policy")
+# Checked before row 3 (§8 "a miss is the patch's only when the base holds"): no table row.
+ORACLE_FAULT = ("abort", "oracle_fault", "the relation misses on every merge-base run too: the catalog keeper's to fix")
+ENVIRONMENT = ("abort", "environment", "the runs judged the machine (a module neither side has), not the patch")
 PROPERTY_RESULTS = ("fail", "pass")
 PIN_STATES = ("match", "mismatch")
 
@@ -106,16 +109,71 @@ def _row(n: int, rid, detail: str = "", fields: dict | None = None) -> Decision:
     return Decision(decision, reason, n, rid, detail, fields or {})
 
 
+def side_counts(sheet: Mapping, side: str) -> tuple[int, int] | None:
+    """``(misses, runs)`` a sheet records for ``side`` (``head`` or ``base``), or None when it
+    records no whole, non-negative counts there."""
+    runs = sheet.get("runs")
+    counts = runs.get(side) if isinstance(runs, Mapping) else None
+    if not isinstance(counts, Mapping):
+        return None
+    misses, total = counts.get("misses"), counts.get("runs")
+    if not all(type(n) is int and n >= 0 for n in (misses, total)):
+        return None
+    return misses, total
+
+
+def _where(sheet: Mapping) -> str:
+    catalog, line = sheet.get("catalog"), sheet.get("catalog_line")
+    if isinstance(catalog, str) and catalog:
+        return f" ({catalog}:{line})" if type(line) is int else f" ({catalog})"
+    return ""
+
+
+def base_fault(sheet: Mapping) -> str:
+    """Why a sheet's miss is the oracle's, not the patch's (§8, checked before row 3), or "".
+
+    The relation missed on every run on the merge base too: it does not hold before the
+    patch, whether with the same signature as HEAD's misses or another (a subject or adapter
+    that does not resolve there misses every run). Also the sheet's own ``oracle_fault`` text,
+    which the replay writes when it knows more (an adapter of the oracle raised)."""
+    given = sheet.get("oracle_fault")
+    if isinstance(given, str) and given.strip():
+        return given
+    counts = side_counts(sheet, "base")
+    if counts is None or counts[1] == 0 or counts[0] != counts[1]:
+        return ""
+    same = sheet.get("signature") == sheet.get("base_signature")
+    how = "the same miss as on HEAD" if same else f"another miss than HEAD's (base_signature {sheet.get('base_signature')})"
+    return (f"missed on every merge-base run too ({counts[0]} of {counts[1]}, {how}): the relation does not hold "
+            f"before the patch, so the miss is not the patch's; the catalog keeper fixes the relation, its "
+            f"seeds or its adapters{_where(sheet)}")
+
+
+def _base_words(sheet: Mapping) -> str:
+    counts = side_counts(sheet, "base")
+    if counts is None or counts[1] == 0:
+        return ""
+    return f", held on the merge base ({counts[1] - counts[0]} of {counts[1]} runs)"
+
+
 def decide(sheet: dict, freeze_allowed: bool | None = True) -> Decision:
     """Apply §8 to one replay sheet: exactly one row fires, the first whose evidence holds.
+
+    Two checks are no table row: a sheet whose runs judged the machine (``environment``, a
+    module neither side has) is ``abort`` ``environment``, before row 1; a relation that
+    misses on every merge-base run too (``base_fault``) is ``abort`` ``oracle_fault`` after
+    row 2, before row 3: a miss is the patch's only when the base holds.
 
     ``freeze_allowed`` (the relation's policy) and the sheet's own ``freeze_allowed`` must both
     allow freezing (absent/None allows), else row 8 becomes reject ``freeze_not_allowed``.
     A freeze decision's ``fields`` carry lease_id, signature, expires_at and test_id.
     """
-    missing = missing_fields(sheet)
     rid = sheet.get("test_id") if isinstance(sheet, Mapping) else None
     rid = rid if isinstance(rid, str) and rid else None
+    if isinstance(sheet, Mapping) and isinstance(sheet.get("environment"), str) and sheet["environment"]:
+        decision, reason, _ = ENVIRONMENT
+        return Decision(decision, reason, None, rid, sheet["environment"])
+    missing = missing_fields(sheet)
     if missing:
         return _row(1, rid, ", ".join(missing))
     lease = sheet["lease"]
@@ -123,8 +181,12 @@ def decide(sheet: dict, freeze_allowed: bool | None = True) -> Decision:
         fence = lease.get("fence")
         why = "no lease id" if _blank(lease.get("id")) else f"lease state {lease.get('state')!r}"
         return _row(2, rid, why + (f"; {fence}" if fence else ""))
+    fault = base_fault(sheet)
+    if fault:
+        decision, reason, _ = ORACLE_FAULT
+        return Decision(decision, reason, None, rid, fault)
     if sheet["property_result"] == "fail":
-        return _row(3, rid, "missed on every HEAD run")
+        return _row(3, rid, "missed on every HEAD run" + _base_words(sheet))
     if sheet["fixture_pin"]["state"] == "mismatch":
         return _row(4, rid, "fixture pin mismatch")
     if sheet.get("predicate_state") == "quarantine":

@@ -57,7 +57,7 @@ from relconsole.engine.relations import mutations, targeting
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.review import Review
-from relconsole.engine.gate.reviewrun import plan_for
+from relconsole.engine.gate.runplans import plan_for
 from relconsole.engine.gate.bitereport import BiteReport, MutationResult
 from relconsole.engine.gate.bitefiles import through_link
 from relconsole.engine.gate.bitecache import key_files, store_report, cache_key
@@ -95,7 +95,8 @@ def bite(review: Review, relation_id: str, progress: Callable[[MutationResult], 
     own_tree = tree is None
     tree = scratch_dir("relconsole-bite-") if own_tree else Path(tree)
     try:
-        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree)
+        build_run_tree(review.repo, review.head_sha, review.oracle_dir, review.layout.protected, tree,
+                       generated=review.layout.generated)
         return _bite_in(review, relation, tree, progress)
     finally:
         if own_tree:

@@ -12,7 +12,7 @@ from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
-from relconsole.engine.gate.reviewrun import import_paths
+from relconsole.engine.gate.runplans import import_paths
 from relconsole.engine.gate.bitefiles import CommitRunTree, DiskRunTree, relative_roots, spec_file
 from relconsole.engine.gate.adapterreach import Reach, Walk, _defining, _reach
 

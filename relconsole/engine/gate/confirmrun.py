@@ -20,7 +20,7 @@ from relconsole.engine.gate.replayrun import (Heartbeat, ReplaySide, confirm_fre
 from relconsole.engine.gate.replaysheet import (EnvironmentFault, environment_fault, miss_evidence, miss_signature,
                                                 pin_fields, sheet_common, side_counts)
 from relconsole.engine.gate.review import Review
-from relconsole.engine.gate.reviewrun import plan_for
+from relconsole.engine.gate.runplans import plan_for
 from relconsole.engine.gate.confirmstate import utc_now, state_dir
 from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.gate.sheets import write_json
@@ -110,7 +110,8 @@ class Run:
                 kind = "freshly created" if fresh else "clean pooled"
                 self.step(f"{which} replay: {kind} worktree of {name} at {commit[:12]}", 0.0)
                 tree = pool.checkout(name, commit)
-                overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree)
+                overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree,
+                               review.layout.generated)
                 sides.append(ReplaySide(name, commit, tree))
             plans = {relation.id: {s.name: plan_for(review, relation, s.tree) for s in sides}}
             pin = pin_fields(review, plans[relation.id]["head"], plans[relation.id]["base"], relation)

@@ -7,7 +7,7 @@ import dataclasses
 import shutil
 
 from relconsole.engine.gate import importmap
-from relconsole.engine.gate.reviewrun import checkout_name, plan_for, sandboxed
+from relconsole.engine.gate.runplans import checkout_name, plan_for, sandboxed
 from relconsole.engine.relations.runner import run_all
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
 
@@ -26,7 +26,7 @@ def ensure(review, workers: int | None = None) -> None:
         try:
             linked = sandboxed()
             build_run_tree(review.repo, review.merge_base, review.oracle_dir, review.layout.protected, tree,
-                           link=linked)
+                           link=linked, generated=review.layout.generated)
             plans = [(dataclasses.replace(plan_for(review, r, tree, linked=linked), imports_only=True), None)
                      for r in missing]
             results = run_all(plans, workers=workers)

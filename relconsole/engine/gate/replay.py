@@ -19,14 +19,15 @@ import datetime as dt
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from relconsole.engine.decision import Decision, decide, worst
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.gate.review import Replayed, Review
-from relconsole.engine.gate.reviewrun import plan_for, run_review
+from relconsole.engine.gate.reviewrun import run_review
+from relconsole.engine.gate.runplans import plan_for
 from relconsole.engine.gate.sheets import manifest_name, write_json
 from relconsole.engine.repo.workspace import overlay_oracle
 from relconsole.engine.repo.worktrees import WorktreePool, slug
@@ -49,12 +50,16 @@ class ReplayOutcome:
     paths: dict[str, Path]
     artifacts: Path
     lease: WorkspaceLease | None
+    unreplayed: dict[str, Decision] = field(default_factory=dict)  # run verdicts a replay cannot change
 
     def overall(self) -> Decision:
-        """The worst decision of this replay's sheets (pass when nothing missed)."""
-        if not self.decisions:
+        """The worst decision of this replay's sheets and of the touched relations it did not
+        replay because a replay proves nothing more (a vacuous hold, an environment or oracle
+        fault): pass only when nothing missed."""
+        decided = [*self.decisions.values(), *self.unreplayed.values()]
+        if not decided:
             return Decision("pass", "no_missed_relations")
-        return worst(list(self.decisions.values()))
+        return worst(decided)
 
 
 def default_workspace(review: Review, shard: Shard) -> str:
@@ -69,10 +74,22 @@ def default_artifacts(review: Review) -> Path:
     return Path(review.repo.common_dir).resolve() / "relconsole" / "replay" / review.head_sha[:12]
 
 
+REPLAYED_HOLDS = ("intermittent_on_base",)  # a hold a replay classifies (row 8 or 6); the others it cannot
+
+
 def to_replay(review: Review, shard: Shard) -> list[str]:
-    """The touched relations of ``shard`` that missed or were blocked in ``review.results``."""
+    """The touched relations of ``shard`` whose run in ``review.results`` blames the patch (a
+    reject: a miss, an output no adapter compares, an input that fails closed) or missed on
+    the merge base too (``intermittent_on_base``). Not a vacuous run (hold: replaying proves
+    nothing more), nor an abort (an environment or oracle fault: a replay would only prove
+    the same ImportError ten times)."""
     ids = shard.select(review.touched_relations())
-    return [rid for rid in ids if rid in review.results and review.results[rid].outcome != "held"]
+    return [rid for rid in ids if rid in review.results and _replayable(review.results[rid])]
+
+
+def _replayable(result) -> bool:
+    verdict = result.verdict
+    return result.outcome != "held" and (verdict.decision == "reject" or verdict.reason in REPLAYED_HOLDS)
 
 
 def replay(review: Review, store: LeaseStore, options: ReplayOptions,
@@ -123,7 +140,9 @@ def replay(review: Review, store: LeaseStore, options: ReplayOptions,
         review.replays.pop(rid, None)
     for rid, sheet in sheets.items():
         review.replays[rid] = Replayed(sheet, decisions[rid], paths.get(rid))
-    return ReplayOutcome(sheets, decisions, paths, artifacts, final)
+    unreplayed = {rid: review.results[rid].verdict for rid in mine if rid in review.results and rid not in ids
+                  and review.results[rid].verdict.decision not in ("pass", "freeze")}
+    return ReplayOutcome(sheets, decisions, paths, artifacts, final, unreplayed)
 
 
 def _clear_sheets(artifacts: Path, ids: list[str]) -> None:
@@ -180,7 +199,8 @@ def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: Rep
     sides = []
     for name, commit in (("head", review.head_sha), ("base", review.merge_base)):
         tree = pool.checkout(name, commit)
-        overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree)
+        overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree,
+                       review.layout.generated)
         sides.append(ReplaySide(name, commit, tree))
     plans = {rid: {side.name: plan_for(review, review.catalog.get(rid), side.tree) for side in sides}
              for rid in runnable}

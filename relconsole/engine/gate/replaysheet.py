@@ -132,6 +132,7 @@ def sheet_common(review: Review, relation: Relation, options: ReplayOptions) -> 
     policy = relation.freeze
     expires = review.today + dt.timedelta(days=policy.max_days)
     return {"relconsole_sheet": SHEET_VERSION, "test_id": relation.id, "kind": relation.kind,
+            "catalog": review.layout.catalog, "catalog_line": relation.line,
             "lease": {"id": None, "holder": options.holder or default_holder(), "state": None,
                       "workspace": options.workspace, "generation": None, "store": None},
             "predicate_state": "active", "expires_at": expires.isoformat(),

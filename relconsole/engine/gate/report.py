@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from relconsole.engine.gate.bitecache import cached_verdict
 from relconsole.engine.decision import Decision
+from relconsole.engine.literal import one_line
 from relconsole.engine.gate.review import Review
 from relconsole.engine.relations.records import RelationResult
 
@@ -67,6 +68,8 @@ def replay_payload(outcome) -> dict:
             "sheet": str(outcome.paths.get(rid, "")), "property_result": sheet["property_result"],
             "runs": sheet["runs"], "signature": sheet["signature"],
             "base_signature": sheet["base_signature"], "fields": decision.fields})
+    relations += [decision_fields(decision) | {"sheet": None, "replayed": False}
+                  for decision in outcome.unreplayed.values()]
     lease = outcome.lease.to_json() if outcome.lease else None
     return decision_fields(outcome.overall()) | {"artifacts": str(outcome.artifacts), "lease": lease,
                                                  "relations": relations}
@@ -80,6 +83,9 @@ def replay_lines(outcome) -> list[str]:
         lines.append(f"{rid}: row {decision.row} {decision.decision.upper()} ({decision.reason})  "
                      f"HEAD missed {runs['head']['misses']}/{runs['head']['runs']}, "
                      f"base {runs['base']['misses']}/{runs['base']['runs']}  {outcome.paths.get(rid, '')}")
+    for rid, decision in outcome.unreplayed.items():
+        lines.append(f"{rid}: not replayed, {decision.decision.upper()} ({decision.reason}) from its run: "
+                     f"{one_line(decision.detail)}")
     overall = outcome.overall()
     lines.append(f"decision: {overall.decision}  ({overall.reason})  sheets in {outcome.artifacts}")
     return lines

@@ -14,7 +14,7 @@ from typing import Hashable
 from relconsole.engine.oracle.candidates import Verdict
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate.review import Review
-from relconsole.engine.gate.reviewrun import checkout_name, import_paths
+from relconsole.engine.gate.runplans import checkout_name, import_paths
 from relconsole.engine.relations.subject.server import ForkServer, bwrap_path
 from relconsole.engine.relations.subject.results import ServerFault
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
@@ -84,7 +84,7 @@ def unresolved_refs(review: Review, items: dict[Hashable, tuple[str, list[str]]]
     found: dict[Hashable, str] = {}
     try:
         build_run_tree(review.repo, review.base_tip, review.oracle_dir, review.layout.protected, tree,
-                       link=bwrap_path() is not None)
+                       link=bwrap_path() is not None, generated=review.layout.generated)
         server = ForkServer(tree, import_paths(review.layout, tree), None, None,
                             sandbox="bwrap" if review.layout.require_sandbox else "auto")
         try:

@@ -33,6 +33,14 @@ def top_entry(root: str, name: str) -> str | None:
     return None
 
 
+def module_entry(root: str, dotted: str) -> str | None:
+    """The tree-relative file or folder a dotted module name resolves to under ``root`` (a
+    module file, a package, or a folder a namespace package could be), or None."""
+    parts = dotted.split(".")
+    folder = os.path.join(root, *parts[:-1])
+    return top_entry(folder, parts[-1]) and "/".join(parts)
+
+
 class AdapterRefused(Exception):
     """An adapter the relation names is not among the oracle's protected files."""
 

@@ -163,8 +163,10 @@ def _record(reply: dict, seed: int, seconds: float) -> RunRecord:
     if "error" in reply:
         err = reply["error"]
         where = f" ({err['where']})" if err.get("where") else ""
+        module = err.get("module") if err.get("type") == "ModuleNotFoundError" else None
         return RunRecord(False, seed, error_type=err["type"], error=f"{err['message']}{where}", seconds=seconds,
-                         error_files=list(err.get("files") or []), inputs=read, run=run)
+                         error_files=list(err.get("files") or []), inputs=read, run=run,
+                         missing_module=module if isinstance(module, str) else "")
     if "blocked" in reply:
         return RunRecord(False, seed, blocked=str(reply["blocked"]), seconds=seconds, inputs=read, run=run)
     return RunRecord(reply["held"], seed, reply["source"], reply["followup"],

@@ -42,6 +42,7 @@ class RunRecord:
     vacuous: bool = False  # held only on empty outputs for a non-empty input (SPEC §7)
     run: dict = field(default_factory=dict)  # sandbox, hashseed, clock, call order, tree files imported
     compared: str = ""  # how the outputs were compared, in words (relations.Check.words)
+    missing_module: str = ""  # the module a ModuleNotFoundError names, else ""
 
     def describe(self) -> str:
         """One line: what missed and where."""
@@ -107,6 +108,7 @@ class RelationResult:
     reruns: list[RunRecord] = field(default_factory=list)
     freeze: FreezeRow | None = None
     signature: str | None = None
+    base: RunRecord | None = None  # the run on the merge base with the first run's inputs, after a miss (basecheck)
 
     @property
     def rerun_passes(self) -> int:
@@ -120,7 +122,7 @@ class RelationResult:
                 "row": self.verdict.row, "summary": self.summary, "first_run": first,
                 "reruns": [r.__dict__ for r in self.reruns],
                 "freeze": dict(self.freeze.raw, state=self.freeze.state) if self.freeze else None,
-                "signature": self.signature}
+                "signature": self.signature, "base_run": self.base.__dict__ if self.base else None}
 
 
 @dataclass

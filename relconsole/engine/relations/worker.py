@@ -25,7 +25,7 @@ import random
 import sys
 import traceback
 
-from relconsole.engine.relations.oracleimport import AdapterRefused, OracleFinder, top_entry, oracle_roots
+from relconsole.engine.relations.oracleimport import AdapterRefused, OracleFinder, module_entry, oracle_roots, top_entry
 from relconsole.engine.relations.replies import outcome_reply
 from relconsole.engine.relations.servercalls import ServerCalls, other_seed
 from relconsole.engine.relations.subject.inputs import read_corpus, read_seeds
@@ -172,17 +172,25 @@ class Server:
         return target
 
     def classify(self, error: dict, request: dict) -> dict:
-        """The error as the record keeps it; a module neither in the tree nor installed is an
-        environment fault (abort, §7), not the patch's miss."""
+        """The error as the record keeps it. A module neither in the tree nor installed is an
+        environment fault (abort, §7), not the patch's miss. A module of the tree's own packages
+        that this tree lacks stays a miss (the patch may have removed it), said with a hint: a
+        module the build generates is declared in ``[tool.relconsole] generated``; when the
+        merge base lacks it too, the base check makes it an environment fault."""
         error = dict(error, files=list(error.get("files") or []))
         module = error.get("module")
         if error.get("type") == "ModuleNotFoundError" and isinstance(module, str) and module:
+            roots = [str(root) for root in request.get("import_paths") or [self.root]]
             top = module.split(".", 1)[0]
-            if not any(top_entry(str(root), top) for root in request.get("import_paths") or [self.root]):
+            if not any(top_entry(root, top) for root in roots):
                 error.update(type="environment", message=(
                     f"the subject imports {module!r}, which is neither in the tree nor installed here: "
                     f"install the package that provides it (pip install {top}, or its distribution's name); "
                     "an environment fault, not the patch's"))
+            elif not any(module_entry(root, module) for root in roots):
+                error.update(message=f"{error.get('message', '')}: {module!r} is not in this commit's tree; if the "
+                                     "build generates it (a version file), give its text in [tool.relconsole] "
+                                     "generated (README: Generated modules)")
         return error
 
     def tree_files(self, frames) -> list[str]:

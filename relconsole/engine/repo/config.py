@@ -43,6 +43,9 @@ class Layout:
     frozen_clock: str = "2026-01-01T00:00:00+00:00"
     require_sandbox: bool = False  # True: no bubblewrap sandbox is an abort, not a run as a plain process (§7)
     pass_env: tuple[str, ...] = ()  # names of variables handed from relconsole's environment to the subject
+    # repository path -> the text of a module the build generates (a setuptools_scm version file):
+    # written into every run tree whose commit has no file there, since git never has it
+    generated: dict = field(default_factory=dict, compare=False)
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -68,6 +71,7 @@ _SCHEMA = {
         # a subject sees no other variable of ours; none that would change its interpreter or tell it
         "pass_env": {"type": "array", "items": {
             "type": "string", "pattern": r"^(?!PYTHON|LD_|FAKETIME|RELCONSOLE|GIT_)[A-Za-z_][A-Za-z0-9_]*$"}},
+        "generated": {"type": "object", "additionalProperties": {"type": "string"}},
     },
 }
 
@@ -105,4 +109,21 @@ def layout_from_pyproject(text: str | None, source: str = "pyproject.toml") -> L
         check_instant(section["frozen_clock"], source, "[tool.relconsole] frozen_clock")
     known = {f.name for f in fields(Layout)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items() if k in known}
+    _check_generated(values.get("generated") or {}, values.get("protected", Layout.protected), source)
     return replace(Layout(), **values)
+
+
+def _check_generated(stubs: dict, patterns, source: str) -> None:
+    """A generated module's path is a relative POSIX path inside the tree (no leading ``/``, no
+    ``.`` or ``..`` step, no backslash or NUL) and not a protected one: the oracle's files come
+    from the base ref as committed, and a stub there would stand in for one. Raises BadInputError."""
+    from relconsole.engine.repo.owners import protected
+    for path in stubs:
+        steps = path.split("/")
+        if not path or path.startswith("/") or "\\" in path or "\0" in path or \
+                any(step in ("", ".", "..") for step in steps):
+            raise BadInputError(source, f"[tool.relconsole] generated: {path!r} is not a relative path inside the "
+                                        "repository (like \"src/pkg/_version.py\")")
+        if protected(tuple(patterns), path):
+            raise BadInputError(source, f"[tool.relconsole] generated: {path!r} is under a protected path; "
+                                        "a generated module is code the build writes, not an oracle file")

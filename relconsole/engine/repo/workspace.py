@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -64,10 +65,12 @@ def export_oracle(repo, oracle_commit: str, patterns: tuple[str, ...], dest: Pat
 
 
 def build_run_tree(repo, code_commit: str, oracle_dir: Path,
-                   patterns: tuple[str, ...], dest: Path, link: bool = False) -> Path:
+                   patterns: tuple[str, ...], dest: Path, link: bool = False,
+                   generated: Mapping[str, str] | None = None) -> Path:
     """``code_commit``'s committed files in ``dest`` (from the per-commit store,
     ``treestore``: hard links when ``link``, for a tree the subject sees through a read-only
-    sandbox, else copies), then the oracle's protected files overlaid.
+    sandbox, else copies), then the oracle's protected files overlaid, then the ``generated``
+    modules the commit lacks (``write_generated``).
 
     Protected files the code commit has but the oracle lacks are removed, so a patch
     cannot add its own seeds or adapters. Returns ``dest``. Raises GitError, RelconsoleError
@@ -79,13 +82,14 @@ def build_run_tree(repo, code_commit: str, oracle_dir: Path,
     except OSError as exc:
         where = exc.filename or dest
         raise RelconsoleError(f"cannot write {code_commit[:12]}'s tree at {where}: {exc.strerror or exc}") from None
-    return overlay_oracle(repo, code_commit, oracle_dir, patterns, dest)
+    return overlay_oracle(repo, code_commit, oracle_dir, patterns, dest, generated)
 
 
 def overlay_oracle(repo, code_commit: str, oracle_dir: Path,
-                   patterns: tuple[str, ...], dest: Path) -> Path:
+                   patterns: tuple[str, ...], dest: Path, generated: Mapping[str, str] | None = None) -> Path:
     """Replace the protected files of ``code_commit`` checked out in ``dest`` by the
-    oracle's (§2): the commit's own protected files are removed first. Returns ``dest``."""
+    oracle's (§2): the commit's own protected files are removed first. Then write the
+    ``generated`` modules the tree lacks (``write_generated``). Returns ``dest``."""
     dest = Path(dest)
     for path in protected_files(TreeView(repo, code_commit), patterns):
         target = real_parents(dest, path)
@@ -105,7 +109,27 @@ def overlay_oracle(repo, code_commit: str, oracle_dir: Path,
             os.symlink(os.readlink(source), target)
         else:
             shutil.copyfile(source, target, follow_symlinks=False)
+    write_generated(dest, generated or {})
     return dest
+
+
+def write_generated(dest: Path, stubs: Mapping[str, str]) -> list[str]:
+    """Write each ``path -> text`` of ``[tool.relconsole] generated`` (a module the build writes
+    and git never has, such as setuptools_scm's version file) into the tree at ``dest``, UTF-8,
+    where the tree has nothing at that path: a committed file always wins. A path whose folders
+    pass through a symlink is left out (never written through a link, and the commit's linked
+    package is not replaced). Returns the paths written, sorted."""
+    written = []
+    for path, text in sorted(stubs.items()):
+        parts = path.split("/")
+        folders = [Path(dest, *parts[:n]) for n in range(1, len(parts))]
+        target = Path(dest, *parts)
+        if os.path.lexists(target) or any(folder.is_symlink() for folder in folders):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
 
 
 def real_parents(root: Path, relative: str) -> Path:
