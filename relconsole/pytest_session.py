@@ -23,6 +23,7 @@ from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.oracle.freezes import counted_verdict
 from relconsole.engine.gate.report import decision_fields, run_payload
+from relconsole.engine.gate import importrun
 from relconsole.engine.gate.review import Review, load_review
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.relations.records import RelationResult
@@ -114,6 +115,11 @@ class RelconsoleSession:
             review.close()
             raise pytest.UsageError(*[f"relconsole: bad input file: {one_line(e.one_line())}"
                                       for e in review.errors])
+        try:
+            importrun.ensure(review)  # ownership follows imports: which relations are touched (§3)
+        except RelconsoleError as exc:
+            review.close()
+            raise pytest.UsageError(f"relconsole: {one_line(exc.one_line())}") from None
         self.review = review
         if not self.is_worker and session.config.pluginmanager.getplugin("dsession") is not None:
             self.is_controller = True  # pytest -n N: no item runs here; run every relation once, now

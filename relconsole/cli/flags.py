@@ -32,9 +32,12 @@ def cmd_flags(args) -> int:
     import json
     from relconsole.engine.gate.checklist import merge_checklist
     from relconsole.engine.gate.review import load_review
+    from relconsole.engine.gate import importrun
     from relconsole.engine.gate.reviewrun import run_review
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
     try:
+        if not review.errors:
+            importrun.ensure(review)  # ownership follows imports (§3), as bind, run and gate bind
         if args.run and not review.errors:
             run_review(review)
         items = merge_checklist(review)

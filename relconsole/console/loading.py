@@ -19,6 +19,7 @@ from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.bitecache import cached_verdict
 from relconsole.engine.gate.confirmstate import load_candidate_states
 from relconsole.engine.gate.replay import load_workspace_leases
+from relconsole.engine.gate import importrun
 from relconsole.engine.gate.review import Review, load_review
 from relconsole.engine.literal import counted, literal
 
@@ -66,6 +67,8 @@ class ReviewLoading:
         try:
             review = load_review(self.repo_path, self.base_ref, self.head_ref, self.today,
                                  self.oracle_from, hash_progress=self._hash_reporter())
+            if not review.errors:  # ownership follows imports: the record is made here when missing, as bind does
+                importrun.ensure(review)
             review.bites = {r.id: cached_verdict(review, r.id) for r in review.relations}
             load_candidate_states(review)
             load_workspace_leases(review)
