@@ -213,6 +213,8 @@ class RelconsoleSession:
                 self.results[result.relation_id] = result
         except RelconsoleError as exc:
             self.run_error = one_line(exc.one_line())
+        if self.review.errors and self.run_error is None:  # a subject the base does not have: nothing ran
+            self.run_error = f"bad input file: {one_line(self.review.errors[0].one_line())}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:

@@ -58,6 +58,10 @@ def touched_prompt(binding: Binding, flags: list[str] = ()) -> Text:
     return Text().append_tokens(piece for piece in pieces if piece[0])
 
 
+# An abort is nobody's miss: whose it is to fix, in the word the Relations pane shows.
+ABORT_WORDS = {"oracle_fault": "ORACLE FAULT (catalog keeper's)", "environment": "ENVIRONMENT (not the patch's)"}
+
+
 def result_text(result: RelationResult | None, blocked: str | None, touched: bool, running: bool) -> tuple[str, Text]:
     """(symbol, words) for a relation's result: held, MISSED with rerun counts, blocked..."""
     if running:
@@ -69,7 +73,9 @@ def result_text(result: RelationResult | None, blocked: str | None, touched: boo
     if result.outcome == "blocked":
         return "⊘", Text("BLOCKED", "bold red")
     if result.verdict.decision == "abort":  # nothing was judged: an environment or oracle fault
-        return "⊘", Text("ABORT", "bold red")
+        return "⊘", Text(ABORT_WORDS.get(result.verdict.reason, "ABORT"), "bold red")
+    if result.verdict.reason == "intermittent_on_base":  # not the patch's on this evidence: a replay says
+        return "✗", Text("MISSED on base too", "bold yellow")
     if result.outcome == "vacuous":  # held only on empty outputs: proved nothing (§7)
         return "∅", Text("VACUOUS", "bold yellow")
     text = Text("MISSED", "bold red") if result.outcome == "missed" else Text("held", "green")

@@ -8,6 +8,11 @@ from textual.widgets import Static
 from relconsole.console.render import DECISION_STYLE, lit
 from relconsole.engine.literal import counted
 
+# whose a decision's reason is to fix, when it is not the patch's
+WHOSE = {"oracle_fault": "the catalog keeper's to fix, not the patch's",
+         "environment": "the machine's: install or declare the module, not the patch's",
+         "intermittent_on_base": "missed on the merge base too: a replay ({replay}) classifies it"}
+
 
 class StatusLine(Static):
     """Shows one review's headline; ``show_*`` methods only build Text (no markup)."""
@@ -31,6 +36,8 @@ class StatusLine(Static):
         text.append(f" {decision.decision.upper()} ", f"reverse {DECISION_STYLE[decision.decision]}")
         row = f"§8 row {decision.row} " if decision.row else ""
         text.append(f" {row}{decision.reason}", "bold")
+        if decision.reason in WHOSE:
+            text.append(f" ({WHOSE[decision.reason].format(replay=self._key('replay'))})", "bold")
         gaps = len(review.gaps())
         if gaps:
             text.append(f" ✗ {counted(gaps, 'unowned path')} (a gap: exit 2 unless worse)", "bold red")

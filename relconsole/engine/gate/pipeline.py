@@ -199,7 +199,8 @@ def collect(directory: Path, fences: Fences | None = None, head: str | None = No
         if entry is not None and decided.decision != entry["decision"]:
             entry["fenced"] = _decision_json(decided)
     problems += _unsheeted(relations, sheeted)
-    if report.overall.reason == "incomplete_evidence":
+    stopped = any(part["errors"] for part in parts)  # a bad oracle file: nothing was run or replayed, by design
+    if report.overall.reason == "incomplete_evidence" and not stopped:
         problems.append(report.overall)
     patch = [_decision_of(d) for part in parts for d in part["patch"] + part["extra"]]
     merged = {key: first[key] for key in ("base", "merge_base", "head", "oracle_from", "today", "touched",

@@ -30,6 +30,7 @@ from relconsole.engine.gate.oracleload import oracle_digest
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.basecheck import check_on_base, needs_base
 from relconsole.engine.gate.runplans import checkout_name, plan_for, sandboxed
+from relconsole.engine.gate.subjectcheck import unresolved_to_run
 
 
 def _blocked(relation: Relation, why: str, freeze: FreezeRow | None) -> RelationResult:
@@ -57,13 +58,20 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
     relations (a lease or seeds file that fails closed) are reported without running.
     ``cancel`` (another thread's ``Cancel``) kills the runs in flight and starts no more.
     Raises RelconsoleError when the catalog did not load, RunCancelled when cancelled
-    (nothing stored). ``meanwhile`` runs on the calling thread while the workers judge (the
-    tree and the plans are ready, git is no longer used); what it raises cancels the run
-    and is raised once the workers stopped.
+    (nothing stored). A relation whose subject or adapters do not resolve on the base
+    (``subjectcheck.unresolved_to_run``) adds its BadInputError to ``review.errors`` and
+    nothing runs ([] is returned): the review stops with exit 5, as ``validate`` does.
+    ``meanwhile`` runs on the calling thread while the workers judge (the tree and the plans
+    are ready, git is no longer used); what it raises cancels the run and is raised once the
+    workers stopped.
     """
     if review.catalog is None:
         raise RelconsoleError("the catalog did not load; fix it before running relations")
     ids = relation_ids if relation_ids is not None else review.touched_relations()
+    unresolved = unresolved_to_run(review, [rid for rid in ids if review.catalog.get(rid) is not None])
+    if unresolved:  # the catalog names what the base does not have: the keeper's bad input, exit 5
+        review.errors.extend(unresolved)
+        return []
     scratch = scratch_dir("tmp")
     tree = scratch / checkout_name(review)  # the subject's working folder reads as a plain checkout
     try:

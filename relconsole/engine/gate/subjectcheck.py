@@ -104,4 +104,66 @@ def unresolved_refs(review: Review, items: dict[Hashable, tuple[str, list[str]]]
     return found
 
 
-__all__ = ["unresolved_subjects", "unresolved_refs", "reject_unresolved_candidates", "ServerFault"]
+RESOLVED_FILE = "resolved.json"  # under <git dir>/relconsole: what resolved on which base, by relation
+RESOLVED_KEEP = 5000  # entries kept (the newest): a cache, rebuilt when missing
+
+
+def unresolved_to_run(review: Review, relation_ids: list[str], timeout: float = 60.0) -> list[BadInputError]:
+    """``unresolved_subjects`` for the relations about to run: what ``validate`` reports about
+    their names stops a review too (exit 5 at the relation's catalog line), before anything is
+    run or blamed. Answers are kept under the git directory by base commit, oracle commit and
+    the names, so a later review of the same base asks no subject process; a missing or unreadable
+    cache is rebuilt. A machine where no subject process starts reports nothing here (the runs
+    themselves then say why)."""
+    relations = [r for r in (review.catalog.get(rid) for rid in relation_ids) if r is not None] \
+        if review.catalog is not None else []
+    cache = _read_cache(review)
+    keys = {r.id: _cache_key(review, r) for r in relations}
+    asked = {("r", r.id): (r.subject, [r.raw[role] for role in ROLES if r.raw.get(role)])
+             for r in relations if keys[r.id] not in cache}
+    if asked:
+        try:
+            found = unresolved_refs(review, asked, timeout)
+        except ServerFault:
+            return []
+        cache.update({keys[rid]: found.get(("r", rid), "") for _, rid in asked})
+        _write_cache(review, cache)
+    return [BadInputError(review.layout.catalog, f"relation {r.id!r}: {cache[keys[r.id]]}", r.line)
+            for r in relations if cache.get(keys[r.id])]
+
+
+def _cache_key(review: Review, relation) -> str:
+    import hashlib
+    import json
+    named = [relation.subject, *[relation.raw.get(role) for role in ROLES], review.layout.import_paths,
+             sorted(review.layout.generated.items()), review.base_tip, review.oracle_sha]
+    return hashlib.sha256(json.dumps(named, default=str).encode()).hexdigest()
+
+
+def _cache_path(review: Review):
+    from pathlib import Path
+    return Path(review.repo.common_dir) / "relconsole" / RESOLVED_FILE
+
+
+def _read_cache(review: Review) -> dict[str, str]:
+    import json
+    try:
+        data = json.loads(_cache_path(review).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def _write_cache(review: Review, cache: dict[str, str]) -> None:
+    """Keep the newest ``RESOLVED_KEEP`` answers; a failed write only loses the cache."""
+    import json
+    from relconsole.engine.atomicfile import write_atomic
+    kept = dict(list(cache.items())[-RESOLVED_KEEP:])
+    try:
+        write_atomic(_cache_path(review), json.dumps(kept))
+    except OSError:
+        pass
+
+
+__all__ = ["unresolved_subjects", "unresolved_refs", "unresolved_to_run", "reject_unresolved_candidates",
+           "ServerFault"]
