@@ -102,8 +102,11 @@ def test_a_misspelt_subject_is_never_the_patchs_miss(tmp_path):
     code, payload = run_json(repo)
     gated, decided = gate_json(repo, tmp_path)
     assert code in (EXIT_ABORT, EXIT_BAD_INPUT) and gated in (EXIT_ABORT, EXIT_BAD_INPUT), (payload, decided)
-    said = json.dumps(payload) + json.dumps(decided)
-    assert f"oracle/catalog.yaml:{catalog_line(repo)}" in said
+    for said in (payload, decided):
+        named = [(e["path"], e["line"]) for e in said.get("errors") or []]
+        named += [("oracle/catalog.yaml", catalog_line(repo))] if f"oracle/catalog.yaml:{catalog_line(repo)}" in \
+            json.dumps(said.get("relations")) else []
+        assert ("oracle/catalog.yaml", catalog_line(repo)) in named, said
 
 
 def test_a_real_miss_is_rejected_and_says_the_base_held_on_the_same_inputs(tmp_path):
@@ -228,3 +231,21 @@ def test_an_environment_sheet_is_an_environment_abort_not_missing_fields():
     sheet = dict(_sheet((5, 5), (5, 5)), signature=None, environment="no module named x")
     decision = decide(sheet)
     assert (decision.decision, decision.reason) == ("abort", "environment") and "x" in decision.detail
+
+
+def test_sarif_points_an_oracle_fault_at_the_catalog_line_and_the_summary_names_a_missing_module(tmp_path):
+    one_pass = 'def squash(text):\n    return text.replace("  ", " ")\n'
+    faulty = repo_with(tmp_path / "fault", {"textlib.py": one_pass, "oracle/seeds/texts.jsonl": '"a    b"\n'},
+                       {"textlib.py": one_pass + "\n# an honest comment\n"})
+    cli(faulty, "gate", "--base", "main", "--runs", "2", "--artifacts", str(tmp_path / "a1"), "--no-history",
+        "--sarif", str(tmp_path / "fault.sarif"))
+    results = json.loads((tmp_path / "fault.sarif").read_text())["runs"][0]["results"]
+    fault = next(r for r in results if r["ruleId"] == "oracle_fault")
+    where = fault["locations"][0]["physicalLocation"]
+    assert where["artifactLocation"]["uri"] == "oracle/catalog.yaml"
+    assert where["region"]["startLine"] == catalog_line(faulty)
+    missing = scm_repo(tmp_path / "scm")
+    cli(missing, "gate", "--base", "main", "--runs", "2", "--artifacts", str(tmp_path / "a2"), "--no-history",
+        "--summary", str(tmp_path / "summary.md"))
+    summary = (tmp_path / "summary.md").read_text().replace("\\", "")  # Markdown escapes . and _
+    assert "environment" in summary and "scmlib._version" in summary

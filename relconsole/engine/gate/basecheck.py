@@ -114,8 +114,8 @@ def settle(review, result: RelationResult, base: RunRecord | None, reruns: list[
         verdict = Decision("abort", "environment", None, rid, f"{where}: {base.error}")
     elif base.missing_module and base.missing_module == result.first.missing_module:
         verdict = Decision("abort", "environment", None, rid, (
-            f"neither HEAD nor the merge base {review.merge_base[:10]} can import {base.missing_module!r} "
-            f"({base.error[:300]}): an environment fault, not the patch's"))
+            f"module {base.missing_module!r} is missing on HEAD and on the merge base {review.merge_base[:10]} "
+            f"alike: an environment fault, not the patch's ({base.error[:300]})"))
     elif not _base_missed(base):
         verdict = Decision("abort", "oracle_fault", None, rid, _fault_words(review, rid, base))
     elif all(_base_missed(r) for r in reruns):

@@ -237,6 +237,8 @@ def _relation_results(payload: dict) -> list[dict]:
         catalog = _location(r.get("catalog") or _catalog_path(payload), r.get("catalog_line"))
         owned = [_location(path) for path in r.get("owns") or []]
         primary, related = (owned[0], owned[1:] + [catalog]) if owned else (catalog, [])
+        if r.get("reason") == "oracle_fault":  # the catalog keeper's to fix: the catalog line, not the patch's code
+            primary, related = catalog, owned
         row = f" (§8 row {r['row']})" if r.get("row") else ""
         keys = f"; keys that disagreed: {', '.join(map(str, r['differing']))}" if r.get("differing") else ""
         message = f"relation {r.get('relation_id')}: {r.get('decision')} {r.get('reason')}{row}: {r.get('detail')}{keys}"

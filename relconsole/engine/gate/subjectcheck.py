@@ -74,11 +74,14 @@ def _mark(candidates: list, problems: dict) -> None:
 
 
 def unresolved_refs(review: Review, items: dict[Hashable, tuple[str, list[str]]],
-                    timeout: float = 60.0) -> dict[Hashable, str]:
+                    timeout: float = 60.0, named: dict | None = None) -> dict[Hashable, str]:
     """key -> why, for each ``items`` entry (key -> (subject, [module:attr refs])) whose
     subject or a ref does not import and resolve on the base tip's tree with the oracle
     overlaid (one call per entry in a subject process; nothing of the tree runs in this
-    process). Raises ServerFault when no subject process can be started."""
+    process). ``named``, when given, gets key -> True when the failure is in a name the
+    catalog gives (the ref's module or attribute), False when it is elsewhere (a module the
+    ref's module imports, a call that died or hung). Raises ServerFault when no subject
+    process can be started."""
     scratch = scratch_dir("tmp")
     tree = scratch / checkout_name(review)
     found: dict[Hashable, str] = {}
@@ -96,7 +99,10 @@ def unresolved_refs(review: Review, items: dict[Hashable, tuple[str, list[str]]]
                 else:
                     problems = [(str(ref), raised) for ref, raised in result.body["ok"] or []]
                 for ref, raised in problems[:1]:
-                    found[key] = _problem(ref, raised if isinstance(raised, dict) else {})
+                    raised = raised if isinstance(raised, dict) else {}
+                    found[key] = _problem(ref, raised)
+                    if named is not None:
+                        named[key] = in_the_name(ref, raised)
         finally:
             server.close()
     finally:
@@ -104,14 +110,27 @@ def unresolved_refs(review: Review, items: dict[Hashable, tuple[str, list[str]]]
     return found
 
 
+def in_the_name(ref: str, raised: dict) -> bool:
+    """Whether ``raised`` (a resolve call's failure of ``ref``) is about the name itself: an
+    attribute the module lacks, or a missing module that is the ref's module or one of its
+    packages. A module missing further in (imported by the ref's module: a dependency not
+    installed, a file the build generates) is the machine's, and the runs say so."""
+    kind = raised.get("type")
+    if kind == "ModuleNotFoundError":
+        module, missing = ref.partition(":")[0], str(raised.get("module") or "")
+        return bool(missing) and (module == missing or module.startswith(missing + "."))
+    return kind in ("AttributeError", "ImportError", "ValueError")
+
+
 RESOLVED_FILE = "resolved.json"  # under <git dir>/relconsole: what resolved on which base, by relation
 RESOLVED_KEEP = 5000  # entries kept (the newest): a cache, rebuilt when missing
 
 
 def unresolved_to_run(review: Review, relation_ids: list[str], timeout: float = 60.0) -> list[BadInputError]:
-    """``unresolved_subjects`` for the relations about to run: what ``validate`` reports about
-    their names stops a review too (exit 5 at the relation's catalog line), before anything is
-    run or blamed. Answers are kept under the git directory by base commit, oracle commit and
+    """``unresolved_subjects`` for the relations about to run: a name the catalog gives that the
+    base does not have (``in_the_name``) stops a review as it fails ``validate`` (exit 5 at the
+    relation's catalog line), before anything is run or blamed; a module missing further in is
+    left to the runs, which call it the machine's (environment). Answers are kept under the git directory by base commit, oracle commit and
     the names, so a later review of the same base asks no subject process; a missing or unreadable
     cache is rebuilt. A machine where no subject process starts reports nothing here (the runs
     themselves then say why)."""
@@ -122,11 +141,12 @@ def unresolved_to_run(review: Review, relation_ids: list[str], timeout: float = 
     asked = {("r", r.id): (r.subject, [r.raw[role] for role in ROLES if r.raw.get(role)])
              for r in relations if keys[r.id] not in cache}
     if asked:
+        named: dict = {}
         try:
-            found = unresolved_refs(review, asked, timeout)
+            found = unresolved_refs(review, asked, timeout, named)
         except ServerFault:
             return []
-        cache.update({keys[rid]: found.get(("r", rid), "") for _, rid in asked})
+        cache.update({keys[rid]: found.get(("r", rid), "") if named.get(("r", rid)) else "" for _, rid in asked})
         _write_cache(review, cache)
     return [BadInputError(review.layout.catalog, f"relation {r.id!r}: {cache[keys[r.id]]}", r.line)
             for r in relations if cache.get(keys[r.id])]
