@@ -87,9 +87,17 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_BAD_INPUT: _BAD_ORACLE, EXIT_USAGE: _USAGE}),
     "validate": (
         "Check every oracle file (catalog, leases, freezes, seeds, quarantined candidates) and print "
-        "each candidate's and drafted seed row's verdict, with warnings for relations no owner pattern names.",
-        {EXIT_PASS: "every file is valid (warnings do not fail)", EXIT_ABORT: _GIT,
-         EXIT_BAD_INPUT: _BAD_ORACLE + "; or a relation's subject does not resolve", EXIT_USAGE: _USAGE}),
+        "each candidate's and drafted seed row's verdict, with warnings for relations no owner pattern names. "
+        "Then resolve every subject on the base and run every relation once there (the base tip with "
+        "its oracle, in the judge's worker processes; a miss is rerun twice on new seeds): a relation "
+        "that misses every run, is vacuous or cannot be compared is a bad input file at its catalog line, "
+        "with the seed row (or corpus) and both values, since every patch would be blamed for it; one "
+        "that misses on some runs only is a warning, one its lease keeps from running a note. "
+        "--static reads the files only: no subject is resolved and no relation runs.",
+        {EXIT_PASS: "every file is valid and every relation holds on the base (warnings do not fail)",
+         EXIT_ABORT: _GIT + "; or a relation could not be judged here (a module neither in the tree nor installed)",
+         EXIT_BAD_INPUT: _BAD_ORACLE + "; or a relation's subject does not resolve, or a relation misses "
+                         "on the base every run, is vacuous or cannot be compared", EXIT_USAGE: _USAGE}),
     "bite": (
         "Mutate the relation's subject function one change at a time and run the relation on each "
         "mutant: does it catch them? A relation that catches nothing guards nothing.",

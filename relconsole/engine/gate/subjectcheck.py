@@ -39,14 +39,21 @@ def unresolved_subjects(review: Review, candidates: list = (), timeout: float = 
     ``candidates`` whose refs do not resolve gets a failed ``subject_resolves`` verdict, in the
     same subject process (one run tree for both). Raises ServerFault when no subject process
     can be started."""
+    return list(unresolved_relations(review, candidates, timeout).values())
+
+
+def unresolved_relations(review: Review, candidates: list = (), timeout: float = 60.0) -> dict[str, BadInputError]:
+    """``unresolved_subjects`` by relation id, in catalog order (what ``validate`` leaves out
+    when it runs the relations: a relation already reported is not reported twice)."""
     if review.catalog is None:
-        return []
+        return {}
     items = {("r", relation.id): (relation.subject, [relation.raw[r] for r in ROLES if relation.raw.get(r)])
              for relation in review.relations}
     problems = unresolved_refs(review, items | _candidate_items(candidates), timeout)
     _mark(candidates, problems)
-    return [BadInputError(review.layout.catalog, f"relation {relation.id!r}: {problems[('r', relation.id)]}",
-                          relation.line) for relation in review.relations if ("r", relation.id) in problems]
+    return {relation.id: BadInputError(review.layout.catalog,
+                                       f"relation {relation.id!r}: {problems[('r', relation.id)]}", relation.line)
+            for relation in review.relations if ("r", relation.id) in problems}
 
 
 CANDIDATE_RULE = "subject_resolves"
@@ -104,4 +111,4 @@ def unresolved_refs(review: Review, items: dict[Hashable, tuple[str, list[str]]]
     return found
 
 
-__all__ = ["unresolved_subjects", "unresolved_refs", "reject_unresolved_candidates", "ServerFault"]
+__all__ = ["unresolved_subjects", "unresolved_relations", "unresolved_refs", "reject_unresolved_candidates", "ServerFault"]
