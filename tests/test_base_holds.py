@@ -1,6 +1,7 @@
 """A miss is the patch's only when the base holds (SPEC §8): a relation that misses on its own
 commit is the catalog keeper's to hear first. ``validate`` runs every relation on the base
-(exit 5). Small real repositories, real git, the judge's real worker processes."""
+(exit 5), ``accept`` refuses a ``catalog:`` commit that would miss (exit 64, nothing written).
+Small real repositories, real git, the judge's real worker processes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.gitrepo import committed_repo, git
+from bench.gitrepo import committed_repo, git, write_files
 from relconsole.engine import demo
-from relconsole.engine.errors import EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS
+from relconsole.engine.errors import EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_USAGE, CommitRefused
+from relconsole.engine.gate import actions
 from relconsole.engine.gate.holdcheck import FAILS, changed_relations
+from relconsole.engine.gate.review import load_review
 from relconsole.engine.literal import one_line
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.relations.records import short_pair
@@ -44,12 +47,21 @@ HOLDING = ['{"text": "1.0"}', '{"text": "2.0.1"}']
 LEADING_ZERO = '{"text": "1.01"}'
 
 
-def versions_repo(root: Path, seeds: list[str], catalog: str = CATALOG, code: str = VERSIONS) -> Path:
+def versions_repo(root: Path, seeds: list[str], catalog: str = CATALOG, code: str = VERSIONS,
+                  drafts: list[str] = ()) -> Path:
     """A repository whose ``main`` holds ``vers.py`` (``code``), ``catalog`` and the seeds
-    rows ``seeds``."""
+    rows ``seeds`` (with ``drafts`` waiting in quarantine for ``vers.roundtrip``)."""
     files = {"vers.py": code, "oracle/__init__.py": "", "oracle/catalog.yaml": catalog,
              "oracle/seeds/versions.jsonl": "".join(row + "\n" for row in seeds)}
+    if drafts:
+        files["oracle/quarantine/vers.roundtrip.seeds.jsonl"] = "".join(row + "\n" for row in drafts)
     return committed_repo(root, files)
+
+
+def git_state(repo: Path) -> tuple[str, ...]:
+    """What an accept must leave as it was: every ref, the index, the work tree's changes."""
+    return (git(repo, "for-each-ref", "--format=%(refname) %(objectname)"), git(repo, "diff", "--cached"),
+            git(repo, "diff"), git(repo, "status", "--porcelain", "--untracked-files=all"))
 
 
 def relation_line(catalog: str, relation_id: str) -> int:
@@ -144,6 +156,32 @@ def test_an_intermittent_miss_on_the_base_is_a_warning_that_names_the_freeze_pol
     assert code == EXIT_PASS and found["state"] == "intermittent" and 0 < found["misses"] < found["runs"]
     [warning] = [w for w in payload["warnings"] if "bands.repeat_scans" in w]
     assert "freeze policy" in warning and f"{found['misses']} of {found['runs']} runs" in warning
+
+
+def test_accepting_a_seed_row_the_base_misses_is_refused_and_git_is_untouched(tmp_path: Path, capsys):
+    repo = versions_repo(tmp_path / "r", HOLDING, drafts=[LEADING_ZERO, '{"text": "4.5"}'])
+    write_files(repo, {"vers.py": VERSIONS + "# my unstaged edit\n", "notes.txt": "staged\n"})
+    git(repo, "add", "notes.txt")
+    before = git_state(repo)
+    code, _, err = cli(capsys, "accept", "oracle/quarantine/vers.roundtrip.seeds.jsonl:1", *where(repo))
+    assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1
+    assert "vers.roundtrip" in err and f"seed row {len(HOLDING) + 1} " in err and LEADING_ZERO in err and " vs " in err
+    assert git_state(repo) == before
+    assert not list(Path(git(repo, "rev-parse", "--git-dir").strip()).glob("relconsole-index-*"))
+    code, out, _ = cli(capsys, "accept", "oracle/quarantine/vers.roundtrip.seeds.jsonl:2", "--json", *where(repo))
+    assert code == EXIT_PASS and json.loads(out)["kind"] == "catalog"
+    assert git(repo, "show", "main:oracle/seeds/versions.jsonl").splitlines() == [*HOLDING, '{"text": "4.5"}']
+
+
+def test_the_engine_path_the_console_commits_through_refuses_too(tmp_path: Path):
+    """The console's ``c`` and ``relconsole accept`` both call ``actions.accept``."""
+    repo = versions_repo(tmp_path / "r", HOLDING, drafts=[LEADING_ZERO])
+    before = git_state(repo)
+    with load_review(repo, "main", "HEAD", TODAY) as review:
+        [row] = review.seed_rows
+        with pytest.raises(CommitRefused, match="misses on the catalog: commit"):
+            actions.accept(review, [], [row.id])
+    assert git_state(repo) == before
 
 
 def test_only_added_or_changed_definitions_and_changed_seeds_count():

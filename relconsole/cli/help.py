@@ -122,11 +122,16 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
                      "a subject is not found, or no git identity"}),
     "accept": (
         "Accept quarantined candidate relations (into the catalog) or drafted seed rows (into the "
-        "seeds file): one 'catalog:' commit on the oracle branch.",
+        "seeds file): one 'catalog:' commit on the oracle branch. Before it is written, the relations "
+        "it adds or changes run on the tree it would have (the branch tip with the accepted rows): one "
+        "that misses there refuses the commit.",
         {EXIT_PASS: "the catalog: commit was made",
+         EXIT_ABORT: "a relation it adds or changes could not be judged here (a module not installed); "
+                     "nothing committed",
          EXIT_BAD_INPUT: _BAD_ORACLE,
          EXIT_USAGE: "an unknown id, or refused: a rejected or unconfirmed candidate (see "
-                     "--override-unconfirmed), a changed file, no git identity; nothing committed"}),
+                     "--override-unconfirmed), a relation that would miss on the commit (its seed row and "
+                     "both values are named), a changed file, no git identity; nothing committed"}),
     "delete": (
         "Delete quarantined candidates or drafted seed rows: one 'quarantine:' commit on the oracle branch.",
         {EXIT_PASS: "the quarantine: commit was made", EXIT_BAD_INPUT: _BAD_ORACLE,
