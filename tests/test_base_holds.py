@@ -1,7 +1,8 @@
 """A miss is the patch's only when the base holds (SPEC §8): a relation that misses on its own
 commit is the catalog keeper's to hear first. ``validate`` runs every relation on the base
-(exit 5), ``accept`` refuses a ``catalog:`` commit that would miss (exit 64, nothing written).
-Small real repositories, real git, the judge's real worker processes."""
+(exit 5), ``accept`` refuses a ``catalog:`` commit that would miss (exit 64, nothing written),
+``check-split`` flags such a commit in a range (exit 1). Small real repositories, real git,
+the judge's real worker processes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.gitrepo import committed_repo, git, write_files
+from bench.gitrepo import commit_all, committed_repo, git, write_files
 from relconsole.engine import demo
-from relconsole.engine.errors import EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_USAGE, CommitRefused
+from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE,
+                                      CommitRefused)
 from relconsole.engine.gate import actions
 from relconsole.engine.gate.holdcheck import FAILS, changed_relations
 from relconsole.engine.gate.review import load_review
@@ -58,15 +60,15 @@ def versions_repo(root: Path, seeds: list[str], catalog: str = CATALOG, code: st
     return committed_repo(root, files)
 
 
+def relation_line(catalog: str, relation_id: str) -> int:
+    """The 1-based catalog line of ``- id: relation_id``."""
+    return next(n for n, line in enumerate(catalog.splitlines(), 1) if line.strip() == f"- id: {relation_id}")
+
+
 def git_state(repo: Path) -> tuple[str, ...]:
     """What an accept must leave as it was: every ref, the index, the work tree's changes."""
     return (git(repo, "for-each-ref", "--format=%(refname) %(objectname)"), git(repo, "diff", "--cached"),
             git(repo, "diff"), git(repo, "status", "--porcelain", "--untracked-files=all"))
-
-
-def relation_line(catalog: str, relation_id: str) -> int:
-    """The 1-based catalog line of ``- id: relation_id``."""
-    return next(n for n, line in enumerate(catalog.splitlines(), 1) if line.strip() == f"- id: {relation_id}")
 
 
 def test_validate_names_the_seed_row_the_base_misses_with_both_values(tmp_path: Path, capsys):
@@ -182,6 +184,44 @@ def test_the_engine_path_the_console_commits_through_refuses_too(tmp_path: Path)
         with pytest.raises(CommitRefused, match="misses on the catalog: commit"):
             actions.accept(review, [], [row.id])
     assert git_state(repo) == before
+
+
+def test_check_split_flags_a_catalog_commit_whose_relation_misses_on_its_own_tree(tmp_path: Path, capsys):
+    repo = versions_repo(tmp_path / "r", HOLDING)
+    start = git(repo, "rev-parse", "HEAD").strip()
+    write_files(repo, {"vers.py": VERSIONS + "\n# a code change: no relation runs for it\n"})
+    commit_all(repo, "code")
+    write_files(repo, {"oracle/seeds/versions.jsonl": "".join(r + "\n" for r in [*HOLDING, LEADING_ZERO])})
+    bad = commit_all(repo, "catalog: a seed row with a leading zero")
+    code, out, _ = cli(capsys, "check-split", f"{start}..HEAD", "--repo", str(repo))
+    [line] = out.strip().splitlines()
+    assert code == EXIT_REJECT and line.startswith(f"{bad[:12]} oracle/catalog.yaml: relation vers.roundtrip misses on "
+                                                   "its own commit")
+    assert f"seed row {len(HOLDING) + 1} " in line and LEADING_ZERO in line
+    code, out, _ = cli(capsys, "check-split", f"{start}..HEAD~1", "--repo", str(repo), "--json")
+    assert code == EXIT_PASS and json.loads(out)["offences"] == []
+
+
+def test_a_range_without_catalog_changes_runs_nothing(tmp_path: Path, capsys, monkeypatch):
+    repo = versions_repo(tmp_path / "r", [*HOLDING, LEADING_ZERO])  # the base misses; no commit of the range changes it
+    start = git(repo, "rev-parse", "HEAD").strip()
+    write_files(repo, {"vers.py": VERSIONS + "\n# a code change\n"})
+    commit_all(repo, "code")
+
+    def refuse(*_args):
+        raise AssertionError("a range without catalog changes ran relations")
+    import relconsole.engine.gate.holdcommits as holdcommits
+    monkeypatch.setattr(holdcommits, "range_offences", refuse)
+    assert cli(capsys, "check-split", f"{start}..HEAD", "--repo", str(repo))[0] == EXIT_PASS
+
+
+def test_the_staged_hook_runs_no_relation_and_says_so(tmp_path: Path, capsys, monkeypatch):
+    repo = versions_repo(tmp_path / "r", HOLDING)
+    write_files(repo, {"oracle/seeds/versions.jsonl": "".join(r + "\n" for r in [*HOLDING, LEADING_ZERO])})
+    git(repo, "add", "-A")
+    monkeypatch.chdir(repo)
+    code, _, err = cli(capsys, "check-split", "--staged", "--repo", str(repo))
+    assert code == EXIT_PASS and "--staged runs no relation" in err
 
 
 def test_only_added_or_changed_definitions_and_changed_seeds_count():

@@ -195,9 +195,13 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
     "check-split": (
         "Check that every commit in BASE..HEAD (or, with --staged, the commit being made) keeps the "
         "commit discipline: a protected oracle path is never mixed with other paths, nor two kinds "
-        "of oracle change in one commit. For CI and the pre-commit hook.",
+        "of oracle change in one commit. In a range, each commit that changes the catalog or a seeds "
+        "file also has the relations it adds or changes run on its own tree: one that misses there "
+        "every run is an offence (a range with no such commit runs nothing). --staged checks paths "
+        "only, and runs no relation. For CI and the pre-commit hook.",
         {EXIT_PASS: "every commit keeps the discipline (the range and the number of commits checked are printed)",
-         EXIT_REJECT: "a commit mixes paths or kinds: one line per commit and path",
+         EXIT_REJECT: "a commit mixes paths or kinds, or a relation misses on its own commit: one line per "
+                      "commit and path",
          EXIT_ABORT: _GIT + "; fetch full history (fetch-depth: 0) in CI",
          EXIT_BAD_INPUT: "pyproject.toml is not UTF-8 text",
          EXIT_USAGE: "give exactly one of a BASE..HEAD range or --staged"}),

@@ -23,7 +23,7 @@ each relation, in ``Finding.state``:
 A seeds relation that missed every run runs once more on each seed row alone (up to
 ``ROWS_ALONE`` rows), to name the rows it misses on. ``Finding.text`` is the one line every
 caller prints: ``validate`` (the base) and ``holdcommits`` (a ``catalog:`` commit before it
-is written).
+is written, each commit of a ``check-split`` range that changes a relation).
 """
 
 from __future__ import annotations
