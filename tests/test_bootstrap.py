@@ -226,19 +226,23 @@ def _misses_on_base(textkit: Path, capsys) -> list[str]:
 
 def test_a_candidate_that_misses_on_head_and_base_is_not_accepted_as_confirmed(textkit: Path, capsys):
     """Tried on pypa/packaging: a roundtrip whose replays agreed that it misses on both sides
-    was "confirmed" and accepted, and then failed every review. accept refuses it unless the
-    reviewer overrides, and confirm says so."""
+    was "confirmed" and accepted, and then failed every review. accept refuses it, and confirm
+    says so; the reviewer's override of the second replay does not make it hold: the commit
+    it would make is refused for the miss itself, naming the seed row (a miss is the patch's
+    only when the base holds)."""
     args = _misses_on_base(textkit, capsys)
     tip = git(textkit, "rev-parse", "main").strip()
     code, _, err = cli(capsys, "accept", "textkit.twice_encoded", *args)
     assert code == EXIT_USAGE and "misses on the base" in err and git(textkit, "rev-parse", "main").strip() == tip
-    code, out, _ = cli(capsys, "accept", "textkit.twice_encoded", "--override-unconfirmed", *args)
-    assert code == EXIT_PASS and "accepted anyway by Rita Reviewer" in git(textkit, "log", "-1", "--format=%B")
+    code, _, err = cli(capsys, "accept", "textkit.twice_encoded", "--override-unconfirmed", *args)
+    assert code == EXIT_USAGE and "textkit.twice_encoded misses on the catalog: commit" in err and "seed row" in err
+    assert git(textkit, "rev-parse", "main").strip() == tip
 
 
 async def test_the_console_asks_before_accepting_a_confirmed_candidate_that_misses_on_the_base(textkit: Path, capsys):
     """The Quarantine pane says the candidate misses on head and base; a asks for the override
-    (n leaves the branch alone), y then c y commits it with the override in the message."""
+    (n leaves the branch alone), y then c y tries the commit, which is refused for the miss
+    (a notification naming it; the branch stays)."""
     from relconsole.console.app import ReviewApp
     from relconsole.console.screens.confirm import ConfirmScreen
     from tests.test_console import SIZE, goto, prompts, settle
@@ -260,7 +264,8 @@ async def test_the_console_asks_before_accepting_a_confirmed_candidate_that_miss
         await pilot.press("a", "y")
         await pilot.press("c", "y")
         await settle(pilot)
-    assert "accepted anyway by Rita Reviewer" in git(textkit, "log", "-1", "--format=%B", "main")
+        assert any("textkit.twice_encoded misses on the catalog: commit" in n.message for n in app._notifications)
+    assert git(textkit, "rev-parse", "main").strip() == tip
 
 
 def test_init_names_every_path_of_the_tree_exempt_or_as_a_listed_gap(textkit: Path, capsys):

@@ -87,9 +87,17 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_BAD_INPUT: _BAD_ORACLE, EXIT_USAGE: _USAGE}),
     "validate": (
         "Check every oracle file (catalog, leases, freezes, seeds, quarantined candidates) and print "
-        "each candidate's and drafted seed row's verdict, with warnings for relations no owner pattern names.",
-        {EXIT_PASS: "every file is valid (warnings do not fail)", EXIT_ABORT: _GIT,
-         EXIT_BAD_INPUT: _BAD_ORACLE + "; or a relation's subject does not resolve", EXIT_USAGE: _USAGE}),
+        "each candidate's and drafted seed row's verdict, with warnings for relations no owner pattern names. "
+        "Then resolve every subject on the base and run every relation once there (the base tip with "
+        "its oracle, in the judge's worker processes; a miss is rerun twice on new seeds): a relation "
+        "that misses every run, is vacuous or cannot be compared is a bad input file at its catalog line, "
+        "with the seed row (or corpus) and both values, since every patch would be blamed for it; one "
+        "that misses on some runs only is a warning, one its lease keeps from running a note. "
+        "--static reads the files only: no subject is resolved and no relation runs.",
+        {EXIT_PASS: "every file is valid and every relation holds on the base (warnings do not fail)",
+         EXIT_ABORT: _GIT + "; or a relation could not be judged here (a module neither in the tree nor installed)",
+         EXIT_BAD_INPUT: _BAD_ORACLE + "; or a relation's subject does not resolve, or a relation misses "
+                         "on the base every run, is vacuous or cannot be compared", EXIT_USAGE: _USAGE}),
     "bite": (
         "Mutate the relation's subject function one change at a time and run the relation on each "
         "mutant: does it catch them? A relation that catches nothing guards nothing.",
@@ -114,11 +122,16 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
                      "a subject is not found, or no git identity"}),
     "accept": (
         "Accept quarantined candidate relations (into the catalog) or drafted seed rows (into the "
-        "seeds file): one 'catalog:' commit on the oracle branch.",
+        "seeds file): one 'catalog:' commit on the oracle branch. Before it is written, the relations "
+        "it adds or changes run on the tree it would have (the branch tip with the accepted rows): one "
+        "that misses there refuses the commit.",
         {EXIT_PASS: "the catalog: commit was made",
+         EXIT_ABORT: "a relation it adds or changes could not be judged here (a module not installed); "
+                     "nothing committed",
          EXIT_BAD_INPUT: _BAD_ORACLE,
          EXIT_USAGE: "an unknown id, or refused: a rejected or unconfirmed candidate (see "
-                     "--override-unconfirmed), a changed file, no git identity; nothing committed"}),
+                     "--override-unconfirmed), a relation that would miss on the commit (its seed row and "
+                     "both values are named), a changed file, no git identity; nothing committed"}),
     "delete": (
         "Delete quarantined candidates or drafted seed rows: one 'quarantine:' commit on the oracle branch.",
         {EXIT_PASS: "the quarantine: commit was made", EXIT_BAD_INPUT: _BAD_ORACLE,
@@ -182,9 +195,13 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
     "check-split": (
         "Check that every commit in BASE..HEAD (or, with --staged, the commit being made) keeps the "
         "commit discipline: a protected oracle path is never mixed with other paths, nor two kinds "
-        "of oracle change in one commit. For CI and the pre-commit hook.",
+        "of oracle change in one commit. In a range, each commit that changes the catalog or a seeds "
+        "file also has the relations it adds or changes run on its own tree: one that misses there "
+        "every run is an offence (a range with no such commit runs nothing). --staged checks paths "
+        "only, and runs no relation. For CI and the pre-commit hook.",
         {EXIT_PASS: "every commit keeps the discipline (the range and the number of commits checked are printed)",
-         EXIT_REJECT: "a commit mixes paths or kinds: one line per commit and path",
+         EXIT_REJECT: "a commit mixes paths or kinds, or a relation misses on its own commit: one line per "
+                      "commit and path",
          EXIT_ABORT: _GIT + "; fetch full history (fetch-depth: 0) in CI",
          EXIT_BAD_INPUT: "pyproject.toml is not UTF-8 text",
          EXIT_USAGE: "give exactly one of a BASE..HEAD range or --staged"}),

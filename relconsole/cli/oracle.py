@@ -12,9 +12,10 @@ from __future__ import annotations
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
-from relconsole.cli.options import date, review_command, review_options
+from relconsole.cli.options import date, review_command, review_options, seed
 from relconsole.cli.reviewio import commit_payload, emit, errors_payload, load
-from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused
+from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError,
+                                      CommitRefused, UsageError)
 from relconsole.engine.literal import literal, one_line
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
@@ -23,7 +24,14 @@ if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser
 
 def register_validate(subparsers, commands: dict) -> None:
     """Add ``validate`` to ``subparsers`` and its handler to ``commands``."""
-    review_command(subparsers, "validate", "validate the oracle files and quarantine (exit 5 on a bad file)")
+    validate = review_command(subparsers, "validate", "validate the oracle files and quarantine, and run every "
+                                                      "relation once on the base (exit 5 on a bad file)")
+    validate.add_argument("--static", action="store_true",
+                          help="read the oracle files only: resolve no subject and run no relation (nothing "
+                               "of the tree runs; a quick check, as for a hook)")
+    validate.add_argument("--replay-seed", type=seed, default=None, metavar="SEED",
+                          help="every relation's first run on the base replays this recorded run seed (the "
+                               "'seed' of a run record: is a miss a patch met on the base too?)")
     commands["validate"] = cmd_validate
 
 
@@ -106,23 +114,26 @@ def register_ack(subparsers, commands: dict) -> None:
 
 
 def cmd_validate(args) -> int:
+    """Exit 5 for a bad oracle file, a subject that does not resolve or a relation that does
+    not hold on the base; 3 for a relation the machine could not judge (a module not
+    installed); else 0, warnings included (README: The command line)."""
     from relconsole.engine.gate.confirmstate import load_candidate_states
-    from relconsole.engine.gate.subjectcheck import unresolved_subjects
     from relconsole.engine.repo.uncommitted import uncommitted
+    if args.static and args.replay_seed is not None:
+        raise UsageError("--replay-seed replays the runs --static leaves out: give one of them")
     review = load(args)
     try:
-        if not review.errors:
-            # every subject resolves on the base (§3), and every candidate's (§10)
-            review.errors.extend(unresolved_subjects(review, review.candidates))
+        findings = [] if args.static or review.errors else _run_on_base(args, review)
         states = load_candidate_states(review)
-        payload = {"errors": errors_payload(review),
+        payload = {"errors": errors_payload(review), "static": bool(args.static),
                    "leases": [{"id": s.id, "source": s.source, "state": s.state, "reason": s.reason}
                               for s in review.leases],
                    "freezes": [{"relation_id": f.relation_id, "state": f.state, "why": f.why}
                                for f in review.freezes],
                    "candidates": [_candidate_payload(review, c) for c in review.candidates],
                    "seed_rows": [{"id": r.id, "key": r.key, "relation_id": r.relation_id, "valid": r.valid,
-                                  "reasons": r.reasons} for r in review.seed_rows]}
+                                  "reasons": r.reasons} for r in review.seed_rows],
+                   "relations": [f.to_json() for f in findings]}
         lines = [f"candidate {one_line(c.id)}: " + (f"valid · {states[c.path].state.replace('_', ' ')}" if c.valid
                                                     else "rejected: " + one_line("; ".join(c.reasons)))
                  for c in review.candidates]
@@ -134,13 +145,58 @@ def cmd_validate(args) -> int:
         warnings += [f"{path}: not committed, so not read: validate reads the oracle of {review.base_ref} "
                      f"({review.oracle_sha[:12]}); commit it, then validate"
                      for path in uncommitted(review.root, review.layout.protected)]
+        warnings += _base_warnings(review, findings)
         payload["warnings"] = warnings
-        code = EXIT_BAD_INPUT if review.errors else EXIT_PASS
+        # its lease's own state is the report (lease status, the leases above): said, not warned
+        lines += [f"note: {f.text(_on_base(review))}" for f in findings if f.state == "blocked"]
+        faults = [f.text(_on_base(review)) for f in findings if f.state == "environment"]
+        code = EXIT_BAD_INPUT if review.errors else EXIT_ABORT if faults else EXIT_PASS
         emit(args, payload, lines + [f"warning: {one_line(w)}" for w in warnings]
-              or ([] if review.errors else ["ok"]), review.errors, code)
+              or ([] if review.errors or faults else ["ok"]), review.errors, code)
+        if not args.json:
+            for fault in faults:
+                print(f"relconsole: {one_line(fault)}", file=sys.stderr)
         return code
     finally:
         review.close()
+
+
+def _on_base(review: Review) -> str:
+    return f"on the base {one_line(review.base_ref)} {review.base_tip[:12]}"
+
+
+def _run_on_base(args, review: Review) -> list:
+    """Resolve every subject on the base (a relation that does not resolve is reported once,
+    there), then run every other relation once on the base tip with the oracle overlaid
+    (``holdcheck``): each one that misses every run, is vacuous or cannot be compared becomes
+    a bad input file at its catalog line. Returns the findings (``holdcheck.Finding``)."""
+    from relconsole.cli.progress import progress_reporter
+    from relconsole.engine.gate.holdcheck import check_holds
+    from relconsole.engine.gate.subjectcheck import unresolved_relations
+    unresolved = unresolved_relations(review, review.candidates)
+    review.errors.extend(unresolved.values())
+    relations = [r for r in review.relations if r.id not in unresolved]
+    with progress_reporter(sys.stderr, not args.json) as report:
+        runnable = [r for r in relations if not review.blocked_reason(r)]
+        findings = check_holds(review, relations, review.base_tip, review.oracle_dir,
+                               report.results(len(runnable)) if runnable else None, replay_seed=args.replay_seed)
+    review.errors.extend(BadInputError(review.layout.catalog, f.text(_on_base(review)), f.relation.line)
+                         for f in findings if f.fails)
+    return findings
+
+
+def _base_warnings(review: Review, findings: list) -> list[str]:
+    """A warning for each relation that missed on some runs of the base only: every patch it
+    guards meets that miss, a freeze policy's matter rather than a bad file."""
+    warnings = []
+    for f in findings:
+        if f.state == "intermittent":
+            policy = ("its freeze policy lets a replay that sees the miss on both sides freeze it" if
+                      f.relation.freeze.allowed else "give it a freeze policy (freeze: {allowed: true, max_days: 14, "
+                      "min_reruns: 5}) so that a replay that sees the miss on both sides can freeze it, or fix it")
+            warnings.append(f"{f.text(_on_base(review))}: every patch it guards meets this miss; {policy} "
+                            "(README: Replay, workspace leases and the decision table)")
+    return warnings
 
 
 def _candidate_payload(review: Review, candidate) -> dict:

@@ -207,7 +207,8 @@ def cmd_replay(args) -> int:
 
 
 def cmd_check_split(args) -> int:
-    """Exit 1 with one line per offending commit and path, 0 when every commit keeps §9."""
+    """Exit 1 with one line per offending commit and path (two kinds mixed, a relation that
+    misses on its own commit), 0 when every commit keeps §9."""
     from relconsole.engine.repo import gitio
     from relconsole.engine.repo import splitcheck
     if bool(args.range) == bool(args.staged):
@@ -220,21 +221,46 @@ def cmd_check_split(args) -> int:
         print("relconsole: concluding a merge: check the range once it is committed "
               "(check-split judges a merge by what it adds beyond its parents)", file=sys.stderr)
         return EXIT_PASS
+    notes: list[str] = []
     if args.staged:
-        paths, found = splitcheck.staged_check(root)
-        checked = f"the staged commit ({counted(paths, 'path')})"
+        commit, layout, found = splitcheck.staged_check(root)
+        checked = f"the staged commit ({counted(len(commit.paths), 'path')})"
+        if splitcheck.relation_commits([commit], layout):  # the hook stays a path check: say what it left
+            notes.append("the staged commit changes the catalog or a seeds file: --staged runs no relation; "
+                         "check-split BASE..HEAD (CI) runs the ones it adds or changes on its own commit")
     else:
-        commits, found = splitcheck.check_range(root, args.range)
+        commits, found, notes = _range_offences(root, args.range, not args.json)
         checked = f"{counted(commits, 'commit')} in {one_line(args.range)}"
     payload = {"range": args.range, "staged": bool(args.staged), "commits_checked": 1 if args.staged else commits,
-               "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found]}
+               "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found], "notes": notes}
     code = EXIT_REJECT if found else EXIT_PASS
     lines = [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found]
     emit(args, payload, lines or [f"split check (§9): {checked} checked, no offence"],
           code=code)
+    if not args.json:
+        for note in notes:
+            print(f"relconsole: warning: {one_line(note)}", file=sys.stderr)
     if found and not args.json:  # stdout stays one line per offence, for scripts
         print(f"relconsole: split check (§9): {checked} checked, {counted(len(found), 'offence')}", file=sys.stderr)
     return code
+
+
+def _range_offences(root, spec: str, shown: bool) -> tuple[int, list, list[str]]:
+    """``(commits checked, offences oldest commit first, notes)`` of the range ``spec``: the
+    split's own, and for each commit that changes the catalog or a seeds file, the relations it
+    adds or changes that miss on its own tree (``holdcommits``; a range without such a commit
+    runs nothing), each commit's progress on stderr when ``shown``."""
+    from relconsole.cli.progress import progress_reporter
+    from relconsole.engine.repo import splitcheck
+    commits, layout, found = splitcheck.range_check(root, spec)
+    changing = splitcheck.relation_commits(commits, layout)
+    if not changing:
+        return len(commits), found, []
+    from relconsole.engine.gate.holdcommits import range_offences
+    with progress_reporter(sys.stderr, shown) as report:
+        more, notes = range_offences(root, changing, report.step)
+    order = {c.sha: n for n, c in enumerate(commits)}
+    return len(commits), sorted(found + more, key=lambda o: order.get(o.commit, 0)), notes
 
 
 def _refuse_half_range(spec: str) -> None:

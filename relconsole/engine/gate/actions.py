@@ -2,7 +2,9 @@
 
 Each action re-reads the files it changes from the oracle branch's current tip, checks
 the rule it implements, and makes exactly one commit of one kind through
-``commits.commit_changes`` (a temporary index; the user's work is never touched).
+``commits.commit_changes`` (a temporary index; the user's work is never touched). A
+``catalog:`` commit is written only when every relation it adds or changes holds on the tree
+it would have (``holdcommits.check_commit``): the one place every catalog commit passes.
 What an accept's commit says of the second replay is in ``acceptnote``, the replay evidence
 a freeze rests on in ``freezeevidence``; the owner patterns an accept leaves to add, in
 ``ownerhints``.
@@ -33,6 +35,7 @@ from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.seeds import seed_file_problem
 from relconsole.engine.gate.acceptnote import replay_note
 from relconsole.engine.gate.freezeevidence import replay_freeze_fields
+from relconsole.engine.gate.holdcommits import check_commit
 
 OVERRIDE = "_override"  # a proposed row's note for the commit message; never written to the file
 
@@ -43,6 +46,11 @@ def tip_view(review: Review) -> TreeView:
 
 
 def _commit(review: Review, kind: str, subject: str, changes: list[FileChange], body: str = "") -> CommitResult:
+    if kind == "catalog":  # a relation that misses on its own commit would blame every later patch (§8)
+        notes = check_commit(review, review.commit_branch(), changes)
+        if notes:
+            body = before_trailers(body, "Relations not shown to hold before this commit:\n"
+                                         + "".join(f"  {note}\n" for note in notes))
     real = dt.date.today()
     if review.today != real:  # an injected "today" moves every limit: the history must say so
         body = before_trailers(body, f"Judged as of {review.today.isoformat()} (--today / RELCONSOLE_TODAY); "

@@ -39,14 +39,24 @@ def unresolved_subjects(review: Review, candidates: list = (), timeout: float = 
     ``candidates`` whose refs do not resolve gets a failed ``subject_resolves`` verdict, in the
     same subject process (one run tree for both). Raises ServerFault when no subject process
     can be started."""
+    return list(unresolved_relations(review, candidates, timeout).values())
+
+
+def unresolved_relations(review: Review, candidates: list = (), timeout: float = 60.0) -> dict[str, BadInputError]:
+    """``unresolved_subjects`` by relation id, in catalog order (what ``validate`` leaves out
+    when it runs the relations: a relation already reported is not reported twice). Only a
+    failure in a name the catalog gives (``in_the_name``) is reported: a module missing further
+    in is the machine's, which the relation's run then says (environment, exit 3), as a review does."""
     if review.catalog is None:
-        return []
+        return {}
     items = {("r", relation.id): (relation.subject, [relation.raw[r] for r in ROLES if relation.raw.get(r)])
              for relation in review.relations}
-    problems = unresolved_refs(review, items | _candidate_items(candidates), timeout)
+    named: dict = {}
+    problems = unresolved_refs(review, items | _candidate_items(candidates), timeout, named)
     _mark(candidates, problems)
-    return [BadInputError(review.layout.catalog, f"relation {relation.id!r}: {problems[('r', relation.id)]}",
-                          relation.line) for relation in review.relations if ("r", relation.id) in problems]
+    return {relation.id: BadInputError(review.layout.catalog,
+                                       f"relation {relation.id!r}: {problems[('r', relation.id)]}", relation.line)
+            for relation in review.relations if ("r", relation.id) in problems and named.get(("r", relation.id))}
 
 
 CANDIDATE_RULE = "subject_resolves"
@@ -130,9 +140,9 @@ def unresolved_to_run(review: Review, relation_ids: list[str], timeout: float = 
     """``unresolved_subjects`` for the relations about to run: a name the catalog gives that the
     base does not have (``in_the_name``) stops a review as it fails ``validate`` (exit 5 at the
     relation's catalog line), before anything is run or blamed; a module missing further in is
-    left to the runs, which call it the machine's (environment). Answers are kept under the git directory by base commit, oracle commit and
-    the names, so a later review of the same base asks no subject process; a missing or unreadable
-    cache is rebuilt. A machine where no subject process starts reports nothing here (the runs
+    left to the runs, which call it the machine's (environment). Answers are kept under the git
+    directory by base commit, oracle commit and the names, so a later review of the same base asks
+    no subject process; a missing or unreadable cache is rebuilt. A machine where no subject process starts reports nothing here (the runs
     themselves then say why)."""
     relations = [r for r in (review.catalog.get(rid) for rid in relation_ids) if r is not None] \
         if review.catalog is not None else []
@@ -185,5 +195,5 @@ def _write_cache(review: Review, cache: dict[str, str]) -> None:
         pass
 
 
-__all__ = ["unresolved_subjects", "unresolved_refs", "unresolved_to_run", "reject_unresolved_candidates",
-           "ServerFault"]
+__all__ = ["unresolved_subjects", "unresolved_relations", "unresolved_refs", "unresolved_to_run",
+           "reject_unresolved_candidates", "ServerFault"]

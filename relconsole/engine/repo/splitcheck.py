@@ -7,6 +7,8 @@ returns one ``Offence`` per offending commit and path. Renames count both paths:
 rename out of the protected tree touches it. Kinds follow the commit table of §9:
 catalog (the catalog and seeds files), freeze (the freeze file), lease (one lease
 manifest), quarantine (quarantine files, allowed beside a catalog change).
+``relation_commits`` picks the commits that change the catalog or a seeds file, whose
+relations the gate layer runs on their own tree (``gate.holdcommits``; this layer runs none).
 """
 
 from __future__ import annotations
@@ -212,12 +214,26 @@ def check_split(repo_dir: str | Path, spec: str, layout: Layout | None = None) -
 
 def check_range(repo_dir: str | Path, spec: str, layout: Layout | None = None) -> tuple[int, list[Offence]]:
     """``(number of commits checked, offences)`` of ``spec``; see :func:`check_split`."""
+    commits, _layout, found = range_check(repo_dir, spec, layout)
+    return len(commits), found
+
+
+def range_check(repo_dir: str | Path, spec: str,
+                layout: Layout | None = None) -> tuple[list[Commit], Layout, list[Offence]]:
+    """``(the commits of spec oldest first, the layout they were judged under, offences)``;
+    see :func:`check_split`."""
     if layout is None:
         base = spec.split("..")[0] or "HEAD"
         layout = layout_at(repo_dir, base)
     commits = range_commits(repo_dir, spec)
-    return len(commits), [o for commit in commits
-                          for o in offences(commit, layout, _creates_oracle(repo_dir, commit, layout))]
+    return commits, layout, [o for commit in commits
+                             for o in offences(commit, layout, _creates_oracle(repo_dir, commit, layout))]
+
+
+def relation_commits(commits: list[Commit], layout: Layout) -> list[Commit]:
+    """The ``commits`` that change the catalog or a seeds file (what a ``catalog:`` commit
+    holds, §9): the ones whose relations ``check-split`` runs on their own tree."""
+    return [c for c in commits if any(kind_of(p, layout) == "catalog" for p in c.paths)]
 
 
 def _creates_oracle(repo_dir: str | Path, commit: Commit, layout: Layout) -> bool:
@@ -285,11 +301,12 @@ def amending(pid: int | None = None, depth: int = 6) -> bool:
 
 def staged_offences(repo_dir: str | Path) -> list[Offence]:
     """``offences`` of the commit being made, under HEAD's layout (the pre-commit hook)."""
-    return staged_check(repo_dir)[1]
+    return staged_check(repo_dir)[2]
 
 
-def staged_check(repo_dir: str | Path) -> tuple[int, list[Offence]]:
-    """``(number of paths the commit being made touches, its offences)``; see :func:`staged_offences`."""
+def staged_check(repo_dir: str | Path) -> tuple[Commit, Layout, list[Offence]]:
+    """``(the commit being made, the layout it is judged under, its offences)``; see
+    :func:`staged_offences`."""
     commit = staged_commit(repo_dir)
     layout = layout_at(repo_dir, "HEAD") if commit.parents else Layout()
-    return len(commit.paths), offences(commit, layout, _creates_oracle(repo_dir, commit, layout))
+    return commit, layout, offences(commit, layout, _creates_oracle(repo_dir, commit, layout))
