@@ -31,6 +31,9 @@ ROWS: dict[int, tuple[str, str, str]] = {
 }
 # Row 8 when the relation's policy forbids freezing (§8, last paragraph).
 FREEZE_FORBIDDEN = ("reject", "freeze_not_allowed", "freezing forbidden by the relation's policy")
+# A run that judged the machine or the oracle instead of the patch (§7, §8 oracle fault): abort
+# with the run's error type as the reason, and no rerun is due.
+NOT_JUDGED = ("environment", "oracle_fault")
 PROPERTY_RESULTS = ("fail", "pass")
 PIN_STATES = ("match", "mismatch")
 

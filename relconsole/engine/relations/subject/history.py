@@ -130,17 +130,17 @@ def _json_text(wire):
     return json.dumps(wire, sort_keys=True)
 
 
-def _decoy_input(call, adapters):
+def _decoy_input(call, adapters, upto=None):
     """For a repeated call on one seed value: another seed of the relation (``decoy``, wire
-    text the judge sends) through the call's own ops, or None (no other seed, or ops that
-    replace the input)."""
+    text the judge sends) through the call's own ops (the first ``upto`` of them: the rest
+    wait for an adapter resolved later), or None (no other seed, or ops that replace the
+    input)."""
     ops = call.get("ops", [])
-    if ops[:1] and ops[0][:1] == ["value"]:  # the seed itself, sent as a value: the decoy stands in its place
-        ops = ops[1:]
-    if not call.get("repeat") or call.get("decoy") is None or any(op[:1] in (["kept"], ["value"]) for op in ops):
+    skip = 1 if ops[:1] and ops[0][:1] == ["value"] else 0  # the seed itself, sent as a value: the decoy stands in its place
+    if not call.get("repeat") or call.get("decoy") is None or any(op[:1] in (["kept"], ["value"]) for op in ops[skip:]):
         return None
     try:
-        return build_input(_live(decode(call["decoy"].encode("utf-8"))), ops, adapters)
+        return build_input(_live(decode(call["decoy"].encode("utf-8"))), ops[skip:upto], adapters)
     except BaseException:
         return None
 

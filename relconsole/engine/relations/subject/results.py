@@ -25,7 +25,8 @@ class CallResult:
     """One call's result as the server reported it.
 
     ``status``: ``ok`` (``body`` is the child's result mapping: ``ok`` value on the wire,
-    ``raised`` exception data or ``unencodable`` type name, plus ``imported`` tree files),
+    ``raised`` exception data, ``unencodable`` type name or the ``fault`` of the harness or an
+    adapter, plus ``imported`` tree files),
     ``timeout``, ``died`` (exit status or signal in ``detail``), ``over_cap`` (the result
     exceeded wire.MAX_BYTES) or ``garbage`` (bytes that are not a result). ``seconds``
     is the call's wall time, fork to reap. ``kept``: the server holds the output of this
@@ -84,6 +85,6 @@ def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
     except wire.DECODE_ERRORS as exc:
         return CallResult("garbage", detail=f"the subject's output is not in the wire format: "
                                             f"{type(exc).__name__}", seconds=seconds)
-    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable", "history"} & set(body)):
+    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable", "history", "fault"} & set(body)):
         return CallResult("garbage", detail="the subject's result is not a result mapping", seconds=seconds)
     return CallResult("ok", body, seconds=seconds)
