@@ -16,7 +16,7 @@ import pytest
 
 from relconsole.console.views import COLUMN_TITLES, column_titles
 from relconsole.engine.relations.canon import canonical
-from relconsole.engine.relations.kinds import KINDS, TYPE_MISS
+from relconsole.engine.relations.kinds import KINDS, PICKLED_NOTE, TYPE_MISS
 from relconsole.engine.relations.records import RunRecord
 from relconsole.engine.relations.worker import evaluate_values
 
@@ -120,6 +120,8 @@ def test_a_monotonic_miss_says_how_it_compared_the_outputs(subjects, subject, wo
 def test_the_console_titles_each_side_as_the_note_names_it():
     assert set(KINDS) <= set(COLUMN_TITLES)
     assert COLUMN_TITLES["roundtrip"][0].endswith(" x")  # a roundtrip's source is its input x
+    fresh, own = column_titles("roundtrip", f"seed row 2: {PICKLED_NOTE}", ["(whole output)"])
+    assert fresh == PICKLED_NOTE.split(" vs ")[0] and "f's own" in own
     wanted, got = column_titles("roundtrip", "f(x) is list; the relation says f encodes to str", [TYPE_MISS])
     assert "type" in wanted and "type of f(x)" in got
 

@@ -18,7 +18,7 @@ from relconsole.console.outline import output_columns
 from relconsole.console.relationtext import relation_body, relation_text, replay_text
 from relconsole.console.screens.detail import DetailView
 from relconsole.engine.gate.review import Review
-from relconsole.engine.relations.kinds import TYPE_MISS
+from relconsole.engine.relations.kinds import PICKLED_NOTE, TYPE_MISS
 
 
 def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
@@ -289,10 +289,12 @@ COLUMN_TITLES = {  # kind -> what the two compared sides are (§3), source first
 
 def column_titles(kind: str, note: str, differing: list[str]) -> tuple[str, str]:
     """What the two sides of a run's outputs are, source first: the kind's own
-    (``COLUMN_TITLES``), or for a roundtrip that missed on the type of f(x) the two things
-    that run compared instead."""
+    (``COLUMN_TITLES``), or for a roundtrip that missed on the type of f(x), or on f(x) handed
+    to the inverse pickled, the two things that run compared instead."""
     if kind == "roundtrip" and TYPE_MISS in differing:
         return "the type the relation names", "the type of f(x)"
+    if kind == "roundtrip" and PICKLED_NOTE in note:
+        return "inverse(f(x)) in a fresh process", "inverse(f(x)) in f's own process"
     return COLUMN_TITLES.get(kind, ("source output", "follow-up output"))
 
 

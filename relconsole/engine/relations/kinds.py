@@ -26,7 +26,7 @@ from relconsole.engine.literal import counted
 from relconsole.engine.relations.orders import _order, structured_orders
 from relconsole.engine.relations.outcome import WRITTEN_ALIKE, Calls, Check, Kept, Outcome, _empty, first_miss
 from relconsole.engine.relations.subject.inputs import check_raisable, pack_order, raise_field, step_changes_nothing
-from relconsole.engine.relations.subject.kept import kept_type, same_value
+from relconsole.engine.relations.subject.kept import OBSERVED, OBSERVED_RAISED, kept_type, same_value
 
 
 
@@ -235,8 +235,11 @@ def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) 
     """f and its inverse in two calls (two processes): a subject whose inverse answers from
     a cache f filled in the same process (and no other) is seen. f's output goes from one
     to the other through the subject's server, decoded there as the judge would (Kept), or
-    through the judge when the Calls cannot keep it."""
-    encoded = calls.run({"f(x)": {"ops": [], "canon": None, "keep": "f(x)"}})["f(x)"]
+    through the judge when the Calls cannot keep it. An f(x) the wire does not carry (an
+    instance of the library's own class) goes pickled, and canon(inverse(f(x))) in f's own
+    process must be what it is in the inverse's (``_pickled_alike``)."""
+    encoded = calls.run({"f(x)": {"ops": [], "canon": None, "keep": "f(x)",
+                                  "observe": [rel.get("inverse"), rel.get("canon")]}})["f(x)"]
     kept = encoded if isinstance(encoded, Kept) else Kept(kept_type(encoded), same_value(encoded, x))
     wanted = _encoded_types(rel)
     if wanted and kept.type not in wanted:  # a "dumps" that returns its rows holds every roundtrip
@@ -249,11 +252,30 @@ def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) 
     back = calls.run({"inverse(f(x))": {"subject": rel.get("inverse"), "ops": given,
                                         "expect": x}})["inverse(f(x))"]
     if back is WRITTEN_ALIKE:  # x itself, to the byte on the wire: equal under every compare
-        return Outcome(True, None, None, [], "x vs inverse(f(x))")
-    return Check(rel).outcome(x, back, "x vs inverse(f(x))")
+        back, outcome = x, Outcome(True, None, None, [], "x vs inverse(f(x))")
+    else:
+        outcome = Check(rel).outcome(x, back, "x vs inverse(f(x))")
+    if outcome.held and isinstance(encoded, Kept) and encoded.observed is not None:
+        return _pickled_alike(rel, back, encoded.observed) or outcome
+    return outcome
 
 
+PICKLED_NOTE = "inverse(f(x)) in a fresh process vs in f's own (f(x) went to the inverse pickled)"
 TYPE_MISS = "(type of f(x))"  # the differing entry of a roundtrip whose f(x) is not of the type params.encoded names
+
+
+def _pickled_alike(rel: dict, back: Any, observed: tuple) -> Outcome | None:
+    """None when canon(inverse(f(x))) in f's own process (``observed``: ``Kept.observed``)
+    is ``back``, what it was in the inverse's fresh process; else the miss. f(x) crossed
+    pickled, and its pickle is the subject's code (``__reduce__``): an object that hands
+    the other process other state than it shows in its own (its input, say) would hold
+    there alone."""
+    tag, value = observed
+    if tag == OBSERVED:
+        alike = Check(rel).outcome(back, value, PICKLED_NOTE)
+        return None if alike.held else alike
+    said = f"(it raised {value})" if tag == OBSERVED_RAISED else f"(it gave {value})"
+    return Outcome(False, canonical(back), said, ["(inverse in f's process)"], PICKLED_NOTE)
 
 
 def _encoded_types(rel: dict) -> list[str]:

@@ -63,6 +63,11 @@ class ServerCalls:
             raise self._fault(body["fault"])
         if "unencodable" in body:
             name = str(body["unencodable"])[:200]
+            if call.get("keep"):  # an output only handed on, never compared: no canon is asked of it
+                why = str(body.get("unpicklable") or "")[:400]
+                raise SubjectFailed({"type": "not carried", "message": f"{key} is {name}", "where": ""}, blocked=(
+                    f"{key} is {name}, which neither the wire nor pickle carries to the process of the call "
+                    f"that reads it ({why})"))
             raise SubjectFailed({"type": "not comparable", "message": f"declare how to compare {name}",
                                  "where": ""}, blocked=f"declare how to compare {name} (a canon: adapter "
                                                        "in the catalog maps it to data)")

@@ -3,9 +3,9 @@
 A part of the subject's fork server (``harness.py``; standard library only, merged into its
 script by ``script.py``). ``serve_call`` raises ``Forked`` in the new process; the script's
 top level then runs ``child``, which never returns. The result says what the call gave
-(``ok``, ``raised``, ``unencodable``, ``history``) or, for what the harness or an adapter
-raised, a ``fault`` with the step it was in: a fault is said, never hidden behind an exit
-status.
+(``ok``, ``raised``, ``unencodable``, ``history``; ``pickled`` for a kept output the wire does
+not carry, see ``kept.py``) or, for what the harness or an adapter raised, a ``fault`` with
+the step it was in: a fault is said, never hidden behind an exit status.
 """
 
 import gc
@@ -17,6 +17,7 @@ from relconsole.engine.relations.subject.adapters import AdapterFault, resolve_e
 from relconsole.engine.relations.subject.calls import _apply, _import_roots, _imported, _OracleOnly, _raised, _record_opens
 from relconsole.engine.relations.subject.history import _decoy_input, _first_of_two, _unless_history
 from relconsole.engine.relations.subject.inputs import build_input
+from relconsole.engine.relations.subject.kept import observed, observed_text, observer, pickled_body, unpickled
 from relconsole.engine.relations.subject.wire import Unencodable, _wire
 
 
@@ -69,7 +70,7 @@ def at_depth(frames, work):
     return at_depth(frames - 1, work)
 
 
-CALL_FIELDS = ("subject", "mode", "times", "inverse", "canon", "refs", "repeat", "oracle_roots")
+CALL_FIELDS = ("subject", "mode", "times", "inverse", "canon", "refs", "repeat", "keep", "observe", "oracle_roots")
 INIT_FIELDS = ("import_paths", "stdlib_count", "root")
 
 
@@ -161,6 +162,7 @@ def _called(call, init, value, failed, adapters, repeat, frames):
         if failed is not None:
             raise failed
         _import_roots(init)
+        value = at_depth(frames, lambda: unpickled(value))
         earlier = at_depth(frames, lambda: _first_of_two(call, init, value, adapters, *repeat))
         out = at_depth(frames, lambda: _apply(call, init, earlier.judged_input(value) if earlier is not None
                                               else value, adapters))
@@ -169,23 +171,38 @@ def _called(call, init, value, failed, adapters, repeat, frames):
         if isinstance(exc, SystemExit):
             body["raised"]["type"] = "SystemExit"
         return _unless_history(body, earlier, ("raised", type(exc).__name__))
-    return _written(out, earlier)
+    return _written(out, call, init, value, earlier, adapters)
 
 
-def _written(out, earlier):
-    """The result mapping of the output ``out``: ``ok`` (and the process's ``first`` answer,
-    for a repeated call), or ``unencodable``; a ``history`` result instead when the earlier
-    calls show state kept."""
+def _written(out, call, init, value, earlier, adapters):
+    """The result mapping of the output ``out`` of a call on ``value``: ``ok`` (and the
+    process's ``first`` answer, for a repeated call); for a call made with ``keep`` whose
+    output the wire does not carry, ``pickled`` (``_kept_otherwise``); else ``unencodable``.
+    A ``history`` result instead when the earlier calls show state kept."""
     try:
         body = {"ok": _wire(out, 0)}
-    except Unencodable as exc:
-        return {"unencodable": exc.args[0]}
-    except (OverflowError, RecursionError, ValueError) as exc:
-        return {"unencodable": f"(output: {type(exc).__name__}: {exc})"}
+    except (Unencodable, OverflowError, RecursionError, ValueError) as exc:
+        why = exc.args[0] if isinstance(exc, Unencodable) else f"(output: {type(exc).__name__}: {exc})"
+        if not call.get("keep"):
+            return {"unencodable": why}
+        return _kept_otherwise(out, value, why, call, observer(call, adapters, init["root"]), earlier)
     body = _unless_history(body, earlier, ("ok", body["ok"]))
     if "ok" in body and earlier is not None and earlier.first_answer() is not None:
         body["first"] = earlier.first_answer()
     return body
+
+
+def _kept_otherwise(out, value, why, call, observe, earlier):
+    """The result mapping of a kept output the wire does not carry (``why``): pickled
+    (``kept.pickled_body``) with the relation's observable of it in this process
+    (``observe``: ``kept.observer``'s canon(inverse(out)), or None), which a repeated call's
+    earlier calls are checked against; ``unencodable`` with why pickle cannot carry it either."""
+    body = pickled_body(out, value, why)
+    if "pickled" not in body or observe is None:
+        return body
+    tag, what = observed(observe, out)
+    body["observed"] = observed_text(tag, what)
+    return _unless_history(body, earlier, (tag, what))
 
 
 def _write_result(result_fd, body):
