@@ -1,12 +1,14 @@
 """The words of a miss agree with its values (issue 34): every note names the source first,
 as the miss line and the console's two columns show the source's value first; a monotonic
-miss says whether it ordered the output as one value or compared its members.
+miss says whether it ordered the output as one value or compared its members; the README
+says where each kind's ``canon:`` applies.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 import textwrap
 import uuid
@@ -20,6 +22,7 @@ from relconsole.engine.relations.kinds import KINDS, PICKLED_NOTE, TYPE_MISS
 from relconsole.engine.relations.records import RunRecord
 from relconsole.engine.relations.worker import evaluate_values
 
+PROJECT = Path(__file__).resolve().parents[1]
 SUBJECTS = """
 def bump(x):
     return x + 1
@@ -125,3 +128,13 @@ def test_the_console_titles_each_side_as_the_note_names_it():
     wanted, got = column_titles("roundtrip", "f(x) is list; the relation says f encodes to str", [TYPE_MISS])
     assert "type" in wanted and "type of f(x)" in got
 
+
+def test_the_readme_says_where_canon_applies_for_every_kind():
+    text = (PROJECT / "README.md").read_text()
+    start = text.index("Where `canon:` applies")
+    head = text.index("| kind |", start)
+    table = text[head:text.index("\n\n", head)]
+    named = {kind for row in table.splitlines()[2:] for kind in re.findall(r"`(\w+)`", row.split("|")[1])}
+    assert named == set(KINDS), table
+    assert "any picklable object" in text
+    assert "§" not in table and "SPEC" not in table
