@@ -18,6 +18,7 @@ from relconsole.console.outline import output_columns
 from relconsole.console.relationtext import relation_body, relation_text, replay_text
 from relconsole.console.screens.detail import DetailView
 from relconsole.engine.gate.review import Review
+from relconsole.engine.relations.kinds import PICKLED_NOTE, TYPE_MISS
 
 
 def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
@@ -274,7 +275,7 @@ def relation_header(review: Review, relation, full: bool = True) -> Text:
     return text.append_text(replay_text(replayed)) if replayed and full else text
 
 
-COLUMN_TITLES = {  # kind -> what the two compared sides are (§3): a roundtrip's left side is its input
+COLUMN_TITLES = {  # kind -> what the two compared sides are (§3), source first as a miss's note says them
     "permutation": ("f(x)", "f(shuffled x)"),
     "idempotence": ("f(x)", "f(f(x))"),
     "replay_ingest": ("ingest x once", "ingest x twice"),
@@ -282,7 +283,19 @@ COLUMN_TITLES = {  # kind -> what the two compared sides are (§3): a roundtrip'
     "monotonic": ("f(x)", "f(x, field raised)"),
     "roundtrip": ("the input x", "inverse(f(x))"),
     "invariance": ("f(x)", "f(transform(x))"),
+    "bound": ("the edge the relation states", "f at the edge"),
 }
+
+
+def column_titles(kind: str, note: str, differing: list[str]) -> tuple[str, str]:
+    """What the two sides of a run's outputs are, source first: the kind's own
+    (``COLUMN_TITLES``), or for a roundtrip that missed on the type of f(x), or on f(x) handed
+    to the inverse pickled, the two things that run compared instead."""
+    if kind == "roundtrip" and TYPE_MISS in differing:
+        return "the type the relation names", "the type of f(x)"
+    if kind == "roundtrip" and PICKLED_NOTE in note:
+        return "inverse(f(x)) in a fresh process", "inverse(f(x)) in f's own process"
+    return COLUMN_TITLES.get(kind, ("source output", "follow-up output"))
 
 
 def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None = None) -> DetailView | None:
@@ -302,7 +315,7 @@ def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None =
         if first is None or first.source is None:
             return DetailView(header, body=body)
         left, right = output_columns(first.source, first.followup, first.differing)
-        source, followup = COLUMN_TITLES.get(relation.kind, ("source output", "follow-up output"))
+        source, followup = column_titles(relation.kind, first.note, first.differing)
         return DetailView(header, (f"{source} (canonical)", left), (f"{followup} (canonical)", right), body=body)
     if kind == "leases" and oid.startswith("w:"):
         lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)

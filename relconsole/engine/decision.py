@@ -34,6 +34,9 @@ FREEZE_FORBIDDEN = ("reject", "freeze_not_allowed", "freezing forbidden by the r
 # Checked before row 3 (§8 "a miss is the patch's only when the base holds"): no table row.
 ORACLE_FAULT = ("abort", "oracle_fault", "the relation misses on every merge-base run too: the catalog keeper's to fix")
 ENVIRONMENT = ("abort", "environment", "the runs judged the machine (a module neither side has), not the patch")
+# A run that judged the machine or the oracle instead of the patch (§7, §8 oracle fault): abort
+# with the run's error type as the reason, and no rerun is due.
+NOT_JUDGED = ("environment", "oracle_fault")
 PROPERTY_RESULTS = ("fail", "pass")
 PIN_STATES = ("match", "mismatch")
 

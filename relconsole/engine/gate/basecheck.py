@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 
-from relconsole.engine.decision import Decision
+from relconsole.engine.decision import NOT_JUDGED, Decision
 from relconsole.engine.relations.records import RelationResult, RunPlan, RunRecord
 from relconsole.engine.relations.runner import run_all
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
@@ -96,7 +96,7 @@ def _same_inputs(plan: RunPlan, first: RunRecord) -> RunPlan:
 def _base_missed(record: RunRecord | None) -> bool:
     """A plain miss on the base (not an environment or oracle fault, a block or a vacuous run)."""
     return record is not None and not record.held and not record.blocked and \
-        record.error_type not in ("environment", "oracle_fault")
+        record.error_type not in NOT_JUDGED
 
 
 def settle(review, result: RelationResult, base: RunRecord | None, reruns: list[RunRecord]) -> RelationResult:

@@ -29,7 +29,7 @@ from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.gate.acks import by_author, same_person
 from relconsole.engine.oracle.seedrows import relation_of_seed_file
 from relconsole.engine.gate.cireport import evidence_text
-from relconsole.engine.decision import Decision
+from relconsole.engine.decision import NOT_JUDGED, Decision
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.oracle.freezes import LIVE, parse_rows
 from relconsole.engine.oracle.yamlload import load_yaml_text
@@ -215,7 +215,7 @@ def _reruns_counted(review) -> Item:
             unknown.append(f"{row.relation_id}: not run in this review (relconsole flags --run, or r in the console)")
         elif result.first.held:
             good.append(f"{row.relation_id}: the first run held; the freeze was not needed")
-        elif result.outcome in ("vacuous", "blocked") or result.verdict.reason == "environment":
+        elif result.outcome in ("vacuous", "blocked") or (result.verdict.reason in NOT_JUDGED and not result.reruns):
             # the run judged nothing, so the freeze protocol never started: its own verdict decides
             unknown.append(f"{row.relation_id}: {result.outcome}, not judged ({result.verdict.reason}): "
                            "no rerun was due")

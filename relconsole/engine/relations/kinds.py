@@ -26,7 +26,7 @@ from relconsole.engine.literal import counted
 from relconsole.engine.relations.orders import _order, structured_orders
 from relconsole.engine.relations.outcome import WRITTEN_ALIKE, Calls, Check, Kept, Outcome, _empty, first_miss
 from relconsole.engine.relations.subject.inputs import check_raisable, pack_order, raise_field, step_changes_nothing
-from relconsole.engine.relations.subject.kept import kept_type, same_value
+from relconsole.engine.relations.subject.kept import OBSERVED, OBSERVED_RAISED, kept_type, same_value
 
 
 
@@ -70,13 +70,13 @@ def permutation(rel: dict, x: Any, rng: random.Random, calls: Calls, **_) -> Out
 def idempotence(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) -> Outcome:
     once = calls.run({"f(x)": {"ops": []}})["f(x)"]
     twice = calls.run({"f(f(x))": {"ops": [["value", wire(once)]]}})["f(f(x))"]
-    return Check(rel).outcome(once, twice, "f(f(x)) vs f(x)")
+    return Check(rel).outcome(once, twice, "f(x) vs f(f(x))")
 
 
 def replay_ingest(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     out = calls.run({"once": {"ops": [], "mode": "store", "times": 1},
                      "twice": {"ops": [], "mode": "store", "times": 2}})
-    return Check(rel).outcome(out["once"], out["twice"], "ingest twice vs ingest once")
+    return Check(rel).outcome(out["once"], out["twice"], "ingest once vs ingest twice")
 
 
 EDGE_ROWS = 2  # the drawn edge split leaves a part of at most this many rows
@@ -149,7 +149,8 @@ def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
     tuple's fields in order) falls, or two values cannot be ordered ("incomparable": neither
     is below the other and they are not equal). Anything else must stay equal. A type the
     judge does not order (a class of the subject's) is compared through a ``canon:`` adapter
-    that maps it to one of these (a version to its tuple of numbers)."""
+    that maps it to one of these (a version to its tuple of numbers). Each entry says which
+    rule it applied: "ordered as one value (a tuple)", "compared as members (a list)"."""
     if isinstance(before, dict) and isinstance(after, dict):
         out = []
         for key in before:
@@ -158,16 +159,32 @@ def never_below(before: Any, after: Any, path: tuple = ()) -> list[str]:
             else:
                 out.extend(never_below(before[key], after[key], path + (key,)))
         return out
+    kinds = _kind_words(before), _kind_words(after)
     before, after = _fields_in_order(before), _fields_in_order(after)
     if _ordered(before) or _ordered(after):  # with anything else, _fell finds no order: incomparable
-        return _fell(before, after, path)
+        kind = kinds[0] if _ordered(before) else kinds[1]
+        return [f"{entry}, ordered as one value ({kind})" for entry in _fell(before, after, path)]
     if isinstance(before, (list, set, frozenset)) and isinstance(after, (list, set, frozenset)):
         kept = {canonical_key(v) for v in after}
         lost = [v for v in before if canonical_key(v) not in kept]
-        return [f"{path_text(path)} lost {counted(len(lost), 'member')}, e.g. {lost[0]!r}"] if lost else []
+        return [f"{path_text(path)} lost {counted(len(lost), 'member')}, e.g. {lost[0]!r}, "
+                f"compared as members ({kinds[0]})"] if lost else []
     if isinstance(before, (int, float)) and isinstance(after, (int, float)):
         return [path_text(path)] if after < before else []
     return [] if before == after else [path_text(path)]
+
+
+KIND_WORDS = {tuple: "a tuple", str: "text", bytes: "bytes", datetime.date: "a date",
+              datetime.datetime: "a date and time", decimal.Decimal: "a Decimal", list: "a list", set: "a set",
+              frozenset: "a frozenset"}
+
+
+def _kind_words(value: Any) -> str:
+    """What ``value`` is, in the words of a monotonic miss: "a tuple", "a list", "text"...;
+    any other type by its name."""
+    if getattr(value, "kind", None) == "namedtuple":
+        return "a named tuple's fields in order"
+    return KIND_WORDS.get(type(value), type(value).__name__)
 
 
 def _fields_in_order(value: Any) -> Any:
@@ -218,12 +235,15 @@ def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) 
     """f and its inverse in two calls (two processes): a subject whose inverse answers from
     a cache f filled in the same process (and no other) is seen. f's output goes from one
     to the other through the subject's server, decoded there as the judge would (Kept), or
-    through the judge when the Calls cannot keep it."""
-    encoded = calls.run({"f(x)": {"ops": [], "canon": None, "keep": "f(x)"}})["f(x)"]
+    through the judge when the Calls cannot keep it. An f(x) the wire does not carry (an
+    instance of the library's own class) goes pickled, and canon(inverse(f(x))) in f's own
+    process must be what it is in the inverse's (``_pickled_alike``)."""
+    encoded = calls.run({"f(x)": {"ops": [], "canon": None, "keep": "f(x)",
+                                  "observe": [rel.get("inverse"), rel.get("canon")]}})["f(x)"]
     kept = encoded if isinstance(encoded, Kept) else Kept(kept_type(encoded), same_value(encoded, x))
     wanted = _encoded_types(rel)
     if wanted and kept.type not in wanted:  # a "dumps" that returns its rows holds every roundtrip
-        return Outcome(False, " or ".join(wanted), kept.type, ["(type of f(x))"],
+        return Outcome(False, " or ".join(wanted), kept.type, [TYPE_MISS],
                        f"f(x) is {kept.type}; the relation says f encodes to {' or '.join(wanted)}")
     if kept.is_input:
         return Outcome(True, None, None, [], "f(x) is x itself: an identity pair holds every roundtrip, "
@@ -232,8 +252,30 @@ def roundtrip(rel: dict, x: Any, calls: Calls, wire: Callable[[Any], str], **_) 
     back = calls.run({"inverse(f(x))": {"subject": rel.get("inverse"), "ops": given,
                                         "expect": x}})["inverse(f(x))"]
     if back is WRITTEN_ALIKE:  # x itself, to the byte on the wire: equal under every compare
-        return Outcome(True, None, None, [], "inverse(f(x)) vs x")
-    return Check(rel).outcome(x, back, "inverse(f(x)) vs x")
+        back, outcome = x, Outcome(True, None, None, [], "x vs inverse(f(x))")
+    else:
+        outcome = Check(rel).outcome(x, back, "x vs inverse(f(x))")
+    if outcome.held and isinstance(encoded, Kept) and encoded.observed is not None:
+        return _pickled_alike(rel, back, encoded.observed) or outcome
+    return outcome
+
+
+PICKLED_NOTE = "inverse(f(x)) in a fresh process vs in f's own (f(x) went to the inverse pickled)"
+TYPE_MISS = "(type of f(x))"  # the differing entry of a roundtrip whose f(x) is not of the type params.encoded names
+
+
+def _pickled_alike(rel: dict, back: Any, observed: tuple) -> Outcome | None:
+    """None when canon(inverse(f(x))) in f's own process (``observed``: ``Kept.observed``)
+    is ``back``, what it was in the inverse's fresh process; else the miss. f(x) crossed
+    pickled, and its pickle is the subject's code (``__reduce__``): an object that hands
+    the other process other state than it shows in its own (its input, say) would hold
+    there alone."""
+    tag, value = observed
+    if tag == OBSERVED:
+        alike = Check(rel).outcome(back, value, PICKLED_NOTE)
+        return None if alike.held else alike
+    said = f"(it raised {value})" if tag == OBSERVED_RAISED else f"(it gave {value})"
+    return Outcome(False, canonical(back), said, ["(inverse in f's process)"], PICKLED_NOTE)
 
 
 def _encoded_types(rel: dict) -> list[str]:
@@ -243,7 +285,7 @@ def _encoded_types(rel: dict) -> list[str]:
 
 def invariance(rel: dict, x: Any, calls: Calls, **_) -> Outcome:
     out = calls.run({"f(x)": {"ops": []}, "f(T(x))": {"ops": [["transform", rel.get("transform")]]}})
-    return Check(rel).outcome(out["f(x)"], out["f(T(x))"], "f(T(x)) vs f(x)")
+    return Check(rel).outcome(out["f(x)"], out["f(T(x))"], "f(x) vs f(T(x))")
 
 
 def bound(rel: dict, x: Any, calls: Calls, **_) -> Outcome:

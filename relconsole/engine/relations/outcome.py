@@ -70,11 +70,15 @@ class Kept:
     """What ``Calls.run`` gives for a call made with ``keep: token`` whose output the subject's
     server kept: the next call reads it with the op ``["kept", token]``, and the judge never
     decodes it. The server says what the judge checks of it: ``type``, the wire's word for
-    its type (``str``, ``list``...), and ``is_input``, whether it is the call's input itself.
-    No decoded output is ever a Kept."""
+    its type (``str``, ``list``...; module.Qualname for an output kept pickled), and
+    ``is_input``, whether it is the call's input itself. ``observed``: for an output kept
+    pickled, the relation's observable of it, canon(inverse(out)), in the process that made
+    it (``(tag, value)``, see ``subject.kept.observed``), else None. No decoded output is
+    ever a Kept."""
 
     type: str
     is_input: bool = False
+    observed: tuple | None = None
 
 
 _TEXT = frozenset({str, type(None)})

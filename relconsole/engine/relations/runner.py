@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable
 
 from relconsole.engine.oracle.catalog import Relation
-from relconsole.engine.decision import Decision
+from relconsole.engine.decision import NOT_JUDGED, Decision
 from relconsole.engine.oracle.freezes import LIVE, FreezeRow, counted_verdict
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.relations.pool import Cancel, WorkerPool, evaluate_once
@@ -40,7 +40,7 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     live = freeze is not None and freeze.state == LIVE
     # a miss with a live freeze reruns on new servers: one boots while the first run runs
     first = evaluate(dataclasses.replace(plan, spare=True) if live and pool is not None else plan, run_seed(plan))
-    if first.blocked or first.vacuous or first.error_type == "environment":
+    if first.blocked or first.vacuous or first.error_type in NOT_JUDGED:
         return _not_judged(plan, first, freeze)
     sig = None if first.held else signature(relation.id, relation.kind, plan.fixture_pin,
                                             failure_class(first.error_type, first.differing, first.error))
@@ -65,7 +65,9 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
 
 def _not_judged(plan: RunPlan, first: RunRecord, freeze: FreezeRow | None) -> RelationResult:
     """A first run that judged nothing: outputs of a type with no canon: adapter (blocked,
-    reject), both outputs empty (vacuous, hold) or an environment fault (abort, §7)."""
+    reject), both outputs empty (vacuous, hold), an environment fault (abort, §7) or an
+    adapter of the oracle's that did not resolve (abort, ``oracle_fault``: the detail names
+    the adapter, the exception and where)."""
     rid = plan.relation.id
     if first.blocked:
         return RelationResult(rid, "blocked", Decision("reject", "not_comparable", None, rid, first.blocked),
@@ -73,7 +75,7 @@ def _not_judged(plan: RunPlan, first: RunRecord, freeze: FreezeRow | None) -> Re
     if first.vacuous:
         return RelationResult(rid, "vacuous", Decision("hold", "vacuous_output", None, rid, first.note),
                               f"vacuous: {first.note}", first, [], freeze)
-    return RelationResult(rid, "missed", Decision("abort", "environment", None, rid, first.error),
+    return RelationResult(rid, "missed", Decision("abort", first.error_type, None, rid, first.error),
                           f"abort: {first.error}", first, [], freeze)
 
 

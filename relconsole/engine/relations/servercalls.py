@@ -3,7 +3,9 @@
 ``ServerCalls`` adds a run's common fields to each call, draws the order the independent calls
 run in, moves one call to a second server under another hash seed, and makes one call a
 repeated one (``other_seed``: the seed it runs on first); ``_encoding_of`` encodes an
-expected output on a thread while the call runs.
+expected output on a thread while the call runs. A child's ``fault`` (an adapter that did
+not resolve, a step of the harness that raised) becomes the oracle's fault, the library's
+miss or an environment fault (``ServerCalls._fault``), never a bare exit status.
 """
 
 from __future__ import annotations
@@ -57,8 +59,15 @@ class ServerCalls:
             raise SubjectFailed({"type": kind, "message": result.detail, "where": ""})
         body = {"kept": Kept(**result.kept), **result.body} if result.kept is not None else result.body
         self.log["imported"].update(str(p) for p in body.get("imported") or [] if isinstance(p, str))
+        if "fault" in body:
+            raise self._fault(body["fault"])
         if "unencodable" in body:
             name = str(body["unencodable"])[:200]
+            if call.get("keep"):  # an output only handed on, never compared: no canon is asked of it
+                why = str(body.get("unpicklable") or "")[:400]
+                raise SubjectFailed({"type": "not carried", "message": f"{key} is {name}", "where": ""}, blocked=(
+                    f"{key} is {name}, which neither the wire nor pickle carries to the process of the call "
+                    f"that reads it ({why})"))
             raise SubjectFailed({"type": "not comparable", "message": f"declare how to compare {name}",
                                  "where": ""}, blocked=f"declare how to compare {name} (a canon: adapter "
                                                        "in the catalog maps it to data)")
@@ -67,6 +76,33 @@ class ServerCalls:
         if "history" in body:
             raise SubjectFailed({"type": "state across calls", "message": str(body["history"])[:500], "where": ""})
         return body
+
+    def _fault(self, fault) -> Exception:
+        """SubjectFailed for a child's ``fault``. An adapter's (``by: adapter``) is the
+        oracle's (``oracle_fault``), unless its innermost frame is a tree file outside the
+        oracle's packages: the library under review raised while the adapter imported it,
+        the subject's failure like any other. The harness's own (``by: harness``) is the
+        machine's or relconsole's (``environment``). Each names the adapter or step, the
+        exception's type and message, and where (a line of the harness's script as its part's
+        file and line)."""
+        from relconsole.engine.relations.outcome import SubjectFailed
+        from relconsole.engine.relations.subject.script import part_line
+        fault = fault if isinstance(fault, dict) else {}
+        kind, message = str(fault.get("type") or "?")[:200], str(fault.get("message") or "")[:1000]
+        where, step = part_line(str(fault.get("where") or "")), str(fault.get("step") or "?")[:100]
+        files = [f for f in fault.get("files") or [] if isinstance(f, str)]
+        if fault.get("by") != "adapter":
+            return SubjectFailed({"type": "environment", "where": where, "files": [], "message": (
+                f"the subject's harness raised {kind} while {step}: {message}; a fault of the harness or of "
+                "this machine, not of the patch")})
+        ref = str(fault.get("ref"))[:300]
+        role = next((r for r in ("canon", "transform") if self.relation.get(r) == ref), "adapter")
+        if files and files[-1].split("/", 1)[0].removesuffix(".py") not in self.oracle_roots:
+            return SubjectFailed({"type": kind, "where": where, "files": files, "classes": fault.get("classes"),
+                                  "module": fault.get("module"),
+                                  "message": f"{message} (raised by the tree's code the {role} adapter {ref} imports)"})
+        return SubjectFailed({"type": "oracle_fault", "where": where, "files": files, "message": (
+            f"the {role} adapter {ref} raised {kind} while {step}: {message}")})
 
     def _elsewhere(self, calls: dict[str, dict], keys: list[str], repeated: str | None) -> str | None:
         """The one call of a run (drawn, in the first batch of two calls or more) that runs in

@@ -10,14 +10,13 @@ each with one JSON line: ``{"held", "source", "followup", "differing", "note", "
 
 No code from the reviewed tree runs here. Subject calls go to a fork server
 (``engine.relations.subject``) as data and come back as data; only the base oracle's data adapters
-(``merge``) are imported here, from the tree's protected files and nothing else of it. A
+(``merge``) are imported here, from the tree's protected files and nothing else of it (a merge
+whose module or call imports a module of the tree is refused: ``oracleimport.load_merge``). A
 worker keeps each corpus it has read and one fork server per input file.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
 import io
 import json
 import os
@@ -25,7 +24,8 @@ import random
 import sys
 import traceback
 
-from relconsole.engine.relations.oracleimport import AdapterRefused, OracleFinder, module_entry, oracle_roots, top_entry
+from relconsole.engine.relations.oracleimport import (AdapterRefused, OracleFinder, TreeImportRefused, load_merge,
+                                                     module_entry, oracle_roots, top_entry)
 from relconsole.engine.relations.replies import outcome_reply
 from relconsole.engine.relations.servercalls import ServerCalls, other_seed
 from relconsole.engine.relations.subject.inputs import read_corpus, read_seeds
@@ -160,16 +160,10 @@ class Server:
             server.ready()
             self.spares[key] = self._new_server(request)
 
-    def merge_adapter(self, relation: dict):
+    def merge_adapter(self, relation: dict, import_paths: list[str]):
+        """The relation's merge adapter (``oracleimport.load_merge``), or None."""
         ref = relation.get("merge")
-        if not ref:
-            return None
-        module_name, _, attr = str(ref).partition(":")
-        self.finder.names.add(module_name.split(".", 1)[0])
-        target = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-        return target
+        return load_merge(str(ref), self.finder, import_paths) if ref else None
 
     def classify(self, error: dict, request: dict) -> dict:
         """The error as the record keeps it. A module neither in the tree nor installed is an
@@ -231,7 +225,7 @@ class Server:
                        frozen_at=server.frozen_at)
             if second is not None:
                 run["hashseed_second"] = second.hashseed
-            merge = self.merge_adapter(relation)
+            merge = self.merge_adapter(relation, request["import_paths"])
             order_rng = random.Random(f"order {seed}")
             deadline = time.monotonic() + float(request.get("timeout") or 120)
 
@@ -299,6 +293,8 @@ class Server:
             return {"blocked": text}
         if isinstance(exc, ServerFault):
             return {"error": {"type": "environment", "message": str(exc), "where": "", "files": []}}
+        if isinstance(exc, TreeImportRefused):
+            return {"error": {"type": "oracle_fault", "message": str(exc), "where": "", "files": []}}
         frames = traceback.extract_tb(exc.__traceback__)
         where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
         return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
@@ -374,13 +370,7 @@ def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths:
     finder = OracleFinder(root)
     sys.meta_path.insert(0, finder)
     try:
-        merge = None
-        if relation.get("merge"):
-            finder.names.add(str(relation["merge"]).split(":", 1)[0].split(".", 1)[0])
-            module_name, _, attr = str(relation["merge"]).partition(":")
-            merge = importlib.import_module(module_name)
-            for part in attr.split("."):
-                merge = getattr(merge, part)
+        merge = load_merge(str(relation["merge"]), finder, import_paths) if relation.get("merge") else None
         order_rng = random.Random(f"order {seed}")
         deadline = time.monotonic() + timeout
 

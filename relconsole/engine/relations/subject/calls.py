@@ -12,11 +12,22 @@ import traceback
 from relconsole.engine.relations.subject.inputs import _fresh
 
 
-def resolve(ref):
-    """The callable ``module:attr.path`` names (entry-point style). Raises ImportError, AttributeError."""
+def resolve(ref, oracle_names=(), root=None):
+    """The callable ``module:attr.path`` names (entry-point style). A module under one of the
+    oracle's top-level packages (``oracle_names``) is imported from the tree ``root`` alone
+    (``_OracleOnly``, for this import only), never from a same-named package on the path.
+    Raises ImportError, AttributeError."""
     import importlib
     module_name, _, attr_path = ref.partition(":")
-    target = importlib.import_module(module_name)
+    if module_name.partition(".")[0] in oracle_names:
+        finder = _OracleOnly(oracle_names, root)
+        sys.meta_path.insert(0, finder)
+        try:
+            target = importlib.import_module(module_name)
+        finally:
+            sys.meta_path.remove(finder)
+    else:
+        target = importlib.import_module(module_name)
     for part in attr_path.split("."):
         target = getattr(target, part)
     return target
@@ -38,11 +49,13 @@ class _OracleOnly:
 
 def _tree_files(root, frames_or_files):
     """The tree-relative paths of the files named that are in the tree, however they were
-    named (``/proc/self/root/...``, a link, ``..``): each is resolved before it is judged."""
+    named (``/proc/self/root/...``, a link, ``..``): each is resolved before it is judged.
+    A code object's pseudo-file (``<string>``: the harness's own script) is none, though the
+    tree is the working folder it would resolve under."""
     root = os.path.realpath(root)
     out = []
     for filename in frames_or_files:
-        if not isinstance(filename, str):
+        if not isinstance(filename, str) or filename.startswith("<"):
             continue
         try:
             path = os.path.realpath(filename)
@@ -112,7 +125,8 @@ def _apply(call, init, value, adapters, stores=None):
             except Exception as exc:
                 problems.append([ref, _raised(exc, init["root"])])
         return problems
-    subject = resolve(call["subject"])
+    names = call.get("oracle_roots", ())
+    subject = resolve(call["subject"], names, init["root"])
     if call.get("mode") == "store":
         store = subject()
         if stores is not None:
@@ -124,7 +138,7 @@ def _apply(call, init, value, adapters, stores=None):
     else:
         out = subject(value)
     if call.get("inverse"):
-        out = resolve(call["inverse"])(out)
+        out = resolve(call["inverse"], names, init["root"])(out)
     if call.get("canon"):
         out = adapters[call["canon"]](out)
     return out

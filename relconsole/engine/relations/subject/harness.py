@@ -19,10 +19,12 @@ wire format of a value is ``wire.py``'s.
 
 This file holds the server's loop and one call's fork; its parts, each a module of the same
 standard-library-only kind, hold the rest: ``wire`` (the wire format), ``inputs`` (the call's
-input), ``calls`` (one call's work), ``history`` (state kept from call to call), ``child`` (the
-forked child), ``namespaces`` and ``pagecache`` (what each call has to itself), ``reaping``
-(what a call leaves behind), ``disguise`` (a plain interpreter's look) and ``kept`` (an output
-kept for the next call). ``script.py`` merges them, this file last, into the one script.
+input), ``calls`` (one call's work), ``kept`` (an output kept for the next call, pickled when
+the wire does not carry it), ``adapters`` (the oracle's adapters, before or after the tree's
+import roots), ``history`` (state kept from call to call), ``child`` (the forked child),
+``namespaces`` and ``pagecache`` (what each call has to itself), ``reaping`` (what a call
+leaves behind) and ``disguise`` (a plain interpreter's look). ``script.py`` merges them, this
+file last, into the one script.
 """
 
 import gc

@@ -11,6 +11,7 @@ import random
 
 from relconsole.engine.relations.subject.calls import _apply
 from relconsole.engine.relations.subject.inputs import _live, build_input
+from relconsole.engine.relations.subject.kept import OBSERVED, OBSERVED_RAISED, observed, observer
 from relconsole.engine.relations.subject.wire import _DICT, Unencodable, _flat, _wire, decode
 
 
@@ -18,7 +19,9 @@ class Earlier:
     """What the first calls of a repeated call left to check against the judged one.
 
     ``outcome``: ("ok", a ``Written`` of its wire value) or ("raised", type) of a call on the
-    judged input's twin, which the judged call must repeat; or ("changed", words) when an
+    judged input's twin, which the judged call must repeat (for a kept output the wire does
+    not carry, the relation's observable of it: ``kept.observed``'s tags, a ``Written`` for
+    ``OBSERVED``); or ("changed", words) when an
     earlier call changed its rows; or ("checked", words or None) when the earlier calls were
     checked against each other (a list: the two calls on the same other input). ``kept``:
     (read, a ``Written`` of what ``read()`` gave, words) of what the earlier calls left: each
@@ -35,7 +38,7 @@ class Earlier:
         """The process's answer on ``quarter(input)`` (see ``build_input``) for the judge to compare
         with another process's, under another string-hash seed: ``["ok", wire]`` or
         ``["raised", type name]``; None when there is none to send."""
-        if self.first is None:
+        if self.first is None or self.first[0] not in ("ok", "raised"):
             return None
         kind, what = self.first
         return ["ok", what.value()] if kind == "ok" else ["raised", what]
@@ -84,7 +87,7 @@ def _changed_words(where):
 def _same_outcome(earlier, now):
     if earlier[0] != now[0]:
         return False
-    return earlier[1].same(now[1]) if earlier[0] == "ok" else earlier[1] == now[1]
+    return earlier[1].same(now[1]) if earlier[0] in ("ok", OBSERVED) else earlier[1] == now[1]
 
 
 class Written:
@@ -130,17 +133,17 @@ def _json_text(wire):
     return json.dumps(wire, sort_keys=True)
 
 
-def _decoy_input(call, adapters):
+def _decoy_input(call, adapters, upto=None):
     """For a repeated call on one seed value: another seed of the relation (``decoy``, wire
-    text the judge sends) through the call's own ops, or None (no other seed, or ops that
-    replace the input)."""
+    text the judge sends) through the call's own ops (the first ``upto`` of them: the rest
+    wait for an adapter resolved later), or None (no other seed, or ops that replace the
+    input)."""
     ops = call.get("ops", [])
-    if ops[:1] and ops[0][:1] == ["value"]:  # the seed itself, sent as a value: the decoy stands in its place
-        ops = ops[1:]
-    if not call.get("repeat") or call.get("decoy") is None or any(op[:1] in (["kept"], ["value"]) for op in ops):
+    skip = 1 if ops[:1] and ops[0][:1] == ["value"] else 0  # the seed itself, sent as a value: the decoy stands in its place
+    if not call.get("repeat") or call.get("decoy") is None or any(op[:1] in (["kept"], ["value"]) for op in ops[skip:]):
         return None
     try:
-        return build_input(_live(decode(call["decoy"].encode("utf-8"))), ops, adapters)
+        return build_input(_live(decode(call["decoy"].encode("utf-8"))), ops[skip:upto], adapters)
     except BaseException:
         return None
 
@@ -224,7 +227,7 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False, decoy=None):
     changed = _changed_rows(given, twin_of) if given is not None else ""
     if changed:
         return Earlier(("changed", _changed_words(changed)), seen)
-    if after is None:  # an output the wire does not carry: the judged call's result says so
+    if after is None:  # an output the wire does not carry, no observable: the judged call's result says so
         return None
     if listed:
         same = before is None or _same_outcome(before, after)
@@ -234,9 +237,10 @@ def _first_of_two(call, init, value, adapters, corpus_rows=False, decoy=None):
 
 
 def _outcome_of(call, init, value, adapters, stores, kept):
-    """("ok", a ``Written`` of the output) or ("raised", type) of one call on ``value``; None
-    for an output the wire does not carry. An output is added to ``kept`` (see ``Earlier``)
-    to be read again after the judged call."""
+    """("ok", a ``Written`` of the output) or ("raised", type) of one call on ``value``; for
+    an output the wire does not carry, the relation's observable of it (``_observed_outcome``),
+    None without one. What is read is added to ``kept`` (see ``Earlier``) to be read again
+    after the judged call."""
     try:
         out = _apply(call, init, value, adapters, stores)
     except BaseException as exc:
@@ -244,9 +248,27 @@ def _outcome_of(call, init, value, adapters, stores, kept):
     try:
         written = Written(_wire(out, 0))
     except (Unencodable, OverflowError, RecursionError, ValueError):
-        return None
+        return _observed_outcome(observer(call, adapters, init["root"]), out, kept)
     kept.append((lambda: out, written, ANSWER_CHANGED))
     return "ok", written
+
+
+def _observed_outcome(observe, out, kept):
+    """The outcome of an output the wire does not carry, by the relation's observable of it
+    (``observe``: ``kept.observer``'s function, canon(inverse(out))): ``kept.observed``'s
+    (tag, what), a ``Written`` for ``OBSERVED`` (added to ``kept``: it is read again after
+    the judged call); None without an observable or for one the wire cannot write down."""
+    if observe is None:
+        return None
+    tag, what = observed(observe, out)
+    if tag != OBSERVED:
+        return tag, what
+    try:
+        written = Written(what)
+    except (OverflowError, RecursionError, ValueError):
+        return None
+    kept.append((lambda: observe(out), written, ANSWER_CHANGED))
+    return OBSERVED, written
 
 
 def _changed_rows(given, value):
@@ -307,8 +329,19 @@ def _unless_history(body, earlier, now):
 
 
 def _outcome_words(earlier, now):
-    said = {"ok": "returned", "raised": "raised"}
-    if earlier[0] == now[0] == "ok":
+    if earlier[0] == now[0] and earlier[0] in ("ok", OBSERVED):
         return "returned another value than the first"
-    return (f"{said[now[0]]} {now[1] if now[0] == 'raised' else 'a value'} where the first "
-            f"{said[earlier[0]]} {earlier[1] if earlier[0] == 'raised' else 'a value'}")
+    return f"{_what_it_did(now)} where the first {_what_it_did(earlier)}"
+
+
+def _what_it_did(outcome):
+    """"raised ValueError", "returned a value" or, for a kept output's observable, "returned
+    a value whose inverse raised ValueError"."""
+    tag, what = outcome
+    if tag == "raised":
+        return f"raised {what}"
+    if tag == OBSERVED_RAISED:
+        return f"returned a value whose inverse raised {what}"
+    if tag == OBSERVED:
+        return "returned a value"
+    return f"returned a value whose inverse gave {what}"

@@ -13,6 +13,7 @@ import signal
 from dataclasses import dataclass, field
 
 from relconsole.engine.relations.subject import wire
+from relconsole.engine.relations.subject.kept import OBSERVED, OBSERVED_UNENCODABLE
 
 
 class ServerFault(Exception):
@@ -25,13 +26,14 @@ class CallResult:
     """One call's result as the server reported it.
 
     ``status``: ``ok`` (``body`` is the child's result mapping: ``ok`` value on the wire,
-    ``raised`` exception data or ``unencodable`` type name, plus ``imported`` tree files),
+    ``raised`` exception data, ``unencodable`` type name or the ``fault`` of the harness or an
+    adapter, plus ``imported`` tree files),
     ``timeout``, ``died`` (exit status or signal in ``detail``), ``over_cap`` (the result
     exceeded wire.MAX_BYTES) or ``garbage`` (bytes that are not a result). ``seconds``
     is the call's wall time, fork to reap. ``kept``: the server holds the output of this
-    ``keep`` call for the next one (``{"type": wire type word, "is_input": bool}``), and
-    ``body`` is only ``{"imported": [...]}``; only the server's header sets it, never the
-    child's bytes.
+    ``keep`` call for the next one (``{"type": wire type word, "is_input": bool, "observed":
+    (tag, value) or None}``, see ``_kept``), and ``body`` is only ``{"imported": [...]}``;
+    only the server's frame sets it, never the child's bytes alone.
     """
 
     status: str
@@ -65,14 +67,34 @@ def _written_alike(payload: bytes | bytearray, expected: bytes) -> dict | None:
 
 def _kept(payload: bytes | bytearray, seconds: float) -> CallResult:
     """The result of a call made with ``keep``, whose output the server kept for the next
-    call (``payload``: the JSON list of the files it imported)."""
+    call (``payload``: ``{"imported": [files], "observed": [tag, what]}``, ``observed`` only
+    for an output kept pickled, see ``kept.py``); ``kept`` holds ``observed`` decoded
+    (``(tag, value)``: an ``observed`` wire value decoded, else the child's words)."""
     try:
-        imported = json.loads(payload)
+        sent = json.loads(payload)
     except ValueError:
         raise ServerFault("the subject's server sent a kept result that is not one") from None
-    if not isinstance(imported, list):
+    if not isinstance(sent, dict) or not isinstance(sent.get("imported"), list):
         raise ServerFault("the subject's server sent a kept result that is not one")
-    return CallResult("ok", {"imported": imported}, seconds=seconds, kept={})
+    return CallResult("ok", {"imported": sent["imported"]}, seconds=seconds,
+                      kept={"observed": _observed(sent.get("observed"))})
+
+
+def _observed(sent) -> tuple | None:
+    """``(tag, value)`` of a pickled output's observable as its child sent it (``kept.observed``'s
+    tags; an ``observed`` value is JSON text in the wire format), None when none was sent;
+    ``("observed unencodable", words)`` for one that is not in the wire format."""
+    if sent is None:
+        return None
+    if not isinstance(sent, list) or len(sent) != 2 or not all(isinstance(v, str) for v in sent):
+        return (OBSERVED_UNENCODABLE, "(the observable sent is not one)")
+    tag, what = sent
+    if tag != OBSERVED:
+        return (tag[:40], what[:300])
+    try:
+        return (tag, wire.decode(what.encode("utf-8")))
+    except ValueError:
+        return (OBSERVED_UNENCODABLE, "(the observable sent is not in the wire format)")
 
 
 def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
@@ -84,6 +106,6 @@ def _parse(payload: bytes | bytearray, seconds: float) -> CallResult:
     except wire.DECODE_ERRORS as exc:
         return CallResult("garbage", detail=f"the subject's output is not in the wire format: "
                                             f"{type(exc).__name__}", seconds=seconds)
-    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable", "history"} & set(body)):
+    if not isinstance(body, dict) or not ({"ok", "raised", "unencodable", "history", "fault"} & set(body)):
         return CallResult("garbage", detail="the subject's result is not a result mapping", seconds=seconds)
     return CallResult("ok", body, seconds=seconds)

@@ -7,7 +7,9 @@ be both, and a tree module of the same name would shadow it). The harness is wri
 standard-library-only modules (``PARTS``), which the judge imports as it imports any module;
 ``harness_source`` puts their text into one program, in ``PARTS`` order with ``harness.py``
 last and its docstring first, leaving out each part's own docstring and the imports of one
-part by another: in the one script, those names are its own globals.
+part by another (in the one script, those names are its own globals) as blank lines, so that
+every line keeps its number within its part: ``part_line`` names the part's file and line of
+a line of the script (a fault of the harness reaches the judge as ``<string>:N``).
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from relconsole.engine.relations.subject import (calls, child, disguise, harness, history, inputs, kept, namespaces,
-                                                  pagecache, reaping, wire)
+from relconsole.engine.relations.subject import (adapters, calls, child, disguise, harness, history, inputs, kept,
+                                                  namespaces, pagecache, reaping, wire)
 
-PARTS = (wire, inputs, calls, history, child, namespaces, pagecache, reaping, disguise, kept, harness)
+PARTS = (wire, inputs, calls, kept, adapters, history, child, namespaces, pagecache, reaping, disguise, harness)
 PACKAGE = harness.__name__.rpartition(".")[0]
 JUDGE_PACKAGE = PACKAGE.partition(".")[0]
 COMMAND_FILENAME = "<string>"  # what ``python -c`` calls the code it runs
@@ -27,24 +29,53 @@ SIBLING_IMPORT = re.compile(rf"^from {re.escape(PACKAGE)}\.(\w+) import (?:\([^)
 _HARNESS_PYC: list[bytes] = []
 
 
+def _blank(text: str) -> str:
+    """``text`` as as many newlines as it holds: the lines after it keep their numbers."""
+    return "\n" * text.count("\n")
+
+
 def harness_source() -> str:
-    """The text of the one script: ``harness.py``'s docstring, then every part's text without
-    its docstring and its imports of other parts. Raises ImportError when the text would still
-    name the judge's package (a part imports it otherwise, or a part a module not in ``PARTS``)."""
+    """The text of the one script: ``harness.py``'s docstring, then every part's text with its
+    docstring and its imports of other parts blanked (``_blank``). Raises ImportError when the
+    text would still name the judge's package (a part imports it otherwise, or a part a module
+    not in ``PARTS``)."""
+    return _merged()[0]
+
+
+def _merged() -> tuple[str, list[tuple[int, str]]]:
+    """``(the script's text, [(the script's line where a part's line 1 sits, the part's file
+    name)])``, see ``harness_source``."""
     names = {part.__name__.rpartition(".")[2] for part in PARTS}
-    head, texts = "", []
+    head, texts, files = "", [], []
     for part in PARTS:
-        text = Path(part.__file__).read_text(encoding="utf-8")
+        path = Path(part.__file__)
+        text = path.read_text(encoding="utf-8")
         doc_end = text.index('"""', 3) + 3 if text.startswith('"""') else 0
         for match in SIBLING_IMPORT.finditer(text):
             if match.group(1) not in names:
                 raise ImportError(f"harness part {part.__name__} imports {match.group(1)}, not one of its parts")
         head = text[:doc_end] if part is harness else head
-        texts.append(SIBLING_IMPORT.sub("", text[doc_end:]))
+        texts.append(_blank(text[:doc_end]) + SIBLING_IMPORT.sub(lambda m: _blank(m.group(0)), text[doc_end:]))
+        files.append(path.name)
     source = "\n".join([head, *texts])
     if JUDGE_PACKAGE in source:
         raise ImportError(f"the harness script would name {JUDGE_PACKAGE}: its parts import only the standard library")
-    return source
+    starts, line = [], head.count("\n") + 2  # the line after the head and its joining newline
+    for name, text in zip(files, texts):
+        starts.append((line, name))
+        line += text.count("\n") + 1
+    return source, starts
+
+
+def part_line(where: str) -> str:
+    """``where`` (``file:line`` of a traceback frame) with a line of the one script
+    (``<string>:N``) as the part's own file and line (``child.py:97``); anything else as given."""
+    name, _, number = where.rpartition(":")
+    if name != COMMAND_FILENAME or not number.isdigit():
+        return where
+    line = int(number)
+    start, part = max(((s, p) for s, p in _merged()[1] if s <= line), default=(1, COMMAND_FILENAME))
+    return f"{part}:{line - start + 1}"
 
 
 def harness_pyc() -> bytes:

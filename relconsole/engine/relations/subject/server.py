@@ -309,7 +309,7 @@ class ForkServer:
             raise ServerFault("the subject's server no longer holds the output the call was to read")
         if status == "ok" and call.get("keep") and header.get("kept") is True:
             result = _kept(payload, seconds)
-            result.kept = {"type": str(header.get("kept_type") or "?"), "is_input": header.get("kept_is_input") is True}
+            result.kept.update(type=str(header.get("kept_type") or "?"), is_input=header.get("kept_is_input") is True)
             return result
         if status == "ok":
             expected = expect() if expect is not None else None
