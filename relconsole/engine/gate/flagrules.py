@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate import probescan, pyscan
+from relconsole.engine.gate.generatedreads import generated_modules, generated_reads, package_of
 from relconsole.engine.gate.blobreader import MAX_TEXT_BYTES, BlobReader
 from relconsole.engine.gate.patchflags import Flag
 from relconsole.engine.gate.sourcetext import reads_otherwise, source_text
@@ -84,6 +85,7 @@ class FlagRules:
         self.corpora = lease_corpora
         self.bag_subjects = _bag_subjects(layout, catalog) if catalog else {}
         self.guarded = _guarded_modules(layout, catalog, reader) if catalog else None
+        self.generated = generated_modules(layout.generated, _roots(layout))
         self.probe_cache = None  # patch_flags sets it
 
     def wanted(self, path: str) -> bool:
@@ -172,6 +174,11 @@ class FlagRules:
             self._layout(change, flag)
         if change.new and self._probed(change.new):
             self._probes(change, flag)
+            for line, name in generated_reads(change.text("before"), change.text("after"),
+                                              package_of(change.new, _roots(self.layout)), self.generated):
+                flag("environment_probe", line, f"imports {name}, a generated module: relations run with the "
+                     "base's stub ([tool.relconsole] generated), production with the build's file, so code "
+                     "that reads it can tell the two apart")
         if change.new and change.new.endswith((".py", ".pyw")) and change.after != change.before:
             encoding = reads_otherwise(change.after)
             if encoding:

@@ -166,7 +166,8 @@ def check_holds(review: Review, relations: list[Relation], commit: str, oracle_d
     tree = scratch / checkout_name(review)  # the subject's working folder reads as a plain checkout
     try:
         linked = sandboxed()
-        build_run_tree(review.repo, commit, oracle_dir, review.layout.protected, tree, link=linked)
+        build_run_tree(review.repo, commit, oracle_dir, review.layout.protected, tree, link=linked,
+                       generated=review.layout.generated)
         found, plans = _plan(review, relations, tree, linked)
         plans = {rid: dataclasses.replace(plan, replay_seed=replay_seed) for rid, plan in plans.items()}
         for result in run_all([(plan, None) for plan in plans.values()], progress, workers):

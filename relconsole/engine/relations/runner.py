@@ -81,11 +81,13 @@ def _not_judged(plan: RunPlan, first: RunRecord, freeze: FreezeRow | None) -> Re
 
 def oracle_fault(record: RunRecord, protected_patterns: tuple[str, ...]) -> str | None:
     """Why a miss is the oracle's fault, not the patch's: the innermost frame of the
-    exception is in a protected file (an adapter, merge or transform that raised)."""
+    exception is in a protected file (an adapter, merge or transform that raised) and no frame
+    of the tree's own code called into it. A subject that calls an oracle module itself and
+    lets it raise (red team, issue 34: to turn its reject into an oracle fault) keeps its miss."""
     if not record.error_files or not protected_patterns:
         return None
     innermost = record.error_files[-1]
-    if protected(protected_patterns, innermost):
+    if all(protected(protected_patterns, path) for path in record.error_files):
         return (f"{record.error_type} raised in the oracle's own {innermost}: fix the oracle "
                 "on the base branch; the patch is not judged by a broken relation")
     return None

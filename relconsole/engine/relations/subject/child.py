@@ -196,11 +196,15 @@ def _kept_otherwise(out, value, why, call, observe, earlier):
     """The result mapping of a kept output the wire does not carry (``why``): pickled
     (``kept.pickled_body``) with the relation's observable of it in this process
     (``observe``: ``kept.observer``'s canon(inverse(out)), or None), which a repeated call's
-    earlier calls are checked against; ``unencodable`` with why pickle cannot carry it either."""
+    earlier calls are checked against; ``unencodable`` with why pickle cannot carry it either.
+    The observable is taken before pickling: pickling runs the subject's ``__getstate__`` or
+    ``__reduce__``, which could repair the object for the judged process only (red team, issue
+    34), while production uses the object as f made it."""
+    seen = observed(observe, out) if observe is not None else None
     body = pickled_body(out, value, why)
-    if "pickled" not in body or observe is None:
+    if "pickled" not in body or seen is None:
         return body
-    tag, what = observed(observe, out)
+    tag, what = seen
     body["observed"] = observed_text(tag, what)
     return _unless_history(body, earlier, (tag, what))
 
