@@ -29,11 +29,14 @@ SQUASH = 'def squash(text):\n    """Collapse runs of whitespace."""\n    return 
 SEEDS = '"a  b"\n"  x y   z "\n"plain"\n'
 
 
-def catalog(subject: str = "textlib:squash", kind: str = "idempotence", extra: str = "") -> str:
-    return textwrap.dedent(f"""\
-        owners:
-          "textlib.py": [text.squash]
-          "scmlib/**": [text.squash]
+def catalog(subject: str = "textlib:squash", kind: str = "idempotence", extra: str = "",
+            owners: dict | None = None, freeze: str = "") -> str:
+    """One relation ``text.squash`` over the seeds file, owning ``owners`` (pattern -> YAML list;
+    default textlib.py and scmlib/**), with a ``freeze:`` policy when given."""
+    owners = owners or {"textlib.py": "[text.squash]", "scmlib/**": "[text.squash]"}
+    mapped = "".join(f'  "{pattern}": {relations}\n' for pattern, relations in owners.items())
+    policy = f"    freeze: {freeze}\n" if freeze else ""
+    return "owners:\n" + mapped + textwrap.dedent(f"""\
         relations:
           # the keeper's note: one relation over hand-written seeds
           - id: text.squash
@@ -42,7 +45,7 @@ def catalog(subject: str = "textlib:squash", kind: str = "idempotence", extra: s
             input: {{seeds: oracle/seeds/texts.jsonl}}
             compare: exact
             statement: Squashing a text twice gives what squashing it once gives.
-        """) + extra
+        """) + policy + extra
 
 
 def repo_with(tmp_path: Path, base: dict, patch: dict) -> Path:

@@ -14,40 +14,27 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from bench.gitrepo import git, reviewed_repo
 from conftest import TODAY
+from test_base_decides import SQUASH, catalog as one_catalog
+from test_gate import console_decision
 
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_OF = {"pass": 0, "freeze": 0, "reject": 1, "abort": 3, "hold": 4}
 
-SQUASH = 'def squash(text):\n    """Collapse runs of whitespace."""\n    return " ".join(text.split())\n'
 ONE_PASS = 'def squash(text):\n    return text.replace("  ", " ")\n'  # not idempotent on four spaces
 DASHED = 'def squash(text):\n    return "-" + " ".join(text.split())\n'  # each call adds a dash
 SEEDS = '"a  b"\n"a    b"\n"plain"\n'
 GOLDEN = "from textlib import squash\n\n\ndef test_squash():\n    assert squash('a  b') == 'a b'\n"
 
 
-def catalog(kind: str = "idempotence", subject: str = "textlib:squash", extra: str = "") -> str:
-    return textwrap.dedent(f"""\
-        owners:
-          "textlib.py": [text.squash]
-          "helpers/**": []
-          "tests/**": []
-        relations:
-          - id: text.squash
-            kind: {kind}
-            subject: {subject}
-            input: {{seeds: oracle/seeds/texts.jsonl}}
-            compare: exact
-            statement: Squashing a text twice gives what squashing it once gives.
-            freeze: {{allowed: true, max_days: 14, min_reruns: 3}}
-        """) + extra
+def catalog(kind: str = "idempotence", subject: str = "textlib:squash") -> str:
+    return one_catalog(subject, kind, owners={"textlib.py": "[text.squash]", "helpers/**": "[]", "tests/**": "[]"},
+                       freeze="{allowed: true, max_days: 14, min_reruns: 3}")
 
 
 FREEZE = json.dumps([{"relation_id": "text.squash", "expires": "2026-12-10", "reruns": 3, "pass_needed": 1,
@@ -122,20 +109,9 @@ def from_plugin(clone: Path) -> tuple[str, int]:
 
 
 async def from_console(clone: Path) -> tuple[str, int]:
-    from relconsole.console.app import ReviewApp
-    app = ReviewApp(repo=str(clone), base_ref="main", today=TODAY)
-    async with app.run_test(size=(160, 48)) as pilot:
-        deadline = time.monotonic() + 300
-        await pilot.pause()
-        while app.busy or app.review is None or app.review.results.keys() < set(app.review.touched_relations()):
-            assert app.load_error is None, app.load_error
-            assert time.monotonic() < deadline, f"console still busy: {app.busy_reasons}"
-            await pilot.pause(0.1)
-        await pilot.pause()
-        status = str(app.query_one("#status").render())
-        decision = app.review.decision().decision
-        assert decision.upper() in status
-        return decision, app.review.exit_code()
+    decision, _reason, status, code = await console_decision(clone)
+    assert decision.upper() in status
+    return decision, code
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -71,8 +71,8 @@ def plugin(repo: Path, tmp: Path) -> tuple[int, dict]:
     return proc.returncode, json.loads(results.read_text())
 
 
-async def console_decision(repo: Path) -> tuple[str, str, str]:
-    """(decision, reason, status line text) once the console ran the touched relations."""
+async def console_decision(repo: Path) -> tuple[str, str, str, int]:
+    """(decision, reason, status line text, exit code) once the console ran the touched relations."""
     from relconsole.console.app import ReviewApp
     app = ReviewApp(repo=str(repo), base_ref="main", today=TODAY)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -85,7 +85,7 @@ async def console_decision(repo: Path) -> tuple[str, str, str]:
         await pilot.pause()
         decision = app.review.decision()
         status = str(app.query_one("#status").render())
-        return decision.decision, decision.reason, status
+        return decision.decision, decision.reason, status, app.review.exit_code()
 
 
 def _commit(repo: Path, files: dict[str, str], message: str) -> None:
@@ -125,7 +125,7 @@ async def test_every_front_end_reports_the_same_decision(sample, tmp_path, case)
     run = cli(repo, "run", "--base", "main", "--json")
     flagged = cli(repo, "flags", "--run", "--base", "main", "--json")
     plugin_code, plugged = plugin(repo, tmp_path)
-    decision, reason, status = await console_decision(repo)
+    decision, reason, status, _ = await console_decision(repo)
 
     assert gated["decision"] == EXPECTED[case], gated
     words = {"gate": gated["decision"], "run": json_of(run)["decision"],

@@ -305,7 +305,7 @@ def _module(snippets: list[str]) -> str:
 
 
 MODULE_LEVEL = {"module-memo", "counter-next", "alias-of-state", "heap-state", "bisect-state", "namespace-state",
-                "partial-counter", "suppressed-import"}  # state at module level: nested in a function, a closure's own
+                "partial-counter", "suppressed-import", "module-object"}  # state at module level: nested in a function, a closure's own
 snippets = st.lists(st.sampled_from(sorted(set(PROBES) - MODULE_LEVEL) + [f"honest{i}" for i in range(len(HONEST))]),
                     max_size=6)
 
