@@ -96,9 +96,10 @@ class ReplaySide:
 
 def run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[ReplaySide], options: ReplayOptions,
                heartbeat: Heartbeat, progress) -> dict[str, dict[str, list[RunRecord]]]:
-    """Every (relation, side, run) evaluated, in parallel, each in a new worker process:
-    runs must be independent, so no module state (an import-time draw, a cache) carries
-    from one run into the next as it would in a long-lived worker."""
+    """Every (relation, side, run) evaluated, in parallel within a side and one side after the
+    other, each in a new worker process: runs must be independent, so no module state (an
+    import-time draw, a cache) carries from one run into the next as it would in a long-lived
+    worker, and no HEAD run shares the machine with a base run."""
     jobs = []
     seeds = list(options.seeds) if options.seeds else [draw_seed() for _ in range(options.runs)]
     for rid, by_side in plans.items():
@@ -127,7 +128,11 @@ def run_sides(plans: dict[str, dict[str, RunPlan]], sides: list[ReplaySide], opt
     threads = max(1, options.workers or os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=threads) as executor:
         try:
-            list(executor.map(one, jobs))
+            # one side after the other: a HEAD run that hogs the machine (a livelock, a fork of busy
+            # children) must not make a base run time out beside it, or the base would seem to show
+            # the patch's miss (red team, issue 34)
+            for side in sides:
+                list(executor.map(one, [job for job in jobs if job[1] is side]))
         except BaseException:  # Ctrl-C: kill the runs in flight so the pool shuts down at once
             cancel.cancel()
             raise
