@@ -32,6 +32,7 @@ def cmd_flags(args) -> int:
     import json
     from relconsole.engine.gate.checklist import merge_checklist
     from relconsole.engine.gate.review import load_review
+    from relconsole.cli.review import gap_lines
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.reviewrun import run_review
     review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from)
@@ -77,6 +78,8 @@ def cmd_flags(args) -> int:
             print(f"  {MARK[item.state]}  {item.title}")
             for line in item.evidence:
                 print(f"               {one_line(line)}")
+        for line in gap_lines(review):
+            print(line)
         print(f"decision: {decision.decision}  ({decision.reason})")
         for error in review.errors:
             print(f"relconsole: {one_line(error.one_line())}")

@@ -164,12 +164,21 @@ def cmd_run(args) -> int:
         decision = _worst_of(results) if args.relation else review.decision(judged)
         payload = run_payload(review, results, decision)
         lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
+        lines += gap_lines(review)
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
         code = decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
         emit(args, payload, lines, code=code)
         return code
     finally:
         review.close()
+
+
+def gap_lines(review) -> list[str]:
+    """One line per touched path no owner pattern matches (a coverage gap, exit 2), at most
+    20 and a count of the rest: the exit code alone did not say which path (new-user trial)."""
+    gaps = [b.path for b in review.gaps()]
+    lines = [f"gap: {one_line(path)} is owned by no catalog pattern (exit 2 unless worse)" for path in gaps[:20]]
+    return lines + ([f"gap: … and {counted(len(gaps) - 20, 'more path')}"] if len(gaps) > 20 else [])
 
 
 def _worst_of(results):

@@ -7,12 +7,15 @@ check, the import record, bite and confirmation), so each runs a relation the sa
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from pathlib import Path
 
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.oracle.hashcache import sha256_stream
 from relconsole.engine.repo.config import Layout
+from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.relations.records import RunPlan
 from relconsole.engine.gate.oracleload import oracle_digest
@@ -72,7 +75,34 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
                    review.layout.protected, sandbox="bwrap" if review.layout.require_sandbox or linked else "auto",
                    clock_day=relation.clock == "frozen", clock_today=review.today.isoformat(),
                    checkout=checkout_name(review), readonly=reviewer_folders(review),
-                   env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ})
+                   env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ},
+                   library=library_names(review.repo.git_dir, review.merge_base, _roots(review.layout)))
+
+
+def _roots(layout: Layout) -> tuple[str, ...]:
+    """The import roots as repository path prefixes ("" for the root), configured or §3's."""
+    roots = layout.import_paths if layout.import_paths is not None else ("", "src")
+    return tuple(r.strip("/").removeprefix("./").removeprefix(".") for r in roots)
+
+
+@functools.lru_cache(maxsize=64)
+def library_names(git_dir: str, commit: str, roots: tuple[str, ...]) -> tuple[str, ...]:
+    """The top-level modules ``commit`` holds in its import ``roots``: each package (a folder
+    with ``__init__.py``) and each ``.py`` file right under a root, but no standard-library
+    name. Read from the merge base, which the patch cannot change: a package the patch adds
+    does not become one (it cannot stand in for an installed module an adapter imports).
+    Raises GitError when git cannot list the commit."""
+    names = set()
+    for root in roots:
+        prefix = f"{root}/" if root else ""
+        listed = run_git(git_dir, "ls-tree", "-r", "-z", "--name-only", commit, "--", prefix or ".").stdout
+        for path in listed.decode("utf-8", "surrogateescape").split("\0"):
+            parts = path[len(prefix):].split("/") if path.startswith(prefix) else []
+            if len(parts) == 1 and parts[0].endswith(".py"):
+                names.add(parts[0][:-3])
+            elif len(parts) == 2 and parts[1] == "__init__.py":
+                names.add(parts[0])
+    return tuple(sorted(n for n in names if n.isidentifier() and n not in sys.stdlib_module_names))
 
 
 def reviewer_folders(review: Review) -> tuple[str, ...]:

@@ -24,7 +24,8 @@ from typing import Any, Callable
 from relconsole.engine.relations.canon import canonical, path_text
 from relconsole.engine.literal import counted
 from relconsole.engine.relations.orders import _order, structured_orders
-from relconsole.engine.relations.outcome import WRITTEN_ALIKE, Calls, Check, Kept, Outcome, _empty, first_miss
+from relconsole.engine.relations.outcome import (WRITTEN_ALIKE, Calls, Check, Kept, Outcome, SubjectFailed, _empty,
+                                                 first_miss)
 from relconsole.engine.relations.subject.inputs import check_raisable, pack_order, raise_field, step_changes_nothing
 from relconsole.engine.relations.subject.kept import OBSERVED, OBSERVED_RAISED, kept_type, same_value
 
@@ -331,8 +332,13 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
     nan_counts = not rel.get("nan_ok") and proves_by_output
     nan = None
     for index, x in enumerate(inputs):
-        outcome = kind(rel, x, rng=rng, calls=calls_for(index), merge=merge, wire=wire)
         label = labels[index] if labels else f"seed row {index + 1}" if len(inputs) > 1 else ""
+        try:
+            outcome = kind(rel, x, rng=rng, calls=calls_for(index), merge=merge, wire=wire)
+        except SubjectFailed as exc:  # a raise names the input it raised on, as a disagreement does
+            if label and not labels:
+                exc.error = dict(exc.error, message=f"{label} {_shown(x)}: {exc.error.get('message', '')}")
+            raise
         if label:
             outcome.note = f"{label}: {outcome.note}"
         if not outcome.held:
@@ -356,6 +362,15 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
                      "that reached it stays there in any order), so the relation proved nothing there "
                      "(nan_ok: true allows it)")
     return last
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A seed value as compact JSON, cut to about ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    except (ValueError, TypeError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _nan_path(value: Any, path: tuple = (), depth: int = 0) -> tuple | None:

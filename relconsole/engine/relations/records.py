@@ -149,6 +149,9 @@ class RunPlan:
     clock_day: bool = False  # with clock: stand at an instant drawn per fork server around its day (clock: frozen)
     clock_today: str | None = None  # with clock_day: the review's today (ISO date), which the drawn span reaches past
     readonly: tuple[str, ...] = ()  # the reviewer's git directories and checkout: read-only to a subject without bwrap
+    # top-level packages and modules of the library under review (the merge base's, in its import roots): an
+    # adapter that imports one gets the tree's copy, never one installed where relconsole runs
+    library: tuple[str, ...] = ()
 
 
 def input_summary(plan: RunPlan, read: dict | None = None) -> dict:

@@ -18,15 +18,17 @@ from relconsole.engine.relations.subject.wire import Unencodable, encode
 class ServerCalls:
     """The relations' ``Calls`` over one fork server: each call a fresh child, in an order
     drawn from ``rng``, the run's common fields (subject, seed, adapters and the top-level
-    names they may be imported from, ``oracle_roots``) added."""
+    names they may be imported from, ``oracle_roots``, and the library under review's,
+    ``library``) added."""
 
     def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
                  seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = (),
-                 second=None, decoy: str | None = None, input_index: int = 0):
+                 second=None, decoy: str | None = None, input_index: int = 0, library: list[str] = ()):
         self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
         self.second, self.decoy, self.input_index = second, decoy, input_index
         self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
         self.oracle_roots = list(oracle_roots)
+        self.library = list(library)  # the library under review's top-level names (RunPlan.library)
 
     def _spec(self, call: dict) -> dict:
         rel = self.relation
@@ -35,7 +37,7 @@ class ServerCalls:
         seed = call["seed"] if "seed" in call else self.log["subject_seed"] ^ self.rng.getrandbits(32)
         spec = {"subject": rel["subject"], "seed": seed,
                 "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon"),
-                "oracle_roots": self.oracle_roots}
+                "oracle_roots": self.oracle_roots, "library": self.library}
         spec.update(call)
         spec["ops"] = self.prefix + list(call.get("ops", []))
         if self.seed_row is not None:

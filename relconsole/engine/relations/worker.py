@@ -233,7 +233,8 @@ class Server:
                 return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index,
                                    prefix=[["scale", scale]] if corpus and index == 1 else None,
                                    oracle_roots=request["oracle_roots"], second=second,
-                                   decoy=None if corpus else other_seed(inputs, index, seed), input_index=index)
+                                   decoy=None if corpus else other_seed(inputs, index, seed), input_index=index,
+                                   library=request.get("library") or [])
 
             if request.get("imports_only"):  # one source call, for the files it imports (§3)
                 try:

@@ -39,29 +39,58 @@ def _needs_tree(exc, oracle_names, import_paths):
     return top not in oracle_names and PathFinder.find_spec(top, list(import_paths)) is not None
 
 
-def resolve_early(refs, oracle_names, init):
+class _Library:
+    """A meta-path finder for the library under review's top-level modules (``names``, the merge
+    base's: a package the patch adds is none of them). ``early`` it refuses them, so an adapter
+    that imports the library waits for ``resolve_late``; late it finds them in the tree's import
+    roots alone. Either way an adapter never binds a copy of the library installed where
+    the judge runs (new-user trial, issue 34: with parver installed, an adapter's ``from parver
+    import Version`` judged the installed release, and a planted bug passed)."""
+
+    def __init__(self, names, import_paths, early):
+        self.names, self.import_paths, self.early = set(names), list(import_paths), early
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in self.names:
+            return None
+        if self.early:
+            raise ModuleNotFoundError(f"No module named {name!r} (the library under review, not yet)", name=name)
+        from importlib.machinery import PathFinder
+        return PathFinder.find_spec(name, self.import_paths)
+
+
+def resolve_early(refs, oracle_names, init, library=()):
     """``({ref: callable}, [deferred refs])`` for ``refs`` resolved now, no tree import root
     on ``sys.path`` (the caller has put ``_OracleOnly`` first on ``sys.meta_path``). A ref
-    whose module imports a top-level module of the tree is deferred (``resolve_late``).
-    Raises AdapterFault for anything else a ref raises."""
+    whose module imports a top-level module of the tree, or of the ``library`` under review
+    (installed or not), is deferred (``resolve_late``). Raises AdapterFault for anything else
+    a ref raises."""
     adapters, deferred = {}, []
-    for ref in refs:
-        try:
-            adapters[ref] = resolve(ref)
-        except BaseException as exc:
-            if not _needs_tree(exc, oracle_names, init["import_paths"]):
-                raise AdapterFault(ref, _raised(exc, init["root"])) from None
-            deferred.append(ref)
+    gate = _Library(library, init["import_paths"], early=True)
+    sys.meta_path.insert(0, gate)
+    try:
+        for ref in refs:
+            try:
+                adapters[ref] = resolve(ref)
+            except BaseException as exc:
+                if not _needs_tree(exc, oracle_names, init["import_paths"]):
+                    raise AdapterFault(ref, _raised(exc, init["root"])) from None
+                deferred.append(ref)
+    finally:
+        sys.meta_path.remove(gate)
     return adapters, deferred
 
 
-def resolve_late(deferred, adapters, init):
+def resolve_late(deferred, adapters, init, library=()):
     """Resolve each ``deferred`` ref into ``adapters`` with the tree's import roots on
     ``sys.path`` after the site folders, then take them off again (the call puts them in
-    their own place, before the site folders). Raises AdapterFault for a ref that raises:
-    its innermost frame says whose fault it is (the adapter's file, or the library's)."""
+    their own place, before the site folders); the ``library`` under review comes from the
+    tree's import roots alone. Raises AdapterFault for a ref that raises: its innermost frame
+    says whose fault it is (the adapter's file, or the library's)."""
     added = [entry for entry in init["import_paths"] if entry not in sys.path]
     sys.path.extend(added)
+    gate = _Library(library, init["import_paths"], early=False)
+    sys.meta_path.insert(0, gate)
     try:
         for ref in deferred:
             try:
@@ -69,6 +98,7 @@ def resolve_late(deferred, adapters, init):
             except BaseException as exc:
                 raise AdapterFault(ref, _raised(exc, init["root"])) from None
     finally:
+        sys.meta_path.remove(gate)
         for entry in added:
             if entry in sys.path:
                 sys.path.remove(entry)

@@ -101,7 +101,8 @@ def _answer(job, step):
     finder = _OracleOnly(call.get("oracle_roots", init.get("oracle_roots", [])), init["root"])
     sys.meta_path.insert(0, finder)
     step[0] = "resolving the adapters"
-    adapters, deferred = resolve_early(call.get("adapters", []), finder.names, init)
+    library = [n for n in call.get("library", []) if n not in finder.names]
+    adapters, deferred = resolve_early(call.get("adapters", []), finder.names, init, library)
     now, later = split_ops(call.get("ops", []), deferred)
     step[0] = "building the input"
     value, failed = _built(base, now, adapters, kept)
@@ -118,7 +119,7 @@ def _answer(job, step):
     frames = drawn_depth()
     if deferred:  # an adapter that imports the library: its import runs the tree's code, at the call's depth
         step[0] = "resolving the adapters that import the tree"
-        at_depth(frames, lambda: resolve_late(deferred, adapters, init))
+        at_depth(frames, lambda: resolve_late(deferred, adapters, init, library))
         value, failed, decoy = at_depth(frames, lambda: _finished(value, failed, decoy, later, adapters))
     sys.meta_path.remove(finder)
     for name in list(sys.modules):  # the subject re-imports a copy; it cannot patch ours
