@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.gitrepo import write_files
 from library_trees import MONOTONIC, VERSION_HELPERS, library_plan, relation_entry, version_library
 from relconsole.engine.relations.outcome import SubjectFailed
 from relconsole.engine.relations.pool import evaluate_once
@@ -194,3 +195,41 @@ def test_every_line_of_the_harness_script_is_named_by_its_part_s_file_and_line()
             if text.startswith(("def ", "class ")):
                 lines = [n for n, line in enumerate(source, 1) if line == text]
                 assert f"{name}:{number}" in [script.part_line(f"<string>:{n}") for n in lines], (name, text)
+
+
+def test_a_copy_of_the_library_installed_where_the_judge_runs_never_stands_in_for_the_tree(tmp_path):
+    """New-user trial: with the library also pip-installed beside relconsole, an adapter's
+    ``from verlib import Version`` bound the installed release, so a bug planted in the tree
+    passed. The library's top-level names (``RunPlan.library``, the merge base's) come from
+    the tree's import roots only."""
+    import dataclasses
+    import site
+    import uuid
+    import shutil
+    name = f"verlib{uuid.uuid4().hex[:10]}"  # installed into this venv for the test: no other test imports it
+    installed = Path(site.getsitepackages()[0])
+    good = {path.replace("verlib", name, 1): text.replace("verlib", name)
+            for path, text in version_library(NORMAL).items()}
+    broken = dict(good)
+    broken[f"{name}/version.py"] = broken[f"{name}/version.py"].replace(*FALLS)
+    adapter = VERSION_HELPERS.replace("verlib", name) + "\n\ndef build(parts):\n    return Version.from_parts(parts)\n"
+    relation = relation_entry("ver.monotonic", "monotonic", "oracle.helpers:build", "parts",
+                              "a higher patch is a higher version", canon="oracle.helpers:version_data",
+                              params="{field: patch, step: 1}")
+    plan = library_plan(tmp_path / "tree", relation, {"oracle/helpers.py": adapter}, library=broken)
+    write_files(installed, good)
+    try:
+        record = evaluate_once(dataclasses.replace(plan, library=(name,)), seed=1)
+    finally:
+        shutil.rmtree(installed / name)
+    assert not record.held and not record.error_type, record.describe()  # the tree's bug, judged
+
+
+def test_the_library_s_names_are_the_merge_base_s_packages_and_modules(tmp_path):
+    from bench.gitrepo import committed_repo
+    from relconsole.engine.gate.runplans import library_names
+    repo = committed_repo(tmp_path / "repo", {
+        "src/pkg/__init__.py": "", "src/pkg/inner/__init__.py": "", "src/tool.py": "", "src/json.py": "",
+        "src/notes/readme.txt": "", "top.py": "", "docs/conf.py": "", "setup.py": "", "src/not-a-name.py": ""})
+    sha = (repo / ".git" / "refs" / "heads" / "main").read_text().strip()
+    assert library_names(str(repo / ".git"), sha, ("", "src")) == ("pkg", "setup", "tool", "top")

@@ -252,3 +252,13 @@ def test_sarif_points_an_oracle_fault_at_the_catalog_line_and_the_summary_names_
         "--summary", str(tmp_path / "summary.md"))
     summary = (tmp_path / "summary.md").read_text().replace("\\", "")  # Markdown escapes . and _
     assert "environment" in summary and "scmlib._version" in summary
+
+
+def test_a_miss_by_exception_names_the_seed_row_and_its_value(tmp_path):
+    """New-user trial: a parse that raised on one seed said only the exception, not which seed."""
+    raising = SQUASH.replace('    return " ".join(text.split())', '    if " " not in text:\n'
+                             '        raise ValueError("no space")\n    return " ".join(text.split())')
+    repo = repo_with(tmp_path, {}, {"textlib.py": raising})
+    code, payload = run_json(repo)
+    row = SEEDS.splitlines().index('"plain"') + 1
+    assert code == EXIT_REJECT and f'seed row {row} "plain"' in relation(payload)["summary"], payload
