@@ -22,6 +22,7 @@ from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.oracle.freezes import counted_verdict
+from relconsole.engine.gate.exercised import describe
 from relconsole.engine.gate.report import decision_fields, run_payload
 from relconsole.engine.gate import importrun
 from relconsole.engine.gate.review import Review, load_review
@@ -317,6 +318,8 @@ class RelconsoleSession:
         if payload["gaps"]:
             write("relconsole: touched paths no relation owns (coverage gaps): "
                   + ", ".join(one_line(p) for p in payload["gaps"]))
+        for row in payload.get("unexercised", []):
+            write("relconsole: " + one_line(describe(row, payload.get("unexercised_level", "gap"))))
         write(f"relconsole: results in {self.json_path}")
         if self.failing:
             verb = ("reported only (--relconsole-report-only)" if self.report_only
@@ -332,11 +335,15 @@ class RelconsoleSession:
 
 def _failing(payload: dict) -> str:
     """Why the session's decision fails it ('' when it passes): a §8 decision other than
-    pass or a counted freeze, or a touched path no relation owns (a coverage gap, exit 2)."""
+    pass or a counted freeze, or a touched path no relation owns, or a changed statement no
+    relation ran (a coverage gap, exit 2)."""
     if payload["decision"] not in PASSING:
         return f"decision {payload['decision']} ({payload['reason']})"
     if payload["gaps"]:
         return f"{counted(len(payload['gaps']), 'touched path')} no relation owns (coverage gap)"
+    if payload.get("unexercised") and payload.get("unexercised_level", "gap") == "gap":
+        return (f"{counted(len(payload['unexercised']), 'file')} with changed statements no relation ran "
+                "(coverage gap)")
     return ""
 
 

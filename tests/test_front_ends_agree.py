@@ -1,7 +1,8 @@
 """One decision whatever the front end and whatever ran before (issue 34).
 
 A matrix of small real repositories (an honest patch, a real miss, an oracle fault, a vacuous
-relation, a failed counted freeze, a review flag, a coverage gap, ownership through an import)
+relation, a failed counted freeze, a review flag, a coverage gap, a changed line no relation
+runs, ownership through an import)
 goes through every front end: ``run``, ``gate``, ``flags --run``, ``pytest --relconsole`` and
 the console (the Pilot). Each front end gets a fresh clone with no record under its git
 directory (the import record, caches), and the console runs once more in a clone where ``run``
@@ -41,6 +42,7 @@ FREEZE = json.dumps([{"relation_id": "text.squash", "expires": "2026-12-10", "re
                       "reason": "flaky on CI, tracked in TEXT-4"}])
 BASE = {"oracle/catalog.yaml": catalog(), "oracle/seeds/texts.jsonl": SEEDS, "textlib.py": SQUASH,
         "oracle/freezes.json": "[]\n", "oracle/pins.json": "{}\n", "tests/__init__.py": ""}
+UNUSED = "\n\ndef seconds(minutes):\n    return minutes * 60\n"
 IMPORTING = "from helpers.words import join_words\n\n\ndef squash(text):\n    return join_words(text.split())\n"
 
 # case -> (base files over BASE, patch files, the decision the gate must give)
@@ -55,6 +57,8 @@ CASES = {
     "failed-freeze": ({"oracle/freezes.json": FREEZE}, {"textlib.py": DASHED}, "reject"),
     "flag": ({}, {"tests/test_golden.py": GOLDEN, "textlib.py": SQUASH + "\n# touched\n"}, "reject"),
     "gap": ({}, {"tools/helper.py": "def helper():\n    return 1\n"}, "pass"),
+    # a changed line no relation runs: covered only by an import (issue 35), a gap
+    "unexercised": ({"textlib.py": SQUASH + UNUSED}, {"textlib.py": SQUASH + UNUSED.replace("* 60", "* 1")}, "pass"),
     "via-import": ({"textlib.py": IMPORTING, "helpers/__init__.py": "",
                     "helpers/words.py": "def join_words(words):\n    return ' '.join(words)\n"},
                    {"helpers/words.py": "def join_words(words):\n    return '-' + ' '.join(words)\n"}, "reject"),
@@ -128,4 +132,4 @@ async def test_every_front_end_gives_the_gates_decision_on_fresh_and_warm_clones
     gate_code = said["gate"][1]
     assert all(said_here == said["gate"] for said_here in said.values()), said
     assert plugin_decision == expected and (plugin_code != 0) == (gate_code != 0), (plugin_decision, plugin_code)
-    assert gate_code == (EXIT_OF[expected] or (2 if case == "gap" else 0))
+    assert gate_code == (EXIT_OF[expected] or (2 if case in ("gap", "unexercised") else 0))

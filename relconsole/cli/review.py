@@ -175,10 +175,19 @@ def cmd_run(args) -> int:
 
 def gap_lines(review) -> list[str]:
     """One line per touched path no owner pattern matches (a coverage gap, exit 2), at most
-    20 and a count of the rest: the exit code alone did not say which path (new-user trial)."""
+    20 and a count of the rest: the exit code alone did not say which path (new-user trial);
+    then one per file whose changed statements no relation ran (``unexercised``)."""
     gaps = [b.path for b in review.gaps()]
     lines = [f"gap: {one_line(path)} is owned by no catalog pattern (exit 2 unless worse)" for path in gaps[:20]]
-    return lines + ([f"gap: … and {counted(len(gaps) - 20, 'more path')}"] if len(gaps) > 20 else [])
+    lines += [f"gap: … and {counted(len(gaps) - 20, 'more path')}"] if len(gaps) > 20 else []
+    return lines + unexercised_lines(review.unexercised(), review.layout.unexercised)
+
+
+def unexercised_lines(found, level: str) -> list[str]:
+    """``unexercised:`` lines for ``exercised.Unexercised`` rows (at most 20, then a count)."""
+    from relconsole.engine.gate.exercised import describe
+    lines = [one_line(describe(u.to_json(), level)) for u in found[:20]]
+    return lines + ([f"unexercised: … and {counted(len(found) - 20, 'more file')}"] if len(found) > 20 else [])
 
 
 def _worst_of(results):

@@ -33,9 +33,10 @@ def lit(text: object, style: str = "") -> Text:
     return Text(one_line(text), style=style)
 
 
-def touched_prompt(binding: Binding, flags: list[str] = ()) -> Text:
-    """Two lines: status letter and path; then the owners or the gap, and the names of
-    the review flags (§9) raised on this path.
+def touched_prompt(binding: Binding, flags: list[str] = (), unexercised: int = 0, gap: bool = True) -> Text:
+    """Two lines: status letter and path; then the owners or the gap, the changed lines no
+    relation ran (``unexercised``: how many; ``gap``: whether they make a gap or only a
+    warning) and the names of the review flags (§9) raised on this path.
 
     Built as one Text from (text, style) pieces, one span each (the pane lists 20,000 of
     these: a Text per piece, assembled and joined, cost 0.5 s of a console's load; Rich
@@ -53,6 +54,9 @@ def touched_prompt(binding: Binding, flags: list[str] = ()) -> Text:
             pieces.append((" via import", "italic"))
     elif binding.state == "exempt":
         pieces.append((" exempt", "dim"))
+    if unexercised:
+        pieces.append((f" ◌ {unexercised} line{'s' if unexercised > 1 else ''} no relation ran",
+                       "bold red" if gap else "yellow"))
     if flags:
         pieces.append((" ⚑ " + ", ".join(dict.fromkeys(flags)), "bold yellow"))
     return Text().append_tokens(piece for piece in pieces if piece[0])

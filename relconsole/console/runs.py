@@ -11,6 +11,7 @@ from textual import work
 from textual.css.query import NoMatches
 from textual.widgets import ProgressBar
 
+from relconsole.console import views
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import RunCancelled, run_review
 from relconsole.engine.relations.pool import Cancel
@@ -54,7 +55,12 @@ class RelationRuns:
             return  # the console is quitting
         except Exception as exc:
             self._from_thread(self.notify, f"run failed: {exc}", severity="error", markup=False)
-        self._from_thread(self._run_finished, review)
+        touched = None
+        try:
+            touched = views.touched_items(review)  # the changed lines no relation ran: git reads, here
+        except Exception as exc:
+            self._from_thread(self.notify, f"could not read the changed lines: {exc}", severity="error", markup=False)
+        self._from_thread(self._run_finished, review, touched)
 
     def _relation_done(self, review: Review, result) -> None:
         self.running.discard(result.relation_id)
@@ -85,8 +91,10 @@ class RelationRuns:
         except NoMatches:  # the console is quitting: its widgets are gone
             pass
 
-    def _run_finished(self, review: Review) -> None:
+    def _run_finished(self, review: Review, touched=None) -> None:
         self.collector.settled()  # the results stay as long as the review
+        if touched is not None and self.review is review:
+            self.show_items("touched", touched)
         unreported = list(self.running)  # a run that failed part-way: these show "running" still
         self.running.clear()
         self.busy_reasons.discard("run")

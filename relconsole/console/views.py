@@ -26,7 +26,9 @@ def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
     for flag in review.flags:
         acknowledged = review.acknowledgement(flag) is not None
         flagged.setdefault(flag.path, []).append(f"{flag.name} ✓ acknowledged" if acknowledged else flag.name)
-    return [(f"t:{i}", render.touched_prompt(b, flagged.get(b.path, [])), False)
+    unexercised = {u.path: len(u.lines) for u in review.unexercised()}
+    gap = review.layout.unexercised == "gap"
+    return [(f"t:{i}", render.touched_prompt(b, flagged.get(b.path, []), unexercised.get(b.path, 0), gap), False)
             for i, b in enumerate(review.bindings)]
 
 
@@ -234,6 +236,10 @@ def _touched_detail(review: Review, binding) -> Text:
             text.append_text(lit(f" ({flag.where()})", "dim"))
     if binding.state == "gap":
         text.append("\n✗ no owner pattern matches this path: bind exits 2 until the catalog owns it", "red")
+    for found in review.unexercised(compute=False):  # made on the run's thread
+        if found.path == binding.path:
+            text.append(f"\n◌ changed lines {found.ranges_text()}: no relation's calls ran them on HEAD"
+                        + (" (a gap: exit 2 unless worse)" if review.layout.unexercised == "gap" else ""), "red")
     text.append("\nenter: show only the relations that own this path", "dim")
     return text
 

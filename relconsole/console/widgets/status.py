@@ -41,6 +41,11 @@ class StatusLine(Static):
         gaps = len(review.gaps())
         if gaps:
             text.append(f" ✗ {counted(gaps, 'unowned path')} (a gap: exit 2 unless worse)", "bold red")
+        unexercised = review.unexercised(compute=False)  # made on the run's thread
+        if unexercised:
+            gap = review.layout.unexercised == "gap"
+            text.append(f" ◌ {counted(len(unexercised), 'file')} with changed lines no relation ran"
+                        + (" (a gap: exit 2 unless worse)" if gap else ""), "bold red" if gap else "yellow")
         standing = [f for f in review.flags if review.acknowledgement(f) is None]
         if standing:
             text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} ({self._key('merge_checklist')})",

@@ -12,6 +12,7 @@ import hashlib
 import re
 from urllib.parse import quote
 
+from relconsole.engine.gate.exercised import UNEXERCISED, describe, ranges_text
 from relconsole.engine.literal import counted
 
 SARIF_VERSION = "2.1.0"
@@ -21,7 +22,7 @@ MAX_MESSAGE = 1000  # characters of one SARIF message (untrusted text cut, never
 MAX_RESULTS = 25_000  # GitHub code scanning refuses a run with more results
 MAX_RELATED = 100  # related locations GitHub shows of one result
 FINGERPRINT_KEY = "relconsole/v1"
-_LEVELS = {"abort": "error", "reject": "error", "hold": "warning", "freeze": "note", "pass": "note"}
+_LEVELS = {"abort": "error", "reject": "error", "warn": "warning", "hold": "warning", "freeze": "note", "pass": "note"}
 _URI_SAFE = "/-._~!$&'()*+,;=@"  # RFC 3986 pchar without ':' (a first segment "a:b" would read as a scheme)
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
 _MD_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation: CommonMark lets each be backslash-escaped
@@ -34,6 +35,8 @@ EVIDENCE_REASONS = ("incomplete_evidence", "replay_failed", "gate_failed")
 # What each kind of result means (§8 rows, §9 split, review flags, the checklist): the rule's text.
 RULE_TEXT = {
     "coverage_gap": "A touched path is owned by no catalog pattern (exit 2): add an owner or an exempt [] entry.",
+    UNEXERCISED: "A changed statement that no relation's calls ran on HEAD (exit 2 unless "
+                 '[tool.relconsole] unexercised = "warn"): write a relation that runs it.',
     "commit_split": "A commit mixes oracle files with other files (SPEC §9): split it.",
     "split_unchecked": "The split check could not read merge-base..HEAD (a shallow clone?): fetch the history.",
     "bad_input": "An oracle or gate file does not parse or validate (exit 5).",
@@ -85,6 +88,7 @@ def text_lines(payload: dict) -> list[str]:
     lines += [f"checklist FAIL {i['key']}: {evidence_text(i.get('evidence'), i['title'])}"
               for i in payload.get("checklist", []) if i.get("state") == "fail"]
     lines += [f"gap (exit 2): {path} is owned by no catalog pattern" for path in payload.get("gaps", [])]
+    lines += [describe(row, payload.get("unexercised_level", "gap")) for row in payload.get("unexercised", [])]
     lines += [f"lease {s['id']}: {s['state']}  {s['reason']}" for s in payload.get("leases", [])]
     lines += [f"bad input: {e['path']}{':' + str(e['line']) if e.get('line') else ''}: {e['message']}"
               for e in payload.get("errors", [])]
@@ -180,10 +184,13 @@ def _cut(text, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _location(path, line=None) -> dict:
+def _location(path, line=None, end=None) -> dict:
     start = line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else 1
+    region = {"startLine": start}
+    if isinstance(end, int) and not isinstance(end, bool) and end > start:
+        region["endLine"] = end
     return {"physicalLocation": {"artifactLocation": {"uri": sarif_uri(str(path)), "uriBaseId": "%SRCROOT%"},
-                                 "region": {"startLine": start}}}
+                                 "region": region}}
 
 
 def _fingerprint(rule: str, path, identity) -> dict:
@@ -220,8 +227,14 @@ def _flag_results(payload: dict) -> list[dict]:
 
 
 def _gap_results(payload: dict) -> list[dict]:
+    level = payload.get("unexercised_level", "gap")
+    unexercised = []
+    for row in payload.get("unexercised", []):
+        spans = [_location(row.get("path"), start, end) for start, end in row.get("lines") or [[1, 1]]]
+        unexercised.append(_result(UNEXERCISED, "reject" if level == "gap" else "warn", describe(row, level),
+                                   spans[:1], "", spans[1:]))
     return [_result("coverage_gap", "reject", f"{path} is owned by no catalog pattern: add an owner or an "
-                    "exempt [] entry (exit 2)", [_location(path)], "") for path in payload.get("gaps", [])]
+                    "exempt [] entry (exit 2)", [_location(path)], "") for path in payload.get("gaps", [])] + unexercised
 
 
 def _split_results(payload: dict) -> list[dict]:
@@ -345,8 +358,13 @@ def _md_flags(payload: dict) -> list[str]:
 
 
 def _md_gaps(payload: dict) -> list[str]:
+    level = payload.get("unexercised_level", "gap")
     return _md_table("Coverage gaps (exit 2)", ["path owned by no catalog pattern"],
-                     [[path] for path in payload.get("gaps", [])])
+                     [[path] for path in payload.get("gaps", [])]) + _md_table(
+        "Changed lines no relation ran" + (" (exit 2)" if level == "gap" else " (warning)"),
+        ["path", "lines", "relations bound to it"],
+        [[row.get("path"), ranges_text(row.get("lines") or []), ", ".join(map(str, row.get("relations") or []))]
+         for row in payload.get("unexercised", [])])
 
 
 def _md_split(payload: dict) -> list[str]:

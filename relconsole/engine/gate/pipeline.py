@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from relconsole.engine.gate import exercised
 from relconsole.engine.gate.checklist import merge_checklist
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, RelconsoleError, UsageError
@@ -115,6 +116,7 @@ def part_payload(review, shard, mine: list[str], extra: list[Decision] = ()) -> 
         "extra": [_decision_json(d) for d in extra],
         "flags": [_flag_json(review, f) for f in review.flags],
         "gaps": [b.path for b in review.gaps()],
+        **_exercise_json(review, mine),
         "split": [{"commit": o.commit, "path": o.path, "why": o.why} for o in review.split],
         "split_problem": review.split_problem,
         "checklist": [] if review.errors else [i.to_json() for i in merge_checklist(review)],
@@ -122,6 +124,36 @@ def part_payload(review, shard, mine: list[str], extra: list[Decision] = ()) -> 
                    for s in review.leases if s.state != "ok"],
         "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors],
     }
+
+
+def _exercise_json(review, mine: list[str]) -> dict:
+    """A part's evidence of what ran (SPEC §3 covered means exercised): ``changed`` (every owned
+    ``.py`` file's changed statements as line spans, with the relations bound to it) and
+    ``executed`` (the lines the shard's relations ran in those files), merged by ``collect``."""
+    if review.errors or not review.results:
+        return {"changed": [], "executed": {}, "unexercised_level": review.layout.unexercised}
+    bound = {b.path: list(b.relations) for b in review.bindings}
+    changed = exercised.review_changed(review)
+    ran = exercised.executed_by(review.results[rid] for rid in mine if rid in review.results)
+    return {"changed": [{"path": path, "spans": [list(s) for s in spans], "relations": bound.get(path, [])}
+                        for path, spans in changed.items()],
+            "executed": {path: sorted(ran[path]) for path in changed if path in ran},
+            "unexercised_level": review.layout.unexercised}
+
+
+def merged_unexercised(parts: list[dict]) -> list[dict]:
+    """The changed statements no shard's relations ran (``exercised.Unexercised`` as JSON), over
+    every part: a file is judged once every relation bound to it was judged by some part."""
+    judged = {r.get("relation_id") for p in parts for r in p["relations"]}
+    ran: dict[str, set[int]] = {}
+    for part in parts:
+        for path, lines in (part.get("executed") or {}).items():
+            ran.setdefault(path, set()).update(int(n) for n in lines)
+    rows = (parts[0].get("changed") or []) if parts else []
+    changed = {row["path"]: [tuple(s) for s in row["spans"]] for row in rows
+               if all(rid in judged for rid in row.get("relations", []))}
+    owners = {row["path"]: row.get("relations", []) for row in rows}
+    return [u.to_json() for u in exercised.unexercised(changed, ran, lambda path: owners.get(path, ()))]
 
 
 def _decision_json(d: Decision) -> dict:
@@ -169,8 +201,9 @@ def collect(directory: Path, fences: Fences | None = None, head: str | None = No
     ``head`` is the commit under review (full sha): a part or replay manifest of any other
     commit is an abort too, and so is ``head`` None (nobody said which commit the evidence
     must be about: stale artifacts, or a patch's own committed ``artifacts/``, would pass).
-    The exit code is §8's: 5 when a part saw a bad file, 2 for a coverage gap when nothing
-    is worse. ``oracle_of(base ref name)`` is the commit that ref names now in the checkout
+    The exit code is §8's: 5 when a part saw a bad file, 2 for a coverage gap (an unowned path,
+    or a changed statement no shard's relations ran, ``merged_unexercised``) when nothing is
+    worse. ``oracle_of(base ref name)`` is the commit that ref names now in the checkout
     (None: unknown): evidence judged under any other oracle commit is an abort as well (a
     part made before the oracle changed, or parts of two oracles), and so is ``oracle_of``
     None when the oracle was read from the base. A relation a part calls missed or replayed
@@ -206,7 +239,9 @@ def collect(directory: Path, fences: Fences | None = None, head: str | None = No
     merged = {key: first[key] for key in ("base", "merge_base", "head", "oracle_from", "today", "touched",
                                           "flags", "gaps", "split", "split_problem", "checklist", "leases")}
     merged |= {"shards": len(parts), "relations": sorted(relations.values(), key=lambda r: r["relation_id"]),
-               "errors": [e for part in parts for e in part["errors"]]}
+               "errors": [e for part in parts for e in part["errors"]],
+               "unexercised": merged_unexercised(parts),
+               "unexercised_level": first.get("unexercised_level", "gap")}
     return finish(merged, verdicts, patch, problems)
 
 
@@ -221,10 +256,15 @@ def finish(merged: dict, verdicts: list[Decision], patch: list[Decision], proble
         decision = worst(verdicts + patch + problems) if verdicts or patch or problems else \
             Decision("pass", "no_relations_touched")
         code = decision.exit_code
-        if code == EXIT_PASS and merged.get("gaps"):
+        if code == EXIT_PASS and (merged.get("gaps") or _unexercised_gap(merged)):
             code = EXIT_GAP
     return {"relconsole_gate": GATE_VERSION, **merged, **_decision_json(decision), "exit_code": code,
             "causes": _causes(verdicts + patch + problems)}
+
+
+def _unexercised_gap(merged: dict) -> bool:
+    """True when changed statements no relation ran make a gap (``unexercised_level`` gap)."""
+    return bool(merged.get("unexercised")) and merged.get("unexercised_level", "gap") == "gap"
 
 
 def _causes(decisions: list[Decision]) -> list[dict]:
@@ -336,7 +376,7 @@ def _incomplete_parts(directory: Path, parts: list[dict]) -> list[Decision]:
 
 def shard_payload(part: dict) -> dict:
     """What one shard says on its own (its relations and the patch; decision.json is collect's)."""
-    return finish(dict(part), [_decision_of(r) for r in part["relations"]],
+    return finish(dict(part) | {"unexercised": merged_unexercised([part])}, [_decision_of(r) for r in part["relations"]],
                   [_decision_of(d) for d in part["patch"] + part["extra"]], [])
 
 

@@ -14,7 +14,10 @@ Shape (every key always present)::
                                                "bite": {"verdict": "bites|bites by crash only|does not bite",
                                                         "caught": int, "crashed": int, "total": int} | None},
                    ...],
-     "gaps": [touched path no owner pattern matches, ...]}   # §3 coverage gaps
+     "gaps": [touched path no owner pattern matches, ...],   # §3 coverage gaps
+     "unexercised": [{"path": str, "lines": [[first, last], ...], "statements": int,
+                      "relations": [id, ...]}, ...],         # §3 changed statements no relation ran
+     "unexercised_level": "gap|warn"}                        # [tool.relconsole] unexercised
 
 ``bites`` (kept for compatibility) is True only when the relation's comparison caught a
 mutant; ``bite`` is the cached verdict word and counts as ``relconsole bite`` last printed
@@ -54,8 +57,15 @@ def run_payload(review: Review, results: list[RelationResult], decision: Decisio
                                         "identity_changed": r.relation_id in review.changed_identity,
                                         "bites": bite.bites if bite else None,
                                         "bite": bite.to_json() if bite else None})
-    return decision_fields(decision) | {"relations": relations,
-                                        "gaps": [b.path for b in review.gaps()]}
+    return decision_fields(decision) | {"relations": relations, "gaps": [b.path for b in review.gaps()],
+                                        **unexercised_fields(review)}
+
+
+def unexercised_fields(review: Review) -> dict:
+    """``unexercised`` (each file's changed statements no relation ran, ``exercised.Unexercised``
+    as JSON) and ``unexercised_level`` (``gap`` or ``warn``, the base's setting)."""
+    return {"unexercised": [u.to_json() for u in review.unexercised()],
+            "unexercised_level": review.layout.unexercised}
 
 
 def replay_payload(outcome) -> dict:

@@ -27,7 +27,8 @@ from relconsole.engine.oracle.candidates import Candidate
 from relconsole.engine.oracle.seedrows import SeedRow
 from relconsole.engine.oracle.catalog import Catalog, Relation
 from relconsole.engine.gate.checklist import checklist_verdicts, merge_checklist
-from relconsole.engine.gate import importmap
+from relconsole.engine.gate import exercised, importmap
+from relconsole.engine.gate.exercised import Unexercised
 from relconsole.engine.repo.baseref import resolve_base
 from relconsole.engine.repo.config import DEFAULT_BASE, Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
@@ -114,6 +115,7 @@ class Review:
     _flag_ids: dict = field(default_factory=dict, repr=False, compare=False)  # see flag_id()
     _checklist_static: tuple | None = field(default=None, repr=False, compare=False)  # see checklist.merge_checklist
     _parse_caches: dict = field(default_factory=dict, repr=False, compare=False)  # see _parse_cache()
+    _unexercised: tuple | None = field(default=None, repr=False, compare=False)  # see unexercised()
 
     @property
     def root(self) -> Path:
@@ -139,6 +141,33 @@ class Review:
 
     def gaps(self) -> list[Binding]:
         return [b for b in self.bindings if b.state == GAP]
+
+    def unexercised(self, compute: bool = True) -> list[Unexercised]:
+        """The owned ``.py`` files whose changed statements no relation ran on HEAD (SPEC §3
+        covered means exercised; ``exercised``), in the bindings' order. A file with a bound
+        relation that has not run yet is left out: its evidence is pending, not missing. The
+        first call after the relations ran reads git (a diff per changed file): a console makes
+        it on its worker thread; later calls with the same results are answered from a cache.
+        ``compute`` False: the last answer made, or [] (what a UI thread may ask without git)."""
+        if not compute:
+            return self._unexercised[1] if self._unexercised is not None else []
+        if not self.results:
+            return []
+        key = (tuple(self.bindings), tuple((rid, id(r)) for rid, r in self.results.items()))
+        if self._unexercised is not None and self._unexercised[0] == key:
+            return self._unexercised[1]
+        bound = {b.path: b.relations for b in self.bindings}
+        changed = {path: spans for path, spans in exercised.review_changed(self).items()
+                   if all(rid in self.results for rid in bound.get(path, ()))}
+        found = exercised.unexercised(changed, exercised.executed_by(self.results.values()),
+                                      lambda path: bound.get(path, ()))
+        self._unexercised = (key, found)
+        return found
+
+    def unexercised_gaps(self) -> list[Unexercised]:
+        """``unexercised()`` when ``[tool.relconsole] unexercised`` makes it a gap (the default),
+        else []."""
+        return self.unexercised() if self.layout.unexercised == "gap" else []
 
     def lease(self, lease_id: str) -> LeaseStatus | None:
         """The first status whose manifest has ``lease_id``, or None.
@@ -282,11 +311,12 @@ class Review:
         return verdicts + checklist_verdicts(merge_checklist(self))
 
     def exit_code(self, relation_ids: list[str] | None = None) -> int:
-        """The §8 exit code of this review: 5 for a bad file, else the decision's, else 2 for a gap."""
+        """The §8 exit code of this review: 5 for a bad file, else the decision's, else 2 for a gap
+        (an unowned path, or a changed statement no relation ran)."""
         if self.errors:
             return EXIT_BAD_INPUT
         code = self.decision(relation_ids).exit_code
-        if code == EXIT_PASS and self.gaps():
+        if code == EXIT_PASS and (self.gaps() or self.unexercised_gaps()):
             return EXIT_GAP
         return code
 

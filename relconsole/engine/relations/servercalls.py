@@ -23,12 +23,14 @@ class ServerCalls:
 
     def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
                  seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = (),
-                 second=None, decoy: str | None = None, input_index: int = 0, library: list[str] = ()):
+                 second=None, decoy: str | None = None, input_index: int = 0, library: list[str] = (),
+                 record_lines: bool = True):
         self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
         self.second, self.decoy, self.input_index = second, decoy, input_index
         self.log, self.seed_row, self.prefix = log, seed_row, prefix or []
         self.oracle_roots = list(oracle_roots)
         self.library = list(library)  # the library under review's top-level names (RunPlan.library)
+        self.record_lines = record_lines  # the child records the tree's executed lines (RunPlan.record_lines)
 
     def _spec(self, call: dict) -> dict:
         rel = self.relation
@@ -37,7 +39,7 @@ class ServerCalls:
         seed = call["seed"] if "seed" in call else self.log["subject_seed"] ^ self.rng.getrandbits(32)
         spec = {"subject": rel["subject"], "seed": seed,
                 "adapters": [rel[r] for r in ("transform", "canon") if rel.get(r)], "canon": rel.get("canon"),
-                "oracle_roots": self.oracle_roots, "library": self.library}
+                "oracle_roots": self.oracle_roots, "library": self.library, "lines": self.record_lines}
         spec.update(call)
         spec["ops"] = self.prefix + list(call.get("ops", []))
         if self.seed_row is not None:
@@ -61,6 +63,7 @@ class ServerCalls:
             raise SubjectFailed({"type": kind, "message": result.detail, "where": ""})
         body = {"kept": Kept(**result.kept), **result.body} if result.kept is not None else result.body
         self.log["imported"].update(str(p) for p in body.get("imported") or [] if isinstance(p, str))
+        add_executed(self.log.setdefault("executed", {}), body.get("executed"))
         if "fault" in body:
             raise self._fault(body["fault"])
         if "unencodable" in body:
@@ -217,3 +220,14 @@ def _encoding_of(value):
         thread.join()
         return box[0] if box else None
     return result
+
+
+def add_executed(into: dict, sent) -> None:
+    """Add a child's ``executed`` rows (``[[tree path, [line, ...]], ...]``) to ``into`` (tree path
+    -> set of lines); a row that is not one is left out (the subject wrote the bytes)."""
+    if not isinstance(sent, list):
+        return
+    for row in sent:
+        if isinstance(row, list) and len(row) == 2 and isinstance(row[0], str) and isinstance(row[1], list):
+            into.setdefault(row[0], set()).update(n for n in row[1] if type(n) is int and n > 0)
+

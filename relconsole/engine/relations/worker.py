@@ -234,7 +234,8 @@ class Server:
                                    prefix=[["scale", scale]] if corpus and index == 1 else None,
                                    oracle_roots=request["oracle_roots"], second=second,
                                    decoy=None if corpus else other_seed(inputs, index, seed), input_index=index,
-                                   library=request.get("library") or [])
+                                   library=request.get("library") or [],
+                                   record_lines=request.get("record_lines", True) is not False)
 
             if request.get("imports_only"):  # one source call, for the files it imports (§3)
                 try:
@@ -250,7 +251,8 @@ class Server:
             reply = self.failure_reply(exc, request)
         for server in fresh:
             server.close()
-        run.update(order=log["order"], imported=sorted(log["imported"]))
+        run.update(order=log["order"], imported=sorted(log["imported"]),
+                   executed={path: sorted(lines) for path, lines in sorted(log.get("executed", {}).items())})
         if log.get("elsewhere") is not None:
             run["second_server_call"] = log["elsewhere"]
         reply["run"] = run

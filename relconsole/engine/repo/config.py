@@ -46,6 +46,9 @@ class Layout:
     # repository path -> the text of a module the build generates (a setuptools_scm version file):
     # written into every run tree whose commit has no file there, since git never has it
     generated: dict = field(default_factory=dict, compare=False)
+    # a changed statement no relation ran (SPEC §3 covered means exercised): "gap" (exit 2 unless
+    # worse) or "warn" (listed, no effect on the exit code)
+    unexercised: str = "gap"
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -72,6 +75,7 @@ _SCHEMA = {
         "pass_env": {"type": "array", "items": {
             "type": "string", "pattern": r"^(?!PYTHON|LD_|FAKETIME|RELCONSOLE|GIT_)[A-Za-z_][A-Za-z0-9_]*$"}},
         "generated": {"type": "object", "additionalProperties": {"type": "string"}},
+        "unexercised": {"enum": ["gap", "warn"]},
     },
 }
 

@@ -18,6 +18,7 @@ from relconsole.engine.relations.subject.calls import _apply, _import_roots, _im
 from relconsole.engine.relations.subject.history import _decoy_input, _first_of_two, _unless_history
 from relconsole.engine.relations.subject.inputs import build_input
 from relconsole.engine.relations.subject.kept import observed, observed_text, observer, pickled_body, unpickled
+from relconsole.engine.relations.subject.tracing import LineRecorder
 from relconsole.engine.relations.subject.wire import Unencodable, _wire
 
 
@@ -94,7 +95,7 @@ def child(job):
 
 def _answer(job, step):
     """The result mapping of the call ``job`` holds (see ``Forked``), with the tree files it
-    ``imported``. Raises AdapterFault, and what a step of the harness raises (``step[0]``
+    ``imported`` and the lines of them it ran (``executed``, ``tracing.LineRecorder``). Raises AdapterFault, and what a step of the harness raises (``step[0]``
     names the step)."""
     call, init, base, _, kept = job
     job.clear()
@@ -111,11 +112,15 @@ def _answer(job, step):
                                                        for op in call.get("ops", []))
     decoy = _decoy_input(call, adapters, len(now)) if failed is None else None
     del base, kept, now  # only the call's own input stays in reach of the subject (and of a deferred adapter)
+    record_lines = call.get("lines", True) is not False
     call = {k: call[k] for k in CALL_FIELDS if k in call}
     init = {k: init[k] for k in INIT_FIELDS}
     gc.collect()
     opened = set()
     _record_opens(opened)
+    lines = LineRecorder(init["root"])
+    if record_lines:
+        lines.start()  # from here the tree's code runs: its module bodies, the adapters' imports, the call
     frames = drawn_depth()
     if deferred:  # an adapter that imports the library: its import runs the tree's code, at the call's depth
         step[0] = "resolving the adapters that import the tree"
@@ -127,8 +132,10 @@ def _answer(job, step):
             del sys.modules[name]
     step[0] = "making the call"
     body = _called(call, init, value, failed, adapters, (rows_as_read, decoy), frames)
+    lines.stop()
     step[0] = "listing the files the call used"
     body["imported"] = _imported(init["root"], opened)
+    body["executed"] = lines.executed(init["root"])
     step[0] = "writing the result"
     return body
 
@@ -217,7 +224,8 @@ def _write_result(result_fd, body):
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), check_circular=False).encode("utf-8")
     except (ValueError, RecursionError, OverflowError, UnicodeError) as exc:  # a 5,000-digit int, a lone surrogate
         data = json.dumps({"unencodable": f"(output: {type(exc).__name__}: {str(exc)[:200]})",
-                           "imported": body.get("imported", [])}).encode("utf-8")
+                           "imported": body.get("imported", []), "executed": body.get("executed", [])}
+                          ).encode("utf-8")
     view = memoryview(data)
     while view:
         view = view[os.write(result_fd, view[: 1 << 20]):]

@@ -34,7 +34,7 @@ class Pickled:
 def keep_output(token, payload):
     """``([token, value], payload for the judge)`` for a result that holds an output: the
     output decoded here (or a ``Pickled`` one, never unpickled here) and kept for the next
-    call, the judge sent ``{"imported": [...]}`` and, for a pickled output, ``observed``;
+    call, the judge sent ``{"imported": [...], "executed": [...]}`` and, for a pickled output, ``observed``;
     ``(None, payload)`` unchanged for anything else (a raise, garbage: the judge reads it as
     from any call)."""
     try:
@@ -44,7 +44,8 @@ def keep_output(token, payload):
     if not isinstance(body, dict) or not ({"ok", "pickled"} & set(body)):
         return None, payload
     imported = body.get("imported")
-    sent = {"imported": [p for p in imported if isinstance(p, str)] if isinstance(imported, list) else []}
+    sent = {"imported": [p for p in imported if isinstance(p, str)] if isinstance(imported, list) else [],
+            "executed": body.get("executed") if isinstance(body.get("executed"), list) else []}
     if "ok" in body:
         return [token, body["ok"]], json.dumps(sent).encode("utf-8")
     value = _pickled(body)

@@ -27,7 +27,7 @@ class CallResult:
 
     ``status``: ``ok`` (``body`` is the child's result mapping: ``ok`` value on the wire,
     ``raised`` exception data, ``unencodable`` type name or the ``fault`` of the harness or an
-    adapter, plus ``imported`` tree files),
+    adapter, plus ``imported`` tree files and ``executed``, ``[[tree file, [lines]], ...]``),
     ``timeout``, ``died`` (exit status or signal in ``detail``), ``over_cap`` (the result
     exceeded wire.MAX_BYTES) or ``garbage`` (bytes that are not a result). ``seconds``
     is the call's wall time, fork to reap. ``kept``: the server holds the output of this
@@ -50,24 +50,25 @@ def _signal_name(number) -> str:
 
 
 def _written_alike(payload: bytes | bytearray, expected: bytes) -> dict | None:
-    """``{"same": True, "imported": [...]}`` when ``payload`` is the child's result mapping
-    with ``expected`` as its ``ok`` value to the byte (the child writes ``ok`` first, then
-    ``imported``, with the judge's own JSON settings), else None."""
-    head = b'{"ok":' + expected + b',"imported":'
+    """``{"same": True, "imported": [...], "executed": [...]}`` when ``payload`` is the child's
+    result mapping with ``expected`` as its ``ok`` value to the byte and nothing after it but
+    ``imported`` and ``executed`` (the child writes ``ok`` first, with the judge's own JSON
+    settings), else None."""
+    head = b'{"ok":' + expected + b','
     if len(payload) < len(head) or payload[:len(head)] != head:
         return None
     try:
-        imported = json.loads(payload[len(head):-1])
+        rest = json.loads(b"{" + bytes(payload[len(head):]))
     except ValueError:
         return None
-    if payload[-1:] != b"}" or not isinstance(imported, list):
+    if not isinstance(rest, dict) or set(rest) - {"imported", "executed"} or not isinstance(rest.get("imported"), list):
         return None
-    return {"same": True, "imported": imported}
+    return {"same": True, **rest}
 
 
 def _kept(payload: bytes | bytearray, seconds: float) -> CallResult:
     """The result of a call made with ``keep``, whose output the server kept for the next
-    call (``payload``: ``{"imported": [files], "observed": [tag, what]}``, ``observed`` only
+    call (``payload``: ``{"imported": [files], "executed": [[file, lines]], "observed": [tag, what]}``, ``observed`` only
     for an output kept pickled, see ``kept.py``); ``kept`` holds ``observed`` decoded
     (``(tag, value)``: an ``observed`` wire value decoded, else the child's words)."""
     try:
@@ -76,7 +77,7 @@ def _kept(payload: bytes | bytearray, seconds: float) -> CallResult:
         raise ServerFault("the subject's server sent a kept result that is not one") from None
     if not isinstance(sent, dict) or not isinstance(sent.get("imported"), list):
         raise ServerFault("the subject's server sent a kept result that is not one")
-    return CallResult("ok", {"imported": sent["imported"]}, seconds=seconds,
+    return CallResult("ok", {"imported": sent["imported"], "executed": sent.get("executed") or []}, seconds=seconds,
                       kept={"observed": _observed(sent.get("observed"))})
 
 

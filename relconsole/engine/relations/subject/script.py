@@ -18,9 +18,10 @@ import re
 from pathlib import Path
 
 from relconsole.engine.relations.subject import (adapters, calls, child, disguise, harness, history, inputs, kept,
-                                                  namespaces, pagecache, reaping, wire)
+                                                  namespaces, pagecache, reaping, tracing, wire)
 
-PARTS = (wire, inputs, calls, kept, adapters, history, child, namespaces, pagecache, reaping, disguise, harness)
+PARTS = (wire, inputs, calls, kept, adapters, history, tracing, child, namespaces, pagecache, reaping, disguise,
+         harness)
 PACKAGE = harness.__name__.rpartition(".")[0]
 JUDGE_PACKAGE = PACKAGE.partition(".")[0]
 COMMAND_FILENAME = "<string>"  # what ``python -c`` calls the code it runs

@@ -1,0 +1,187 @@
+"""Covered means exercised (SPEC §3): the changed statements of a patch's Python files that no
+relation's calls ran on HEAD.
+
+An import is not coverage. A relation owns a file by its owner pattern or because its subject
+imported the file (``importmap``), and so runs when the file changes; but a changed line counts
+as covered only when a relation's calls executed it on HEAD (the subject process records the
+tree's executed lines, ``subject/tracing.py``; ``run["executed"]``). A changed statement of an
+owned ``.py`` file that no relation ran is ``unexercised``: a gap (exit 2 unless worse), or a
+warning with ``[tool.relconsole] unexercised = "warn"``.
+
+Statements are coverage.py's (``PythonParser``): a multi-line statement is its first line, a
+docstring or comment is none, and an ``if TYPE_CHECKING:`` block never runs, so it is left
+out. A ``# pragma: no cover`` is not honoured: the patch would be excusing its own lines. A
+file that does not parse has every changed non-blank line counted.
+
+How a patch beats it, and why it does not pass: it cannot add executed lines (the record is the
+harness's, made in the subject process; forging it means reading the tracer, a §9 probe);
+replacing the trace function only hides its own lines, which then count as unexercised.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from relconsole.engine.repo.gitio import run_git
+from relconsole.engine.repo.owners import OWNED
+
+UNEXERCISED = "unexercised"
+LEVELS = ("gap", "warn")
+TYPE_CHECKING_BLOCK = r"^\s*if\s+(typing\.)?TYPE_CHECKING\s*:"
+HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
+
+
+@dataclass(frozen=True)
+class Unexercised:
+    """A touched file's changed statements no relation ran: ``path`` (repository-relative),
+    ``spans`` (each statement's inclusive ``(first, last)`` lines, ascending), ``relations``
+    (the ids bound to the file)."""
+
+    path: str
+    spans: tuple[tuple[int, int], ...]
+    relations: tuple[str, ...] = ()
+
+    @property
+    def lines(self) -> tuple[int, ...]:
+        """Every line of the statements no relation ran."""
+        return tuple(n for first, last in self.spans for n in range(first, last + 1))
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """The statements' lines as inclusive ``(first, last)`` runs of consecutive numbers."""
+        return line_ranges(self.lines)
+
+    def ranges_text(self) -> str:
+        return ranges_text(self.ranges())
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "lines": [[a, b] for a, b in self.ranges()], "statements": len(self.spans),
+                "relations": list(self.relations)}
+
+
+def ranges_text(ranges) -> str:
+    """Inclusive ``[first, last]`` line runs as a reader reads them: ``2``, ``3-5, 9``."""
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def describe(row: dict, level: str) -> str:
+    """One line for an ``Unexercised.to_json()`` row: the file, the lines no relation ran, and
+    what ``level`` (``gap``, ``warn``) makes of it. Untrusted text inside (the path): the caller
+    prints it through ``literal.one_line``."""
+    ranges = row.get("lines") or []
+    word = "line" if len(ranges) == 1 and ranges[0][0] == ranges[0][1] else "lines"
+    statements = int(row.get("statements") or 0)
+    effect = "exit 2 unless worse" if level == "gap" else 'a warning: [tool.relconsole] unexercised = "warn"'
+    return (f"unexercised: {row.get('path')} {word} {ranges_text(ranges)}: {statements} changed "
+            f"statement{'' if statements == 1 else 's'} no relation ran ({effect})")
+
+
+def line_ranges(lines: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted line numbers as inclusive runs of consecutive numbers: [3, 4, 5, 9] -> [(3, 5), (9, 9)]."""
+    out: list[list[int]] = []
+    for n in sorted(set(lines)):
+        if out and n == out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return [(a, b) for a, b in out]
+
+
+def changed_lines(repo_dir, merge_base: str, head: str, path: str, old_path: str | None,
+                  status: str) -> set[int]:
+    """Line numbers of ``path`` at ``head`` that the patch added or changed (``git diff -U0``
+    of the file at the merge base, or ``old_path`` for a rename, against it; every line of an
+    added file). Empty for a deleted file or one git cannot diff (a binary file)."""
+    if status.startswith("D"):
+        return set()
+    if status.startswith("A"):
+        text = run_git(repo_dir, "cat-file", "blob", f"{head}:{path}", ok=None).stdout or b""
+        return set(range(1, text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1) + 1))
+    proc = run_git(repo_dir, "diff", "-U0", "--no-ext-diff", "--no-textconv", "--no-color",
+                   f"{merge_base}:{old_path or path}", f"{head}:{path}", ok=None)
+    lines: set[int] = set()
+    for match in HUNK.finditer(proc.stdout or b""):
+        start, count = int(match.group(1)), int(match.group(2) or 1)
+        lines.update(range(start, start + count))
+    return lines
+
+
+def statement_lines(text: str) -> tuple[set[int], object | None]:
+    """``(statements, parser)`` of Python source ``text``: coverage.py's statement first lines
+    with ``if TYPE_CHECKING:`` blocks left out, and the parser (``first_line``,
+    ``translate_lines``); ``(set(), None)`` when it does not parse."""
+    from coverage.exceptions import CoverageException
+    from coverage.parser import PythonParser
+    parser = PythonParser(text=text, exclude=TYPE_CHECKING_BLOCK)
+    try:
+        parser.parse_source()
+    except (CoverageException, SyntaxError, ValueError, IndentationError):
+        return set(), None
+    return set(parser.statements), parser
+
+
+def changed_statements(text: str, changed: set[int]) -> list[tuple[int, int]]:
+    """The statements of ``text`` (see ``statement_lines``) that a changed line belongs to, each
+    as its inclusive line span ``(first, last)`` (a multi-line statement's lines all stand for
+    it), ascending; for a file that does not parse, every changed line that is not blank."""
+    statements, parser = statement_lines(text)
+    count = text.count("\n") + 1
+    if parser is None:
+        lines = text.splitlines()
+        return [(n, n) for n in sorted(changed) if 0 < n <= len(lines) and lines[n - 1].strip()]
+    spans = []
+    for first in sorted({parser.first_line(n) for n in changed} & statements):
+        last = first
+        while last < count and parser.first_line(last + 1) == first:
+            last += 1
+        spans.append((first, last))
+    return spans
+
+
+def review_changed(review) -> dict[str, list[tuple[int, int]]]:
+    """``{path: changed statements as (first, last) line spans}`` of the review's owned ``.py``
+    files at HEAD, in the bindings' order. Cached on the review (per bindings): the diff and
+    the parse are once per file."""
+    cached = review.__dict__.get("_changed_statements")
+    if cached is not None and cached[0] == tuple(review.bindings):
+        return cached[1]
+    out: dict[str, list[tuple[int, int]]] = {}
+    for binding in review.bindings:
+        path, touched = binding.path, binding.touched
+        if binding.state != OWNED or not path.endswith(".py") or touched.status.startswith("D"):
+            continue
+        changed = changed_lines(review.root, review.merge_base, review.head_sha, path, touched.old_path,
+                                touched.status)
+        if not changed:
+            continue
+        blob = run_git(review.root, "cat-file", "blob", f"{review.head_sha}:{path}", ok=None).stdout or b""
+        spans = changed_statements(blob.decode("utf-8", "replace"), changed)
+        if spans:
+            out[path] = spans
+    review.__dict__["_changed_statements"] = (tuple(review.bindings), out)
+    return out
+
+
+def executed_by(results: Iterable) -> dict[str, set[int]]:
+    """``{tree path: executed lines}`` over every run of every ``RelationResult`` given (the first
+    run and the reruns; the merge base's run is not HEAD's and is left out)."""
+    out: dict[str, set[int]] = {}
+    for result in results:
+        for record in ([result.first] if result.first is not None else []) + list(result.reruns):
+            for path, lines in (record.run.get("executed") or {}).items():
+                out.setdefault(path, set()).update(lines)
+    return out
+
+
+def unexercised(changed: dict[str, list], executed: dict[str, Iterable[int]], owners=None) -> list[Unexercised]:
+    """Every file of ``changed`` (path -> changed statements as ``(first, last)`` spans) with a
+    statement no executed line falls in. ``executed``: path -> lines the relations ran;
+    ``owners(path)``: the relation ids bound to it (default none)."""
+    out = []
+    for path, spans in changed.items():
+        ran = set(executed.get(path, ()))
+        missing = tuple((first, last) for first, last in spans if not any(n in ran for n in range(first, last + 1)))
+        if missing:
+            out.append(Unexercised(path, missing, tuple(owners(path)) if owners else ()))
+    return out

@@ -1,0 +1,186 @@
+"""Covered means exercised (issue 35): a changed statement no relation's calls ran is a gap,
+whatever imports the file.
+
+The pure parts (statements of a change, runs of lines, what is left unexercised) are checked
+by properties; the subject's own line record on a real harness; the front ends on small real
+repositories whose package ``__init__`` imports every submodule, so that ownership through
+imports binds every module to the one relation while it calls only one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from bench.gitrepo import reviewed_repo
+from relconsole.engine.gate import exercised
+from relconsole.engine.gate.cireport import sarif
+from relconsole.engine.relations.subject.results import _written_alike
+from test_base_decides import cli
+
+SQUASH = 'def squash(text):\n    """Collapse runs of whitespace."""\n    return " ".join(text.split())\n'
+DURATIONS = "def seconds(minutes):\n    return minutes * 60\n"
+CATALOG = textwrap.dedent("""\
+    owners:
+      "timelib/squash.py": [text.squash]
+    relations:
+      - id: text.squash
+        kind: idempotence
+        subject: timelib.squash:squash
+        input: {seeds: oracle/seeds/texts.jsonl}
+        compare: exact
+        statement: Squashing twice is squashing once.
+    """)
+BASE = {"timelib/__init__.py": "from timelib import squash, durations\n", "timelib/squash.py": SQUASH,
+        "timelib/durations.py": DURATIONS, "oracle/seeds/texts.jsonl": '"a  b"\n"  x y   z "\n"plain"\n',
+        "oracle/catalog.yaml": CATALOG}
+# the one-line bug of the issue: durations read minutes as seconds, in a module no relation calls
+MINUTES_AS_SECONDS = {"timelib/durations.py": "def seconds(minutes):\n    return minutes  # read as seconds\n"}
+
+
+# --- the pure parts ---------------------------------------------------------------------------
+
+spans = st.lists(st.tuples(st.integers(1, 200), st.integers(0, 3)), max_size=20).map(
+    lambda pairs: sorted({(a, a + n) for a, n in pairs}))
+
+
+@given(st.sets(st.integers(1, 500)))
+def test_line_ranges_cover_exactly_the_lines_given(lines):
+    ranges = exercised.line_ranges(lines)
+    assert {n for a, b in ranges for n in range(a, b + 1)} == lines
+    assert all(b1 + 1 < a2 for (_, b1), (a2, _) in zip(ranges, ranges[1:]))  # runs never touch
+
+
+@given(spans, st.sets(st.integers(1, 210)), st.sets(st.integers(1, 210)))
+def test_running_more_lines_never_leaves_more_unexercised(changed, ran, more):
+    before = exercised.unexercised({"m.py": changed}, {"m.py": ran})
+    after = exercised.unexercised({"m.py": changed}, {"m.py": ran | more})
+    left = set(before[0].spans) if before else set()
+    assert (set(after[0].spans) if after else set()) <= left
+    # a statement is left exactly when no line of it ran
+    assert left == {s for s in changed if not set(range(s[0], s[1] + 1)) & ran}
+
+
+def test_a_line_inside_a_multi_line_statement_stands_for_the_statement():
+    text = "def f(a,\n      b):\n    return (a +\n            b)\n"
+    [(first, last)] = exercised.changed_statements(text, {4})
+    assert (first, last) == (3, 4)
+    assert exercised.unexercised({"f.py": [(first, last)]}, {"f.py": {4}}) == []
+
+
+def test_comments_docstrings_and_type_checking_blocks_are_no_statements():
+    text = textwrap.dedent('''\
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from os import PathLike
+        def f():
+            """Changed words."""
+            # a changed comment
+            return 1
+        ''')
+    lines = text.splitlines()
+    changed = {n for n, line in enumerate(lines, 1) if "PathLike" in line or "Changed" in line or "comment" in line}
+    assert exercised.changed_statements(text, changed) == []
+    assert exercised.changed_statements(text, {7}) == [(7, 7)]
+
+
+def test_a_file_that_does_not_parse_counts_every_changed_line_with_text():
+    text = "def f(:\n\n    return 1\n"
+    assert exercised.changed_statements(text, {1, 2, 3}) == [(1, 1), (3, 3)]
+
+
+def test_the_fast_result_path_carries_the_executed_lines_and_nothing_else():
+    expected = b'"x"'
+    rows = [["m.py", [1, 2]]]
+    body = _written_alike(b'{"ok":"x","imported":["m.py"],"executed":' + json.dumps(rows).encode() + b"}", expected)
+    assert body is not None and body["executed"] == rows and body["imported"] == ["m.py"]
+    # a result that says more (an earlier call's answer) is read the slow way, never dropped
+    assert _written_alike(b'{"ok":"x","first":"y","imported":[]}', expected) is None
+
+
+# --- real repositories ------------------------------------------------------------------------
+
+def _unexercised(payload: dict) -> dict[str, set[int]]:
+    return {row["path"]: {n for a, b in row["lines"] for n in range(a, b + 1)} for row in payload["unexercised"]}
+
+
+def test_a_bug_in_a_module_only_imported_is_a_gap_naming_its_line(tmp_path):
+    repo = reviewed_repo(tmp_path / "repo", BASE, MINUTES_AS_SECONDS)
+    bound = cli(repo, "bind", "--base", "main", "--json")
+    assert "timelib/durations.py" in [p["path"] for p in json.loads(bound.stdout)["paths"]
+                                      if p["state"] == "owned" and p["via_import"]]
+    proc = cli(repo, "run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    assert payload["decision"] == "pass" and proc.returncode == 2, proc.stdout[-2000:]
+    assert _unexercised(payload) == {"timelib/durations.py": {2}}
+    text = cli(repo, "run", "--base", "main")
+    assert "unexercised: timelib/durations.py line 2" in text.stdout
+
+
+def test_the_gate_its_sarif_and_its_summary_name_the_lines(tmp_path):
+    repo = reviewed_repo(tmp_path / "repo", BASE, MINUTES_AS_SECONDS)
+    artifacts = tmp_path / "artifacts"
+    proc = cli(repo, "gate", "--base", "main", "--runs", "2", "--artifacts", str(artifacts), "--json",
+               "--no-history", "--sarif", str(tmp_path / "gate.sarif"))
+    decision = json.loads(proc.stdout)
+    assert proc.returncode == 2 and decision["exit_code"] == 2, proc.stdout[-2000:]
+    assert _unexercised(decision) == {"timelib/durations.py": {2}}
+    results = json.loads((tmp_path / "gate.sarif").read_text())["runs"][0]["results"]
+    [found] = [r for r in results if r["ruleId"] == exercised.UNEXERCISED]
+    region = found["locations"][0]["physicalLocation"]
+    assert region["artifactLocation"]["uri"] == "timelib/durations.py" and region["region"]["startLine"] == 2
+    assert sarif(decision)["runs"][0]["results"] == results
+
+
+def test_changed_lines_a_relation_runs_are_no_gap_but_a_new_branch_it_skips_is(tmp_path):
+    guarded = SQUASH.replace('    return " "', '    if text is None:\n        return ""\n    return " "')
+    repo = reviewed_repo(tmp_path / "repo", BASE, {"timelib/squash.py": guarded})
+    proc = cli(repo, "run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    skipped = guarded.splitlines().index('        return ""') + 1
+    assert _unexercised(payload) == {"timelib/squash.py": {skipped}} and proc.returncode == 2
+    ran = SQUASH.replace('" ".join(text.split())', '" ".join(text.split()).strip()')
+    honest = reviewed_repo(tmp_path / "honest", BASE, {"timelib/squash.py": ran})
+    proc = cli(honest, "run", "--base", "main", "--json")
+    assert json.loads(proc.stdout)["unexercised"] == [] and proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_warn_lists_the_lines_and_leaves_the_exit_code(tmp_path):
+    base = BASE | {"pyproject.toml": '[tool.relconsole]\nunexercised = "warn"\n'}
+    repo = reviewed_repo(tmp_path / "repo", base, MINUTES_AS_SECONDS)
+    proc = cli(repo, "run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    assert proc.returncode == 0 and payload["unexercised_level"] == "warn"
+    assert _unexercised(payload) == {"timelib/durations.py": {2}}
+
+
+STOPPED = """\
+import sys
+
+
+def _quiet():
+    sys.settrace(None)
+
+
+def _join(words):
+    return " ".join(words)
+
+
+def squash(text):
+    _quiet()
+    return _join(text.split())
+"""
+
+
+def test_a_patch_that_stops_the_line_record_is_never_passed(tmp_path):
+    """Replacing the trace function hides the lines the patch runs after it: they count as
+    unexercised, never as run (and setting the tracer is a §9 probe besides)."""
+    repo = reviewed_repo(tmp_path / "repo", BASE, {"timelib/squash.py": STOPPED})
+    proc = cli(repo, "run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    hidden = STOPPED.splitlines().index('    return " ".join(words)') + 1
+    assert hidden in _unexercised(payload).get("timelib/squash.py", set()), payload["unexercised"]
