@@ -232,4 +232,4 @@ def test_the_library_s_names_are_the_merge_base_s_packages_and_modules(tmp_path)
         "src/pkg/__init__.py": "", "src/pkg/inner/__init__.py": "", "src/tool.py": "", "src/json.py": "",
         "src/notes/readme.txt": "", "top.py": "", "docs/conf.py": "", "setup.py": "", "src/not-a-name.py": ""})
     sha = (repo / ".git" / "refs" / "heads" / "main").read_text().strip()
-    assert library_names(str(repo / ".git"), sha, ("", "src")) == ("pkg", "setup", "tool", "top")
+    assert library_names(str(repo), sha, ("", "src")) == ("pkg", "setup", "tool", "top")

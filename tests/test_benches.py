@@ -22,6 +22,7 @@ SMALL = {
     "bind": (["--paths", "400", "--patterns", "40", "--repeat", "1", "--old-sample", "20",
               "--old-shipped-sample", "2"], "bind"),
     "check_split": (["--commits", "20", "--repeat", "1"], "check-split"),
+    "exercised": (["--repeat", "1", "--chars", "2000"], "ratio"),
     "cli": (["--repeat", "1"], "relconsole --help"),
     "hash": (["--size-mib", "1", "--repeat", "1", "--chunks", "256K", "--rechecks", "1"], "MiB"),
     "replay": (["--files", "200", "--runs", "1", "--repeat", "1", "--moves", "1", "--cycles", "1"], "replay"),

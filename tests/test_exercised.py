@@ -109,15 +109,18 @@ def _unexercised(payload: dict) -> dict[str, set[int]]:
 
 def test_a_bug_in_a_module_only_imported_is_a_gap_naming_its_line(tmp_path):
     repo = reviewed_repo(tmp_path / "repo", BASE, MINUTES_AS_SECONDS)
-    bound = cli(repo, "bind", "--base", "main", "--json")
+    bound = cli(repo, "bind", "--base", "main", "--json")  # a fresh clone: bind runs what it needs
     assert "timelib/durations.py" in [p["path"] for p in json.loads(bound.stdout)["paths"]
                                       if p["state"] == "owned" and p["via_import"]]
+    assert _unexercised(json.loads(bound.stdout)) == {"timelib/durations.py": {2}} and bound.returncode == 2
     proc = cli(repo, "run", "--base", "main", "--json")
     payload = json.loads(proc.stdout)
     assert payload["decision"] == "pass" and proc.returncode == 2, proc.stdout[-2000:]
     assert _unexercised(payload) == {"timelib/durations.py": {2}}
     text = cli(repo, "run", "--base", "main")
     assert "unexercised: timelib/durations.py line 2" in text.stdout
+    again = cli(repo, "bind", "--base", "main")  # from what the runs recorded
+    assert "unexercised: timelib/durations.py line 2" in again.stdout and again.returncode == 2
 
 
 def test_the_gate_its_sarif_and_its_summary_name_the_lines(tmp_path):
@@ -184,3 +187,26 @@ def test_a_patch_that_stops_the_line_record_is_never_passed(tmp_path):
     assert proc.returncode != 0, proc.stdout[-2000:]
     hidden = STOPPED.splitlines().index('    return " ".join(words)') + 1
     assert hidden in _unexercised(payload).get("timelib/squash.py", set()), payload["unexercised"]
+
+
+POOLED = """\
+from concurrent.futures import ThreadPoolExecutor
+
+
+def _join(words):
+    return " ".join(words)
+
+
+def squash(text):
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return pool.submit(_join, text.split()).result()
+"""
+
+
+def test_lines_a_worker_thread_runs_are_exercised(tmp_path):
+    """A pool's workers run the patch's code as surely as the calling thread (the sample's
+    patch sums its chunks on a thread pool): their lines are traced as coverage.py traces them."""
+    repo = reviewed_repo(tmp_path / "repo", BASE, {"timelib/squash.py": POOLED})
+    proc = cli(repo, "run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    assert payload["unexercised"] == [] and proc.returncode == 0, proc.stdout[-2000:]

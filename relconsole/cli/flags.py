@@ -31,6 +31,7 @@ def cmd_flags(args) -> int:
     """Print the flags and checklist of the review ``args`` names; return the exit code."""
     import json
     from relconsole.engine.gate.checklist import merge_checklist
+    from relconsole.engine.gate.flaglevels import flag_kind
     from relconsole.engine.gate.review import load_review
     from relconsole.cli.review import gap_lines
     from relconsole.engine.gate import importrun
@@ -48,7 +49,7 @@ def cmd_flags(args) -> int:
             print(json.dumps({
                 "base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
                 "oracle_from": review.oracle_from, "unjudged": review.unjudged,
-                "flags": [_flag_json(review, f) for f in review.flags],
+                "flags": [review.flag_json(f) for f in review.flags],
                 "checklist": [i.to_json() for i in items],
                 "split": [{"commit": o.commit, "path": o.path, "why": o.why} for o in review.split],
                 "split_problem": review.split_problem,
@@ -62,11 +63,14 @@ def cmd_flags(args) -> int:
         print(f"review flags in {span}: {len(review.flags) or 'none'}")
         for flag in review.flags:
             ack = review.acknowledgement(flag)
-            mark = "✓" if ack is not None else "⚑"
-            print(f"  {mark} {one_line(review.flag_id(flag))}  {one_line(flag.name)}  {one_line(flag.where())}  {one_line(flag.detail)}")
+            level = review.flag_level(flag)
+            mark = "✓" if ack is not None else "⚑" if level == "block" else "·"
+            tag = "" if level == "block" else f"  [{level}: {flag_kind(flag)}]"
+            print(f"  {mark} {one_line(review.flag_id(flag))}  {one_line(flag.name)}{tag}  {one_line(flag.where())}  "
+                  f"{one_line(flag.detail)}")
             if ack is not None:
                 print(f"      acknowledged by {one_line(ack.by)}: {one_line(ack.reason)}")
-        if any(review.acknowledgement(f) is None for f in review.flags):
+        if any(review.standing(f) for f in review.flags):
             print("  (a reviewer who has read a flagged line clears it: relconsole ack ID --reason TEXT)")
         if review.split or review.split_problem:
             print(f"split check in {span} (§9): " + (counted(len(review.split), "offence") if review.split
@@ -86,10 +90,3 @@ def cmd_flags(args) -> int:
         return code
     finally:
         review.close()
-
-
-
-def _flag_json(review, flag) -> dict:
-    ack = review.acknowledgement(flag)
-    return flag.to_json() | {"id": review.flag_id(flag), "acknowledged": None if ack is None else {
-        "by": ack.by, "reason": ack.reason, "date": ack.raw.get("date")}}

@@ -67,27 +67,32 @@ def register_check_split(subparsers, commands: dict) -> None:
 
 
 def cmd_bind(args) -> int:
-    from relconsole.engine.gate import bindfacts
+    from relconsole.engine.gate import bindfacts, exercisedrecord
     if bindfacts.enabled():  # an oracle commit bound before: its facts, without the full load
         known = bindfacts.bind_from_facts(args.repo, args.base, args.head, args.today, args.oracle_from)
-        if known is not None:
-            return _print_bind(args, known)
+        found = exercisedrecord.unexercised_from_record(known) if known is not None else None
+        if found is not None:  # the lines the relations ran are on record too
+            return _print_bind(args, known, found)
     from relconsole.engine.gate import importrun
     review = load(args, deferred=True)  # ownership needs no flags, quarantine or split check
     try:
         bindfacts.save(review)
         if not review.errors:
             importrun.ensure(review)
+            exercisedrecord.ensure(review)  # which changed lines the relations ran on HEAD (§3)
         return _print_bind(args, review)
     finally:
         review.close()
 
 
-def _print_bind(args, review) -> int:
+def _print_bind(args, review, found=None) -> int:
     """Print ``bind``'s rows of ``review`` (a Review, or ``bindfacts``' answer: ``base_ref``,
-    ``merge_base``, ``head_sha``, ``bindings``, ``errors``); returns the §8 exit code."""
+    ``merge_base``, ``head_sha``, ``bindings``, ``errors``, with ``found``: its unexercised
+    rows from the record); returns the §8 exit code."""
     gaps = [b for b in review.bindings if b.state == "gap"]
-    code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if gaps else EXIT_PASS
+    found = review.unexercised() if found is None else found
+    level = review.layout.unexercised if hasattr(review, "layout") else "gap"
+    code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if gaps or (found and level == "gap") else EXIT_PASS
     if args.json:
         paths = [{"status": b.touched.status, "path": b.path, "old_path": b.touched.old_path,
                   "state": b.state, "pattern": b.pattern, "relations": list(b.relations),
@@ -95,12 +100,15 @@ def _print_bind(args, review) -> int:
                  for b in review.bindings]
         payload = {"base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
                    "paths": paths, "gaps": [b.path for b in gaps],
+                   "unexercised": [u.to_json() for u in found], "unexercised_level": level,
                    "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors]}
         emit(args, payload, [], review.errors, code)
         return code
     decided(code)
     if review.bindings:  # one write: 100,000 lines cost 0.6 s as a print and a literal() each
         print("\n".join(_binding_lines(review.bindings)))
+    for line in unexercised_lines(found, level):
+        print(line)
     emit(args, {}, [], review.errors)
     return code
 

@@ -53,7 +53,7 @@ class ReviewChecks:
     @work(thread=True, exclusive=True, group="evidence", description="flags")
     def flags_to_acknowledge(self, review: Review, path: str | None) -> None:
         """The flags' ids read from git off the UI thread, then the form."""
-        open_flags = [(review.flag_id(f), f) for f in review.flags if review.acknowledgement(f) is None]
+        open_flags = [(review.flag_id(f), f) for f in review.flags if review.standing(f)]
         self._from_thread(self._acknowledge_form, review, path, open_flags)
 
     def _acknowledge_form(self, review: Review, path: str | None, open_flags: list) -> None:

@@ -42,7 +42,9 @@ def checklist_view(review: Review, items) -> DetailView:
     body.append(f"{len(review.flags)}\n" if review.flags else "none\n")
     for flag in review.flags:
         ack = review.acknowledgement(flag)
-        if ack is None:
+        if ack is None and review.flag_level(flag) == "warn":
+            body.append(f"  · {flag.name} (warning)  ", "yellow")
+        elif ack is None:
             body.append(f"  ⚑ {flag.name}  ", "bold yellow")
         else:
             body.append(f"  ✓ {flag.name} (acknowledged)  ", "green")
@@ -56,7 +58,7 @@ def checklist_view(review: Review, items) -> DetailView:
         body.append("\n")
     if review.flags:
         body.append("  a flag makes the PR's decision reject (review_flag:<name>) until someone who is not the "
-                    "patch's author acknowledges it: w\n", "dim")
+                    "patch's author acknowledges it: w; a warning only shows ([tool.relconsole] flags)\n", "dim")
     body.append("\nMerge checklist\n", "bold")
     for item in items:
         word, style = CHECK_MARK[item.state]

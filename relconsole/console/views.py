@@ -25,7 +25,9 @@ def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
     flagged: dict[str, list[str]] = {}
     for flag in review.flags:
         acknowledged = review.acknowledgement(flag) is not None
-        flagged.setdefault(flag.path, []).append(f"{flag.name} ✓ acknowledged" if acknowledged else flag.name)
+        warning = review.flag_level(flag) == "warn"
+        flagged.setdefault(flag.path, []).append(f"{flag.name} ✓ acknowledged" if acknowledged else
+                                                 f"{flag.name} (warning)" if warning else flag.name)
     unexercised = {u.path: len(u.lines) for u in review.unexercised()}
     gap = review.layout.unexercised == "gap"
     return [(f"t:{i}", render.touched_prompt(b, flagged.get(b.path, []), unexercised.get(b.path, 0), gap), False)
@@ -230,6 +232,8 @@ def _touched_detail(review: Review, binding) -> Text:
         if flag.path in (binding.path, binding.touched.old_path):
             if review.acknowledgement(flag) is not None:
                 text.append(f"\n✓ {flag.name} (acknowledged): ", "green")
+            elif review.flag_level(flag) == "warn":
+                text.append(f"\n· {flag.name} (a warning, no effect on the decision): ", "yellow")
             else:
                 text.append(f"\n⚑ {flag.name}: ", "bold yellow")
             text.append_text(lit(flag.detail))

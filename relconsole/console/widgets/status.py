@@ -46,15 +46,19 @@ class StatusLine(Static):
             gap = review.layout.unexercised == "gap"
             text.append(f" ◌ {counted(len(unexercised), 'file')} with changed lines no relation ran"
                         + (" (a gap: exit 2 unless worse)" if gap else ""), "bold red" if gap else "yellow")
-        standing = [f for f in review.flags if review.acknowledgement(f) is None]
+        standing = [f for f in review.flags if review.standing(f)]
+        warned = [f for f in review.flags if review.flag_level(f) == "warn" and review.acknowledgement(f) is None]
         if standing:
             text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} ({self._key('merge_checklist')})",
                         "bold yellow")
         if review.split:
             text.append(f" ✗ {len(review.split)} mixed commit path{'s' if len(review.split) > 1 else ''} (§9)",
                         "bold red")
-        if len(standing) < len(review.flags):
-            text.append(f" ✓ {len(review.flags) - len(standing)} acknowledged", "green")
+        if warned:
+            text.append(f" · {len(warned)} flag warning{'s' if len(warned) > 1 else ''}", "yellow")
+        acknowledged = len(review.flags) - len(standing) - len(warned)
+        if acknowledged:
+            text.append(f" ✓ {acknowledged} acknowledged", "green")
         if decision.relation_id:
             text.append(" · ")
             text.append_text(lit(decision.relation_id))

@@ -88,7 +88,7 @@ def save(review) -> None:
     ``importrun.ensure``) when it found no bad file. A failed write is dropped."""
     if review.errors or review.catalog is None:
         return
-    facts = {"protected": tuple(review.layout.protected),
+    facts = {"protected": tuple(review.layout.protected), "unexercised": review.layout.unexercised,
              "owners": [(pattern, list(ids)) for pattern, ids in review.catalog.owners],
              "relations": [r.id for r in review.relations],
              # relations importrun.ensure never runs (their lease or seeds fail closed) on this day
@@ -105,6 +105,7 @@ def _valid(facts) -> bool:
             and all(isinstance(p, str) for p in facts["protected"])
             and isinstance(facts.get("owners"), list)
             and all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[1], list) for o in facts["owners"])
+            and facts.get("unexercised") in ("gap", "warn")
             and isinstance(facts.get("relations"), list) and all(isinstance(r, str) for r in facts["relations"])
             and isinstance(facts.get("blocked_on"), tuple) and len(facts["blocked_on"]) == 2
             and isinstance(facts["blocked_on"][0], str) and isinstance(facts["blocked_on"][1], list))
@@ -112,7 +113,7 @@ def _valid(facts) -> bool:
 
 def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, oracle_from: str):
     """The ``bind`` answer from kept facts: a namespace with ``base_ref``, ``merge_base``,
-    ``head_sha``, ``bindings`` (as ``load_review`` plus ``importrun.ensure`` leave them) and
+    ``head_sha``, ``repo``, ``oracle_sha``, ``root``, ``bindings`` (as ``load_review`` plus ``importrun.ensure`` leave them) and
     ``errors`` ([]), or None when the facts cannot decide alone (see the module docstring).
     Raises UsageError and GitError as ``load_review`` does for the same repository."""
     day = today.isoformat() if today is not None else _today_from_env()
@@ -154,7 +155,9 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
         if unrecorded and (blocked_day != day or not set(unrecorded) <= set(blocked)):
             return None  # importrun.ensure may run relations on the base: the full load does it
     return SimpleNamespace(base_ref=base_ref, merge_base=merge_base, head_sha=head_sha,
-                           bindings=review.bindings, errors=[])
+                           bindings=review.bindings, errors=[], repo=repo, oracle_sha=oracle_sha,
+                           layout=SimpleNamespace(unexercised=facts["unexercised"]),
+                           root=Path(repo.working_tree_dir or "."))
 
 
 def enabled() -> bool:

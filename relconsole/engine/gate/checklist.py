@@ -136,7 +136,7 @@ def _leases_allow(review) -> Item:
 def _no_golden(review) -> Item:
     key, title = "no_golden_literal", "the patch adds no golden literal"
     flags = [f for f in review.flags if f.name == "golden_literal"]
-    golden = [f"{f.where()}: {f.detail}" for f in flags if review.acknowledgement(f) is None]
+    golden = [f"{f.where()}: {f.detail}" for f in flags if review.standing(f)]
     cleared = [f"{f.where()}: acknowledged by {review.acknowledgement(f).by}" for f in flags
                if review.acknowledgement(f) is not None]
     span = f"{review.merge_base[:10]}..{review.head_sha[:10]}"

@@ -79,7 +79,7 @@ def text_lines(payload: dict) -> list[str]:
         if fenced:  # the sheet decided again at collection, after its workspace lease was checked
             lines.append(f"    sheet: {fenced['decision'].upper()} ({fenced['reason']}): {fenced.get('detail') or ''}")
     for f in payload.get("flags", []):
-        state = "acknowledged" if f.get("acknowledged") else "REJECT"
+        state = "acknowledged" if f.get("acknowledged") else "WARN" if f.get("level") == "warn" else "REJECT"
         lines.append(f"flag {f['name']} {state}: {f['path']}{':' + str(f['line']) if f.get('line') else ''}  "
                      f"{f['detail']}")
     lines += [f"split REJECT: {o['commit'][:10]} {o['path']}: {o['why']}" for o in payload.get("split", [])]
@@ -216,7 +216,7 @@ def _flag_results(payload: dict) -> list[dict]:
     out = []
     for flag in payload.get("flags", []):
         ack = flag.get("acknowledged")
-        result = _result(str(flag.get("name")), "pass" if ack else "reject",
+        result = _result(str(flag.get("name")), "pass" if ack else "warn" if flag.get("level") == "warn" else "reject",
                          f"{flag.get('name')}: {flag.get('detail')}", [_location(flag.get("path"), flag.get("line"))],
                          flag.get("id"))
         if ack:
@@ -351,7 +351,9 @@ def _md_relations(payload: dict) -> list[str]:
 def _md_flags(payload: dict) -> list[str]:
     def ack(flag):
         a = flag.get("acknowledged")
-        return f"acknowledged by {a.get('by')}: {a.get('reason')}" if a else "not acknowledged (reject)"
+        if a:
+            return f"acknowledged by {a.get('by')}: {a.get('reason')}"
+        return "a warning (no effect on the decision)" if flag.get("level") == "warn" else "not acknowledged (reject)"
     return _md_table("Review flags", ["flag", "where", "detail", "acknowledgement"],
                      [[f.get("name"), f"{f.get('path')}" + (f":{f['line']}" if f.get("line") else ""), f.get("detail"),
                        ack(f)] for f in payload.get("flags", [])])

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from relconsole.engine.gate.blobreader import BlobReader
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import OWNED
 
@@ -88,23 +89,51 @@ def line_ranges(lines: Iterable[int]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in out]
 
 
-def changed_lines(repo_dir, merge_base: str, head: str, path: str, old_path: str | None,
-                  status: str) -> set[int]:
-    """Line numbers of ``path`` at ``head`` that the patch added or changed (``git diff -U0``
-    of the file at the merge base, or ``old_path`` for a rename, against it; every line of an
-    added file). Empty for a deleted file or one git cannot diff (a binary file)."""
-    if status.startswith("D"):
-        return set()
-    if status.startswith("A"):
-        text = run_git(repo_dir, "cat-file", "blob", f"{head}:{path}", ok=None).stdout or b""
-        return set(range(1, text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1) + 1))
-    proc = run_git(repo_dir, "diff", "-U0", "--no-ext-diff", "--no-textconv", "--no-color",
-                   f"{merge_base}:{old_path or path}", f"{head}:{path}", ok=None)
-    lines: set[int] = set()
-    for match in HUNK.finditer(proc.stdout or b""):
-        start, count = int(match.group(1)), int(match.group(2) or 1)
-        lines.update(range(start, start + count))
-    return lines
+def changed_lines(repo_dir, merge_base: str, head: str) -> dict[str, set[int]]:
+    """``{path at head: line numbers the patch added or changed}`` of every ``.py`` file that
+    differs between the two commits: one ``git diff -U0 -M`` (renames followed, an added
+    file's every line), its hunks' new sides read. A deleted file has no row; a binary one
+    no lines."""
+    proc = run_git(repo_dir, "-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-ext-diff", "--no-textconv",
+                   "--no-color", "--src-prefix=a/", "--dst-prefix=b/", merge_base, head, "--",
+                   ":(glob)**/*.py", ok=None)
+    out: dict[str, set[int]] = {}
+    lines: set[int] | None = None
+    for raw in (proc.stdout or b"").split(b"\n"):
+        if raw.startswith(b"+++ "):
+            name = _header_path(raw[4:])
+            lines = out.setdefault(name, set()) if name is not None else None
+        elif raw.startswith(b"@@ ") and lines is not None:
+            match = HUNK.match(raw)
+            if match:
+                start, count = int(match.group(1)), int(match.group(2) or 1)
+                lines.update(range(start, start + count))
+    return out
+
+
+_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12, ord("r"): 13,
+            ord('"'): 34, ord("\\"): 92}
+
+
+def _header_path(field: bytes) -> str | None:
+    """The path of a ``+++ b/path`` header (git's C-quoting undone), None for ``/dev/null``."""
+    if field.startswith(b'"') and field.endswith(b'"'):
+        body, out, at = field[1:-1], bytearray(), 0
+        while at < len(body):
+            if body[at] == 92 and at + 1 < len(body):  # a backslash escape
+                if body[at + 1:at + 4].isdigit():
+                    out.append(int(body[at + 1:at + 4], 8))
+                    at += 4
+                    continue
+                out.append(_ESCAPES.get(body[at + 1], body[at + 1]))
+                at += 2
+                continue
+            out.append(body[at])
+            at += 1
+        field = bytes(out)
+    if not field.startswith(b"b/"):
+        return None
+    return field[2:].decode("utf-8", "surrogateescape")
 
 
 def statement_lines(text: str) -> tuple[set[int], object | None]:
@@ -141,24 +170,27 @@ def changed_statements(text: str, changed: set[int]) -> list[tuple[int, int]]:
 
 def review_changed(review) -> dict[str, list[tuple[int, int]]]:
     """``{path: changed statements as (first, last) line spans}`` of the review's owned ``.py``
-    files at HEAD, in the bindings' order. Cached on the review (per bindings): the diff and
-    the parse are once per file."""
+    files at HEAD, in the bindings' order (``review``: anything with ``root``, ``merge_base``,
+    ``head_sha`` and ``bindings``). One diff and one ``cat-file --batch`` for every file;
+    cached on the review per bindings."""
     cached = review.__dict__.get("_changed_statements")
     if cached is not None and cached[0] == tuple(review.bindings):
         return cached[1]
+    owned = [b.path for b in review.bindings if b.state == OWNED and b.path.endswith(".py")
+             and not b.touched.status.startswith("D")]
+    changed = changed_lines(review.root, review.merge_base, review.head_sha) if owned else {}
+    wanted = [path for path in owned if changed.get(path)]
     out: dict[str, list[tuple[int, int]]] = {}
-    for binding in review.bindings:
-        path, touched = binding.path, binding.touched
-        if binding.state != OWNED or not path.endswith(".py") or touched.status.startswith("D"):
-            continue
-        changed = changed_lines(review.root, review.merge_base, review.head_sha, path, touched.old_path,
-                                touched.status)
-        if not changed:
-            continue
-        blob = run_git(review.root, "cat-file", "blob", f"{review.head_sha}:{path}", ok=None).stdout or b""
-        spans = changed_statements(blob.decode("utf-8", "replace"), changed)
-        if spans:
-            out[path] = spans
+    if wanted:
+        reader = BlobReader(review.root)
+        try:
+            blobs = reader.read_many([(review.head_sha, path) for path in wanted])
+        finally:
+            reader.close()
+        for path, blob in zip(wanted, blobs):
+            spans = changed_statements((blob or b"").decode("utf-8", "replace"), changed[path])
+            if spans:
+                out[path] = spans
     review.__dict__["_changed_statements"] = (tuple(review.bindings), out)
     return out
 

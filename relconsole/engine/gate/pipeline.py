@@ -114,7 +114,7 @@ def part_payload(review, shard, mine: list[str], extra: list[Decision] = ()) -> 
         "relations": relations,
         "patch": [_decision_json(d) for d in ([] if review.errors else review.patch_verdicts())],
         "extra": [_decision_json(d) for d in extra],
-        "flags": [_flag_json(review, f) for f in review.flags],
+        "flags": [review.flag_json(f) for f in review.flags],
         "gaps": [b.path for b in review.gaps()],
         **_exercise_json(review, mine),
         "split": [{"commit": o.commit, "path": o.path, "why": o.why} for o in review.split],
@@ -177,12 +177,6 @@ def _relation_json(review, rid: str, verdict: Decision, result, replayed) -> dic
         "sheet": str(replayed.path) if replayed is not None and replayed.path else None,
         "owns": [b.path for b in review.bindings if rid in b.relations],
         "catalog": review.layout.catalog, "catalog_line": relation.line if relation is not None else None}
-
-
-def _flag_json(review, flag) -> dict:
-    ack = review.acknowledgement(flag)
-    return flag.to_json() | {"id": review.flag_id(flag),
-                             "acknowledged": None if ack is None else {"by": ack.by, "reason": ack.reason}}
 
 
 def write_part(part: dict, artifacts: Path) -> Path:

@@ -37,6 +37,7 @@ from relconsole.engine.oracle.freezes import FreezeRow, for_relation
 from relconsole.engine.oracle.leases import LeaseStatus, reading_refusal
 from relconsole.engine.repo.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
 from relconsole.engine.gate.acks import Ack, by_author, flag_ids
+from relconsole.engine.gate.flaglevels import BLOCK, OFF, check_flag_levels, flag_kind, flag_level
 from relconsole.engine.gate.patchflags import Flag
 from relconsole.engine.relations.records import RelationResult
 from relconsole.engine.repo.workspace import export_oracle, scratch_dir
@@ -99,6 +100,7 @@ class Review:
     changed_identity: set[str] = field(default_factory=set)
     seed_problems: dict[str, str] = field(default_factory=dict)
     results: dict[str, RelationResult] = field(default_factory=dict)
+    recorded: dict = field(default_factory=dict)  # relation id -> {path: lines it ran on HEAD}, see exercisedrecord
     bites: dict = field(default_factory=dict)  # relation id -> bite.BiteVerdict | None, from `relconsole bite`'s cache
     replays: dict[str, Replayed] = field(default_factory=dict)  # by relation id, from `b`/`replay`
     workspace_leases: list = field(default_factory=list)  # wslease.WorkspaceLease, from the store
@@ -151,16 +153,20 @@ class Review:
         ``compute`` False: the last answer made, or [] (what a UI thread may ask without git)."""
         if not compute:
             return self._unexercised[1] if self._unexercised is not None else []
-        if not self.results:
+        if not self.results and not self.recorded:
             return []
-        key = (tuple(self.bindings), tuple((rid, id(r)) for rid, r in self.results.items()))
+        key = (tuple(self.bindings), tuple((rid, id(r)) for rid, r in self.results.items()), id(self.recorded),
+               len(self.recorded))
         if self._unexercised is not None and self._unexercised[0] == key:
             return self._unexercised[1]
         bound = {b.path: b.relations for b in self.bindings}
         changed = {path: spans for path, spans in exercised.review_changed(self).items()
-                   if all(rid in self.results for rid in bound.get(path, ()))}
-        found = exercised.unexercised(changed, exercised.executed_by(self.results.values()),
-                                      lambda path: bound.get(path, ()))
+                   if all(rid in self.results or rid in self.recorded for rid in bound.get(path, ()))}
+        ran = exercised.executed_by(self.results.values())
+        for rid, lines_by_path in self.recorded.items():
+            for path, lines in lines_by_path.items():
+                ran.setdefault(path, set()).update(lines)
+        found = exercised.unexercised(changed, ran, lambda path: bound.get(path, ()))
         self._unexercised = (key, found)
         return found
 
@@ -256,6 +262,23 @@ class Review:
         wanted = self.flag_id(flag)
         return next((a for a in self.acks if a.id == wanted), None)
 
+    def flag_level(self, flag: Flag) -> str:
+        """``block``, ``warn`` or ``off``: the flag's level under the base's ``[tool.relconsole]
+        flags`` (``flaglevels``)."""
+        return flag_level(flag, self.layout.flags)
+
+    def flag_json(self, flag: Flag) -> dict:
+        """The flag as every JSON report gives it: ``Flag.to_json`` with its ``id``, ``kind``,
+        ``level`` and ``acknowledged`` (``{by, reason, date}`` or None)."""
+        ack = self.acknowledgement(flag)
+        return flag.to_json() | {"id": self.flag_id(flag), "kind": flag_kind(flag), "level": self.flag_level(flag),
+                                 "acknowledged": None if ack is None else {
+                                     "by": ack.by, "reason": ack.reason, "date": ack.raw.get("date")}}
+
+    def standing(self, flag: Flag) -> bool:
+        """Whether the flag decides against the patch: level ``block`` and not acknowledged."""
+        return self.flag_level(flag) == BLOCK and self.acknowledgement(flag) is None
+
     def acknowledgement(self, flag: Flag) -> Ack | None:
         """The acknowledgement that clears this flag (§9 ``review:``), or None: none matches,
         or the one that does was made by an author of the patch and counts for nothing."""
@@ -303,7 +326,7 @@ class Review:
         flags, split offences (§9) and failed checklist items, each ``reject`` (an unmade split
         check: ``abort``)."""
         verdicts = [Decision("reject", f"review_flag:{f.name}", None, None, f"{f.where()}: {f.detail}")
-                    for f in self.flags if self.acknowledgement(f) is None]
+                    for f in self.flags if self.standing(f)]
         verdicts += [Decision("reject", "commit_split", None, None, f"{o.commit[:10]} {o.path}: {o.why}")
                      for o in self.split]
         if self.split_problem:
@@ -363,6 +386,7 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     oracle_view = TreeView(repo, oracle_sha)
     try:
         layout = layout_from_pyproject(oracle_view.read_text("pyproject.toml"))
+        check_flag_levels(layout.flags)
     except BadInputError as exc:
         errors.append(exc)
         layout = Layout()
@@ -397,7 +421,13 @@ def finish_review(review: Review) -> None:
     _flag(review)
     _split(review)
     patch_catalog(review)
+    drop_flags_off(review)
     load_acks(review)
+
+
+def drop_flags_off(review: Review) -> None:
+    """Leave out the flags whose level is ``off`` (the base's ``[tool.relconsole] flags``)."""
+    review.flags[:] = [f for f in review.flags if review.flag_level(f) != OFF]
 
 
 def _bind(review: Review) -> None:

@@ -27,6 +27,7 @@ from relconsole.engine.relations.records import RelationResult
 from relconsole.engine.relations.runner import run_all
 from relconsole.engine.repo.workspace import build_run_tree, scratch_dir
 from relconsole.engine.gate.oracleload import oracle_digest
+from relconsole.engine.gate import exercisedrecord
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.basecheck import check_on_base, needs_base
 from relconsole.engine.gate.runplans import checkout_name, plan_for, sandboxed
@@ -113,6 +114,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
         raise RunCancelled("the run was cancelled")
     review.results.update(results)
     _flag_imported(review, results.values())
+    exercisedrecord.save(review, results.values())  # what bind lists as unexercised (§3)
     return [results[rid] for rid in ids]
 
 
@@ -168,7 +170,8 @@ def _flag_imported(review: Review, results) -> None:
     paths = sorted(p for p in imported & touched if not probed_by_name(p)
                    and ("environment_probe", p) not in judged and not protected(review.layout.protected, p))
     if paths and review.merge_base != review.head_sha:
-        review.flags.extend(imported_probes(review.root, review.merge_base, review.head_sha, paths))
+        review.flags.extend(f for f in imported_probes(review.root, review.merge_base, review.head_sha, paths)
+                            if review.flag_level(f) != "off")
         if review.acks and review.flags:  # their ids too, while this is still a worker
             review.flag_id(review.flags[-1])
 

@@ -76,7 +76,8 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
                    clock_day=relation.clock == "frozen", clock_today=review.today.isoformat(),
                    checkout=checkout_name(review), readonly=reviewer_folders(review),
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ},
-                   library=library_names(review.repo.git_dir, review.merge_base, _roots(review.layout)))
+                   library=library_names(review.repo.working_tree_dir or review.repo.git_dir, review.merge_base,
+                                         _roots(review.layout)))
 
 
 def _roots(layout: Layout) -> tuple[str, ...]:
@@ -86,16 +87,17 @@ def _roots(layout: Layout) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=64)
-def library_names(git_dir: str, commit: str, roots: tuple[str, ...]) -> tuple[str, ...]:
+def library_names(repo_dir: str, commit: str, roots: tuple[str, ...]) -> tuple[str, ...]:
     """The top-level modules ``commit`` holds in its import ``roots``: each package (a folder
     with ``__init__.py``) and each ``.py`` file right under a root, but no standard-library
     name. Read from the merge base, which the patch cannot change: a package the patch adds
     does not become one (it cannot stand in for an installed module an adapter imports).
-    Raises GitError when git cannot list the commit."""
+    ``repo_dir``: the checkout (git run inside the git directory ignores a ``safe.directory``
+    naming the checkout). Raises GitError when git cannot list the commit."""
     names = set()
     for root in roots:
         prefix = f"{root}/" if root else ""
-        listed = run_git(git_dir, "ls-tree", "-r", "-z", "--name-only", commit, "--", prefix or ".").stdout
+        listed = run_git(repo_dir, "ls-tree", "-r", "-z", "--name-only", commit, "--", prefix or ".").stdout
         for path in listed.decode("utf-8", "surrogateescape").split("\0"):
             parts = path[len(prefix):].split("/") if path.startswith(prefix) else []
             if len(parts) == 1 and parts[0].endswith(".py"):

@@ -49,6 +49,8 @@ class Layout:
     # a changed statement no relation ran (SPEC §3 covered means exercised): "gap" (exit 2 unless
     # worse) or "warn" (listed, no effect on the exit code)
     unexercised: str = "gap"
+    # review flag kind or name -> "block" | "warn" | "off" (SPEC §9 flag levels; unset: the defaults)
+    flags: dict = field(default_factory=dict, compare=False)
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -76,6 +78,7 @@ _SCHEMA = {
             "type": "string", "pattern": r"^(?!PYTHON|LD_|FAKETIME|RELCONSOLE|GIT_)[A-Za-z_][A-Za-z0-9_]*$"}},
         "generated": {"type": "object", "additionalProperties": {"type": "string"}},
         "unexercised": {"enum": ["gap", "warn"]},
+        "flags": {"type": "object", "additionalProperties": {"enum": ["block", "warn", "off"]}},
     },
 }
 

@@ -9,8 +9,9 @@ statements with coverage.py's parser (``gate/exercised.py``).
 
 What a subject can do against it: replace the trace function (``sys.settrace``), which only
 loses its own lines (they show as unexercised, a gap, never a pass), or read it
-(``sys.gettrace``), a §9 probe. Threads the subject starts are not traced: their lines are
-unexercised too.
+(``sys.gettrace``), a §9 probe. Threads the subject starts are traced as coverage.py traces
+them (``threading.settrace``); a thread started through ``_thread`` alone is not, and its lines
+count as unexercised.
 """
 
 import os
@@ -50,10 +51,13 @@ class LineRecorder:
             return self._local_for(frame.f_code.co_filename)
 
     def start(self):
+        import threading  # as a coverage run does: the threads a call starts (a pool's workers) are traced too
+        threading.settrace(self._global)
         sys.settrace(self._global)
 
     def stop(self):
         sys.settrace(None)
+        sys.modules["threading"].settrace(None)
 
     def executed(self, root):
         """``[[tree path, sorted lines], ...]`` of every tree file a traced frame ran a line of."""

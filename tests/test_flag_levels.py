@@ -1,0 +1,113 @@
+"""Flag levels (issue 35): every review flag kind is ``block``, ``warn`` or ``off``, set in the
+base's ``[tool.relconsole] flags``; what honest libraries write every week warns, what games
+the gate blocks.
+
+Kinds are read off real probe findings (``probescan`` on real code), and the levels are checked
+through ``relconsole flags`` and ``run`` on small real repositories.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from bench.gitrepo import reviewed_repo
+from relconsole.engine.gate import probescan
+from relconsole.engine.gate.flaglevels import BLOCK, DEFAULT_LEVELS, WARN, flag_kind, flag_level
+from relconsole.engine.gate.patchflags import Flag
+from test_base_decides import cli
+from test_exercised import BASE, SQUASH
+
+# code an honest library writes every week, and code a patch that games the gate needs
+WEEKLY = {
+    "randomness": "import random\n\ndef sample(rows):\n    return random.sample(rows, 2)\n",
+    "optional_import": "try:\n    import ujson as json\nexcept ImportError:\n    import json\n\n"
+                       "def dumps(x):\n    return json.dumps(x)\n",
+    "environment": "import os\n\ndef width():\n    return int(os.environ.get('COLUMNS', '80'))\n",
+}
+GAMING = {
+    "parentage": "import os\n\ndef squash(text):\n    return text if os.getppid() != 1 else text.strip()\n",
+    "modules": "import sys\n\ndef squash(text):\n    return text if 'pytest' in sys.modules else text.strip()\n",
+    "stack": "import sys\n\ndef squash(text):\n    return text if sys._getframe(1) else text\n",
+}
+
+
+def _kinds(code: str) -> set[str]:
+    found = probescan.environment_probes(None, code)
+    assert found, code
+    return {flag_kind(Flag("environment_probe", None, "m.py", f.line, f"{f.detail}: ...")) for f in found}
+
+
+@pytest.mark.parametrize("what", sorted(WEEKLY))
+def test_what_honest_libraries_write_every_week_warns(what):
+    kinds = _kinds(WEEKLY[what])
+    assert f"environment_probe.{what}" in kinds
+    assert all(DEFAULT_LEVELS.get(k, BLOCK) == WARN for k in kinds), kinds
+
+
+@pytest.mark.parametrize("what", sorted(GAMING))
+def test_what_a_gaming_patch_needs_blocks(what):
+    kinds = _kinds(GAMING[what])
+    assert any(DEFAULT_LEVELS.get(k, DEFAULT_LEVELS["environment_probe"]) == BLOCK for k in kinds), kinds
+
+
+def test_a_kinds_setting_wins_over_its_names():
+    flag = Flag("environment_probe", None, "m.py", 1, "uses random.random (draws random numbers): ...")
+    assert flag_level(flag, {"environment_probe": "off"}) == "off"
+    assert flag_level(flag, {"environment_probe": "off", "environment_probe.randomness": "block"}) == BLOCK
+    assert flag_level(flag) == WARN
+
+
+SAMPLED = SQUASH + "\n\ndef pick(words):\n    import random\n    return random.choice(words)\n"
+
+
+def _flags(repo) -> tuple[int, dict]:
+    proc = cli(repo, "flags", "--base", "main", "--json")
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_warning_is_shown_and_leaves_the_decision(tmp_path):
+    repo = reviewed_repo(tmp_path / "repo", BASE, {"timelib/squash.py": SAMPLED})
+    code, payload = _flags(repo)
+    [flag] = [f for f in payload["flags"] if f["name"] == "environment_probe"]
+    assert flag["level"] == "warn" and flag["kind"] == "environment_probe.randomness"
+    assert not payload["decision"]["reason"].startswith("review_flag"), payload["decision"]
+    text = cli(repo, "flags", "--base", "main").stdout
+    assert "[warn: environment_probe.randomness]" in text
+
+
+@pytest.mark.parametrize("level", ["block", "off"])
+def test_the_base_sets_a_kinds_level(tmp_path, level):
+    setting = f'[tool.relconsole]\nflags = {{ "environment_probe.randomness" = "{level}" }}\n'
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"pyproject.toml": setting}, {"timelib/squash.py": SAMPLED})
+    code, payload = _flags(repo)
+    probes = [f for f in payload["flags"] if f["name"] == "environment_probe"]
+    if level == "off":
+        assert probes == [] and not payload["decision"]["reason"].startswith("review_flag"), payload
+        assert code != 1  # nothing rejects it (without --run, the relations' evidence is pending: a hold)
+    else:
+        assert probes and payload["decision"]["reason"] == "review_flag:environment_probe" and code == 1
+
+
+def test_a_misspelt_flag_kind_is_bad_input_naming_the_file(tmp_path):
+    setting = '[tool.relconsole]\nflags = { "environment_probe.randomnes" = "warn" }\n'
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"pyproject.toml": setting}, {"timelib/squash.py": SAMPLED})
+    proc = cli(repo, "flags", "--base", "main")
+    assert proc.returncode == 5 and "pyproject.toml" in proc.stderr + proc.stdout
+    assert "randomnes" in proc.stderr + proc.stdout
+
+
+def test_a_patch_cannot_lower_its_own_levels(tmp_path):
+    """The levels are the base's: a patch that sets them in its own pyproject.toml changes
+    nothing but raises oracle_layout_changed."""
+    lowered = textwrap.dedent("""\
+        [tool.relconsole]
+        flags = { "environment_probe" = "off", "oracle_layout_changed" = "off" }
+        """)
+    gaming = GAMING["parentage"]
+    repo = reviewed_repo(tmp_path / "repo", BASE, {"timelib/squash.py": gaming, "pyproject.toml": lowered})
+    code, payload = _flags(repo)
+    names = {f["name"] for f in payload["flags"] if f["level"] == "block"}
+    assert {"environment_probe", "oracle_layout_changed"} <= names and code == 1, payload["flags"]
