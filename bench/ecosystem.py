@@ -6,7 +6,7 @@ For each library spec (``bench/ecosystem/<library>/spec.json``, or ``--spec FILE
 * every first-parent commit C (parent P) of the pinned range, oldest first, becomes a throwaway
   repository: ``main`` is P's tree (one commit, no upstream history) plus our oracle files in a
   separate ``catalog:`` commit; branch ``patch`` is main plus ``git diff P C`` applied with
-  ``git apply --index`` (C's message and author). A commit whose diff touches only submodules
+  ``git apply --index --3way`` (C's message and author). A commit whose diff touches only submodules
   or does not apply is skipped and said so;
 * ``relconsole gate --base main --runs 2 --artifacts DIR --json --no-history`` runs in it with
   ``RELCONSOLE_TODAY`` fixed, and its ``decision.json`` is read;
@@ -204,7 +204,8 @@ def apply_commit(spec: Spec, repo: Path, parent: str, commit: str) -> str | None
         return f"touches only submodules ({', '.join(touched) or 'nothing'})"
     diff = subprocess.run(["git", f"--git-dir={spec.upstream}", "diff", "--binary", "--full-index", parent,
                            commit, *pathspec], capture_output=True, check=True).stdout
-    proc = subprocess.run(["git", "apply", "--index", "--whitespace=nowarn"], cwd=repo, input=diff,
+    # --3way: a hunk whose context our oracle commit moved (pyproject.toml) still applies
+    proc = subprocess.run(["git", "apply", "--index", "--3way", "--whitespace=nowarn"], cwd=repo, input=diff,
                           capture_output=True, env=_env(), check=False)
     if proc.returncode != 0:
         return "does not apply: " + proc.stderr.decode(errors="replace").strip().splitlines()[0]
@@ -261,7 +262,8 @@ def run_gate(repo: Path, artifacts: Path) -> dict:
 
 def summarise(decided: dict) -> dict:
     flags = [{"name": f.get("name"), "path": f.get("path"), "line": f.get("line"), "detail": f.get("detail"),
-              "acknowledged": bool(f.get("acknowledged")), "commit": f.get("commit")}
+              "acknowledged": bool(f.get("acknowledged")), "commit": f.get("commit"),
+              "level": f.get("level", "block"), **({"kind": f["kind"]} if f.get("kind") else {})}
              for f in decided.get("flags") or []]
     relations = []
     for rel in decided.get("relations") or []:
@@ -312,7 +314,9 @@ def relation_failures(row: dict) -> list[dict]:
 
 
 def open_flags(row: dict) -> list[dict]:
-    return [f for f in row.get("flags", []) if not f["acknowledged"]]
+    """Flags a reviewer must act on: block-level and not acknowledged (a warn-level flag is
+    shown and leaves the decision alone)."""
+    return [f for f in row.get("flags", []) if not f["acknowledged"] and f.get("level", "block") != "warn"]
 
 
 def caught_by_relation(row: dict) -> bool:
@@ -369,7 +373,7 @@ def classify(row: dict) -> str:
 # --- printing --------------------------------------------------------------------------------
 
 def cut(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
+    text = str(text).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -382,7 +386,9 @@ def print_row(row: dict) -> None:
           + (f"  reason={row['reason']}" if row.get("reason") not in (None, "pass", "all_pass") else ""), flush=True)
     for flag in row.get("flags", []):
         ack = " (acknowledged)" if flag["acknowledged"] else ""
-        print(f"{'':20}flag {flag['name']}@{flag['path']}:{flag['line']}{ack}  {cut(flag.get('detail') or '', 110)}")
+        level = f" [{flag['level']}]" if flag.get("level", "block") != "block" else ""
+        print(f"{'':20}flag {flag['name']}@{flag['path']}:{flag['line']}{level}{ack}  "
+              f"{cut(flag.get('detail') or '', 110)}")
     for rel in relation_failures(row):
         print(f"{'':20}relation {rel.get('relation_id')}: {rel.get('decision')} {rel.get('reason')}  "
               f"{cut(rel.get('summary') or rel.get('detail') or '', 140)}")
@@ -409,7 +415,9 @@ def totals(rows: list[dict]) -> dict:
     kinds: dict[str, int] = {}
     for row in judged:
         for flag in row.get("flags", []):
-            kinds[flag["name"]] = kinds.get(flag["name"], 0) + 1
+            kind = flag.get("kind") or flag["name"]
+            kind += "" if flag.get("level", "block") == "block" else f" [{flag['level']}]"
+            kinds[kind] = kinds.get(kind, 0) + 1
     classes = {name: [r for r in prs if classify(r) == name]
                for name in ("clean", "gap_only", "flagged", "false_miss", "other", "skipped")}
     mutants = [r for r in rows if r["kind"] == "mutant"]
@@ -488,14 +496,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     print(f"ecosystem check: {len(jobs)} PRs and mutants over {', '.join(by_name)}, {args.jobs} at a time "
           f"(RELCONSOLE_TODAY={TODAY})", flush=True)
-    with tempfile.TemporaryDirectory(prefix="relconsole-ecosystem-") as scratch:
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = [pool.submit(run_job, by_name[job.library], job, Path(scratch), keep) for job in jobs]
-            rows = []
-            for future in futures:  # in job order: the table reads oldest first
-                row = future.result()
-                print_row(row)
-                rows.append(row)
+    with tempfile.TemporaryDirectory(prefix="relconsole-ecosystem-") as scratch, \
+            ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_job, by_name[job.library], job, Path(scratch), keep) for job in jobs]
+        rows = []
+        for future in futures:  # in job order: the table reads oldest first
+            row = future.result()
+            print_row(row)
+            rows.append(row)
     summary = totals(rows)
     summary["seconds"] = round(time.monotonic() - started, 1)
     print_totals(summary)

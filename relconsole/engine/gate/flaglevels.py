@@ -14,8 +14,10 @@ libraries replayed as PRs, and the hostile patches of ``tests/test_hostile_subje
 ``block`` for what is rare in honest code and typical of a patch that games the gate (oracle,
 lease, corpus and freeze edits, the layout, source rewrites and encoding cookies, reading the
 process's parentage, namespaces, modules, frames or ``sys.path``, running code no reviewer can
-read); ``warn`` for what honest libraries write every week (random draws, optional imports,
-caches kept between calls, environment and clock reads).
+read, and, measured on the hostile patches, clock reads and state kept from call to call:
+four of them hold on every relation and are caught by those flags alone); ``warn`` for what
+honest libraries write every week and no hostile patch needed (random draws, optional
+imports, environment reads).
 
 How a hostile patch would use a ``warn`` kind: a subject that draws at random to pass a
 sampled relation still meets the relation on every seed the judge draws, and a cache that
@@ -48,7 +50,10 @@ DEFAULT_LEVELS = {
     "relation_changed": BLOCK, "patch_catalog_invalid": BLOCK, "environment_probe": BLOCK,
     "source_rewritten": BLOCK, "test_harness_changed": BLOCK,
     "environment_probe.randomness": WARN, "environment_probe.optional_import": WARN,
-    "environment_probe.cache": WARN, "environment_probe.environment": WARN, "environment_probe.clock": WARN,
+    "environment_probe.environment": WARN,
+    # measured: four hostile patches (a frozen clock looked for, a day salted into a bucket, a call
+    # counter, a closure's table) hold on every relation and are caught by these flags alone
+    "environment_probe.clock": BLOCK, "environment_probe.cache": BLOCK,
 }
 
 
