@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from relconsole.cli.main import main
 from relconsole.console.app import ReviewApp
 from relconsole.engine.gate import actions
-from relconsole.engine.gate.acks import fingerprint, parse_acks, with_ack
+from relconsole.engine.gate.acks import statement_at, fingerprint, parse_acks, with_ack
 from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError, CommitRefused,
                                       UsageError)
 from relconsole.engine.gate.patchflags import Flag
@@ -141,20 +141,52 @@ names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_si
 
 @settings(max_examples=80, deadline=None)
 @given(names, st.one_of(st.none(), st.text("0123456789abcdef", min_size=40, max_size=40)), names,
-       st.integers(1, 9999), names, st.sampled_from(["name", "commit", "path", "text"]), names)
-def test_a_fingerprint_changes_with_any_part_of_the_flag_and_not_with_the_line_s_indent(
-        name, commit, path, line, text, part, other):
+       st.integers(1, 9999), names, st.sampled_from(["name", "path", "content"]), names)
+def test_a_fingerprint_is_bound_to_the_flag_and_its_content_never_to_a_commit_or_line(
+        name, commit, path, line, content, part, other):
+    """Issue 35: a rebase or squash (another commit, another line) keeps the id; another flag,
+    path or content changes it."""
     flag = Flag(name, commit, path, line, "detail")
-    same = fingerprint(flag, text)
-    assert fingerprint(Flag(name, commit, path, line + 1, "other detail"), "  " + text + "\t") == same \
-        or text != text.strip()  # the line moved, its indent changed: the same line
-    changed = {"name": (Flag(other, commit, path, line, ""), text),
-               "commit": (Flag(name, None if commit else "f" * 40, path, line, ""), text),
-               "path": (Flag(name, commit, other, line, ""), text),
-               "text": (flag, other)}[part]
-    if {"name": other != name, "commit": True, "path": other != path,
-            "text": other.strip() != text.strip()}[part]:
+    same = fingerprint(flag, content)
+    moved = Flag(name, None if commit else "f" * 40, path, line + 1, "other detail")
+    assert fingerprint(moved, content) == same
+    changed = {"name": (Flag(other, commit, path, line, ""), content),
+               "path": (Flag(name, commit, other, line, ""), content),
+               "content": (flag, other)}[part]
+    if {"name": other != name, "path": other != path, "content": other != content}[part]:
         assert fingerprint(*changed) != same
+
+
+TESTS = """\
+import unittest
+
+
+class TestTee(unittest.TestCase):
+    def test_tee(self):
+        result = count(tees)
+        self.assertEqual(
+            result, len(tees))
+        self.assertEqual(
+            result, 3)
+
+
+def helper():
+    self.assertEqual(
+        result, 3)
+"""
+
+
+def test_the_content_is_the_whole_statement_in_its_definition():
+    """One ack of ``self.assertEqual(`` no longer clears every assertion that starts so."""
+    lines = TESTS.splitlines()
+    first, second = (n for n, text in enumerate(lines, 1) if "self.assertEqual(" in text and n < 12)
+    one, two = statement_at(TESTS, first), statement_at(TESTS, second + 1)
+    assert one.startswith("TestTee.test_tee\n") and "len(tees)" in one and "3)" in two and one != two
+    assert statement_at(TESTS, first) == statement_at(TESTS, first + 1)  # any line of it: the one statement
+    elsewhere = next(n for n, text in enumerate(lines, 1) if "self.assertEqual(" in text and n > 12)
+    assert statement_at(TESTS, elsewhere) != two  # the same text in another definition
+    indented = TESTS.replace("    ", "  ")
+    assert statement_at(indented, first) == one  # re-indenting keeps it
 
 
 @pytest.mark.parametrize("text,line", [

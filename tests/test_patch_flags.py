@@ -240,6 +240,10 @@ def test_a_whole_new_file_flags_what_the_file_holds(path: Path):
     # issue 16: an input compared with a function of itself is a property, not an answer
     ("assert loads(dumps(EXPECTED)) == EXPECTED", False), ("assert g(f([1, 2])) == [1, 2]", False),
     ("assert loads(dumps(EXPECTED)) == 4", True),
+    # issue 35: a counter is bound to 0, then counted: a name bound to no one value is no literal
+    ("n = 0\n    for _ in f(x):\n        n += 1\n    self.assertEqual(n, len(g(x)))", False),
+    ("n = 0\n    n += len(f(x))\n    assert len(g(x)) == n", False),
+    ("with f(x) as n:\n        assert g(n) == 3", True),
 ])
 def test_what_counts_as_a_golden_value(assertion: str, golden: bool):
     source = f"import pytest\nEXPECTED = 4\n\n\ndef test_it(self=None):\n    {assertion}\n"
@@ -491,6 +495,11 @@ PYPROJECT = '[project]\nname = "days"\n\n[tool.pytest.ini_options]\ntestpaths = 
     ({"tox.ini": "[pytest]\naddopts = -p no:relconsole\n"}, "tox.ini"),
     ({"pyproject.toml": PYPROJECT.replace('name = "days"', 'name = "days"\nversion = "2"')}, None),
     ({"setup.cfg": "[metadata]\nname = days\n"}, None),
+    # a section that loads nothing: markers, test paths, warnings filters (honest libraries add these)
+    ({"pyproject.toml": PYPROJECT.replace('testpaths = ["tests"]', 'testpaths = ["tests", "docs"]\n'
+                                          'markers = ["slow: a slow test"]')}, None),
+    ({"tox.ini": "[pytest]\nfilterwarnings = error\n"}, None),
+    ({"pyproject.toml": PYPROJECT.replace('testpaths = ["tests"]', 'pythonpath = ["src"]')}, "pyproject.toml"),
     ({"tests/test_more.py": "def test_more():\n    assert True\n"}, None),
 ])
 def test_a_patch_that_changes_pytests_own_harness_is_flagged(tmp_path: Path, files: dict, flagged: str | None):

@@ -2,9 +2,12 @@
 
 A review flag (§9) makes the PR ``reject`` until a reviewer who has read the flagged code
 acknowledges it. An acknowledgement is a row of the acks file on the oracle branch that
-holds the flag's fingerprint: a hash of the flag's name, the commit it was raised on
-(empty for a flag on the patch as a whole), its path and the flagged line's text. So it
-covers that flag only, and is void as soon as the flagged line changes.
+holds the flag's fingerprint: a hash of the flag's name, its path and the content it cleared
+(``flagged_content``): for a flag on a line, the enclosing definition and the whole flagged
+statement; for a flag on a whole file, the file's blob. It is bound to content, not to a
+commit: it survives a rebase or a squash, and is void as soon as that content changes (one
+ack of ``self.assertEqual(`` no longer clears five different assertions, and an ack of a
+``.gitattributes`` does not clear a later, different one).
 
 It counts only when read from the base ref (the patch's own acks file is never read) and
 when the person who made it is not an author of a commit under review: an agent cannot
@@ -62,30 +65,68 @@ class Ack:
         return self.raw["reason"]
 
 
-def fingerprint(flag: Flag, text: str) -> str:
-    """The flag's id: ``ID_LENGTH`` hex digits of the sha256 of its name, commit (empty for the
-    patch as a whole), path and ``text`` (the flagged line, stripped; empty for a whole file)."""
-    payload = json.dumps([flag.name, flag.commit or "", flag.path, text.strip()], ensure_ascii=False)
+def fingerprint(flag: Flag, content: str) -> str:
+    """The flag's id: ``ID_LENGTH`` hex digits of the sha256 of its name, path and ``content``
+    (``flagged_content``: what the acknowledgement clears). No commit: a rebase keeps it."""
+    payload = json.dumps([flag.name, flag.path, content], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8", "surrogateescape")).hexdigest()[:ID_LENGTH]
 
 
-def flagged_text(reader: BlobReader, flag: Flag, head: str) -> str:
-    """The text of the flagged line, read from the flag's commit (HEAD for a flag on the patch
-    as a whole); "" for a flag on a whole file, or a line the file no longer has."""
-    if not flag.line:
-        return ""
+def flagged_content(reader: BlobReader, flag: Flag, head: str) -> str:
+    """What an acknowledgement of ``flag`` clears, read from the flag's commit (HEAD for a flag
+    on the patch as a whole): for a flag on a line of a Python file, ``enclosing definition``
+    and the whole statement the line belongs to (``statement_at``); for a line of any other
+    file, that line; for a whole file, ``blob <sha256 of its bytes>`` (``blob none`` when the
+    file is gone). Each line stripped, so re-indenting the file keeps the id."""
     data = reader.read(flag.commit or head, flag.path)
+    if not flag.line:
+        return "blob " + (hashlib.sha256(data).hexdigest() if data is not None else "none")
     if not data:
         return ""
-    lines = source_text(flag.path, data).splitlines()
+    text = source_text(flag.path, data)
+    if flag.path.endswith((".py", ".pyw")):
+        found = statement_at(text, flag.line)
+        if found is not None:
+            return found
+    lines = text.splitlines()
     return lines[flag.line - 1].strip() if flag.line <= len(lines) else ""
 
 
+def statement_at(text: str, line: int) -> str | None:
+    """``"<definition>\n<statement>"`` for the innermost statement of Python ``text`` holding
+    ``line`` (1-based): the dotted names of the classes and functions around it, then its
+    lines, each stripped (a compound statement's header lines only: its body is other
+    statements). None when the text does not parse or no statement holds the line."""
+    import ast
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    names, node, found = [], tree, None
+    while True:
+        inner = next((child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
+                      and child.lineno <= line <= (child.end_lineno or child.lineno)), None)
+        if inner is None:
+            break
+        found = inner
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and line > inner.lineno:
+            names.append(inner.name)
+        node = inner
+    if found is None:
+        return None
+    body = [b for field in ("body", "orelse", "finalbody", "handlers") for b in getattr(found, field, []) or []
+            if isinstance(b, (ast.stmt, ast.excepthandler))]
+    last = min((b.lineno for b in body), default=(found.end_lineno or found.lineno) + 1) - 1
+    first = min([found.lineno] + [d.lineno for d in getattr(found, "decorator_list", [])])
+    lines = text.splitlines()[first - 1:max(last, first)]
+    return ".".join(names) + "\n" + "\n".join(part.strip() for part in lines)
+
+
 def flag_ids(repo_dir: str | Path, head: str, flags: list[Flag]) -> dict[Flag, str]:
-    """``fingerprint`` of each flag, its line read through one ``git cat-file`` process."""
+    """``fingerprint`` of each flag, its content read through one ``git cat-file`` process."""
     reader = BlobReader(repo_dir)
     try:
-        return {flag: fingerprint(flag, flagged_text(reader, flag, head)) for flag in flags}
+        return {flag: fingerprint(flag, flagged_content(reader, flag, head)) for flag in flags}
     finally:
         reader.close()
 

@@ -18,7 +18,7 @@ import re
 from typing import Collection
 
 from relconsole.engine.oracle import textedit
-from relconsole.engine.gate.acks import MIN_PREFIX, flagged_text, range_authors, same_person, with_ack
+from relconsole.engine.gate.acks import MIN_PREFIX, flagged_content, range_authors, same_person, with_ack
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
@@ -328,8 +328,8 @@ def find_flag(review: Review, flag_id: str):
 
 def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
     """Acknowledge one review flag (§9): one ``review:`` commit adding its fingerprint, who and
-    why to the acks file on the oracle branch. The flag then no longer rejects this review,
-    until its line changes.
+    why to the acks file on the oracle branch. The flag then no longer rejects a review, on any
+    commit, until the content it cleared changes (``acks.flagged_content``).
 
     Raises UsageError (no such flag, an empty reason), CommitRefused when the git identity is
     an author of a commit under review (an agent's acknowledgement of its own flags counts for
@@ -354,10 +354,11 @@ def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
 
 
 def flagged_line(review: Review, flag) -> str:
-    """The text of the flagged line, as the flag's fingerprint reads it."""
+    """The content the acknowledgement clears, as the flag's fingerprint reads it
+    (``acks.flagged_content``: the enclosing definition and the whole statement, or the blob)."""
     reader = BlobReader(review.root)
     try:
-        return flagged_text(reader, flag, review.head_sha)
+        return flagged_content(reader, flag, review.head_sha)
     finally:
         reader.close()
 

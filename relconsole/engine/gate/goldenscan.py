@@ -116,11 +116,30 @@ def _callee_modules(call: ast.Call, imports: dict[str, str]) -> list[str]:
     return [".".join([base, *parts[:k]]) for k in range(len(parts) - 1, -1, -1)]
 
 
+def _rebound(node: ast.AST) -> list[str]:
+    """Names ``node`` gives a value that is no expression of its own: ``n += 1``, a ``for``
+    or ``with`` target, ``(n := ...)``. A counter bound to ``0`` and then counted is no literal
+    (issue 35: ``assertEqual(result, len(tees))`` with ``result`` a counter)."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [n.id for item in node.items if item.optional_vars is not None
+                for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name)]
+    if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    return []
+
+
 def bindings(nodes) -> tuple[Counter, dict[str, ast.AST]]:
-    """(how often each name is assigned, its last value) over ``nodes``."""
+    """(how often each name is assigned, its last value) over ``nodes``; a name also counted,
+    looped over or bound by ``with`` (``_rebound``) counts twice: it is bound to no one value."""
     counts: Counter = Counter()
     values: dict[str, ast.AST] = {}
     for node in nodes:
+        for name in _rebound(node):
+            counts[name] += 2
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             target, value = node.targets[0].id, node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
@@ -191,6 +210,7 @@ def _assignments(nodes) -> list[tuple[int, str, ast.AST]]:
     """(line, name, value) of every plain assignment to one name among ``nodes``, in line order."""
     out = []
     for node in nodes:
+        out += [(node.lineno, name, node) for name in _rebound(node)]  # a value of no literal
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             out.append((node.lineno, node.targets[0].id, node.value))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:

@@ -83,11 +83,14 @@ HARNESS_SECTIONS = {"pyproject.toml": "tool.pytest", "setup.cfg": "tool:pytest",
 
 def harness_changes(repo_dir: str | Path, merge_base: str, head: str, reader: BlobReader) -> list[Flag]:
     """``test_harness_changed`` flags of the patch as a whole: every ``conftest.py`` and
-    ``pytest.ini`` it adds, changes or deletes, and every pytest section it changes in a
-    ``pyproject.toml``, ``setup.cfg`` or ``tox.ini``, in any folder. Code there runs inside the
-    pytest process (hooks, ``addopts``, ``-p no:...``): it can switch ``pytest --relconsole``
-    off or reset its exit status, so a person reads it before the plugin's word counts.
-    Raises GitError as ``run_git``."""
+    ``pytest.ini`` it adds, changes or deletes, and every pytest section of a ``pyproject.toml``,
+    ``setup.cfg`` or ``tox.ini`` (any folder) whose settings that load code or options it
+    changes (``HARNESS_KEYS``: ``addopts``, ``pythonpath``, ``required_plugins``...). Code
+    there runs inside the pytest process (hooks, ``addopts``, ``-p no:...``): it can switch
+    ``pytest --relconsole`` off or reset its exit status, so a person reads it before the
+    plugin's word counts. A section that only names markers, test paths or warnings filters
+    loads nothing (measured: honest libraries add such a section; issue 35). Raises GitError
+    as ``run_git``."""
     listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-only", "--no-renames", IGNORE_NO_SUBMODULE, merge_base, head).stdout
     flags = []
     for raw in filter(None, listing.split(b"\0")):
@@ -101,23 +104,34 @@ def harness_changes(repo_dir: str | Path, merge_base: str, head: str, reader: Bl
             before, after = (_pytest_section(reader.read(rev, path), name) for rev in (merge_base, head))
             if before != after:
                 flags.append(Flag("test_harness_changed", None, path, None,
-                                  f"changes the [{HARNESS_SECTIONS[name]}] configuration (addopts, plugins): "
-                                  "the tests and the relconsole plugin run otherwise"))
+                                  f"changes what the [{HARNESS_SECTIONS[name]}] configuration loads "
+                                  f"({', '.join(HARNESS_KEYS[:3])}...): the tests and the relconsole plugin run otherwise"))
     return flags
 
 
+# pytest settings that load code or pass options to the run (a plugin, a path to import from)
+HARNESS_KEYS = ("addopts", "pythonpath", "required_plugins", "plugins", "confcutdir", "rootdir",
+                "consider_namespace_packages", "usefixtures")
+
+
 def _pytest_section(data: bytes | None, name: str) -> object:
-    """The pytest configuration in a file's bytes (None: no file), comparable across commits;
-    a file that does not parse compares as its raw text, so any change to it counts."""
+    """The harness settings (``HARNESS_KEYS``) of the pytest configuration in a file's bytes
+    (None: no file or none of them), comparable across commits; a file that does not parse
+    compares as its raw text, so any change to it counts."""
     if data is None:
         return None
     text = data.decode("utf-8", "replace")
     try:
         if name == "pyproject.toml":
-            return tomllib.loads(text).get("tool", {}).get("pytest")
-        parser = configparser.RawConfigParser()
-        parser.read_string(text)
-        section = HARNESS_SECTIONS[name]
-        return dict(parser.items(section)) if parser.has_section(section) else None
+            section = tomllib.loads(text).get("tool", {}).get("pytest")
+            options = section.get("ini_options", section) if isinstance(section, dict) else section
+        else:
+            parser = configparser.RawConfigParser()
+            parser.read_string(text)
+            options = dict(parser.items(HARNESS_SECTIONS[name])) if parser.has_section(HARNESS_SECTIONS[name]) else None
     except (ValueError, configparser.Error):
         return text
+    if not isinstance(options, dict):
+        return options
+    kept = {key: options[key] for key in HARNESS_KEYS if key in options}
+    return kept or None
