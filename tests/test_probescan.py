@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.gate.probescan import environment_probes, is_compiled
+from relconsole.engine.gate import pysource
+from relconsole.engine.gate.probescan import _all_probes, environment_probes, is_compiled
 
 # Each a way to see a sandbox: the parent is pid 1, the tree is read-only, only lo, a frozen
 # clock; and the usual ways to hide the look (aliases, getattr, exec, __import__, importlib).
@@ -317,24 +318,45 @@ def _text(names: list[str]) -> str:
 @settings(max_examples=60, deadline=None)
 @given(snippets, snippets)
 def test_what_was_there_before_adds_nothing_and_what_is_new_is_found(old, new):
-    """Relations: reformatting or renaming every function adds nothing; adding probes adds
-    at least one finding per probe snippet that was not already there."""
+    """Relations: reformatting adds nothing; a probe is new by its (enclosing definition, what
+    it reads) pair (issue 35), so renaming a function that holds one makes it new there;
+    adding probes adds at least one finding per probe snippet that was not already there."""
     before = _text(old)
     reformatted = ast.unparse(ast.parse(before))
     assert environment_probes(before, reformatted) == []
     renamed = reformatted.replace("def f", "def renamed_f")
-    assert environment_probes(before, renamed) == []
+    in_functions = any(name for name, _, _ in _all_probes(pysource.parse(before)))
+    assert bool(environment_probes(before, renamed)) == in_functions
     after = _text(old + new)
     added = environment_probes(before, after)
     assert (added == []) == all(n not in PROBES for n in new), (old, new, added)
 
 
-def test_moving_a_probe_to_another_line_adds_nothing_but_a_second_copy_does():
+def test_moving_a_probe_within_its_definition_adds_nothing_but_into_another_or_a_second_copy_does():
     one = "import os\n\ndef f():\n    return os.getppid()\n"
-    moved = "import os\n\n\n\ndef g():\n    x = 1\n    return os.getppid()\n"
+    moved = "import os\n\n\n\ndef f():\n    x = 1\n    return os.getppid()\n"
+    elsewhere = "import os\n\n\n\ndef g():\n    x = 1\n    return os.getppid()\n"
     two = one + "\ndef h():\n    return os.getppid()\n"
     assert environment_probes(one, moved) == []
+    assert [f.line for f in environment_probes(one, elsewhere)] == [elsewhere.count("\n")]
     assert [f.line for f in environment_probes(one, two)] == [two.count("\n")]
+
+
+@pytest.mark.parametrize("before, after", [
+    # issue 35, each seen on an honest upstream commit: an import line that held a probe name gains
+    # another name; an optional-import guard restructured; a cache the function already filled
+    ("from inspect import signature\n\ndef f(g):\n    return signature(g)\n",
+     "from inspect import getmembers, signature\n\ndef f(g):\n    return signature(g)\n"),
+    ("try:\n    from heapq import heappush_max\nexcept ImportError:\n    heappush_max = None\n",
+     "try:\n    from heapq import heappush_max, heappop_max\nexcept ImportError:  # older Pythons\n"
+     "    heappush_max = heappop_max = None\n"),
+    ("import re\n_CACHE = {}\n\ndef rx(p):\n    if p not in _CACHE:\n        _CACHE[p] = re.compile(p)\n"
+     "    return _CACHE[p]\n",
+     "import re\n_CACHE = {}\n\ndef rx(p):\n    found = _CACHE.get(p)\n    if found is None:\n"
+     "        found = _CACHE[p] = re.compile(p)\n    return found\n"),
+])
+def test_editing_a_line_that_already_held_the_probe_raises_nothing(before, after):
+    assert environment_probes(before, after) == []
 
 
 @pytest.mark.parametrize("path,compiled", [("src/_speed.cpython-311-x86_64-linux-gnu.so", True),

@@ -73,13 +73,13 @@ def cmd_bind(args) -> int:
         found = exercisedrecord.unexercised_from_record(known) if known is not None else None
         if found is not None:  # the lines the relations ran are on record too
             return _print_bind(args, known, found)
-    from relconsole.engine.gate import importrun
+    from relconsole.engine.gate import exercisedrun, importrun
     review = load(args, deferred=True)  # ownership needs no flags, quarantine or split check
     try:
         bindfacts.save(review)
         if not review.errors:
             importrun.ensure(review)
-            exercisedrecord.ensure(review)  # which changed lines the relations ran on HEAD (§3)
+            exercisedrun.ensure(review)  # which changed lines the relations ran on HEAD (§3)
         return _print_bind(args, review)
     finally:
         review.close()

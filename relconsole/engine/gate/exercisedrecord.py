@@ -4,7 +4,8 @@ changed statements no relation ran (SPEC §3 covered means exercised) as ``run``
 ``run_review`` saves, after every run on HEAD, each relation's executed lines in the review's
 changed ``.py`` files to ``<git common dir>/relconsole/exercised/<merge base>-<head>-<oracle
 commit>.json`` (``{relation id: {path: [lines]}}``; atomic write; a failure to write loses only
-the record). ``bind`` reads it, and runs on HEAD the bound relations it lacks (``ensure``):
+the record). ``bind`` reads it, and runs on HEAD the bound relations it lacks
+(``exercisedrun.ensure``):
 every front end rebuilds a missing record. The trust model is ``importmap``'s: the git
 directory is in no tree a patch carries, and the subject, sandboxed, cannot write it.
 """
@@ -53,31 +54,6 @@ def save(review, results) -> None:
         write_atomic(_file(review), json.dumps(merged, sort_keys=True), durable=False)
     except OSError:
         pass
-
-
-def bound_relations(review) -> list[str]:
-    """The relations bound to the review's changed ``.py`` files, in catalog order."""
-    changed = exercised.review_changed(review)
-    wanted = {rid for b in review.bindings if b.path in changed for rid in b.relations}
-    return [r.id for r in review.relations if r.id in wanted]
-
-
-def ensure(review, workers: int | None = None) -> None:
-    """Give ``review`` the executed lines of every relation bound to a changed ``.py`` file:
-    from the record, else by running the missing ones on HEAD (``run_review``, which saves
-    them); sets ``review.recorded``. A relation whose lease or seeds fail closed is left out
-    (its file stays pending, never unexercised). Raises what ``run_review`` raises."""
-    from relconsole.engine.gate.reviewrun import run_review
-    wanted = bound_relations(review)
-    if not wanted:
-        return
-    known = load(review)
-    missing = [rid for rid in wanted if rid not in known and rid not in review.results
-               and not review.blocked_reason(review.catalog.get(rid))]
-    if missing:
-        run_review(review, missing, workers=workers)
-        known = load(review)
-    review.recorded = {rid: known[rid] for rid in wanted if rid in known and rid not in review.results}
 
 
 def unexercised_from_record(answer) -> list | None:

@@ -150,7 +150,8 @@ def _stdlib_private(dotted: str | None) -> str | None:
     return None
 
 
-def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+def _all_probes(tree: ast.Module) -> list[tuple[str, ast.AST, str]]:
+    """(enclosing definition, node, detail) of every probe of ``tree``."""
     imports = import_targets(tree)  # once per module: per function it made big files quadratic
     instances = stateful_instances(tree)
     state = module_state(tree, imports) | instances
@@ -158,27 +159,30 @@ def _all_probes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
               frozenset(n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)))
     enclosed = closure_state(tree, imports)
     # a lambda's body is code too (``JUDGED = lambda: os.getppid()``)
-    return [found for name, scope in _scopes(tree, lambdas=True)
+    return [(name, *found) for name, scope in _scopes(tree, lambdas=True)
             for found in _probes(name, scope, tree, imports, state, shared, enclosed.get(id(scope), frozenset()), instances)]
 
 
 def environment_probes(before: str | None, after: str | None) -> list[Finding]:
     """Probes of the process's surroundings that ``after`` adds to ``before`` (module source
-    text, None when absent), one Finding per probe, in source order. Counted over the whole
-    module by shape, so moving, renaming or reformatting code adds nothing. Raises Unjudged
-    when ``after`` cannot be judged (the caller flags that too: unread code is not cleared)."""
+    text, None when absent), one Finding per probe, in source order. A probe is new when its
+    (enclosing definition, what it reads) pair is new in ``after`` (issue 35), counted: the
+    words name the probe and its target (``uses random.randrange``, ``module-level _cache``),
+    so editing a line that held it already (an import line gaining a name, a guard or a cache
+    restructured), reformatting or moving it within its definition adds nothing, and a new
+    one is located at the line that made the pair new. Raises Unjudged when ``after`` cannot
+    be judged (the caller flags that too: unread code is not cleared)."""
     tree = parse(after)
     if tree is None:
         return []
 
     def scan():
         old = _before(before)
-        left = Counter(ast.dump(node) for node, _ in _all_probes(old)) if old is not None else Counter()
+        left = Counter((name, detail) for name, _, detail in _all_probes(old)) if old is not None else Counter()
         found = []
-        for node, detail in sorted(_all_probes(tree), key=lambda item: (item[0].lineno, item[0].col_offset)):
-            key = ast.dump(node)
-            if left[key]:
-                left[key] -= 1
+        for name, node, detail in sorted(_all_probes(tree), key=lambda item: (item[1].lineno, item[1].col_offset)):
+            if left[(name, detail)]:
+                left[(name, detail)] -= 1
             elif Finding(node.lineno, detail) not in found:  # "/" + a + b is one path, not two
                 found.append(Finding(node.lineno, detail))
         return found
