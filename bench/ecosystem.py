@@ -169,6 +169,12 @@ def copy_oracle(spec: Spec, repo: Path) -> None:
         init.write_text("")
 
 
+def write_pyproject(spec: Spec, repo: Path, upstream_text: str) -> None:
+    """``pyproject.toml`` = the upstream text with the spec's block (``[tool.relconsole]``) appended."""
+    text = upstream_text.rstrip("\n") + "\n\n" if upstream_text.strip() else ""
+    (repo / "pyproject.toml").write_text(text + spec.pyproject.strip("\n") + "\n")
+
+
 def build_base(spec: Spec, repo: Path, parent: str) -> None:
     """``repo`` with ``main`` = the upstream tree of ``parent`` (one commit, objects borrowed
     from the upstream git directory for now) + the oracle commit."""
@@ -187,8 +193,7 @@ def build_base(spec: Spec, repo: Path, parent: str) -> None:
     copy_oracle(spec, repo)
     if spec.pyproject:
         pyproject = repo / "pyproject.toml"
-        text = pyproject.read_text() if pyproject.exists() else ""
-        pyproject.write_text(text.rstrip("\n") + "\n\n" + spec.pyproject.strip("\n") + "\n")
+        write_pyproject(spec, repo, pyproject.read_text() if pyproject.exists() else "")
     _must(_git(repo, "add", "-A", "--", "oracle", *(["pyproject.toml"] if spec.pyproject else [])), "add oracle")
     _commit(repo, f"catalog: the {spec.name} ecosystem oracle (bench/ecosystem)")
     _must(_git(repo, "checkout", "-q", "-b", "patch"), "checkout patch")
@@ -197,8 +202,16 @@ def build_base(spec: Spec, repo: Path, parent: str) -> None:
 def apply_commit(spec: Spec, repo: Path, parent: str, commit: str) -> str | None:
     """Commit ``git diff parent commit`` on ``patch``; the reason it was skipped, or None."""
     excluded = sorted(set(gitlinks(spec, parent)) | set(gitlinks(spec, commit)))
+    # with a pyproject block of ours, C's pyproject.toml is taken whole and our block appended
+    # again (a reformatting of the file's tail, as pyproject-fmt does, cannot conflict with it)
+    own_pyproject = bool(spec.pyproject) and bool(up(spec, "diff", "--name-only", parent, commit, "--",
+                                                        "pyproject.toml").strip())
+    if own_pyproject:
+        excluded.append("pyproject.toml")
     pathspec = ["--", "."] + [f":(exclude){p}" for p in excluded]
     names = up(spec, "diff", "--name-only", parent, commit, *pathspec).split()
+    if own_pyproject:
+        names.append("pyproject.toml")
     if not names:
         touched = up(spec, "diff", "--name-only", parent, commit).split()
         return f"touches only submodules ({', '.join(touched) or 'nothing'})"
@@ -208,7 +221,11 @@ def apply_commit(spec: Spec, repo: Path, parent: str, commit: str) -> str | None
     proc = subprocess.run(["git", "apply", "--index", "--3way", "--whitespace=nowarn"], cwd=repo, input=diff,
                           capture_output=True, env=_env(), check=False)
     if proc.returncode != 0:
-        return "does not apply: " + proc.stderr.decode(errors="replace").strip().splitlines()[0]
+        said = proc.stderr.decode(errors="replace").strip().splitlines()
+        return "does not apply: " + next((line for line in said if line.startswith("error")), said[-1] if said else "")
+    if own_pyproject:
+        write_pyproject(spec, repo, up(spec, "show", f"{commit}:pyproject.toml"))
+        _must(_git(repo, "add", "--", "pyproject.toml"), "add pyproject.toml")
     message = up(spec, "log", "-1", "--format=%B", commit).strip() or "(no message)"
     author = tuple(up(spec, "log", "-1", "--format=%an%x00%ae", commit).strip().split("\x00"))
     _commit(repo, message, author)  # type: ignore[arg-type]

@@ -151,12 +151,16 @@ def _by_commit(flags) -> dict[str, set[str]]:
     return out
 
 
-def test_each_flag_fires_on_exactly_its_commit(history):
+def test_flags_judge_what_merges(history):
+    """Issue 35: the flags are the net diff's, merge base -> HEAD, whatever the commits: each
+    flag a commit's change raised fires once on the merged tree, and a freeze row added in one
+    commit and edited in the next is, merged, a row added."""
     root, expected = history
     with load_review(root, "main", today=TODAY) as review:
-        fired = _by_commit(review.flags)
-    assert {sha: names for sha, names in expected.items() if names} == fired
-    assert all(sha not in fired for sha, names in expected.items() if not names)
+        content = [f for f in review.flags if f.name != "relation_changed"]  # patch_catalog's: per commit
+        head = review.head_sha
+    assert {f.commit for f in content} == {head}
+    assert {f.name for f in content} == set().union(*expected.values()) - {"freeze_row_edited", "relation_changed"}
 
 
 def test_each_flag_points_at_the_line_that_did_it(history):
@@ -367,9 +371,9 @@ def test_oracle_from_head_keeps_the_bases_layout_for_flags(base_repo: Path):
     row = commit(base_repo, "freeze", {"oracle/freezes.json": json.dumps(freeze_row("flaky"), indent=2) + "\n"})
     for mode in ("base", "HEAD"):
         flags, _ = _flags(base_repo, oracle_from=mode)
-        names = {(f.name, f.commit) for f in flags}
-        assert ("oracle_layout_changed", sha) in names and ("freeze_row_added", row) in names
-        assert ("protected_path_changed", row) in names
+        names = {(f.name, f.commit) for f in flags}  # judged on the net diff: at HEAD, the last commit
+        assert ("oracle_layout_changed", row) in names and ("freeze_row_added", row) in names
+        assert ("protected_path_changed", row) in names and sha != row
         protected_flag = next(f for f in flags if f.name == "protected_path_changed")
         assert ("from HEAD" in protected_flag.detail) is (mode == "HEAD")
 
@@ -446,10 +450,11 @@ def test_deleting_the_attributes_is_flagged_as_well(base_repo: Path):
     assert [(f.name, f.path) for f in flags if f.name == "source_rewritten"] == [("source_rewritten", ".gitattributes")]
 
 
-def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_on_the_rest(demo_repo: Path, capsys):
+def test_a_wip_commit_that_does_not_parse_is_no_flag_once_the_merged_file_parses(demo_repo: Path, capsys):
     """Issue 16: a commit whose subject file does not parse, fixed in the next commit, crashed
-    run, flags, bind and replay (an uncaught pyscan.Unjudged). Its file is now unread with its
-    line (a flag a reviewer can acknowledge), and every command answers."""
+    run, flags, bind and replay (an uncaught pyscan.Unjudged). Issue 35: flags judge what
+    merges, so the fixed WIP leaves no flag; a merged file that does not parse is unread with
+    its line (a flag a reviewer can acknowledge), and every command answers."""
     git(demo_repo, "checkout", "-q", "agent/patch")
     subject = demo_repo / "src" / "aggregator.py"
     good = subject.read_text()
@@ -464,9 +469,14 @@ def test_a_wip_commit_that_does_not_parse_is_not_judged_and_the_range_is_judged_
         assert "Traceback" not in capsys.readouterr().err
     assert main(["flags", "--json", *args]) == 1
     flags = json.loads(capsys.readouterr().out)["flags"]
+    assert not [f for f in flags if "does not parse" in f["detail"]]
+    assert any(f["name"] == "golden_literal" for f in flags)  # the rest of the range is still judged
+    subject.write_text(good + "\ndef broken(:\n")
+    git(demo_repo, "commit", "-qam", "wip again, merged so")
+    assert main(["flags", "--json", *args]) == 1
+    flags = json.loads(capsys.readouterr().out)["flags"]
     unread = [f for f in flags if f["path"] == "src/aggregator.py" and "does not parse" in f["detail"]]
     assert [f["line"] for f in unread] == [broken_line]
-    assert any(f["name"] == "golden_literal" for f in flags)  # the rest of the range is still judged
 
 
 def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo: Path):

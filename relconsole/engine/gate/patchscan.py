@@ -1,9 +1,13 @@
 """The walk that gives a patch's review flags (SPEC §9): ``patch_flags``.
 
-One ``git log`` of ``merge_base..head``; each commit's changes listed by one ``git
-diff-tree`` (merges judged against git's own merge of their parents) and read through one
-``BlobReader``, then judged by ``flagrules``; the flags of the patch as a whole come from
-``wholepatchflags``.
+Flags judge what merges (issue 35): the content rules read the net diff of each file, merge
+base -> HEAD with renames followed (``net_commit``: one ``git diff --name-status -M``), read
+through one ``BlobReader`` and judged by ``flagrules``, so no history shape hides a pattern the
+merged tree holds (a pattern split across the two sides of a clean merge, a file renamed away,
+edited and renamed back, an octopus merge that takes an oracle file from an older commit), and
+an intermediate commit that does not parse is no flag once the merged file parses. The flags
+of the patch as a whole come from ``wholepatchflags``; the split rules stay per commit
+(``splitcheck``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from relconsole.engine.gate.wholepatchflags import checkout_rewrites, harness_ch
 from relconsole.engine.oracle.catalog import Catalog
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.repo.gitio import IGNORE_NO_SUBMODULE, run_git
-from relconsole.engine.repo.splitcheck import Commit, range_commits
+from relconsole.engine.repo.splitcheck import Commit
 
 if TYPE_CHECKING:
     from relconsole.engine.oracle.parsecache import ParseCache
@@ -43,16 +47,39 @@ def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout
     rules.probe_cache = probe_cache
     report = FlagReport([], [])
     try:
-        for commit in range_commits(repo_dir, f"{merge_base}..{head}"):
-            changes = list(_changes(repo_dir, commit, rules, reader))
-            for change in changes:
-                report.flags.extend(rules.check(change))
-            report.flags.extend(rules.golden(commit, changes, report.unjudged))
+        commit = net_commit(repo_dir, merge_base, head)
+        changes = list(_changes(repo_dir, commit, rules, reader))
+        for change in changes:
+            report.flags.extend(rules.check(change))
+        report.flags.extend(rules.golden(commit, changes, report.unjudged))
         report.flags.extend(checkout_rewrites(repo_dir, merge_base, head, reader))
         report.flags.extend(harness_changes(repo_dir, merge_base, head, reader))
     finally:
         reader.close()
     return report
+
+
+def net_commit(repo_dir: str | Path, merge_base: str, head: str) -> Commit:
+    """The patch as one change: ``head`` against the ``merge_base`` (its only parent), with the
+    paths that differ and the renames git finds (``git diff --name-status -z -M``). Raises
+    GitError as ``run_git`` (a commit git does not have). A range that reaches past a shallow
+    clone's boundary is the split check's to report: it reads the range commit by commit."""
+    proc = run_git(repo_dir, "diff", "--name-status", "-z", "-M", "--no-ext-diff", IGNORE_NO_SUBMODULE, merge_base,
+                   head)
+    tokens = proc.stdout.split(b"\0")
+    paths, renames, index = [], {}, 0
+    while index < len(tokens):
+        status = tokens[index].decode("ascii", "replace")
+        index += 1
+        if not status:
+            continue
+        count = 2 if status[:1] in "RC" else 1
+        names = [t.decode("utf-8", "surrogateescape") for t in tokens[index:index + count]]
+        index += count
+        paths.extend(names)
+        if count == 2 and len(names) == 2 and status[:1] == "R":
+            renames[names[1]] = names[0]
+    return Commit(head, (merge_base,), tuple(dict.fromkeys(paths)), renames)
 
 
 def _before_rev(repo_dir: str | Path, commit: Commit) -> str | None:
