@@ -111,3 +111,20 @@ def test_a_patch_cannot_lower_its_own_levels(tmp_path):
     code, payload = _flags(repo)
     names = {f["name"] for f in payload["flags"] if f["level"] == "block"}
     assert {"environment_probe", "oracle_layout_changed"} <= names and code == 1, payload["flags"]
+
+
+def test_a_probe_counts_only_where_a_relation_s_subject_ran(tmp_path):
+    """Issue 35: a probe in a file no judged call imported or ran cannot tell the judge from
+    production: once the relations ran, it is a warning; in the subject's own file it blocks."""
+    probe = "import os\n\n\ndef parent():\n    return os.getppid()\n"
+    base = BASE | {"oracle/catalog.yaml": BASE["oracle/catalog.yaml"].replace(
+        'owners:\n', 'owners:\n  "tools/**": []\n')}
+    repo = reviewed_repo(tmp_path / "repo", base, {"tools/parent.py": probe,
+                                                   "timelib/squash.py": SQUASH + "\n\n" + probe})
+    proc = cli(repo, "flags", "--run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    levels = {f["path"]: f["level"] for f in payload["flags"] if f["name"] == "environment_probe"}
+    assert levels == {"tools/parent.py": "warn", "timelib/squash.py": "block"}, payload["flags"]
+    before_any_run = json.loads(cli(repo, "flags", "--base", "main", "--json").stdout)
+    assert {f["path"]: f["level"] for f in before_any_run["flags"]
+            if f["name"] == "environment_probe"}["tools/parent.py"] == "block"

@@ -37,7 +37,7 @@ from relconsole.engine.oracle.freezes import FreezeRow, for_relation
 from relconsole.engine.oracle.leases import LeaseStatus, reading_refusal
 from relconsole.engine.repo.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
 from relconsole.engine.gate.acks import Ack, by_author, flag_ids
-from relconsole.engine.gate.flaglevels import BLOCK, OFF, check_flag_levels, flag_kind, flag_level
+from relconsole.engine.gate.flaglevels import BLOCK, OFF, WARN, check_flag_levels, flag_kind, flag_level
 from relconsole.engine.gate.patchflags import Flag
 from relconsole.engine.relations.records import RelationResult
 from relconsole.engine.repo.workspace import export_oracle, scratch_dir
@@ -118,6 +118,7 @@ class Review:
     _checklist_static: tuple | None = field(default=None, repr=False, compare=False)  # see checklist.merge_checklist
     _parse_caches: dict = field(default_factory=dict, repr=False, compare=False)  # see _parse_cache()
     _unexercised: tuple | None = field(default=None, repr=False, compare=False)  # see unexercised()
+    _reached_cache: tuple | None = field(default=None, repr=False, compare=False)  # see _reached()
 
     @property
     def root(self) -> Path:
@@ -264,8 +265,31 @@ class Review:
 
     def flag_level(self, flag: Flag) -> str:
         """``block``, ``warn`` or ``off``: the flag's level under the base's ``[tool.relconsole]
-        flags`` (``flaglevels``)."""
-        return flag_level(flag, self.layout.flags)
+        flags`` (``flaglevels``). An environment probe counts only in a file a relation's
+        subject imported or ran on HEAD (issue 35): once every touched relation ran, a
+        blocking probe in a Python file none reached is a warning (code no judged call runs
+        cannot tell the judge from production)."""
+        level = flag_level(flag, self.layout.flags)
+        if level == BLOCK and flag.name == "environment_probe" and flag.path.endswith((".py", ".pyw")):
+            reached = self._reached()
+            if reached is not None and flag.path not in reached:
+                return WARN
+        return level
+
+    def _reached(self) -> frozenset | None:
+        """The tree files the relations' calls imported or ran on HEAD, once every touched
+        relation has a result (None before: the probes count until then). Cached per results."""
+        touched = self.touched_relations()
+        if not touched or any(rid not in self.results for rid in touched):
+            return None
+        key = tuple((rid, id(r)) for rid, r in self.results.items())
+        if self._reached_cache is None or self._reached_cache[0] != key:
+            runs = [record.run or {} for r in self.results.values() for record in (r.first, *r.reruns)
+                    if record is not None]
+            paths = {path for run in runs for path in (run.get("imported") or [])}
+            paths |= {path for run in runs for path in (run.get("executed") or {})}
+            self._reached_cache = (key, frozenset(paths))
+        return self._reached_cache[1]
 
     def flag_json(self, flag: Flag) -> dict:
         """The flag as every JSON report gives it: ``Flag.to_json`` with its ``id``, ``kind``,
