@@ -210,3 +210,32 @@ def test_lines_a_worker_thread_runs_are_exercised(tmp_path):
     proc = cli(repo, "run", "--base", "main", "--json")
     payload = json.loads(proc.stdout)
     assert payload["unexercised"] == [] and proc.returncode == 0, proc.stdout[-2000:]
+
+
+async def test_the_console_shows_each_changed_line_with_what_ran_it(tmp_path):
+    """``v`` on a touched path (the tour's keys keep their meaning): its diff, the changed line a
+    relation ran marked with the relation, the one none ran with ◌; the pane says how many."""
+    from relconsole.console.app import ReviewApp
+    from relconsole.console.screens.detail import DetailScreen
+    from test_console import goto, settle, until
+    from test_console_owners import screen_text
+    from conftest import TODAY
+    guarded = SQUASH.replace('    return " "', '    if text is None:\n        return ""\n    return " "')
+    repo = reviewed_repo(tmp_path / "repo", BASE, {**MINUTES_AS_SECONDS, "timelib/squash.py": guarded})
+    app = ReviewApp(repo=str(repo), base_ref="main", today=TODAY)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, timeout=300)
+        await until(pilot, lambda: "no relation ran" in screen_text(app), "the touched pane's ◌ count")
+        index = [b.path for b in app.review.bindings].index("timelib/squash.py")
+        await goto(pilot, "touched", f"t:{index}")
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen), "the diff view")
+        await until(pilot, lambda: "if text is None" in screen_text(app), "the diff's text")
+        lines = screen_text(app).splitlines()
+        ran = next(line for line in lines if "if text is None" in line)
+        skipped = next(line for line in lines if 'return ""' in line)
+        assert "✓ text.squash" in ran and "◌" not in ran
+        assert "◌" in skipped and "text.squash" not in skipped
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DetailScreen)
+        assert app.review.exit_code() == 2

@@ -128,3 +128,18 @@ def test_a_probe_counts_only_where_a_relation_s_subject_ran(tmp_path):
     before_any_run = json.loads(cli(repo, "flags", "--base", "main", "--json").stdout)
     assert {f["path"]: f["level"] for f in before_any_run["flags"]
             if f["name"] == "environment_probe"}["tools/parent.py"] == "block"
+
+
+def test_one_finding_per_line_and_kind_and_a_warning_never_hides_a_block():
+    """Measured on humanize: ``datetime.now(tz)`` gave two clock findings on one line. One line,
+    one kind, one finding; a random draw beside a read of the parent's pid stays two."""
+    code = ("import datetime as dt\nimport os\nimport random\n\n\ndef f(v):\n"
+            "    today = dt.datetime.now(v.tzinfo).date()\n"
+            "    x = random.random() if os.getppid() else 0\n    return today, x\n")
+    found = probescan.environment_probes(None, code)
+    by_line: dict[int, set[str]] = {}
+    for f in found:
+        by_line.setdefault(f.line, set()).add(flag_kind(Flag("environment_probe", None, "m.py", f.line, f.detail)))
+    assert len([f for f in found if f.line == 7]) == 1
+    kinds = by_line[8]
+    assert "environment_probe.randomness" in kinds and any(DEFAULT_LEVELS.get(k, BLOCK) == BLOCK for k in kinds)

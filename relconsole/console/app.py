@@ -27,6 +27,7 @@ from relconsole.console.checks import ReviewChecks
 from relconsole.console.collector import SWEEP_EVERY_SECONDS, Collector
 from relconsole.console.commands import ReviewCommands
 from relconsole.console.commits import CommitWorker
+from relconsole.console.diffs import DiffViews
 from relconsole.console.keymap import keymap_path
 from relconsole.console.listing import PANE_TITLES, PANES, TAB_TITLES, PaneListing
 from relconsole.console.loading import ReviewLoading
@@ -55,7 +56,7 @@ TOAST_SECONDS = {"information": 4.0, "warning": 6.0, "error": 10.0}  # at most, 
 
 
 class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, QuarantineWorkflow, CommitWorker,
-                OwnerWorkflows, ReviewChecks, App[int]):
+                OwnerWorkflows, ReviewChecks, DiffViews, App[int]):
     """The console over one review. Arguments mirror ``relconsole review``."""
 
     CSS_PATH = "app.tcss"

@@ -18,7 +18,7 @@ from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.pane import Pane
 
 
-PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine",
+PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine", "view_diff": "touched",
                 "confirm_candidate": "quarantine", "freeze": "relations", "renew": "leases",
                 "rehash": "leases"}
 QUICK_KEY = "x"
@@ -39,6 +39,9 @@ APP_BINDINGS = [
                     "(background; one sheet each, §8 row shown)"),
     Binding("s", "gate_health", "Gate health", show=False, id="gate_health",
             tooltip="gate health: how often each §8 row fired in the last 7 days, and warnings"),
+    Binding("v", "view_diff", "Diff", id="view_diff",
+            tooltip="touched paths: the file's diff, each changed line marked by the relations that ran it "
+                    "(◌ none did, ⚑ a review flag)"),
     Binding("m", "merge_checklist", "Checklist", id="merge_checklist",
             tooltip="the patch's review flags (§9) and the merge checklist, each item with its evidence"),
     Binding("space", "mark", "Mark", id="mark",

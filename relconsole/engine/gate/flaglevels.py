@@ -57,15 +57,19 @@ DEFAULT_LEVELS = {
 }
 
 
+def probe_kind(detail: str) -> str:
+    """What a probe's words say it reads (``PROBE_KINDS``), ``other`` when none matches."""
+    for kind, pattern in PROBE_KINDS:
+        if pattern.search(detail):
+            return kind
+    return "other"
+
+
 def flag_kind(flag) -> str:
-    """The flag's kind: its name, or ``environment_probe.<what it reads>`` (``PROBE_KINDS``;
-    ``environment_probe.other`` when the detail names nothing known)."""
+    """The flag's kind: its name, or ``environment_probe.<what it reads>`` (``probe_kind``)."""
     if flag.name != "environment_probe":
         return flag.name
-    for kind, pattern in PROBE_KINDS:
-        if pattern.search(flag.detail):
-            return f"environment_probe.{kind}"
-    return "environment_probe.other"
+    return f"environment_probe.{probe_kind(flag.detail)}"
 
 
 def known_kinds() -> list[str]:

@@ -28,6 +28,7 @@ import ast
 import sys
 from collections import Counter
 
+from relconsole.engine.gate.flaglevels import probe_kind
 from relconsole.engine.gate.pysource import Finding, _before, _judged, own_nodes, _scopes, parse
 from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, CODE_ATTRS, FRAME_ATTRS, STAT_TIMES, constant_probe,
                                                 _dotted, import_targets)
@@ -179,11 +180,16 @@ def environment_probes(before: str | None, after: str | None) -> list[Finding]:
     def scan():
         old = _before(before)
         left = Counter((name, detail) for name, _, detail in _all_probes(old)) if old is not None else Counter()
-        found = []
+        found, seen = [], set()
         for name, node, detail in sorted(_all_probes(tree), key=lambda item: (item[1].lineno, item[1].col_offset)):
             if left[(name, detail)]:
                 left[(name, detail)] -= 1
-            elif Finding(node.lineno, detail) not in found:  # "/" + a + b is one path, not two
+                continue
+            # one finding per line and kind: "/" + a + b is one path, and datetime.now() one clock
+            # read, not two; two kinds on one line stay two (a warning never hides a block)
+            key = (node.lineno, probe_kind(detail))
+            if key not in seen:
+                seen.add(key)
                 found.append(Finding(node.lineno, detail))
         return found
     return _judged(scan)
