@@ -242,7 +242,9 @@ def _touched_detail(review: Review, binding) -> Text:
         text.append("\n✗ no owner pattern matches this path: bind exits 2 until the catalog owns it", "red")
     for found in review.unexercised(compute=False):  # made on the run's thread
         if found.path == binding.path:
-            text.append(f"\n◌ changed lines {found.ranges_text()}: no relation's calls ran them on HEAD"
+            one = len(found.lines) == 1
+            text.append(f"\n◌ changed {'line' if one else 'lines'} {found.ranges_text()}: no relation's calls ran "
+                        f"{'it' if one else 'them'} on HEAD"
                         + (" (a gap: exit 2 unless worse)" if review.layout.unexercised == "gap" else ""), "red")
     text.append("\nenter: show only the relations that own this path", "dim")
     return text
