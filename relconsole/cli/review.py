@@ -68,21 +68,18 @@ def register_check_split(subparsers, commands: dict) -> None:
 
 def cmd_bind(args) -> int:
     from relconsole.engine.gate import bindfacts, exercisedrecord
-    if bindfacts.enabled() and not args.json:  # an oracle commit bound before: its facts, without the full load
+    if bindfacts.enabled():  # an oracle commit bound before: its facts, without the full load
         known = bindfacts.bind_from_facts(args.repo, args.base, args.head, args.today, args.oracle_from)
         found = exercisedrecord.unexercised_from_record(known) if known is not None else None
         if found is not None:  # the lines the relations ran are on record too
             return _print_bind(args, known, found)
     from relconsole.engine.gate import exercisedrun, importrun
-    from relconsole.engine.gate.review import finish_review
     review = load(args, deferred=True)  # ownership needs no flags, quarantine or split check
     try:
         bindfacts.save(review)
         if not review.errors:
             importrun.ensure(review)
             exercisedrun.ensure(review)  # which changed lines the relations ran on HEAD (§3)
-            if args.json:
-                finish_review(review)  # the flags, for the marks of each changed line
         return _print_bind(args, review)
     finally:
         review.close()
@@ -100,11 +97,11 @@ def _print_bind(args, review, found=None) -> int:
     level = review.layout.unexercised if hasattr(review, "layout") else "gap"
     code = EXIT_BAD_INPUT if review.errors else EXIT_GAP if gaps or (found and level == "gap") else EXIT_PASS
     if args.json:
-        changed = set(exercised.review_changed(review)) if hasattr(review, "flags") and not review.errors else set()
+        changed = set(exercised.review_changed(review)) if hasattr(review, "recorded") and not review.errors else set()
         paths = [{"status": b.touched.status, "path": b.path, "old_path": b.touched.old_path,
                   "state": b.state, "pattern": b.pattern, "relations": list(b.relations),
                   "via_import": list(b.via_import),
-                  "lines": diffview.changed_line_marks(review, b.path) if b.path in changed else []}
+                  "lines": diffview.changed_line_marks(review, b.path, found) if b.path in changed else []}
                  for b in review.bindings]
         payload = {"base": review.base_ref, "merge_base": review.merge_base, "head": review.head_sha,
                    "paths": paths, "gaps": [b.path for b in gaps],

@@ -21,7 +21,7 @@ from relconsole.engine.demo import TOUR_REPLAY_SEEDS, TOUR_RUN_SEED, materialise
 
 SIZE = (160, 48)
 TODAY = dt.date(2026, 11, 30)
-SHOTS = ("overview", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health",
+SHOTS = ("overview", "touched-diff", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health",
          "merge-checklist", "candidate-confirmed", "filtered", "narrow-tabs", "lease-rehash", "lease-history")
 NARROW = (80, 24)
 # the demo's recorded seeds: the same screens every time (the sample's intermittent miss shown)
@@ -62,6 +62,13 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
         await _goto(pilot, "2", "relations", "r:penguins.order_invariant")
         await pilot.pause(0.2)
         save("overview")
+        paths = [b.path for b in app.review.bindings]
+        await _goto(pilot, "1", "touched", f"t:{paths.index('src/aggregator.py')}")
+        await pilot.press("v")
+        await _settle(pilot)
+        save("touched-diff")
+        await pilot.press("escape")
+        await _goto(pilot, "2", "relations", "r:penguins.order_invariant")
         await pilot.press("enter")
         await pilot.pause(0.3)
         save("missed-relation")

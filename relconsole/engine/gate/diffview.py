@@ -78,13 +78,14 @@ def ran_by(review) -> dict[str, dict[str, set[int]]]:
     return out
 
 
-def file_diff(review, path: str) -> list[Hunk]:
-    """The hunks of ``path`` with each line's marks (module docstring)."""
+def file_diff(review, path: str, found=None) -> list[Hunk]:
+    """The hunks of ``path`` with each line's marks (module docstring). ``found``: the review's
+    ``exercised.Unexercised`` rows when the caller has them (default ``review.unexercised()``)."""
     spans = exercised.review_changed(review).get(path, [])
-    missing = {span for u in review.unexercised() if u.path == path for span in u.spans}
+    missing = {span for u in (review.unexercised() if found is None else found) if u.path == path for span in u.spans}
     runs = {rid: by_path.get(path, set()) for rid, by_path in ran_by(review).items()}
     flags: dict[int, list[tuple[str, str]]] = {}
-    for flag in review.flags:
+    for flag in getattr(review, "flags", []):
         if flag.path == path and flag.line:
             flags.setdefault(flag.line, []).append((flag.name, review.flag_level(flag)))
     out = []
@@ -100,7 +101,8 @@ def file_diff(review, path: str) -> list[Hunk]:
     return out
 
 
-def changed_line_marks(review, path: str) -> list[dict]:
-    """``bind --json``'s ``lines`` of ``path``: each added line with its marks (``DiffLine.to_json``
-    of the ``+`` lines of ``file_diff``)."""
-    return [line.to_json() for hunk in file_diff(review, path) for line in hunk.lines if line.kind == "+"]
+def changed_line_marks(review, path: str, found=None) -> list[dict]:
+    """``bind --json``'s ``lines`` of ``path``: each added line with the relations that ran it or
+    ``unexercised`` (``DiffLine.to_json`` of the ``+`` lines of ``file_diff``; ``found`` as there).
+    Its ``flags`` are those the review has read (bind reads none: ``relconsole flags`` has them)."""
+    return [line.to_json() for hunk in file_diff(review, path, found) for line in hunk.lines if line.kind == "+"]

@@ -27,6 +27,10 @@ def ensure(review, workers: int | None = None) -> None:
     missing = [rid for rid in wanted if rid not in known and rid not in review.results
                and not review.blocked_reason(review.catalog.get(rid))]
     if missing:
+        stopped = len(review.errors)
         run_review(review, missing, workers=workers)
+        # a subject the base cannot resolve is validate's and run's to report (exit 5); bind maps
+        # owners, and that relation's files stay pending here, never unexercised
+        del review.errors[stopped:]
         known = exercisedrecord.load(review)
     review.recorded = {rid: known[rid] for rid in wanted if rid in known and rid not in review.results}
