@@ -25,12 +25,18 @@ WEEKLY = {
     "randomness": "import random\n\ndef sample(rows):\n    return random.sample(rows, 2)\n",
     "optional_import": "try:\n    import ujson as json\nexcept ImportError:\n    import json\n\n"
                        "def dumps(x):\n    return json.dumps(x)\n",
-    "environment": "import os\n\ndef width():\n    return int(os.environ.get('COLUMNS', '80'))\n",
 }
 GAMING = {
     "parentage": "import os\n\ndef squash(text):\n    return text if os.getppid() != 1 else text.strip()\n",
     "modules": "import sys\n\ndef squash(text):\n    return text if 'pytest' in sys.modules else text.strip()\n",
     "stack": "import sys\n\ndef squash(text):\n    return text if sys._getframe(1) else text\n",
+    # red team, issue 35: the judge's environment carries almost no variable
+    "environment": "import os\n\ndef squash(text):\n    return text if len(os.environ) < 8 else text + '.'\n",
+    # a probe's quoted literal cannot pick a warn kind by its words
+    "quoted-words": "def squash(text):\n    with open('/proc/self/status draws random numbers'.split()[0]) as f:\n"
+                    "        return text if 'PPid:\\t1' in f.read() else text + '.'\n",
+    # the recorder of executed lines is read through threading as through sys
+    "tracer": "import threading\n\ndef squash(text):\n    return text if threading.gettrace() is None else text\n",
 }
 
 

@@ -65,7 +65,7 @@ def cmd_flags(args) -> int:
             ack = review.acknowledgement(flag)
             level = review.flag_level(flag)
             mark = "✓" if ack is not None else "⚑" if level == "block" else "·"
-            tag = "" if level == "block" else f"  [{level}: {flag_kind(flag)}]"
+            tag = "" if level == "block" else one_line(f"  [{level}: {flag_kind(flag)}]")
             print(f"  {mark} {one_line(review.flag_id(flag))}  {one_line(flag.name)}{tag}  {one_line(flag.where())}  "
                   f"{one_line(flag.detail)}")
             if ack is not None:

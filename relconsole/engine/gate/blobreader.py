@@ -16,6 +16,20 @@ from relconsole.engine.repo.gitio import clean_env
 MAX_TEXT_BYTES = 8 << 20  # larger blobs are compared by id only: no line is given
 
 
+class Oversized(bytes):
+    """What a blob over ``MAX_TEXT_BYTES`` reads as: empty bytes that say they stand for more
+    (``oversized``), so an empty file is never taken for one too large to read (red team,
+    issue 35: every new empty ``__init__.py`` was "not read for probes")."""
+
+
+OVERSIZED = Oversized(b"")
+
+
+def oversized(data) -> bool:
+    """Whether ``data`` stands for a blob too large to read (``Oversized``)."""
+    return isinstance(data, Oversized)
+
+
 class BlobReader:
     """Reads ``rev:path`` blobs through one ``git cat-file --batch`` process (a path with a
     newline, which the batch protocol cannot name, goes through ``git cat-file blob``)."""
@@ -26,7 +40,7 @@ class BlobReader:
 
     def read(self, rev: str | None, path: str | None) -> bytes | None:
         """The blob's bytes; None when absent (or not a blob). A blob over MAX_TEXT_BYTES
-        gives ``b""``: it is never held in memory, and no line is computed for it."""
+        gives ``OVERSIZED`` (empty, ``oversized()``): it is never held in memory, and no line is computed for it."""
         if rev is None or path is None:
             return None
         if "\n" in path:
@@ -84,7 +98,7 @@ class BlobReader:
         size = int(header[2])
         if header[1] != b"blob" or size > MAX_TEXT_BYTES:
             self._skip(size + 1)
-            return b"" if header[1] == b"blob" else None
+            return OVERSIZED if header[1] == b"blob" else None
         data = self._proc.stdout.read(size)
         self._proc.stdout.read(1)
         return data

@@ -17,13 +17,13 @@ process's parentage, namespaces, modules, frames or ``sys.path``, running code n
 read, and, measured on the hostile patches, clock reads and state kept from call to call:
 four of them hold on every relation and are caught by those flags alone); ``warn`` for what
 honest libraries write every week and no hostile patch needed (random draws, optional
-imports, environment reads).
+imports). Environment reads block: the judge's environment carries almost no variable, so
+reading one tells it from production (red team, issue 35).
 
 How a hostile patch would use a ``warn`` kind: a subject that draws at random to pass a
-sampled relation still meets the relation on every seed the judge draws, and a cache that
-answers a second call differently is caught by the judge's repeated calls (``history``); an
-environment read that only differs under the judge needs a variable the subject's
-environment does not carry (``pass_env``). Each stays visible to the reviewer.
+sampled relation still meets the relation on every seed the judge draws, and an optional
+import chooses between two implementations the relations judge alike where both are
+reachable. Each stays visible to the reviewer.
 """
 
 from __future__ import annotations
@@ -33,14 +33,17 @@ import re
 BLOCK, WARN, OFF = "block", "warn", "off"
 LEVELS = (BLOCK, WARN, OFF)
 
-# what an environment_probe reads, from the words of its detail: the first pattern that
-# matches names the kind (a detail matching none is "environment_probe.other", which blocks)
+# what an environment_probe reads, from the rule's own words at the start of its detail: the
+# first pattern that matches names the kind ("other", which blocks, when none does). Each is
+# anchored and names only what the probe tables hold ("uses <a dotted name of the tables>
+# (<the table's words>)"), never text the patch wrote: a string literal quoted in a detail
+# ("names '/proc/self/status draws random numbers'") cannot pick a kind (red team, issue 35)
 PROBE_KINDS = (
-    ("randomness", re.compile(r"draws random|random numbers|random bytes")),
-    ("optional_import", re.compile(r"chooses its code by what can be imported")),
-    ("cache", re.compile(r"keeps state from call to call")),
-    ("environment", re.compile(r"\(reads the environment\)|reads the environment\b")),
-    ("clock", re.compile(r"reads the clock")),
+    ("randomness", re.compile(r"uses (random\.\w+|secrets\.\w+|os\.urandom|uuid\.uuid4) \(draws random ")),
+    ("optional_import", re.compile(r"chooses its code by what can be imported \(the judge and production")),
+    ("cache", re.compile(r"keeps state from call to call \(")),
+    ("environment", re.compile(r"uses os\.(environ|environb|getenv|getenvb|path\.expandvars) \(reads the environment\)")),
+    ("clock", re.compile(r"uses [\w.]+ \(reads the clock|reads the clock \(\.\w+(\(\))?\)")),
 )
 
 DEFAULT_LEVELS = {
@@ -50,7 +53,9 @@ DEFAULT_LEVELS = {
     "relation_changed": BLOCK, "patch_catalog_invalid": BLOCK, "environment_probe": BLOCK,
     "source_rewritten": BLOCK, "test_harness_changed": BLOCK,
     "environment_probe.randomness": WARN, "environment_probe.optional_import": WARN,
-    "environment_probe.environment": WARN,
+    # measured by the red team: the judge's environment carries almost no variable, so any read
+    # (len(os.environ), "USER" in os.environ) tells it from production
+    "environment_probe.environment": BLOCK,
     # measured: four hostile patches (a frozen clock looked for, a day salted into a bucket, a call
     # counter, a closure's table) hold on every relation and are caught by these flags alone
     "environment_probe.clock": BLOCK, "environment_probe.cache": BLOCK,
@@ -60,7 +65,7 @@ DEFAULT_LEVELS = {
 def probe_kind(detail: str) -> str:
     """What a probe's words say it reads (``PROBE_KINDS``), ``other`` when none matches."""
     for kind, pattern in PROBE_KINDS:
-        if pattern.search(detail):
+        if pattern.match(detail):
             return kind
     return "other"
 

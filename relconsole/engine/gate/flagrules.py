@@ -18,7 +18,7 @@ from functools import lru_cache
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate import probescan, pyscan
 from relconsole.engine.gate.generatedreads import generated_modules, generated_reads, package_of
-from relconsole.engine.gate.blobreader import MAX_TEXT_BYTES, BlobReader
+from relconsole.engine.gate.blobreader import MAX_TEXT_BYTES, BlobReader, oversized
 from relconsole.engine.gate.patchflags import Flag
 from relconsole.engine.gate.sourcetext import reads_otherwise, source_text
 from relconsole.engine.oracle.catalog import Catalog
@@ -117,7 +117,7 @@ class FlagRules:
                 flag("environment_probe", None, "adds or changes a compiled module: code no reviewer or "
                      "rule can read, which may look at the process it runs in")
             return
-        if change.after == b"" and change.before != b"":
+        if oversized(change.after):
             flag("environment_probe", None, f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read for probes")
             return
         try:
@@ -222,7 +222,7 @@ class FlagRules:
                 data = change.before if which == "before" else change.after
                 if not path or data is None or not self._python_test(path):
                     continue
-                if data == b"" and which == "after":
+                if oversized(data) and which == "after":
                     unjudged.append(f"{path} @ {commit.sha[:10]}: larger than {MAX_TEXT_BYTES >> 20} MiB")
                     continue
                 try:

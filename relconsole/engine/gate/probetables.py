@@ -147,6 +147,9 @@ PROBE_NAMES = {
        for name in ("os.listdir", "os.scandir", "os.walk", "os.stat", "os.lstat", "os.path.exists", "os.path.lexists",
                     "os.path.isfile", "os.path.isdir", "os.path.islink", "os.path.getsize", "glob.glob", "glob.iglob")},
     **{f"threading.{n}": "reads the process's threads" for n in ("active_count", "activeCount", "enumerate")},
+    # red team, issue 35: the judge's line recorder is the threads' trace function too
+    **{f"threading.{n}": "reads or replaces the trace functions (the judge's record of the lines a call ran)"
+       for n in ("gettrace", "settrace", "getprofile", "setprofile", "settrace_all_threads", "setprofile_all_threads")},
     **{f"sys.{n}": "reads how the interpreter is set up" for n in (
         "getrecursionlimit", "getswitchinterval", "getdefaultencoding", "getfilesystemencoding",
         "getallocatedblocks", "getprofile", "gettrace")},
