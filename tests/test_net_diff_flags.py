@@ -85,3 +85,17 @@ def test_an_octopus_merge_that_restores_an_older_oracle_file_is_flagged(tmp_path
     assert len(parents) == 3
     names = {n for n, path in flag_names(repo) if path == "oracle/freezes.json"}
     assert {"protected_path_changed", "freeze_row_added"} <= names, names
+
+
+def test_a_probe_renamed_out_of_a_test_into_the_package_is_new_there(tmp_path):
+    """Red team, issue 35: git pairs a deleted test and an added package module as a rename;
+    the test's probe was never judged (tests are not probed), so it is new in the package."""
+    helper = "import os\n\n\ndef parent_is_init():\n    return os.getppid() == 1\n"
+    base = BASE | {"tests/test_env.py": helper + "\n\ndef test_it():\n    assert parent_is_init() in (True, False)\n"}
+    repo = reviewed_repo(tmp_path / "repo", base)
+    git(repo, "mv", "tests/test_env.py", "timelib/_env.py")
+    write_files(repo, {"timelib/_env.py": helper,
+                       "timelib/squash.py": "from timelib._env import parent_is_init\n\n\n" + SQUASH.replace(
+                           '    return " "', '    if parent_is_init():\n        return text\n    return " "')})
+    commit_all(repo, "move a helper")
+    assert ("environment_probe", "timelib/_env.py") in flag_names(repo)

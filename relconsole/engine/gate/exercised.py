@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from relconsole.engine.gate.blobreader import BlobReader
+from relconsole.engine.gate.flagrules import probed_by_name
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import OWNED
 
@@ -179,7 +180,11 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
     owned = [b.path for b in review.bindings if b.state == OWNED and b.path.endswith(".py")
              and not b.touched.status.startswith("D")]
     changed = changed_lines(review.root, review.merge_base, review.head_sha) if owned else {}
-    wanted = [path for path in owned if changed.get(path)]
+    # a file renamed from one no relation's calls could have run (a test, a text file) is new
+    # code in the package: every line of it is changed (red team, issue 35)
+    moved_in = {b.path for b in review.bindings if b.path in owned and b.touched.old_path
+                and not (b.touched.old_path.endswith(".py") and probed_by_name(b.touched.old_path))}
+    wanted = [path for path in owned if changed.get(path) or path in moved_in]
     out: dict[str, list[tuple[int, int]]] = {}
     if wanted:
         reader = BlobReader(review.root)
@@ -188,7 +193,9 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
         finally:
             reader.close()
         for path, blob in zip(wanted, blobs):
-            spans = changed_statements((blob or b"").decode("utf-8", "replace"), changed[path])
+            text = (blob or b"").decode("utf-8", "replace")
+            lines = set(range(1, text.count("\n") + 2)) if path in moved_in else changed[path]
+            spans = changed_statements(text, lines)
             if spans:
                 out[path] = spans
     review.__dict__["_changed_statements"] = (tuple(review.bindings), out)

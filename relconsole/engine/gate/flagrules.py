@@ -132,13 +132,19 @@ class FlagRules:
     def _environment_probes(self, change: ChangedFile) -> list:
         """``probescan.environment_probes`` of the change, from ``probe_cache`` when these two
         sides were scanned before by this code (a digest of both sides' bytes is the key:
-        the findings depend on nothing else). Raises Unjudged (never kept) as the scan does."""
+        the findings depend on nothing else). A rename whose source the rule does not read
+        (a test, a text file) is judged as an added file: a probe moved out of a test into the
+        package is new there (red team, issue 35). Raises Unjudged (never kept) as the scan does."""
+        before = change.before if change.old is None or change.old == change.new or self._probed(change.old) \
+            and change.old.endswith((".py", ".pyw")) else None
+
         def scan():
-            return probescan.environment_probes(change.text("before"), change.text("after"))
+            return probescan.environment_probes(None if before is None else change.text("before"),
+                                                change.text("after"))
         if self.probe_cache is None:
             return scan()
         digest = hashlib.blake2b(digest_size=20)
-        for side in (change.before, change.after):
+        for side in (before, change.after):
             digest.update(b"\0absent" if side is None else len(side).to_bytes(8, "big") + side)
         return self.probe_cache.get(digest.hexdigest(), change.new or "", scan)
 
