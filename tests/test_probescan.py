@@ -325,7 +325,7 @@ def test_what_was_there_before_adds_nothing_and_what_is_new_is_found(old, new):
     reformatted = ast.unparse(ast.parse(before))
     assert environment_probes(before, reformatted) == []
     renamed = reformatted.replace("def f", "def renamed_f")
-    in_functions = any(name for name, _, _ in _all_probes(pysource.parse(before)))
+    in_functions = any(name.split("\0")[0] for name, _, _ in _all_probes(pysource.parse(before)))
     assert bool(environment_probes(before, renamed)) == in_functions
     after = _text(old + new)
     added = environment_probes(before, after)
@@ -357,6 +357,16 @@ def test_moving_a_probe_within_its_definition_adds_nothing_but_into_another_or_a
 ])
 def test_editing_a_line_that_already_held_the_probe_raises_nothing(before, after):
     assert environment_probes(before, after) == []
+
+
+def test_a_probe_kept_but_put_to_another_use_is_new():
+    """Red team, issue 35: one use stays one use, but a guard turned into a sandbox switch is new."""
+    before = "import os\n\n\ndef squash(text):\n    if os.getppid() == 0:\n        raise RuntimeError('init')\n" \
+             "    return text\n"
+    after = "import os\n\n\ndef squash(text):\n    return text if os.getppid() in (0, 1) else text + '.'\n"
+    assert [f.line for f in environment_probes(before, after)] == [5]
+    moved = before.replace("def squash(text):\n", "def squash(text):\n    text = str(text)\n")
+    assert environment_probes(before, moved) == []  # the same use, one line down
 
 
 @pytest.mark.parametrize("path,compiled", [("src/_speed.cpython-311-x86_64-linux-gnu.so", True),

@@ -151,8 +151,44 @@ def _stdlib_private(dotted: str | None) -> str | None:
     return None
 
 
+HELD = (ast.Import, ast.ImportFrom, ast.Try, ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef,
+        ast.ClassDef, ast.Lambda, ast.Assign, ast.AnnAssign, ast.AugAssign)
+
+
+def _statements(scope: ast.AST) -> dict[int, ast.stmt]:
+    """id(node) -> the innermost statement of ``scope``'s own body that holds it."""
+    out: dict[int, ast.stmt] = {}
+    stack = [(child, None) for child in ast.iter_child_nodes(scope)]
+    while stack:
+        node, statement = stack.pop()
+        statement = node if isinstance(node, ast.stmt) else statement
+        out[id(node)] = statement
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend((child, statement) for child in ast.iter_child_nodes(node))
+    return out
+
+
+def _use(node: ast.AST, detail: str, statement: ast.stmt | None) -> str:
+    """What a probe is used for, as the key of its newness: "" for a probe the code holds (an
+    import, a guard, a cache, a definition: editing around it adds nothing), else the shape of
+    the statement that uses its value (a compound statement's header only). A probe kept but
+    put to another use (``if os.getppid() == 0: raise`` -> ``return a if os.getppid() in (0, 1)
+    else b``) is new (red team, issue 35); moving or reformatting it is not."""
+    if statement is None or isinstance(node, HELD) or probe_kind(detail) in ("cache", "optional_import"):
+        return ""
+    if isinstance(statement, (ast.If, ast.While)):
+        return ast.dump(statement.test)
+    if isinstance(statement, (ast.For, ast.AsyncFor)):
+        return ast.dump(statement.target) + ast.dump(statement.iter)
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return "".join(ast.dump(item) for item in statement.items)
+    if isinstance(statement, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return ""
+    return ast.dump(statement)
+
+
 def _all_probes(tree: ast.Module) -> list[tuple[str, ast.AST, str]]:
-    """(enclosing definition, node, detail) of every probe of ``tree``."""
+    """(enclosing definition and use, node, detail) of every probe of ``tree`` (``_use``)."""
     imports = import_targets(tree)  # once per module: per function it made big files quadratic
     instances = stateful_instances(tree)
     state = module_state(tree, imports) | instances
@@ -160,8 +196,14 @@ def _all_probes(tree: ast.Module) -> list[tuple[str, ast.AST, str]]:
               frozenset(n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)))
     enclosed = closure_state(tree, imports)
     # a lambda's body is code too (``JUDGED = lambda: os.getppid()``)
-    return [(name, *found) for name, scope in _scopes(tree, lambdas=True)
-            for found in _probes(name, scope, tree, imports, state, shared, enclosed.get(id(scope), frozenset()), instances)]
+    out = []
+    for name, scope in _scopes(tree, lambdas=True):
+        statements = None
+        for node, detail in _probes(name, scope, tree, imports, state, shared, enclosed.get(id(scope), frozenset()),
+                                    instances):
+            statements = _statements(scope) if statements is None else statements
+            out.append((name + "\0" + _use(node, detail, statements.get(id(node))), node, detail))
+    return out
 
 
 def environment_probes(before: str | None, after: str | None) -> list[Finding]:
