@@ -336,3 +336,16 @@ def test_a_second_acknowledgement_of_one_flag_never_replaces_the_first(demo_repo
     finally:
         review.close()
     assert git(demo_repo, "rev-parse", "main") == tip
+
+
+def test_an_ack_clears_neither_another_body_under_the_same_header_nor_a_second_copy():
+    """Red team, issue 35: an ack of ``if os.getppid() == 1:`` (body: strip NULs) cleared a second
+    ``if os.getppid() == 1:`` whose body turned the sandbox into a switch."""
+    source = ("import os\n\n\ndef squash(text):\n    if os.getppid() == 1:\n        text = text.replace('\\0', '')\n"
+              "    suffix = '.'\n    if os.getppid() == 1:\n        suffix = ''\n    return text + suffix\n")
+    lines = source.splitlines()
+    first, second = (n for n, text in enumerate(lines, 1) if text.strip() == "if os.getppid() == 1:")
+    assert statement_at(source, first) != statement_at(source, second)
+    twice = source.replace("        suffix = ''\n", "        text = text.replace('\\0', '')\n")
+    assert statement_at(twice, first) != statement_at(twice, second)  # the same text twice: two occurrences
+    assert statement_at(twice, first) == statement_at(source, first)  # the first is still the one acknowledged

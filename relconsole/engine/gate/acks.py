@@ -92,17 +92,23 @@ def flagged_content(reader: BlobReader, flag: Flag, head: str) -> str:
     return lines[flag.line - 1].strip() if flag.line <= len(lines) else ""
 
 
+MAX_STATEMENT_LINES = 200  # lines of a flagged statement its fingerprint reads (a longer one: its first)
+
+
 def statement_at(text: str, line: int) -> str | None:
-    """``"<definition>\n<statement>"`` for the innermost statement of Python ``text`` holding
-    ``line`` (1-based): the dotted names of the classes and functions around it, then its
-    lines, each stripped (a compound statement's header lines only: its body is other
-    statements). None when the text does not parse or no statement holds the line."""
+    """``definition``, newline, ``statement``, newline, ``#n`` for the innermost statement of
+    Python ``text`` holding ``line`` (1-based): the dotted names of the classes and functions
+    around it; all its lines, each stripped, a compound statement's body included (an ack of
+    ``if os.getppid() == 1:`` does not clear another ``if`` with that header and another body);
+    then which occurrence of that text in its definition it is (a second copy is not the one
+    acknowledged; red team, issue 35). None when the text does not parse or no statement holds
+    the line."""
     import ast
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-    names, node, found = [], tree, None
+    names, node, scope, found = [], tree, tree, None
     while True:
         inner = next((child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
                       and child.lineno <= line <= (child.end_lineno or child.lineno)), None)
@@ -111,16 +117,20 @@ def statement_at(text: str, line: int) -> str | None:
         found = inner
         if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and line > inner.lineno:
             names.append(inner.name)
+            scope = inner
         node = inner
     if found is None:
         return None
-    body = [b for field in ("body", "orelse", "finalbody", "handlers") for b in getattr(found, field, []) or []
-            if isinstance(b, (ast.stmt, ast.excepthandler))]
-    last = min((b.lineno for b in body), default=(found.end_lineno or found.lineno) + 1) - 1
-    first = min([found.lineno] + [d.lineno for d in getattr(found, "decorator_list", [])])
-    lines = text.splitlines()[first - 1:max(last, first)]
-    return ".".join(names) + "\n" + "\n".join(part.strip() for part in lines)
+    lines = text.splitlines()
 
+    def shown(statement: ast.stmt) -> str:
+        first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
+        last = min(statement.end_lineno or statement.lineno, first + MAX_STATEMENT_LINES - 1)
+        return "\n".join(part.strip() for part in lines[first - 1:last])
+    own = shown(found)
+    earlier = sum(1 for other in ast.walk(scope) if isinstance(other, ast.stmt) and other is not found
+                  and other.lineno < found.lineno and shown(other) == own)
+    return ".".join(names) + "\n" + own + f"\n#{earlier}"
 
 def flag_ids(repo_dir: str | Path, head: str, flags: list[Flag]) -> dict[Flag, str]:
     """``fingerprint`` of each flag, its content read through one ``git cat-file`` process."""
