@@ -149,3 +149,25 @@ def test_one_finding_per_line_and_kind_and_a_warning_never_hides_a_block():
     assert len([f for f in found if f.line == 7]) == 1
     kinds = by_line[8]
     assert "environment_probe.randomness" in kinds and any(DEFAULT_LEVELS.get(k, BLOCK) == BLOCK for k in kinds)
+
+
+@pytest.mark.parametrize("files, path", [
+    # red team, issue 35: a build script runs at install, never under a relation
+    ({"setup.py": "import os\nfrom setuptools import setup\n\nif os.getppid() != 1:\n    setup(name='timelib')\n"},
+     "setup.py"),
+    # a module no judged call imported, but the package imports it when the judge is not looking
+    ({"timelib/contrib/__init__.py": "", "timelib/contrib/speedups.py": "import os\n\n\ndef on():\n"
+      "    return os.getppid() != 1\n",
+      "timelib/__init__.py": "import os\nfrom timelib import squash, durations\n"
+                             "if len(os.environ) > 8:\n    from timelib.contrib import speedups\n"},
+     "timelib/contrib/speedups.py"),
+])
+def test_a_probe_a_build_or_a_lazy_import_reaches_still_blocks(tmp_path, files, path):
+    base = BASE | {"oracle/catalog.yaml": BASE["oracle/catalog.yaml"].replace(
+        'owners:\n', 'owners:\n  "setup.py": []\n  "timelib/contrib/**": []\n  "timelib/__init__.py": []\n')}
+    repo = reviewed_repo(tmp_path / "repo", base, {**files, "timelib/squash.py": SQUASH + "\n# touched\n"})
+    proc = cli(repo, "flags", "--run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    levels = {f["path"]: f["level"] for f in payload["flags"] if f["name"] == "environment_probe"}
+    assert levels.get(path) == "block", payload["flags"]
+    assert proc.returncode == 1

@@ -272,9 +272,27 @@ class Review:
         level = flag_level(flag, self.layout.flags)
         if level == BLOCK and flag.name == "environment_probe" and flag.path.endswith((".py", ".pyw")):
             reached = self._reached()
-            if reached is not None and flag.path not in reached:
+            if reached is not None and flag.path not in reached and self._unreachable(flag.path):
                 return WARN
         return level
+
+    def _unreachable(self, path: str) -> bool:
+        """Whether no code can reach the Python file ``path`` but by name from outside the tree:
+        it is not at the repository root (``setup.py`` and other build scripts run at install),
+        not a ``conftest.py``, and no ``.py`` file of HEAD names its module in an import (a lazy
+        or conditional import elsewhere reaches it in production; red team, issue 35)."""
+        parts = path.split("/")
+        if len(parts) == 1 or parts[-1] == "conftest.py":
+            return False
+        name = parts[-2] if parts[-1] in ("__init__.py", "__init__.pyw") else parts[-1].rsplit(".", 1)[0]
+        if not name.isidentifier():
+            return True  # no import statement can name it
+        cache = self._parse_caches.setdefault("importers", {})
+        if name not in cache:
+            pattern = rf"^\s*(from|import)\s[^#]*\b{name}\b"
+            proc = gitio.run_git(self.root, "grep", "-l", "-E", pattern, self.head_sha, "--", "*.py", "*.pyw", ok=None)
+            cache[name] = proc.returncode == 1  # 1: no file matches
+        return cache[name]
 
     def _reached(self) -> frozenset | None:
         """The tree files the relations' calls imported or ran on HEAD, once every touched
