@@ -227,9 +227,11 @@ def environment_probes(before: str | None, after: str | None) -> list[Finding]:
             if left[(name, detail)]:
                 left[(name, detail)] -= 1
                 continue
-            # one finding per line and kind: "/" + a + b is one path, and datetime.now() one clock
-            # read, not two; two kinds on one line stay two (a warning never hides a block)
-            key = (node.lineno, probe_kind(detail))
+            # one finding per line and known kind: datetime.now() is one clock read, not two; two
+            # kinds on one line stay two (a warning never hides a block), and so do two different
+            # findings of no known kind ("/" + a + b, one path, is one: the same words twice)
+            kind = probe_kind(detail)
+            key = (node.lineno, kind) if kind != "other" else (node.lineno, detail)
             if key not in seen:
                 seen.add(key)
                 found.append(Finding(node.lineno, detail))
