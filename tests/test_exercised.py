@@ -13,6 +13,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 from hypothesis import given, strategies as st
 
 from bench.gitrepo import reviewed_repo
@@ -239,3 +240,25 @@ async def test_the_console_shows_each_changed_line_with_what_ran_it(tmp_path):
         await pilot.press("escape")
         assert not isinstance(app.screen, DetailScreen)
         assert app.review.exit_code() == 2
+
+
+@pytest.mark.parametrize("patched", [
+    # red team, issue 35: a changed default, signature or decorator runs at import, and does its
+    # harm only when the function is called
+    "def seconds(minutes, per=1):\n    return minutes * per\n",
+    "def _per(f):\n    return lambda minutes: f(minutes) // 60\n\n\n@_per\ndef seconds(minutes):\n    return minutes * 60\n",
+])
+def test_a_changed_function_header_counts_only_when_its_body_ran(tmp_path, patched):
+    base = BASE | {"timelib/durations.py": "def seconds(minutes, per=60):\n    return minutes * per\n"}
+    repo = reviewed_repo(tmp_path / "repo", base, {"timelib/durations.py": patched})
+    proc = cli(repo, "run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    assert "timelib/durations.py" in _unexercised(payload) and proc.returncode == 2, proc.stdout[-2000:]
+
+
+def test_a_module_that_sets_its_own_type_checking_hides_nothing():
+    text = "TYPE_CHECKING = True\n\n\ndef seconds(minutes):\n    if TYPE_CHECKING:\n        return minutes\n" \
+           "    return minutes * 60\n"
+    assert (6, 6) in exercised.changed_statements(text, {5, 6})
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import os\n"
+    assert exercised.changed_statements(typed, {2, 3}) == []

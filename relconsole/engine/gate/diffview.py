@@ -95,7 +95,7 @@ def file_diff(review, path: str, found=None) -> list[Hunk]:
             span = next((s for s in spans if new is not None and s[0] <= new <= s[1]), None) if kind == "+" else None
             ran = tuple(sorted(rid for rid, lines_run in runs.items()
                                if span is not None and any(n in lines_run for n in range(span[0], span[1] + 1))))
-            marked.append(DiffLine(kind, old, new, text, ran, span in missing,
+            marked.append(DiffLine(kind, old, new, text, ran, span is not None and span[:2] in missing,
                                    tuple(flags.get(new, ())) if kind != "-" else ()))
         out.append(Hunk(header, tuple(marked)))
     return out

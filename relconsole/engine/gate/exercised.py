@@ -20,6 +20,7 @@ replacing the trace function only hides its own lines, which then count as unexe
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -143,12 +144,40 @@ def statement_lines(text: str) -> tuple[set[int], object | None]:
     ``translate_lines``); ``(set(), None)`` when it does not parse."""
     from coverage.exceptions import CoverageException
     from coverage.parser import PythonParser
-    parser = PythonParser(text=text, exclude=TYPE_CHECKING_BLOCK)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set(), None
+    parser = PythonParser(text=text, exclude=TYPE_CHECKING_BLOCK if typing_type_checking(tree) else None)
     try:
         parser.parse_source()
     except (CoverageException, SyntaxError, ValueError, IndentationError):
         return set(), None
     return set(parser.statements), parser
+
+
+def typing_type_checking(tree: ast.Module) -> bool:
+    """Whether ``TYPE_CHECKING`` in the module is ``typing``'s (imported from it, never assigned):
+    a module's own ``TYPE_CHECKING = True`` would hide a block that runs (red team, issue 35)."""
+    imported = any(isinstance(n, ast.ImportFrom) and n.module == "typing"
+                   and any(a.name == "TYPE_CHECKING" and a.asname is None for a in n.names)
+                   or isinstance(n, ast.Import) and any(a.name == "typing" and a.asname is None for a in n.names)
+                   for n in ast.walk(tree))
+    assigned = any(isinstance(n, ast.Name) and n.id == "TYPE_CHECKING" and isinstance(n.ctx, ast.Store)
+                   for n in ast.walk(tree))
+    return imported and not assigned
+
+
+def call_time_bodies(text: str) -> dict[int, tuple[int, int]]:
+    """First line of each function definition (its first decorator's) -> its body's lines: a
+    changed decorator, signature or default runs at import, but what it changes happens only
+    when the function is called, so it counts as run only when its body ran (red team, issue 35)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    return {min([n.lineno] + [d.lineno for d in n.decorator_list]): (n.body[0].lineno, n.end_lineno or n.lineno)
+            for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def changed_statements(text: str, changed: set[int]) -> list[tuple[int, int]]:
@@ -161,11 +190,12 @@ def changed_statements(text: str, changed: set[int]) -> list[tuple[int, int]]:
         lines = text.splitlines()
         return [(n, n) for n in sorted(changed) if 0 < n <= len(lines) and lines[n - 1].strip()]
     spans = []
+    bodies = call_time_bodies(text)
     for first in sorted({parser.first_line(n) for n in changed} & statements):
         last = first
         while last < count and parser.first_line(last + 1) == first:
             last += 1
-        spans.append((first, last))
+        spans.append((first, last, *bodies[first]) if first in bodies else (first, last))
     return spans
 
 
@@ -202,6 +232,14 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
+def _ran(span, ran: set[int]) -> bool:
+    """Whether a changed statement ran: a line of it ran, and for a function's header
+    (``(first, last, body_first, body_last)``, ``call_time_bodies``) a line of its body too."""
+    if not any(n in ran for n in range(span[0], span[1] + 1)):
+        return False
+    return len(span) < 4 or any(n in ran for n in range(span[2], span[3] + 1))
+
+
 def executed_by(results: Iterable) -> dict[str, set[int]]:
     """``{tree path: executed lines}`` over every run of every ``RelationResult`` given (the first
     run and the reruns; the merge base's run is not HEAD's and is left out)."""
@@ -220,7 +258,7 @@ def unexercised(changed: dict[str, list], executed: dict[str, Iterable[int]], ow
     out = []
     for path, spans in changed.items():
         ran = set(executed.get(path, ()))
-        missing = tuple((first, last) for first, last in spans if not any(n in ran for n in range(first, last + 1)))
+        missing = tuple((span[0], span[1]) for span in spans if not _ran(span, ran))
         if missing:
             out.append(Unexercised(path, missing, tuple(owners(path)) if owners else ()))
     return out
