@@ -45,3 +45,15 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, *, executable: bool
         tmp.unlink(missing_ok=True)
         raise
     return target
+
+
+def read_json_object(path) -> dict:
+    """The JSON object in the file at ``path``; {} when it is missing, unreadable, not JSON or
+    not an object (a record rebuilt next time, never an error)."""
+    import json
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+

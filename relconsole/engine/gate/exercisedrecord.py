@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from relconsole.engine.atomicfile import write_atomic
+from relconsole.engine.atomicfile import read_json_object, write_atomic
 from relconsole.engine.gate import exercised
 
 
@@ -27,12 +27,7 @@ def _file(review) -> Path:
 
 def load(review) -> dict[str, dict[str, list[int]]]:
     """relation id -> {path: lines it ran} recorded for this review's commits ({} when none)."""
-    try:
-        data = json.loads(_file(review).read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = read_json_object(_file(review))
     return {str(rid): {str(p): [int(n) for n in lines if isinstance(n, int)] for p, lines in ran.items()
                        if isinstance(lines, list)}
             for rid, ran in data.items() if isinstance(ran, dict)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from relconsole.engine.atomicfile import write_atomic
+from relconsole.engine.atomicfile import read_json_object, write_atomic
 from relconsole.engine.repo.owners import EXEMPT, GAP, OWNED, Binding
 
 
@@ -29,12 +29,7 @@ def _file(review) -> Path:
 
 def load(review) -> dict[str, list[str]]:
     """relation id -> tree paths its subject imported on this review's merge base (may be {})."""
-    try:
-        data = json.loads(_file(review).read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = read_json_object(_file(review))
     return {str(k): [str(p) for p in v] for k, v in data.items() if isinstance(v, list)}
 
 
