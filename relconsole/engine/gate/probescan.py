@@ -155,36 +155,41 @@ HELD = (ast.Import, ast.ImportFrom, ast.Try, ast.With, ast.AsyncWith, ast.Functi
         ast.ClassDef, ast.Lambda, ast.Assign, ast.AnnAssign, ast.AugAssign)
 
 
-def _statements(scope: ast.AST) -> dict[int, ast.stmt]:
-    """id(node) -> the innermost statement of ``scope``'s own body that holds it."""
-    out: dict[int, ast.stmt] = {}
-    stack = [(child, None) for child in ast.iter_child_nodes(scope)]
+def _statements(scope: ast.AST) -> dict[int, tuple[ast.AST | None, ast.stmt | None]]:
+    """id(node) -> (its parent, the innermost statement of ``scope``'s own body that holds it)."""
+    out: dict[int, tuple] = {}
+    stack = [(child, None, None) for child in ast.iter_child_nodes(scope)]
     while stack:
-        node, statement = stack.pop()
+        node, parent, statement = stack.pop()
         statement = node if isinstance(node, ast.stmt) else statement
-        out[id(node)] = statement
+        out[id(node)] = (parent, statement)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend((child, statement) for child in ast.iter_child_nodes(node))
+            stack.extend((child, node, statement) for child in ast.iter_child_nodes(node))
     return out
 
 
-def _use(node: ast.AST, detail: str, statement: ast.stmt | None) -> str:
-    """What a probe is used for, as the key of its newness: "" for a probe the code holds (an
-    import, a guard, a cache, a definition: editing around it adds nothing), else the shape of
-    the statement that uses its value (a compound statement's header only). A probe kept but
-    put to another use (``if os.getppid() == 0: raise`` -> ``return a if os.getppid() in (0, 1)
-    else b``) is new (red team, issue 35); moving or reformatting it is not."""
-    if statement is None or isinstance(node, HELD) or probe_kind(detail) in ("cache", "optional_import"):
+def _use(node: ast.AST, detail: str, places: dict) -> str:
+    """What a probe is used for, as part of the key of its newness: "" for a probe the code
+    holds (an import, a guard, a cache, a definition: editing around it adds nothing), else the
+    chain of what holds its value, from the probe up to its statement (each comparison with its
+    operators). A probe kept but put to another use (``if os.getppid() == 0: raise`` ->
+    ``return a if os.getppid() in (0, 1) else b``) is new (red team, issue 35); moving it,
+    reformatting it or changing the arguments it is called with is not."""
+    if isinstance(node, HELD) or probe_kind(detail) in ("cache", "optional_import"):
         return ""
-    if isinstance(statement, (ast.If, ast.While)):
-        return ast.dump(statement.test)
-    if isinstance(statement, (ast.For, ast.AsyncFor)):
-        return ast.dump(statement.target) + ast.dump(statement.iter)
-    if isinstance(statement, (ast.With, ast.AsyncWith)):
-        return "".join(ast.dump(item) for item in statement.items)
-    if isinstance(statement, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return ""
-    return ast.dump(statement)
+    chain, current = [], node
+    while id(current) in places:
+        parent, statement = places[id(current)]
+        if parent is None or current is statement:
+            break
+        if isinstance(parent, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return ""
+        ops = " ".join(type(op).__name__ for op in getattr(parent, "ops", ()))
+        chain.append(type(parent).__name__ + (f"({ops})" if ops else ""))
+        if parent is statement:
+            break
+        current = parent
+    return ">".join(chain)
 
 
 def _all_probes(tree: ast.Module) -> list[tuple[str, ast.AST, str]]:
@@ -202,7 +207,7 @@ def _all_probes(tree: ast.Module) -> list[tuple[str, ast.AST, str]]:
         for node, detail in _probes(name, scope, tree, imports, state, shared, enclosed.get(id(scope), frozenset()),
                                     instances):
             statements = _statements(scope) if statements is None else statements
-            out.append((name + "\0" + _use(node, detail, statements.get(id(node))), node, detail))
+            out.append((name + "\0" + _use(node, detail, statements), node, detail))
     return out
 
 
