@@ -63,6 +63,8 @@ def register_check_split(subparsers, commands: dict) -> None:
     split.add_argument("--staged", action="store_true", help="check the staged paths (the pre-commit hook)")
     split.add_argument("--repo", default=".", help="repository (default: .)")
     split.add_argument("--json", action="store_true", help="print JSON")
+    split.add_argument("--static", action="store_true",
+                       help="the split rules only: run no relation of the range's catalog commits")
     commands["check-split"] = cmd_check_split
 
 
@@ -260,7 +262,7 @@ def cmd_check_split(args) -> int:
             notes.append("the staged commit changes the catalog or a seeds file: --staged runs no relation; "
                          "check-split BASE..HEAD (CI) runs the ones it adds or changes on its own commit")
     else:
-        commits, found, notes = _range_offences(root, args.range, not args.json)
+        commits, found, notes = _range_offences(root, args.range, not args.json, args.static)
         checked = f"{counted(commits, 'commit')} in {one_line(args.range)}"
     payload = {"range": args.range, "staged": bool(args.staged), "commits_checked": 1 if args.staged else commits,
                "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found], "notes": notes}
@@ -276,17 +278,17 @@ def cmd_check_split(args) -> int:
     return code
 
 
-def _range_offences(root, spec: str, shown: bool) -> tuple[int, list, list[str]]:
+def _range_offences(root, spec: str, shown: bool, static: bool = False) -> tuple[int, list, list[str]]:
     """``(commits checked, offences oldest commit first, notes)`` of the range ``spec``: the
     split's own, and for each commit that changes the catalog or a seeds file, the relations it
     adds or changes that miss on its own tree (``holdcommits``; a range without such a commit
-    runs nothing), each commit's progress on stderr when ``shown``."""
+    runs nothing, and so does ``static``), each commit's progress on stderr when ``shown``."""
     from relconsole.cli.progress import progress_reporter
     from relconsole.engine.repo import splitcheck
     commits, layout, found = splitcheck.range_check(root, spec)
-    changing = splitcheck.relation_commits(commits, layout)
+    changing = [] if static else splitcheck.relation_commits(commits, layout)
     if not changing:
-        return len(commits), found, []
+        return len(commits), found, ["--static: no relation of the range's catalog commits was run"] if static else []
     from relconsole.engine.gate.holdcommits import range_offences
     with progress_reporter(sys.stderr, shown) as report:
         more, notes = range_offences(root, changing, report.step)
