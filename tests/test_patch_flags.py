@@ -492,7 +492,7 @@ def test_a_relation_s_miss_is_the_headline_and_a_flag_stands_beside_it(demo_repo
         assert decision.decision == "reject" and decision.reason == missed[0].verdict.reason
 
 
-PYPROJECT = '[project]\nname = "days"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
+PYPROJECT = '[project]\nname = "days"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "--color=yes"\n'
 
 
 @pytest.mark.parametrize("files, flagged", [
@@ -510,6 +510,11 @@ PYPROJECT = '[project]\nname = "days"\n\n[tool.pytest.ini_options]\ntestpaths = 
                                           'markers = ["slow: a slow test"]')}, None),
     ({"tox.ini": "[pytest]\nfilterwarnings = error\n"}, None),
     ({"pyproject.toml": PYPROJECT.replace('testpaths = ["tests"]', 'pythonpath = ["src"]')}, "pyproject.toml"),
+    # pytest 9's native table and a list for the same words (a formatter's doing, measured on humanize)
+    ({"pyproject.toml": '[project]\nname = "days"\n\n[tool.pytest]\naddopts = ["--color=yes"]\n'},
+     None),
+    ({"pyproject.toml": '[project]\nname = "days"\n\n[tool.pytest]\naddopts = ["-p", "no:relconsole"]\n'},
+     "pyproject.toml"),
     ({"tests/test_more.py": "def test_more():\n    assert True\n"}, None),
 ])
 def test_a_patch_that_changes_pytests_own_harness_is_flagged(tmp_path: Path, files: dict, flagged: str | None):

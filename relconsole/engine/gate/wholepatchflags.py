@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import configparser
 import posixpath
+import shlex
 import tomllib
 from pathlib import Path
 
@@ -133,5 +134,19 @@ def _pytest_section(data: bytes | None, name: str) -> object:
         return text
     if not isinstance(options, dict):
         return options
-    kept = {key: options[key] for key in HARNESS_KEYS if key in options}
+    kept = {key: _words(options[key]) for key in HARNESS_KEYS if key in options}
     return kept or None
+
+
+def _words(value) -> object:
+    """A setting as the words pytest reads from it: ``"--color=yes"`` and ``["--color=yes"]``
+    (pytest 9's native ``[tool.pytest]`` table) are one setting (measured: a formatter moved
+    humanize's section and turned the one into the other)."""
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError:
+            return value
+    if isinstance(value, list):
+        return [word for item in value for word in (_words(item) if isinstance(item, str) else [repr(item)])]
+    return value
