@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st

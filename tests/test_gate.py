@@ -19,7 +19,7 @@ import pytest
 from bench.gitrepo import git
 from conftest import TODAY
 from relconsole.engine.demo import materialise
-from test_hostile_subjects import (AGGREGATOR, HONEST, MERGE_PATCHER, NAIVE, OFF_BY_ONE, patched, prelude)
+from test_hostile_subjects import (HONEST, MERGE_PATCHER, NAIVE, OFF_BY_ONE, patched, prelude)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_OF = {"pass": 0, "freeze": 0, "reject": 1, "abort": 3, "hold": 4}

@@ -19,7 +19,6 @@ import textwrap
 import uuid
 from pathlib import Path
 
-import pytest
 
 from bench.gitrepo import commit_all, git, init_repo, write_files
 from conftest import TODAY

@@ -57,7 +57,8 @@ class RelationRuns:
             self._from_thread(self.notify, f"run failed: {exc}", severity="error", markup=False)
         touched = None
         try:
-            touched = views.touched_items(review)  # the changed lines no relation ran: git reads, here
+            review.unexercised()  # the changed lines no relation ran: git reads, here on the worker
+            touched = views.touched_items(review)
         except Exception as exc:
             self._from_thread(self.notify, f"could not read the changed lines: {exc}", severity="error", markup=False)
         self._from_thread(self._run_finished, review, touched)

@@ -28,7 +28,8 @@ def touched_items(review: Review) -> list[tuple[str, Text, bool]]:
         warning = review.flag_level(flag) == "warn"
         flagged.setdefault(flag.path, []).append(f"{flag.name} ✓ acknowledged" if acknowledged else
                                                  f"{flag.name} (warning)" if warning else flag.name)
-    unexercised = {u.path: len(u.lines) for u in review.unexercised()}
+    # the last answer made: the run's worker makes it (git reads), never the UI thread
+    unexercised = {u.path: len(u.lines) for u in review.unexercised(compute=False)}
     gap = review.layout.unexercised == "gap"
     return [(f"t:{i}", render.touched_prompt(b, flagged.get(b.path, []), unexercised.get(b.path, 0), gap), False)
             for i, b in enumerate(review.bindings)]
