@@ -261,3 +261,53 @@ def test_a_module_that_sets_its_own_type_checking_hides_nothing():
     assert (6, 6) in exercised.changed_statements(text, {5, 6})
     typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import os\n"
     assert exercised.changed_statements(typed, {2, 3}) == []
+
+
+# --- the tracer's wanted lines ------------------------------------------------------------------
+
+WALK = """\
+def walk(text):
+    out = []
+    for ch in text:
+        if ch == "x":
+            out.append("y")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def other(n):
+    return n + 1
+"""
+
+
+def _traced(tmp_path, wanted, text="abxc"):
+    """Run ``walk`` and ``other`` under a LineRecorder with ``wanted``; the recorded rows."""
+    import importlib.util
+    from relconsole.engine.relations.subject.tracing import LineRecorder
+    (tmp_path / "walkmod.py").write_text(WALK)
+    spec = importlib.util.spec_from_file_location("walkmod", tmp_path / "walkmod.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    recorder = LineRecorder(str(tmp_path), wanted)
+    recorder.start()
+    try:
+        module.walk(text)
+        module.other(1)
+    finally:
+        recorder.stop()
+    return dict((path, set(lines)) for path, lines in recorder.executed(str(tmp_path)))
+
+
+@given(st.text(alphabet="abx", max_size=30), st.sets(st.integers(1, 12)))
+def test_wanted_lines_that_ran_are_recorded_as_a_full_record_says(tmp_path_factory, text, wanted):
+    """Relation: narrowing the record to wanted lines keeps exactly the wanted lines a full
+    record holds (a loop stops being traced once its wanted lines ran, never before)."""
+    folder = tmp_path_factory.mktemp("walk")
+    full = _traced(folder, None, text).get("walkmod.py", set())
+    narrow = _traced(folder, [["walkmod.py", sorted(wanted)]], text).get("walkmod.py", set())
+    assert narrow & wanted == full & wanted
+
+
+def test_a_file_with_no_wanted_line_is_not_traced(tmp_path):
+    assert _traced(tmp_path, [["elsewhere.py", [1]]]) == {}

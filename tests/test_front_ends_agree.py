@@ -1,7 +1,7 @@
 """One decision whatever the front end and whatever ran before (issue 34).
 
 A matrix of small real repositories (an honest patch, a real miss, an oracle fault, a vacuous
-relation, a failed counted freeze, a review flag, a coverage gap, a changed line no relation
+relation, a failed counted freeze, a review flag (an answer that moved), a coverage gap, a changed line no relation
 runs, ownership through an import)
 goes through every front end: ``run``, ``gate``, ``flags --run``, ``pytest --relconsole`` and
 the console (the Pilot). Each front end gets a fresh clone with no record under its git
@@ -55,7 +55,10 @@ CASES = {
         "textlib.py": SQUASH + "\n\ndef same(text):\n    return text\n"},
         {"textlib.py": SQUASH + "\n\ndef same(text):\n    return text\n\n# touched\n"}, "hold"),
     "failed-freeze": ({"oracle/freezes.json": FREEZE}, {"textlib.py": DASHED}, "reject"),
-    "flag": ({}, {"tests/test_golden.py": GOLDEN, "textlib.py": SQUASH + "\n# touched\n"}, "reject"),
+    # an expected answer edited together with the code it checks (golden_literal.moved: blocks)
+    "flag": ({"tests/test_golden.py": GOLDEN},
+             {"tests/test_golden.py": GOLDEN.replace("== 'a b'", "== 'a  b'"), "textlib.py": SQUASH + "\n# touched\n"},
+             "reject"),
     "gap": ({}, {"tools/helper.py": "def helper():\n    return 1\n"}, "pass"),
     # a changed line no relation runs: covered only by an import (issue 35), a gap
     "unexercised": ({"textlib.py": SQUASH + UNUSED}, {"textlib.py": SQUASH + UNUSED.replace("* 60", "* 1")}, "pass"),

@@ -6,7 +6,8 @@ with the evidence lines it was judged on:
 
 1. ``leases_fresh``: every lease the touched relations read matches its hash and is unexpired (§4).
 2. ``leases_allow``: every touched relation is allowed by the leases it reads (§4).
-3. ``no_golden_literal``: the patch adds no assertion of a call result against a literal (§9).
+3. ``no_golden_literal``: the patch adds no assertion of a call result against a literal that
+   blocks (§9; by default an expected answer edited together with the code it checks).
 4. ``freezes_preexisting``: every freeze row in use was on the base ref before the patch and has a reason (§6).
 5. ``freeze_reruns_counted``: every freeze in use had its reruns executed and counted (§6).
 6. ``drafted_rows_decided``: every accepted drafted row the touched relations carry was accepted
@@ -134,14 +135,18 @@ def _leases_allow(review) -> Item:
 
 
 def _no_golden(review) -> Item:
-    key, title = "no_golden_literal", "the patch adds no golden literal"
+    """Fails on a standing ``golden_literal`` flag (level ``block``, not acknowledged); the
+    warned ones (a new assertion, by default) are listed as evidence of a passing item."""
+    key, title = "no_golden_literal", "the patch adds no golden literal that blocks"
     flags = [f for f in review.flags if f.name == "golden_literal"]
     golden = [f"{f.where()}: {f.detail}" for f in flags if review.standing(f)]
     cleared = [f"{f.where()}: acknowledged by {review.acknowledgement(f).by}" for f in flags
                if review.acknowledgement(f) is not None]
+    warned = [f"{f.where()} ({review.flag_level(f)}): {f.detail}" for f in flags
+              if not review.standing(f) and review.acknowledgement(f) is None]
     span = f"{review.merge_base[:10]}..{review.head_sha[:10]}"
     unread = [f"not judged: {note}" for note in review.unjudged]
-    return _item(key, title, golden, cleared if golden or unread or cleared else
+    return _item(key, title, golden, cleared + warned if golden or unread or cleared or warned else
                  [f"no assertion of a call result against a literal in {span}"], unread)
 
 

@@ -17,7 +17,9 @@ process's parentage, namespaces, modules, frames or ``sys.path``, running code n
 read, and, measured on the hostile patches, clock reads and state kept from call to call:
 four of them hold on every relation and are caught by those flags alone); ``warn`` for what
 honest libraries write every week and no hostile patch needed (random draws, optional
-imports). Environment reads block: the judge's environment carries almost no variable, so
+imports, a new literal assertion in a test: the regression test of a bug fix). An expected
+answer edited together with the code it checks blocks: that is how a patch makes the tests
+agree with it, and no honest PR of the measured history did it. Environment reads block: the judge's environment carries almost no variable, so
 reading one tells it from production (red team, issue 35).
 
 How a hostile patch would use a ``warn`` kind: a subject that draws at random to pass a
@@ -46,9 +48,17 @@ PROBE_KINDS = (
     ("clock", re.compile(r"uses [\w.]+ \(reads the clock|reads the clock \(\.\w+(\(\))?\)")),
 )
 
+# a golden_literal's kind, from the rule's own words at the start of its detail: an answer
+# that moved (an expected value edited together with the code it checks) or a new assertion
+GOLDEN_MOVED = re.compile(r"moves the expected answer of ")
+
 DEFAULT_LEVELS = {
     "protected_path_changed": BLOCK, "lease_hash_edited": BLOCK, "leased_corpus_edited": BLOCK,
     "freeze_row_added": BLOCK, "freeze_row_edited": BLOCK, "golden_literal": BLOCK,
+    # measured (bench/ecosystem.py): 18 of 70 honest upstream PRs add literal assertions on calls
+    # the relations reach, a bug fix with its regression test; none edits an expected answer
+    # together with the code it checks, which is how a patch makes its tests agree with it
+    "golden_literal.moved": BLOCK, "golden_literal.added": WARN,
     "bag_output_sorted": BLOCK, "ingest_replay_to_concat": BLOCK, "oracle_layout_changed": BLOCK,
     "relation_changed": BLOCK, "patch_catalog_invalid": BLOCK, "environment_probe": BLOCK,
     "source_rewritten": BLOCK, "test_harness_changed": BLOCK,
@@ -71,7 +81,10 @@ def probe_kind(detail: str) -> str:
 
 
 def flag_kind(flag) -> str:
-    """The flag's kind: its name, or ``environment_probe.<what it reads>`` (``probe_kind``)."""
+    """The flag's kind: its name, ``environment_probe.<what it reads>`` (``probe_kind``), or
+    ``golden_literal.moved``/``golden_literal.added`` (``GOLDEN_MOVED``)."""
+    if flag.name == "golden_literal":
+        return "golden_literal.moved" if GOLDEN_MOVED.match(flag.detail) else "golden_literal.added"
     if flag.name != "environment_probe":
         return flag.name
     return f"environment_probe.{probe_kind(flag.detail)}"

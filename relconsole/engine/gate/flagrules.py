@@ -217,9 +217,18 @@ class FlagRules:
                      "the sort hides nothing the relation checks and may mask an order bug")
 
     def golden(self, commit: Commit, changes: list[ChangedFile], unjudged: list[str]) -> list[Flag]:
-        """golden_literal flags of one commit: goldens counted across all its test files,
-        so an assertion moved from one file to another (or renamed) adds nothing."""
-        before: list[pyscan.Golden] = []
+        """golden_literal flags of one commit (the net diff: issue 35), of two kinds.
+
+        An *answer that moved* (``golden_literal.moved``): an assertion whose question (its
+        ``shape``) the test file already asked, given another expected value, in a patch that
+        also changes the code of the package the asserted call goes into: the test was made
+        to agree with the code. A *new assertion* (``golden_literal.added``): any other
+        golden the merged tree adds on a call into a module a relation owns. Goldens are
+        counted across all test files, so an assertion moved from one file to another (or
+        renamed) adds nothing; a removed golden of the same shape in the same file, the same
+        definition first, is what an added one moved from.
+        """
+        before: list[tuple[str, pyscan.Golden]] = []
         after: list[tuple[str, pyscan.Golden]] = []
         guarded = None if self.guarded is None else lambda dotted: self.guarded(commit.sha, dotted)
         for change in changes:
@@ -237,18 +246,43 @@ class FlagRules:
                     if which == "after":
                         unjudged.append(f"{path} @ {commit.sha[:10]}: {exc}")
                     continue
-                if which == "before":
-                    before += found
-                else:
-                    after += [(path, g) for g in found]
+                side = change.new or path  # a renamed file's goldens compare under its new name
+                (before if which == "before" else after).extend((side, g) for g in found)
         if len(commit.parents) > 1:  # a merge adds no golden that one of its parents had
             for path in {c.new for c in changes if c.new and self._python_test(c.new)}:
                 for parent in commit.parents:
-                    before += self._goldens_or_none(self.reader.read(parent, path), guarded)
-        added = {id(g) for g in pyscan.new_golden(before, [g for _, g in after])}
-        return [Flag("golden_literal", commit.sha, path, g.line,
-                     f"{g.detail}: a golden value restates the code's output; the relation stores no answer")
-                for path, g in after if id(g) in added]
+                    before += [(path, g) for g in self._goldens_or_none(self.reader.read(parent, path), guarded)]
+        added = {id(g) for g in pyscan.new_golden([g for _, g in before], [g for _, g in after])}
+        removed = {id(g) for g in pyscan.new_golden([g for _, g in after], [g for _, g in before])}
+        moved_from = _answers_moved([(p, g) for p, g in after if id(g) in added],
+                                    [(p, g) for p, g in before if id(g) in removed],
+                                    self._changed_packages(commit))
+        flags = []
+        for path, g in after:
+            if id(g) not in added:
+                continue
+            old = moved_from.get(id(g))
+            detail = (f"{g.detail}: a golden value restates the code's output; the relation stores no answer"
+                      if old is None else
+                      f"moves the expected answer of {g.asked} "
+                      f"from {old.expected} to {g.expected} in a patch that changes the code it checks: the test "
+                      "was made to agree with the code; a relation's verdict is the evidence")
+            flags.append(Flag("golden_literal", commit.sha, path, g.line, detail))
+        return flags
+
+    def _changed_packages(self, commit: Commit) -> set[str]:
+        """The top-level modules (``pkg`` of ``src/pkg/mod.py``, in every import root) whose
+        non-test Python source the commit changes."""
+        packages = set()
+        for path in commit.paths:
+            if not path.endswith((".py", ".pyw")) or self._python_test(path):
+                continue
+            for root in _roots(self.layout):
+                if root and not path.startswith(root + "/"):
+                    continue
+                first = path[len(root) + 1 if root else 0:].split("/", 1)[0]
+                packages.add(first.rsplit(".", 1)[0] if first.endswith((".py", ".pyw")) else first)
+        return packages
 
     @staticmethod
     def _goldens_or_none(data: bytes | None, guarded) -> list:
@@ -326,6 +360,27 @@ def _bag_subjects(layout: Layout, catalog: Catalog) -> dict[str, list[tuple[str,
             for name in (f"{stem}.py", f"{stem}/__init__.py"):
                 out.setdefault(f"{root}/{name}" if root else name, []).append((attr, relation.id))
     return out
+
+
+def _answers_moved(added: list[tuple[str, "pyscan.Golden"]], removed: list[tuple[str, "pyscan.Golden"]],
+                   changed_packages: set[str]) -> dict[int, "pyscan.Golden"]:
+    """id(added golden) -> the removed golden it moved from: the same file and ``shape``
+    (the same definition first), one to one, when an asserted call goes into a package in
+    ``changed_packages``."""
+    pool: dict[tuple[str, str], list] = {}
+    for path, golden in removed:
+        pool.setdefault((path, golden.shape), []).append(golden)
+    moved = {}
+    for path, golden in added:
+        if not any(m.split(".", 1)[0] in changed_packages for m in golden.modules):
+            continue
+        candidates = pool.get((path, golden.shape))
+        if candidates:
+            same = [c for c in candidates if c.scope == golden.scope]
+            old = (same or candidates)[0]
+            candidates.remove(old)
+            moved[id(golden)] = old
+    return moved
 
 
 def _roots(layout: Layout) -> list[str]:

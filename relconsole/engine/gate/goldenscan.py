@@ -33,11 +33,20 @@ COMPARE_OPS = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 @dataclass(frozen=True)
 class Golden:
     """One golden assertion in a file: ``key`` (its shape, sides ordered, no position or
-    function name), 1-based ``line`` and ``detail``."""
+    function name), 1-based ``line`` and ``detail``; ``shape`` is the key without the
+    expected value (what is asserted: the same ``shape`` with another ``key`` is the same
+    question given another answer), ``scope`` the enclosing definition's name ("" at module
+    level), ``asked`` and ``expected`` the two sides' source, ``modules`` the dotted modules the
+    asserted calls may come from."""
 
     key: str
     line: int
     detail: str
+    shape: str = ""
+    scope: str = ""
+    asked: str = ""
+    expected: str = ""
+    modules: tuple[str, ...] = ()
 
 
 def _is_approx(node: ast.AST) -> bool:
@@ -239,7 +248,8 @@ def _of_itself(result: ast.AST, value: ast.AST) -> bool:
     return any(ast.dump(node) == wanted for node in ast.walk(result) if node is not result)
 
 
-def golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None, guarded, module_level):
+def golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None, guarded, module_level,
+              scope_name: str = ""):
     """Yield a ``Golden`` for each comparison in ``scope`` of ``module`` that asserts a call's
     result against a literal (the golden-literal review flag); ``imports``: local name ->
     module, ``guarded`` and ``module_level`` as ``pyscan`` passes them."""
@@ -252,10 +262,11 @@ def golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None
                 if not _literal(value, names) or _literal(result, names) or _of_itself(result, value):
                     continue
                 calls = _calls(result, names)
-                if not calls or (guarded is not None and not any(
-                        guarded(m) for c in calls for m in _callee_modules(c, imports))):
+                modules = tuple(dict.fromkeys(m for c in calls for m in _callee_modules(c, imports or {})))
+                if not calls or (guarded is not None and not any(guarded(m) for m in modules)):
                     continue
-                key = f"{op}|{ast.dump(result)}|{ast.dump(value)}"
-                yield Golden(key, node.lineno,
-                             f"asserts {short_source(result)} against the literal {short_source(value)}")
+                shape = f"{op}|{ast.dump(result)}"
+                yield Golden(f"{shape}|{ast.dump(value)}", node.lineno,
+                             f"asserts {short_source(result)} against the literal {short_source(value)}",
+                             shape, scope_name, short_source(result), short_source(value), modules)
                 break

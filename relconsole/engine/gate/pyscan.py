@@ -63,9 +63,9 @@ def golden_values(source: str | None, guarded=None) -> list[Golden]:
         return []
 
     def scan():
-        imports = imported_modules(tree) if guarded is not None else {}
+        imports = imported_modules(tree)
         module_level = bindings(tree.body)
-        found = [g for _, scope in _scopes(tree) for g in golden_in(scope, tree, imports, guarded, module_level)]
+        found = [g for name, scope in _scopes(tree) for g in golden_in(scope, tree, imports, guarded, module_level, name)]
         return sorted(found, key=lambda g: g.line)
     return _judged(scan)
 

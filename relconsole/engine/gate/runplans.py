@@ -18,6 +18,7 @@ from relconsole.engine.repo.config import Layout
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.relations.records import RunPlan
+from relconsole.engine.gate import exercised
 from relconsole.engine.gate.oracleload import oracle_digest
 from relconsole.engine.gate.review import Review
 
@@ -77,7 +78,27 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
                    checkout=checkout_name(review), readonly=reviewer_folders(review),
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ},
                    library=library_names(review.repo.working_tree_dir or review.repo.git_dir, review.merge_base,
-                                         _roots(review.layout)))
+                                         _roots(review.layout)),
+                   record_lines=wanted_lines(review))
+
+
+def wanted_lines(review: Review) -> tuple | bool:
+    """The lines a run records (``RunPlan.record_lines``): every line of the patch's changed
+    statements in owned ``.py`` files (``exercised.review_changed``; a function header's body
+    too, since it counts as run only when its body ran), as ``((tree path, (line, ...)), ...)``;
+    False when there is none (nothing to record). Cached on the review with its bindings."""
+    changed = exercised.review_changed(review)
+    cached = review.__dict__.get("_wanted_lines")
+    if cached is not None and cached[0] is changed:
+        return cached[1]
+    rows = []
+    for path, spans in changed.items():
+        lines = {n for span in spans for n in range(span[0], span[1] + 1)}
+        lines |= {n for span in spans if len(span) == 4 for n in range(span[2], span[3] + 1)}
+        rows.append((path, tuple(sorted(lines))))
+    wanted = tuple(rows) or False
+    review.__dict__["_wanted_lines"] = (changed, wanted)
+    return wanted
 
 
 def _roots(layout: Layout) -> tuple[str, ...]:

@@ -41,7 +41,8 @@ def _request(plan: RunPlan, seed: int) -> dict:
             "sandbox": plan.sandbox, "timeout": plan.timeout_seconds, "checkout": plan.checkout, "env": plan.env,
             "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
             "hashseed": plan.replay_hashseed, "spare": plan.spare, "readonly": list(plan.readonly),
-            "library": list(plan.library), "record_lines": plan.record_lines,
+            "library": list(plan.library), "record_lines": plan.record_lines if isinstance(plan.record_lines, bool)
+            else [[path, list(lines)] for path, lines in plan.record_lines],
             "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
 
 

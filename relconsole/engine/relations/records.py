@@ -152,9 +152,10 @@ class RunPlan:
     # top-level packages and modules of the library under review (the merge base's, in its import roots): an
     # adapter that imports one gets the tree's copy, never one installed where relconsole runs
     library: tuple[str, ...] = ()
-    # record the tree's executed lines in the subject process (SPEC §3 covered means exercised); False only
-    # for the benchmark's anchor, the same relation unmeasured
-    record_lines: bool = True
+    # record the tree's executed lines in the subject process (SPEC §3 covered means exercised): True
+    # (every line), ((tree path, (line, ...)), ...) (only the patch's changed statements: a review's
+    # runs, gate.runplans.wanted_lines), or False (the benchmark's anchor, the same relation unmeasured)
+    record_lines: "bool | tuple" = True
 
 
 def input_summary(plan: RunPlan, read: dict | None = None) -> dict:

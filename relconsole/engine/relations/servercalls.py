@@ -24,7 +24,7 @@ class ServerCalls:
     def __init__(self, server, relation: dict, rng: random.Random, deadline: float, log: dict,
                  seed_row: int | None = None, prefix: list | None = None, oracle_roots: list[str] = (),
                  second=None, decoy: str | None = None, input_index: int = 0, library: list[str] = (),
-                 record_lines: bool = True):
+                 record_lines: "bool | list" = True):
         self.server, self.relation, self.rng, self.deadline = server, relation, rng, deadline
         self.second, self.decoy, self.input_index = second, decoy, input_index
         self.log, self.seed_row, self.prefix = log, seed_row, prefix or []

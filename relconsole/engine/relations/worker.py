@@ -229,13 +229,15 @@ class Server:
             order_rng = random.Random(f"order {seed}")
             deadline = time.monotonic() + float(request.get("timeout") or 120)
 
+            wanted = _lines_wanted(request.get("record_lines", True))
+
             def calls_for(index: int) -> ServerCalls:
                 return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else index,
                                    prefix=[["scale", scale]] if corpus and index == 1 else None,
                                    oracle_roots=request["oracle_roots"], second=second,
                                    decoy=None if corpus else other_seed(inputs, index, seed), input_index=index,
                                    library=request.get("library") or [],
-                                   record_lines=request.get("record_lines", True) is not False)
+                                   record_lines=wanted)
 
             if request.get("imports_only"):  # one source call, for the files it imports (§3)
                 try:
@@ -306,6 +308,17 @@ class Server:
     def close(self) -> None:
         for server in [*self.servers.values(), *self.spares.values()]:
             server.close()
+
+
+def _lines_wanted(sent) -> "bool | list":
+    """``RunPlan.record_lines`` as the judge sent it: False, a list of ``[tree path, [line, ...]]``
+    rows (only those lines), or True (every line) for anything else."""
+    if sent is False:
+        return False
+    if isinstance(sent, list) and all(isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)
+                                      and isinstance(row[1], list) for row in sent):
+        return [[path, [n for n in lines if isinstance(n, int)]] for path, lines in sent]
+    return True
 
 
 def _warm_up() -> None:
@@ -389,3 +402,4 @@ def evaluate_values(relation: dict, inputs: list, seed: int, root, import_paths:
     finally:
         sys.meta_path.remove(finder)
         server.close()
+

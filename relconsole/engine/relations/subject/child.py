@@ -112,14 +112,14 @@ def _answer(job, step):
                                                        for op in call.get("ops", []))
     decoy = _decoy_input(call, adapters, len(now)) if failed is None else None
     del base, kept, now  # only the call's own input stays in reach of the subject (and of a deferred adapter)
-    record_lines = call.get("lines", True) is not False
+    record_lines = call.get("lines", True)  # True, False or [[tree path, [line, ...]], ...]: only those
     call = {k: call[k] for k in CALL_FIELDS if k in call}
     init = {k: init[k] for k in INIT_FIELDS}
     gc.collect()
     opened = set()
     _record_opens(opened)
-    lines = LineRecorder(init["root"])
-    if record_lines:
+    lines = LineRecorder(init["root"], record_lines if isinstance(record_lines, list) else None)
+    if record_lines is not False:
         lines.start()  # from here the tree's code runs: its module bodies, the adapters' imports, the call
     frames = drawn_depth()
     if deferred:  # an adapter that imports the library: its import runs the tree's code, at the call's depth

@@ -20,22 +20,37 @@ import sys
 
 class LineRecorder:
     """Records the tree's executed lines from ``start`` to ``stop``; ``executed(root)`` gives
-    ``[[tree path, [line, ...]], ...]`` (sorted, one row per tree file)."""
+    ``[[tree path, [line, ...]], ...]`` (sorted, one row per tree file).
 
-    def __init__(self, root):
+    ``wanted`` (``{tree path: [line, ...]}``, the patch's changed statements) narrows the
+    record to what the judge asks: a code object with no wanted line is not traced at all,
+    and one stops being traced (in every frame of it) once each of its wanted lines ran, so
+    a loop over a changed line costs one line event per line until the line is seen.
+    None: every line of every tree file."""
+
+    def __init__(self, root, wanted=None):
         self.prefix = os.path.realpath(root) + os.sep
+        self.root = root
+        self.wanted = None if wanted is None else {path: frozenset(lines) for path, lines in dict(wanted).items()}
         self.lines = {}  # filename as the code object names it -> set of line numbers
-        self.tracers = {}  # filename -> its local trace function, or None for a file outside the tree
+        self.tracers = {}  # filename -> its local trace function, None outside the tree, or a code table
+        self.codes = {}  # id(code) -> (code, its local trace function or None): the code kept alive, so its id is its own
+
+    def _inside(self, filename):
+        try:
+            return os.path.realpath(filename).startswith(self.prefix) and not filename.startswith("<")
+        except (TypeError, ValueError, OSError):
+            return False
 
     def _local_for(self, filename):
-        try:
-            inside = os.path.realpath(filename).startswith(self.prefix) and not filename.startswith("<")
-        except (TypeError, ValueError, OSError):
-            inside = False
-        if not inside:
+        if not self._inside(filename):
             self.tracers[filename] = None
             return None
         add = self.lines.setdefault(filename, set()).add
+        if self.wanted is not None:
+            path = os.path.relpath(os.path.realpath(filename), os.path.realpath(self.root)).replace(os.sep, "/")
+            self.tracers[filename] = _Wanted(self.wanted.get(path, frozenset()), add)
+            return self.tracers[filename]
 
         def local(frame, event, arg):
             if event == "line":
@@ -46,9 +61,18 @@ class LineRecorder:
 
     def _global(self, frame, event, arg):
         try:
-            return self.tracers[frame.f_code.co_filename]
+            tracer = self.tracers[frame.f_code.co_filename]
         except KeyError:
-            return self._local_for(frame.f_code.co_filename)
+            tracer = self._local_for(frame.f_code.co_filename)
+        if tracer is None or self.wanted is None:
+            return tracer
+        code = frame.f_code
+        try:
+            return self.codes[id(code)][1]
+        except KeyError:
+            local = tracer.local_for(code)
+            self.codes[id(code)] = (code, local)
+            return local
 
     def start(self):
         import threading  # as a coverage run does: the threads a call starts (a pool's workers) are traced too
@@ -67,3 +91,30 @@ class LineRecorder:
                 path = os.path.relpath(os.path.realpath(filename), os.path.realpath(root)).replace(os.sep, "/")
                 out.setdefault(path, set()).update(lines)
         return [[path, sorted(lines)] for path, lines in sorted(out.items())]
+
+
+class _Wanted:
+    """One tree file's wanted lines: ``local_for(code)`` gives the local trace function of a code
+    object, or None when none of its lines is wanted or each one already ran."""
+
+    def __init__(self, lines, add):
+        self.lines = lines
+        self.add = add
+
+    def local_for(self, code):
+        try:
+            remaining = {line for _, _, line in code.co_lines() if line in self.lines}
+        except (AttributeError, TypeError):
+            remaining = set(self.lines)
+        if not remaining:
+            return None
+        add = self.add
+
+        def local(frame, event, arg):
+            if not remaining:
+                return None  # each wanted line of the code ran: this frame is no longer traced
+            line = frame.f_lineno
+            add(line)
+            remaining.discard(line)
+            return local
+        return local
