@@ -99,10 +99,7 @@ def changed_lines(subject: str) -> tuple:
     lines = text.splitlines()
     first = next(n for n, line in enumerate(lines, 1) if line.startswith(f"def {subject}("))
     last = next((n - 1 for n, line in enumerate(lines, 1) if n > first and line.startswith("def ")), len(lines))
-    spans = exercised.changed_statements(text, set(range(first, last + 1)))
-    wanted = {n for span in spans for n in range(span[0], span[1] + 1)}
-    wanted |= {n for span in spans if len(span) == 4 for n in range(span[2], span[3] + 1)}
-    return (("textlib/squash.py", tuple(sorted(wanted))),)
+    return exercised.wanted_rows({"textlib/squash.py": exercised.changed_statements(text, set(range(first, last + 1)))})
 
 
 def one_run(plans: list[RunPlan]) -> None:

@@ -241,18 +241,46 @@ async def test_the_console_shows_each_changed_line_with_what_ran_it(tmp_path):
         assert app.review.exit_code() == 2
 
 
-@pytest.mark.parametrize("patched", [
+HEADER = "def seconds(minutes, per=60):\n    return minutes * per\n"
+
+
+@pytest.mark.parametrize("before, patched", [
     # red team, issue 35: a changed default, signature or decorator runs at import, and does its
     # harm only when the function is called
-    "def seconds(minutes, per=1):\n    return minutes * per\n",
-    "def _per(f):\n    return lambda minutes: f(minutes) // 60\n\n\n@_per\ndef seconds(minutes):\n    return minutes * 60\n",
+    (HEADER, "def seconds(minutes, per=1):\n    return minutes * per\n"),
+    (HEADER, "def _per(f):\n    return lambda minutes: f(minutes) // 60\n\n\n@_per\ndef seconds(minutes):\n"
+             "    return minutes * 60\n"),
+    # a constant the module's functions read, a lambda, a body on the def line: each line runs at
+    # import as a definition; what it changes happens in a call
+    ("PER = 60\n\n\ndef seconds(minutes):\n    return minutes * PER\n",
+     "PER = 1\n\n\ndef seconds(minutes):\n    return minutes * PER\n"),
+    ("seconds = lambda minutes: minutes * 60\n", "seconds = lambda minutes: minutes\n"),
+    ("def seconds(minutes): return minutes * 60\n", "def seconds(minutes): return minutes\n"),
+    ("class Clock:\n    PER = 60\n\n    def seconds(self, minutes):\n        return minutes * self.PER\n",
+     "class Clock:\n    PER = 1\n\n    def seconds(self, minutes):\n        return minutes * self.PER\n"),
 ])
-def test_a_changed_function_header_counts_only_when_its_body_ran(tmp_path, patched):
-    base = BASE | {"timelib/durations.py": "def seconds(minutes, per=60):\n    return minutes * per\n"}
-    repo = reviewed_repo(tmp_path / "repo", base, {"timelib/durations.py": patched})
+def test_a_change_whose_effect_is_in_a_call_counts_only_when_the_call_ran(tmp_path, before, patched):
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/durations.py": before}, {"timelib/durations.py": patched})
     proc = cli(repo, "run", "--base", "main", "--json")
     payload = json.loads(proc.stdout)
     assert "timelib/durations.py" in _unexercised(payload) and proc.returncode == 2, proc.stdout[-2000:]
+
+
+@pytest.mark.parametrize("shape", ["constant", "lambda", "one-line"])
+def test_the_same_changes_in_code_a_relation_calls_are_exercised(tmp_path, shape):
+    """The counterpart: in the module the relation calls, each change ran in a call."""
+    before, after = {
+        "constant": ("SEP = ' '\n\n\n", "SEP = chr(32)\n\n\n"),
+        "lambda": ("_join = lambda words: ' '.join(words)\n\n\n", "_join = lambda words: chr(32).join(words)\n\n\n"),
+        "one-line": ("def _join(words): return ' '.join(words)\n\n\n", "def _join(words): return chr(32).join(words)\n\n\n"),
+    }[shape]
+    use = "SEP.join(text.split())" if shape == "constant" else "_join(text.split())"
+    squash = SQUASH.replace('" ".join(text.split())', use)
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/squash.py": before + squash},
+                         {"timelib/squash.py": after + squash})
+    proc = cli(repo, "run", "--base", "main", "--json")
+    payload = json.loads(proc.stdout)
+    assert payload["unexercised"] == [] and proc.returncode == 0, proc.stdout[-2000:]
 
 
 def test_a_module_that_sets_its_own_type_checking_hides_nothing():

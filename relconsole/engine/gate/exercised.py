@@ -168,35 +168,112 @@ def typing_type_checking(tree: ast.Module) -> bool:
     return imported and not assigned
 
 
-def call_time_bodies(text: str) -> dict[int, tuple[int, int]]:
-    """First line of each function definition (its first decorator's) -> its body's lines: a
-    changed decorator, signature or default runs at import, but what it changes happens only
-    when the function is called, so it counts as run only when its body ran (red team, issue 35)."""
+def call_time_evidence(text: str) -> dict[int, tuple[int, ...]]:
+    """First line of a statement whose effect happens only when code is called -> the lines
+    that must have run *in a call* (a function's code, not a module's or class body's) for
+    it to count as run (red team, issue 35). ``{}`` when ``text`` does not parse.
+
+    - a function definition (from its first decorator): its body's lines; a changed
+      decorator, signature or default runs at import, what it changes only in a call, and a
+      body on the ``def`` line runs at import only as the definition;
+    - a module- or class-level statement holding a ``lambda``: the lambda's lines;
+    - a module- or class-level assignment to a name that the file's functions read
+      (``SECONDS = 60`` read by ``to_minutes``): the lines of those functions that read it.
+      A name no function of the file reads may be read anywhere: its import counts.
+    """
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return {}
-    return {min([n.lineno] + [d.lineno for d in n.decorator_list]): (n.body[0].lineno, n.end_lineno or n.lineno)
-            for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    evidence: dict[int, set[int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            evidence.setdefault(first, set()).update(range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1))
+    reads = _function_reads(tree)
+    for statement in _definition_time_statements(tree):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        lines = {n for lam in ast.walk(statement) if isinstance(lam, ast.Lambda)
+                 for n in range(lam.body.lineno, (lam.body.end_lineno or lam.body.lineno) + 1)}
+        for name in _assigned_names(statement):
+            lines |= reads.get(name, set())
+        if lines:
+            evidence.setdefault(statement.lineno, set()).update(lines)
+    return {first: tuple(sorted(lines)) for first, lines in evidence.items()}
 
 
-def changed_statements(text: str, changed: set[int]) -> list[tuple[int, int]]:
+def _definition_time_statements(tree: ast.Module):
+    """Statements that run when their module is imported or their class defined: the module's
+    and every class body's, through ``if``/``try``/``with`` blocks, never inside a function."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.ClassDef):
+            stack.extend(node.body)
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(node).__name__ == "TryStar":
+            for field in ("body", "orelse", "finalbody"):
+                stack.extend(getattr(node, field, []) or [])
+            for handler in getattr(node, "handlers", []) or []:
+                stack.extend(handler.body)
+
+
+def _assigned_names(statement: ast.AST) -> set[str]:
+    targets = (statement.targets if isinstance(statement, ast.Assign) else
+               [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else [])
+    return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _function_reads(tree: ast.Module) -> dict[str, set[int]]:
+    """Name -> the lines inside the file's function bodies that read it (a bare name, or an
+    attribute of that name: a class attribute read as ``self.NAME``/``cls.NAME``)."""
+    reads: dict[str, set[int]] = {}
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        body = function.body if isinstance(function.body, list) else [function.body]
+        for statement in body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    reads.setdefault(node.id, set()).add(node.lineno)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    reads.setdefault(node.attr, set()).add(node.lineno)
+    return reads
+
+
+def changed_statements(text: str, changed: set[int]) -> list[tuple]:
     """The statements of ``text`` (see ``statement_lines``) that a changed line belongs to, each
     as its inclusive line span ``(first, last)`` (a multi-line statement's lines all stand for
-    it), ascending; for a file that does not parse, every changed line that is not blank."""
+    it), with, for a statement whose effect happens in a call, the lines that must run in one
+    (``(first, last, (line, ...))``, ``call_time_evidence``), ascending; for a file that does
+    not parse, every changed line that is not blank."""
     statements, parser = statement_lines(text)
     count = text.count("\n") + 1
     if parser is None:
         lines = text.splitlines()
         return [(n, n) for n in sorted(changed) if 0 < n <= len(lines) and lines[n - 1].strip()]
     spans = []
-    bodies = call_time_bodies(text)
+    evidence = call_time_evidence(text)
     for first in sorted({parser.first_line(n) for n in changed} & statements):
         last = first
         while last < count and parser.first_line(last + 1) == first:
             last += 1
-        spans.append((first, last, *bodies[first]) if first in bodies else (first, last))
+        spans.append((first, last, evidence[first]) if first in evidence else (first, last))
     return spans
+
+
+def wanted_rows(changed: dict[str, list[tuple]]) -> tuple:
+    """What a run records for ``changed`` (path -> ``changed_statements`` spans), as
+    ``RunPlan.record_lines``: ``((path, (line, ...), (call-only line, ...)), ...)``, every line
+    of the statements and of their call-time evidence; an evidence line counts only when it
+    ran in a call (``tracing.LineRecorder``)."""
+    rows = []
+    for path, spans in changed.items():
+        called = {n for span in spans if len(span) > 2 for n in span[2]}
+        lines = {n for span in spans for n in range(span[0], span[1] + 1)} | called
+        rows.append((path, tuple(sorted(lines)), tuple(sorted(called))))
+    return tuple(rows)
 
 
 def review_changed(review) -> dict[str, list[tuple[int, int]]]:
@@ -233,11 +310,11 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
 
 
 def _ran(span, ran: set[int]) -> bool:
-    """Whether a changed statement ran: a line of it ran, and for a function's header
-    (``(first, last, body_first, body_last)``, ``call_time_bodies``) a line of its body too."""
+    """Whether a changed statement ran: a line of it ran, and for one whose effect happens in a
+    call (``(first, last, evidence)``, ``call_time_evidence``) a line of its evidence too."""
     if not any(n in ran for n in range(span[0], span[1] + 1)):
         return False
-    return len(span) < 4 or any(n in ran for n in range(span[2], span[3] + 1))
+    return len(span) < 3 or any(n in ran for n in span[2])
 
 
 def executed_by(results: Iterable) -> dict[str, set[int]]:

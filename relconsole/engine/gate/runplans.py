@@ -84,21 +84,9 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
 
 def wanted_lines(review: Review) -> tuple | bool:
     """The lines a run records (``RunPlan.record_lines``): every line of the patch's changed
-    statements in owned ``.py`` files (``exercised.review_changed``; a function header's body
-    too, since it counts as run only when its body ran), as ``((tree path, (line, ...)), ...)``;
-    False when there is none (nothing to record). Cached on the review with its bindings."""
-    changed = exercised.review_changed(review)
-    cached = review.__dict__.get("_wanted_lines")
-    if cached is not None and cached[0] is changed:
-        return cached[1]
-    rows = []
-    for path, spans in changed.items():
-        lines = {n for span in spans for n in range(span[0], span[1] + 1)}
-        lines |= {n for span in spans if len(span) == 4 for n in range(span[2], span[3] + 1)}
-        rows.append((path, tuple(sorted(lines))))
-    wanted = tuple(rows) or False
-    review.__dict__["_wanted_lines"] = (changed, wanted)
-    return wanted
+    statements in owned ``.py`` files (``exercised.review_changed``) and of their call-time
+    evidence (``exercised.wanted_rows``); False when there is none (nothing to record)."""
+    return exercised.wanted_rows(exercised.review_changed(review)) or False
 
 
 def _roots(layout: Layout) -> tuple[str, ...]:

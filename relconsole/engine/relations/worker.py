@@ -311,15 +311,14 @@ class Server:
 
 
 def _lines_wanted(sent) -> "bool | list":
-    """``RunPlan.record_lines`` as the judge sent it: False, a list of ``[tree path, [line, ...]]``
-    rows (only those lines), or True (every line) for anything else."""
+    """``RunPlan.record_lines`` as the judge sent it: False, a list of ``[tree path, [line, ...],
+    [call-only line, ...]]`` rows (only those lines), or True (every line) for anything else."""
     if sent is False:
         return False
-    if isinstance(sent, list) and all(isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)
-                                      and isinstance(row[1], list) for row in sent):
-        return [[path, [n for n in lines if isinstance(n, int)]] for path, lines in sent]
+    if isinstance(sent, list) and all(isinstance(row, list) and len(row) in (2, 3) and isinstance(row[0], str)
+                                      and all(isinstance(part, list) for part in row[1:]) for row in sent):
+        return [[row[0], *([n for n in part if isinstance(n, int)] for part in row[1:])] for row in sent]
     return True
-
 
 def _warm_up() -> None:
     """What every request needs, loaded before the first one arrives (a worker is started

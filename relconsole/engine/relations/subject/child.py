@@ -112,7 +112,7 @@ def _answer(job, step):
                                                        for op in call.get("ops", []))
     decoy = _decoy_input(call, adapters, len(now)) if failed is None else None
     del base, kept, now  # only the call's own input stays in reach of the subject (and of a deferred adapter)
-    record_lines = call.get("lines", True)  # True, False or [[tree path, [line, ...]], ...]: only those
+    record_lines = call.get("lines", True)  # True, False or [[tree path, [line, ...], [call-only line, ...]], ...]
     call = {k: call[k] for k in CALL_FIELDS if k in call}
     init = {k: init[k] for k in INIT_FIELDS}
     gc.collect()

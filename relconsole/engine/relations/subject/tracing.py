@@ -22,16 +22,20 @@ class LineRecorder:
     """Records the tree's executed lines from ``start`` to ``stop``; ``executed(root)`` gives
     ``[[tree path, [line, ...]], ...]`` (sorted, one row per tree file).
 
-    ``wanted`` (``{tree path: [line, ...]}``, the patch's changed statements) narrows the
-    record to what the judge asks: a code object with no wanted line is not traced at all,
-    and one stops being traced (in every frame of it) once each of its wanted lines ran, so
-    a loop over a changed line costs one line event per line until the line is seen.
-    None: every line of every tree file."""
+    ``wanted`` (``[[tree path, [line, ...], [call-only line, ...]], ...]``: the patch's changed
+    statements and their call-time evidence, ``gate/exercised.py``) narrows the record to what
+    the judge asks: a code object with no wanted line is not traced at all, and one stops being
+    traced (in every frame of it) once each of its wanted lines ran, so a loop over a changed
+    line costs one line event per line until the line is seen. A call-only line counts only
+    when it runs in a function's code (a lambda's, a comprehension's), not in a module's or a
+    class body's: ``def f(x): return x`` and ``KEY = lambda r: r[0]`` run that line at import
+    only as a definition. None: every line of every tree file."""
 
     def __init__(self, root, wanted=None):
         self.prefix = os.path.realpath(root) + os.sep
         self.root = root
-        self.wanted = None if wanted is None else {path: frozenset(lines) for path, lines in dict(wanted).items()}
+        self.wanted = None if wanted is None else {
+            row[0]: (frozenset(row[1]), frozenset(row[2] if len(row) > 2 else ())) for row in wanted}
         self.lines = {}  # filename as the code object names it -> set of line numbers
         self.tracers = {}  # filename -> its local trace function, None outside the tree, or a code table
         self.codes = {}  # id(code) -> (code, its local trace function or None): the code kept alive, so its id is its own
@@ -49,7 +53,7 @@ class LineRecorder:
         add = self.lines.setdefault(filename, set()).add
         if self.wanted is not None:
             path = os.path.relpath(os.path.realpath(filename), os.path.realpath(self.root)).replace(os.sep, "/")
-            self.tracers[filename] = _Wanted(self.wanted.get(path, frozenset()), add)
+            self.tracers[filename] = _Wanted(*self.wanted.get(path, (frozenset(), frozenset())), add)
             return self.tracers[filename]
 
         def local(frame, event, arg):
@@ -93,19 +97,25 @@ class LineRecorder:
         return [[path, sorted(lines)] for path, lines in sorted(out.items())]
 
 
+CO_OPTIMIZED = 0x1  # a function's code (lambdas and comprehensions too); a module's or class body's lacks it
+
+
 class _Wanted:
     """One tree file's wanted lines: ``local_for(code)`` gives the local trace function of a code
     object, or None when none of its lines is wanted or each one already ran."""
 
-    def __init__(self, lines, add):
+    def __init__(self, lines, called_only, add):
         self.lines = lines
+        self.called_only = called_only
         self.add = add
 
     def local_for(self, code):
         try:
-            remaining = {line for _, _, line in code.co_lines() if line in self.lines}
+            here = {line for _, _, line in code.co_lines() if line in self.lines}
         except (AttributeError, TypeError):
-            remaining = set(self.lines)
+            here = set(self.lines)
+        skipped = frozenset() if code.co_flags & CO_OPTIMIZED else self.called_only
+        remaining = here - skipped
         if not remaining:
             return None
         add = self.add
@@ -117,4 +127,13 @@ class _Wanted:
             add(line)
             remaining.discard(line)
             return local
-        return local
+
+        def definition_time(frame, event, arg):  # a module's or class body's code: call-only lines skipped
+            if not remaining:
+                return None
+            line = frame.f_lineno
+            if line not in skipped:
+                add(line)
+                remaining.discard(line)
+            return definition_time
+        return definition_time if skipped else local
