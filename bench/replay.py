@@ -50,15 +50,15 @@ from bench.timing import timed, verdict  # noqa: E402
 
 from relconsole.engine.demo import materialise  # noqa: E402
 from relconsole.engine.repo.gitio import clean_env  # noqa: E402
-from relconsole.engine.gate.replay import replay, to_replay  # noqa: E402
-from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
+from relconsole.engine.gate.replay.replay import replay, to_replay  # noqa: E402
+from relconsole.engine.gate.replay.replayoptions import ReplayOptions, Shard
 from relconsole.engine.gate.review import load_review  # noqa: E402
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.gate.runplans import plan_for
 from relconsole.engine.relations.pool import evaluate_once  # noqa: E402
 from relconsole.engine.repo.workspace import overlay_oracle  # noqa: E402
 from relconsole.engine.repo.worktrees import WorktreePool  # noqa: E402
-from relconsole.engine.gate.wslease import open_store  # noqa: E402
+from relconsole.engine.gate.wslease.wslease import open_store  # noqa: E402
 
 TODAY = dt.date(2026, 11, 30)
 FILES_PER_DIR = 1000

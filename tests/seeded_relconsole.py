@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from relconsole.engine.gate import replayrun
+from relconsole.engine.gate.replay import replayrun
 
 from relconsole.engine.relations import runner
 

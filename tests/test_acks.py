@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from relconsole.cli.main import main
 from relconsole.console.app import ReviewApp
 from relconsole.engine.gate import actions
-from relconsole.engine.gate.acks import statement_at, fingerprint, parse_acks, with_ack
+from relconsole.engine.gate.flags.acks import statement_at, fingerprint, parse_acks, with_ack
 from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError, CommitRefused,
                                       UsageError)
-from relconsole.engine.gate.patchflags import Flag
+from relconsole.engine.gate.flags.patchflags import Flag
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.repo.splitcheck import check_split
 from bench.gitrepo import git, git_bytes

@@ -66,8 +66,8 @@ def test_the_command_line_loads_only_what_its_command_needs():
     module that reads a repository, nor GitPython, jsonschema, PyYAML or Textual: each
     command imports what it needs (issue 17: --help took 0.8 s)."""
     probe = ("import sys, relconsole.cli.main\n"
-             "heavy = ['relconsole.engine.gate.replay', 'relconsole.engine.gate.confirm', 'relconsole.engine.gate.actions',\n"
-             "         'relconsole.engine.gate.wslease', 'relconsole.engine.repo.commits', 'relconsole.engine.repo.worktrees', 'sqlite3',\n"
+             "heavy = ['relconsole.engine.gate.replay.replay', 'relconsole.engine.gate.confirm', 'relconsole.engine.gate.actions',\n"
+             "         'relconsole.engine.gate.wslease.wslease', 'relconsole.engine.repo.commits', 'relconsole.engine.repo.worktrees', 'sqlite3',\n"
              "         'relconsole.engine.gate.review', 'relconsole.engine.relations.runner', 'git', 'jsonschema', 'textual', 'yaml']\n"
              "print([m for m in heavy if m in sys.modules])\n")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -238,7 +238,7 @@ def test_the_merge_base_asked_with_the_refs_is_git_merge_base_or_nothing(tmp_pat
 
 # Modules review.py imports whose code shapes nothing bind keeps: flags, acks and the checklist
 # are worked out again on every bind, and records only name a run's result fields.
-NOT_KEPT = {"gate/checklist.py", "gate/acks.py", "gate/patchflags.py", "relations/records.py", "errors.py",
+NOT_KEPT = {"gate/checklist.py", "gate/flags/acks.py", "gate/flags/patchflags.py", "relations/records.py", "errors.py",
             "literal.py", "atomicfile.py", "repo/config.py"}
 
 

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relconsole.cli.main import main
-from relconsole.engine.gate.bite import bite
-from relconsole.engine.gate.bitecache import cached_bite
+from relconsole.engine.gate.bite.bite import bite
+from relconsole.engine.gate.bite.bitecache import cached_bite
 from relconsole.engine.demo import materialise
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, UsageError
 from relconsole.engine.relations.mutations import mutants
@@ -403,7 +403,7 @@ def test_a_subject_re_exported_from_a_package_is_mutated_where_it_is_defined(dem
 def test_a_relation_that_catches_only_by_crashes_bites_by_crash_only(fates):
     """Issue 16: a mutant that raises is caught by any caller; a relation whose every catch was
     a crash has its own verdict, never "bites"."""
-    from relconsole.engine.gate.bitereport import BiteReport, MutationResult
+    from relconsole.engine.gate.bite.bitereport import BiteReport, MutationResult
     report = BiteReport("r", "m:f", "m.py", "held", "held", results=[
         MutationResult("op", "label", "m.py", 1, "f", "survived" if f == "survived" else "caught", "",
                        crashed=f.endswith("crash")) for f in fates])
@@ -521,7 +521,7 @@ def run_tree(repo: Path, dest: Path) -> dict[str, bytes]:
 def test_an_adapter_reaches_the_library_it_calls_statically(tmp_path: Path, variant: str):
     """The static resolution alone (no run): each way of importing ``Version`` from the oracle
     reaches the class in the library's defining file, and nothing of the oracle."""
-    from relconsole.engine.gate.adapterreach import adapter_reach, defining_file
+    from relconsole.engine.gate.bite.adapterreach import adapter_reach, defining_file
 
     oracle, subject = ADAPTERS[variant]
     tree = tmp_path / "tree"
@@ -626,7 +626,7 @@ def test_a_library_file_reached_through_a_symlink_is_never_written(tmp_path: Pat
 
 
 def test_a_library_file_linked_out_of_the_tree_is_skipped_not_a_target(tmp_path: Path):
-    from relconsole.engine.gate.adapterreach import adapter_reach
+    from relconsole.engine.gate.bite.adapterreach import adapter_reach
 
     outside = tmp_path / "outside" / "core.py"
     outside.parent.mkdir()
@@ -955,7 +955,7 @@ def relconsole_files(repo: Path) -> dict[str, bytes]:
 
 
 def test_reached_library_paths_reads_git_objects_and_writes_nothing(tmp_path: Path):
-    from relconsole.engine.gate.bitetargets import reached_library_paths
+    from relconsole.engine.gate.bite.bitetargets import reached_library_paths
 
     # the patch makes escape call a function of a new module, which calls one of another
     init = MARKS_INIT.replace("from ._native import _escape_inner\n",
@@ -984,7 +984,7 @@ def test_a_name_a_package_re_exports_under_a_try_import_is_followed_to_its_sourc
     """``pkg/__init__.py``: ``try: from ._speedups import escape except ImportError: from
     ._escape import escape``; the adapter calls ``pkg.escape``: the compiled module has no
     source, the definition in ``_escape.py`` is the target."""
-    from relconsole.engine.gate.adapterreach import adapter_reach
+    from relconsole.engine.gate.bite.adapterreach import adapter_reach
 
     tree = tmp_path / "tree"
     write_files(tree, {
@@ -999,7 +999,7 @@ def test_a_name_a_package_re_exports_under_a_try_import_is_followed_to_its_sourc
 
 
 def test_reached_library_paths_of_other_subjects(tmp_path: Path):
-    from relconsole.engine.gate.bitetargets import reached_library_paths
+    from relconsole.engine.gate.bite.bitetargets import reached_library_paths
 
     adapter = ("import re\n\n\ndef normal(x):\n    return '.'.join(re.split(r'\\.', x))\n")
     stdlib_only = vers_repo(tmp_path / "stdlib", {"oracle/adapters.py": adapter}, "oracle.adapters:normal")
@@ -1016,7 +1016,7 @@ def test_reached_library_paths_of_other_subjects(tmp_path: Path):
 
 
 def test_reached_library_paths_agree_with_what_bite_mutates(marks_report):
-    from relconsole.engine.gate.bitetargets import reached_library_paths
+    from relconsole.engine.gate.bite.bitetargets import reached_library_paths
 
     repo, report = marks_report
     review = load_review(repo, "main", "HEAD", TODAY)
@@ -1074,7 +1074,7 @@ async def test_the_console_and_run_json_say_what_the_cli_said_of_a_crash_only_re
     assert f"⚠ {word}" in shown[f"r:{rid}"] and "does not bite" not in shown[f"r:{rid}"]
     assert f"⚠ {words}" in header.splitlines() and "does not bite" not in header
 
-    from relconsole.engine.gate.bitecache import cached_verdict
+    from relconsole.engine.gate.bite.bitecache import cached_verdict
     review = load_review(crashy_repo, "main", "HEAD", TODAY)
     try:
         cached = cached_verdict(review, rid)

@@ -31,8 +31,8 @@ from relconsole.engine.decision import decide
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_HOLD, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, CommitRefused,
                                       UsageError)
 from relconsole.engine.gate.review import load_review
-from relconsole.engine.gate.wslease import open_store
-from relconsole.engine.gate.wsleasestore import LeaseHeld
+from relconsole.engine.gate.wslease.wslease import open_store
+from relconsole.engine.gate.wslease.wsleasestore import LeaseHeld
 from bench.gitrepo import git, reviewed_repo
 from tests.conftest import TODAY
 from tests import redis_server
@@ -255,7 +255,7 @@ def test_a_candidate_that_agrees_with_itself_in_the_crafted_repo_is_confirmed_by
 
 def test_cancelling_the_second_replay_keeps_the_first_and_releases_the_lease(tmp_path):
     from relconsole.engine.relations.pool import Cancel
-    from relconsole.engine.gate.replayrun import ReplayCancelled
+    from relconsole.engine.gate.replay.replayrun import ReplayCancelled
     repo = orders_repo(tmp_path)
     cancel, steps = Cancel(), []
 

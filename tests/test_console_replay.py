@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from relconsole.console.app import ReviewApp
-from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wslease.wslease import open_store
 from bench.gitrepo import git
 from tests.conftest import TODAY
 from tests.test_console import goto, prompts, settle

@@ -32,7 +32,7 @@ def _store_at_generation_7():
     acquisitions before generations became clock-based; the next one jumps past the clock)."""
     import sqlite3
 
-    from relconsole.engine.gate.wslease import open_store
+    from relconsole.engine.gate.wslease.wslease import open_store
     STORE_FILE.parent.mkdir(parents=True, exist_ok=True)
     STORE_FILE.unlink(missing_ok=True)
     open_store(STORE, ".").close()  # creates the tables
@@ -407,7 +407,7 @@ def test_fences_use_the_configured_url_for_a_store_recorded_without_its_password
 
 
 def test_cli_decide_fences_against_the_repositorys_lease_store(tmp_path):
-    wslease = pytest.importorskip("relconsole.engine.gate.wslease")
+    wslease = pytest.importorskip("relconsole.engine.gate.wslease.wslease")
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     store = wslease.open_store(None, repo / ".git")

@@ -14,9 +14,9 @@ import textwrap
 import pytest
 
 from bench.gitrepo import reviewed_repo
-from relconsole.engine.gate import probescan
-from relconsole.engine.gate.flaglevels import BLOCK, DEFAULT_LEVELS, WARN, flag_kind, flag_level
-from relconsole.engine.gate.patchflags import Flag
+from relconsole.engine.gate.flags import probescan
+from relconsole.engine.gate.flags.flaglevels import BLOCK, DEFAULT_LEVELS, WARN, flag_kind, flag_level
+from relconsole.engine.gate.flags.patchflags import Flag
 from test_base_decides import cli
 from test_exercised import BASE, SQUASH
 

@@ -333,7 +333,7 @@ def _record(error_type: str | None) -> RunRecord:
     ([None], ["environment"], True),  # a module neither in the tree nor installed, on any side
 ])
 def test_replay_sheets_abort_when_both_sides_fail_to_import(head, base, fault):
-    from relconsole.engine.gate.replaysheet import environment_fault
+    from relconsole.engine.gate.replay.replaysheet import environment_fault
     found = environment_fault([_record(t) for t in head], [_record(t) for t in base])
     assert (found is not None) == fault, found
 

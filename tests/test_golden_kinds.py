@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.gitrepo import git
-from relconsole.engine.gate.flaglevels import flag_kind
+from relconsole.engine.gate.flags.flaglevels import flag_kind
 from relconsole.engine.gate.review import load_review
 from tests.conftest import TODAY
 from tests.test_check_split import commit

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 from relconsole.engine.errors import EXIT_ABORT
 from relconsole.engine.gate.sheets import fence
-from relconsole.engine.gate.wslease import open_store
-from relconsole.engine.gate.wsleasestore import LeaseHeld, NotHolder, StoreUnavailable
-from relconsole.engine.gate.wsleaseredis import RedisLeaseStore
+from relconsole.engine.gate.wslease.wslease import open_store
+from relconsole.engine.gate.wslease.wsleasestore import LeaseHeld, NotHolder, StoreUnavailable
+from relconsole.engine.gate.wslease.wsleaseredis import RedisLeaseStore
 from tests.redis_server import private_redis, redis_url  # noqa: F401 (redis_url: fixture)
 from tests.test_workspace_leases import child_env
 

@@ -188,7 +188,7 @@ BUGS = [
                     return decision
             return _planted_worst(decisions)
         '''), ("worst",)),
-    Planted("scan-keys-nodes-by-position", "pyscan.layout_free", "relconsole/engine/gate/pyscan.py", _code('''
+    Planted("scan-keys-nodes-by-position", "pyscan.layout_free", "relconsole/engine/gate/flags/pyscan.py", _code('''
         def _added(before, after, collect):
             """An assertion counts as added when no node of its shape sat on the same line before."""
             seen = set()
@@ -200,7 +200,7 @@ BUGS = [
                      if (name, ast.dump(node), node.lineno) not in seen]
             return sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset))
         '''), ("_added", "_scopes")),
-    Planted("golden-keyed-by-line", "pyscan.layout_free", "relconsole/engine/gate/pyscan.py", _code('''
+    Planted("golden-keyed-by-line", "pyscan.layout_free", "relconsole/engine/gate/flags/pyscan.py", _code('''
         def new_golden(before, after):
             """A golden assertion counts as new unless one of its shape sat on the same line before."""
             seen = {(g.key, g.line) for g in before}

@@ -152,7 +152,7 @@ def _commit_module(repo: Path, name: str, text: str) -> None:
 
 
 def _refuse_scanning(monkeypatch) -> None:
-    from relconsole.engine.gate import probescan
+    from relconsole.engine.gate.flags import probescan
 
     def refuse(*_args):
         raise AssertionError("scanned again: the kept findings were not used")

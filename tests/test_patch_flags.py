@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from relconsole.cli.main import main
-from relconsole.engine.gate import pyscan, pysource
+from relconsole.engine.gate.flags import pyscan, pysource
 from relconsole.engine.gate.review import load_review
 from bench.gitrepo import git, git_bytes, init_repo
 from tests.conftest import TODAY
@@ -535,7 +535,7 @@ def test_changes_read_by_blob_id_hold_the_bytes_read_by_path(tmp_path: Path):
     ``git diff-tree`` listing; each side (a rename's source and destination, an edit, an
     addition, a deletion, a path with spaces) holds the bytes ``rev:path`` names."""
     from relconsole.engine.gate.blobreader import BlobReader
-    from relconsole.engine.gate.patchscan import _blob_ids
+    from relconsole.engine.gate.flags.patchscan import _blob_ids
     repo = init_repo(tmp_path / "repo")
     base = commit(repo, "base", {"a b/keep.py": "x = 1\n", "gone.py": "y = 2\n",
                                  "moved.py": "def f():\n    return 1\n" * 20})

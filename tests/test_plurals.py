@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relconsole.engine.gate.bitereport import BiteVerdict
+from relconsole.engine.gate.bite.bitereport import BiteVerdict
 from relconsole.engine.errors import UsageError
 from relconsole.engine.gate.gatehealth import GateStats, stats
 from relconsole.engine.literal import counted

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relconsole.engine.gate import pysource
-from relconsole.engine.gate.probescan import _all_probes, environment_probes, is_compiled
+from relconsole.engine.gate.flags import pysource
+from relconsole.engine.gate.flags.probescan import _all_probes, environment_probes, is_compiled
 
 # Each a way to see a sandbox: the parent is pid 1, the tree is read-only, only lo, a frozen
 # clock; and the usual ways to hide the look (aliases, getattr, exec, __import__, importlib).
@@ -380,7 +380,7 @@ def test_a_compiled_module_is_code_nobody_can_read(path, compiled):
 def test_a_big_module_is_scanned_in_time_that_grows_with_its_size_not_its_square():
     """The import table is built once per module: 40 times the functions must not cost
     anywhere near 40 times 40 (counted in imports-table walks, not in seconds)."""
-    import relconsole.engine.gate.probescan as probescan
+    import relconsole.engine.gate.flags.probescan as probescan
     calls = []
     real = probescan.import_targets
 

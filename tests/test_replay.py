@@ -26,12 +26,12 @@ from relconsole.engine.gate.basecheck import BASE_RERUNS, rerun_seed
 from test_leases_freezes import passes as flip_holds  # the model of FLAKY: holds on this seed?
 from relconsole.engine.gate import actions
 from relconsole.engine.errors import EXIT_ABORT, RelconsoleError
-from relconsole.engine.gate.replay import SHEET_SUFFIX, replay
-from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
+from relconsole.engine.gate.replay.replay import SHEET_SUFFIX, replay
+from relconsole.engine.gate.replay.replayoptions import ReplayOptions, Shard
 from relconsole.engine.gate.review import load_review
 from relconsole.engine.gate.reviewrun import run_review
-from relconsole.engine.gate.wslease import open_store
-from relconsole.engine.gate.wsleasestore import LeaseHeld
+from relconsole.engine.gate.wslease.wslease import open_store
+from relconsole.engine.gate.wslease.wsleasestore import LeaseHeld
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +69,7 @@ def flaky_repo(tmp_path: Path, base: dict[str, str], patch: dict[str, str], name
 @pytest.fixture(autouse=True)
 def _seeds_from_seed(monkeypatch):
     """Run seeds as the model needs them: the first run SEED, each side's replays SEED + n."""
-    from relconsole.engine.gate import replayrun
+    from relconsole.engine.gate.replay import replayrun
     from relconsole.engine.relations import runner
     draws = [0]
 
@@ -349,8 +349,8 @@ def test_the_heartbeat_keeps_a_short_lease_alive_through_a_longer_replay(tmp_pat
     TTL later): the sheet must still say fresh, under the same generation."""
     import threading
 
-    from relconsole.engine.gate import replay as replay_module
-    from relconsole.engine.gate import wsleasesqlite
+    from relconsole.engine.gate.replay import replay as replay_module
+    from relconsole.engine.gate.wslease import wsleasesqlite
     renewals, renewed = [], threading.Event()
     real_renew = wsleasesqlite.SqliteLeaseStore.renew
 
@@ -458,7 +458,7 @@ def test_cancel_kills_the_runs_in_flight_and_everything_the_subject_started(tmp_
     import threading
     import uuid
     from relconsole.engine.relations.pool import Cancel
-    from relconsole.engine.gate.replayrun import ReplayCancelled
+    from relconsole.engine.gate.replay.replayrun import ReplayCancelled
     from test_hostile_subjects import _alive, _none_left
     marker = f"3333.{uuid.uuid4().int % 10**9}"
     repo = flaky_repo(tmp_path, {"det": CORRECT}, {"det": BROKEN})

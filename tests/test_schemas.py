@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 
 import relconsole
 from relconsole.cli.main import main
-from relconsole.engine.gate import acks
+from relconsole.engine.gate.flags import acks
 from relconsole.engine.oracle import candidaterules, candidates
 from relconsole.engine.oracle import catalog
 from relconsole.engine.oracle import freezes

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, EXIT_USAGE, UsageError
-from relconsole.engine.gate.wslease import open_store
-from relconsole.engine.gate.wsleaseredis import RedisLeaseStore
-from relconsole.engine.gate.wsleasesqlite import SqliteLeaseStore
-from relconsole.engine.gate.wsleasestore import STATES, LeaseHeld, NotHolder, StoreUnavailable
+from relconsole.engine.gate.wslease.wslease import open_store
+from relconsole.engine.gate.wslease.wsleaseredis import RedisLeaseStore
+from relconsole.engine.gate.wslease.wsleasesqlite import SqliteLeaseStore
+from relconsole.engine.gate.wslease.wsleasestore import STATES, LeaseHeld, NotHolder, StoreUnavailable
 from bench.gitrepo import git
 from tests.redis_server import _free_port, private_redis, redis_url  # noqa: F401 (redis_url: fixture)
 
@@ -207,7 +207,7 @@ def test_racing_processes_have_exactly_one_winner_per_round(store_url, ws):
 
 VICTIM = """
 import sys, time
-from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wslease.wslease import open_store
 lease = open_store(sys.argv[1], ".").acquire(sys.argv[2], "victim", float(sys.argv[3]))
 print(lease.generation, flush=True)
 time.sleep(600)
@@ -400,8 +400,8 @@ def test_cli_misuse_exits_64(store_url, args):
 
 def test_ttl_beyond_a_week_is_a_usage_error_and_nothing_is_stored(tmp_path):
     from relconsole.engine.errors import UsageError
-    from relconsole.engine.gate.wslease import open_store
-    from relconsole.engine.gate.wsleasestore import MAX_TTL_SECONDS
+    from relconsole.engine.gate.wslease.wslease import open_store
+    from relconsole.engine.gate.wslease.wsleasestore import MAX_TTL_SECONDS
     store = open_store(f"sqlite://{tmp_path / 'l.sqlite3'}", tmp_path)
     try:
         for ttl in (MAX_TTL_SECONDS * 2, 1e308):
@@ -416,7 +416,7 @@ def test_ttl_beyond_a_week_is_a_usage_error_and_nothing_is_stored(tmp_path):
 @pytest.mark.parametrize("url", ["redis://127.0.0.1:6399/0?password=s3cret", "redis://u:s3cret@h:1/0",
                                  "rediss://h:1/0?db=1&PASSWORD=s3cret&x=1"])
 def test_passwords_never_appear_in_a_redacted_url(url):
-    from relconsole.engine.gate.wsleasestore import redact
+    from relconsole.engine.gate.wslease.wsleasestore import redact
     shown = redact(url)
     assert "s3cret" not in shown and "***" in shown and redact(shown) == shown
 
@@ -426,7 +426,7 @@ def test_a_redis_url_without_the_redis_client_is_one_line_and_exit_64(tmp_path):
     error naming the extra, not a traceback (issue 17)."""
     probe = ("import sys; sys.modules['redis'] = None\n"
              "from relconsole.engine.errors import UsageError\n"
-             "from relconsole.engine.gate.wslease import open_store\n"
+             "from relconsole.engine.gate.wslease.wslease import open_store\n"
              "try:\n    open_store('redis://:secret@127.0.0.1:1/0', sys.argv[1])\n"
              "except UsageError as exc:\n    print(exc.exit_code, exc.one_line())\n")
     proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,

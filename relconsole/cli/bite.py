@@ -24,7 +24,7 @@ def register(subparsers, commands: dict) -> None:
 def cmd_bite(args) -> int:
     """Exit 0 when the relation bites, 1 when it does not, 3 when it cannot be judged
     (blocked, or it misses unmutated), 64 for an unknown relation."""
-    from relconsole.engine.gate.bite import bite
+    from relconsole.engine.gate.bite.bite import bite
     review = load(args)
     try:
         if review.errors:

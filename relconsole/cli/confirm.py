@@ -46,7 +46,7 @@ def cmd_confirm(args) -> int:
     from relconsole.engine.gate.confirm import confirm_candidate
     from relconsole.engine.gate.confirmrun import ConfirmOptions
     from relconsole.engine.gate.review import load_review
-    from relconsole.engine.gate.wslease import open_store
+    from relconsole.engine.gate.wslease.wslease import open_store
     with progress_reporter(sys.stderr, not args.json) as report:  # big corpora hashing
         review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from,
                              hash_progress=report.bytes)

@@ -97,7 +97,7 @@ def _relation_line(d: Decision) -> str:
 def cmd_decide(args) -> int:
     """Decide every sheet (§8), write decision.json, record gate history; exit as §8 says."""
     import json
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
     from relconsole.engine.gate.sheets import Fences, decide_sheets, write_decision
     git_dir = git_dir_of(args.repo)
     if args.lease_url and wslease.sqlite_path(args.lease_url) is None:

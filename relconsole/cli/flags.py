@@ -31,7 +31,7 @@ def cmd_flags(args) -> int:
     """Print the flags and checklist of the review ``args`` names; return the exit code."""
     import json
     from relconsole.engine.gate.checklist import merge_checklist
-    from relconsole.engine.gate.flaglevels import flag_kind
+    from relconsole.engine.gate.flags.flaglevels import flag_kind
     from relconsole.engine.gate.review import load_review
     from relconsole.cli.review import gap_lines
     from relconsole.engine.gate import importrun

@@ -81,10 +81,10 @@ def _gate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     from relconsole.engine.gate import pipeline as gate
-    from relconsole.engine.gate import replay
+    from relconsole.engine.gate.replay import replay
     from relconsole.engine.gate.review import load_review
     from relconsole.engine.relations.pool import prestart
-    from relconsole.engine.gate.wslease import open_store
+    from relconsole.engine.gate.wslease.wslease import open_store
     from relconsole.cli.progress import progress_reporter
     prestart()  # the judge's processes boot while the review loads
     with progress_reporter(sys.stderr, not args.json) as report:
@@ -141,7 +141,7 @@ def _head_of(args) -> str | None:
 
 
 def _fences(args):
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
     from relconsole.engine.gate.sheets import Fences
     return Fences(args.lease_url, os.environ.get(wslease.ENV_URL) or None)
 

@@ -14,7 +14,7 @@ from relconsole.engine.errors import UsageError
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     import datetime as dt
-    from relconsole.engine.gate.replayoptions import Shard
+    from relconsole.engine.gate.replay.replayoptions import Shard
 
 
 def workspace_lease_options(parser: argparse.ArgumentParser, workspace_help: str) -> None:
@@ -74,7 +74,7 @@ def directory(text: str) -> Path:
 
 def shard(text: str) -> "Shard":
     """``--shard K/N`` (1 <= K <= N) as a ``Shard``; ArgumentTypeError with ``Shard.parse``'s reason otherwise."""
-    from relconsole.engine.gate.replayoptions import Shard
+    from relconsole.engine.gate.replay.replayoptions import Shard
     try:
         return Shard.parse(text)
     except UsageError as exc:

@@ -215,9 +215,9 @@ def cmd_replay(args) -> int:
     from relconsole.cli.progress import progress_reporter
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.report import replay_lines, replay_payload
-    from relconsole.engine.gate.replay import replay
-    from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
-    from relconsole.engine.gate.wslease import open_store
+    from relconsole.engine.gate.replay.replay import replay
+    from relconsole.engine.gate.replay.replayoptions import ReplayOptions, Shard
+    from relconsole.engine.gate.wslease.wslease import open_store
     review = load(args)
     try:
         if review.errors:

@@ -18,7 +18,7 @@ from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, UsageError
 from relconsole.engine.literal import one_line
 
 if TYPE_CHECKING:  # imported by the commands themselves: the parser must not load the lease store
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
 
 ACTIONS = ("acquire", "renew", "release", "status")
 PAST = {"acquire": "acquired", "renew": "renewed"}
@@ -53,7 +53,7 @@ def _options(parser: argparse.ArgumentParser, action: str) -> None:
 
 def cmd_workspace(args) -> int:
     """Run one workspace lease action; returns the exit code of SPEC §8."""
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
     store = wslease.open_store(args.lease_url, _git_dir(args))  # errors: relconsole's main reports them
     try:
         if args.workspace_command == "status":
@@ -64,7 +64,7 @@ def cmd_workspace(args) -> int:
 
 
 def _git_dir(args) -> str:
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
     if args.lease_url or os.environ.get(wslease.ENV_URL):
         return "."  # not used: the URL names the store
     from relconsole.engine.repo import gitio
@@ -77,12 +77,12 @@ def _git_dir(args) -> str:
 
 
 def _holder(args) -> str:
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
     return args.holder or wslease.default_holder(os.getppid())
 
 
 def _change(args, store: wslease.LeaseStore) -> int:
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
     holder = _holder(args)
     if args.workspace_command == "release":
         store.release(args.workspace, holder)
@@ -101,7 +101,7 @@ def _change(args, store: wslease.LeaseStore) -> int:
 
 def _status(args, store: wslease.LeaseStore) -> int:
     import json
-    from relconsole.engine.gate import wslease
+    from relconsole.engine.gate.wslease import wslease
     status = store.status(args.workspace, args.holder)
     lease = status.lease
     payload = {"workspace": args.workspace, "state": status.state, "reason": status.reason,

@@ -16,9 +16,9 @@ from relconsole.console import views
 from relconsole.console.replay import saved_replays
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine.errors import RelconsoleError
-from relconsole.engine.gate.bitecache import cached_verdict
+from relconsole.engine.gate.bite.bitecache import cached_verdict
 from relconsole.engine.gate.confirmstate import load_candidate_states
-from relconsole.engine.gate.replay import load_workspace_leases
+from relconsole.engine.gate.replay.replay import load_workspace_leases
 from relconsole.engine.gate import importrun
 from relconsole.engine.gate.review import Review, load_review
 from relconsole.engine.literal import counted, literal

@@ -26,7 +26,7 @@ from relconsole.engine.gate.leasehistory import lease_history
 from relconsole.engine.oracle.rehash import rehash_preview
 from relconsole.engine.literal import literal
 from relconsole.engine.relations.pool import Cancel
-from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wslease.wslease import open_store
 
 DIGEST_PREFIX = 8  # hex characters of the new digest a re-hash confirmer types
 

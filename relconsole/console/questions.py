@@ -10,7 +10,7 @@ import datetime as dt
 
 from relconsole.console.views import quarantine_item, item_label, split_targets
 from relconsole.engine.errors import CommitRefused
-from relconsole.engine.gate.acks import MIN_PREFIX
+from relconsole.engine.gate.flags.acks import MIN_PREFIX
 from relconsole.engine.gate.acceptnote import base_miss_advice
 from relconsole.engine.gate.actions import OVERRIDE
 from relconsole.engine.gate.review import Review

@@ -17,11 +17,11 @@ from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate import actions, freezeevidence
-from relconsole.engine.gate.replay import SHEET_SUFFIX, default_artifacts, load_workspace_leases, replay, to_replay
-from relconsole.engine.gate.replayoptions import ReplayOptions, Shard
+from relconsole.engine.gate.replay.replay import SHEET_SUFFIX, default_artifacts, load_workspace_leases, replay, to_replay
+from relconsole.engine.gate.replay.replayoptions import ReplayOptions, Shard
 from relconsole.engine.gate.report import record_decisions
 from relconsole.engine.gate.review import Review
-from relconsole.engine.gate.wslease import open_store
+from relconsole.engine.gate.wslease.wslease import open_store
 from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.literal import counted, literal
 from relconsole.engine.repo.worktrees import slug

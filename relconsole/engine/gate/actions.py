@@ -18,7 +18,7 @@ import re
 from typing import Collection
 
 from relconsole.engine.oracle import textedit
-from relconsole.engine.gate.acks import MIN_PREFIX, flagged_content, range_authors, same_person, with_ack
+from relconsole.engine.gate.flags.acks import MIN_PREFIX, flagged_content, range_authors, same_person, with_ack
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from relconsole.engine.repo import gitio
 from relconsole.engine.repo.treeview import TreeView
-from relconsole.engine.gate.acks import by_author, same_person
+from relconsole.engine.gate.flags.acks import by_author, same_person
 from relconsole.engine.oracle.seedrows import relation_of_seed_file
 from relconsole.engine.gate.cireport import evidence_text
 from relconsole.engine.decision import NOT_JUDGED, Decision

@@ -152,7 +152,7 @@ def _version() -> str:
 def _rules(payload: dict, results: list[dict]) -> list[dict]:
     """Every kind of result relconsole can report (a stable list), plus any kind ``results``
     use that the list lacks (a newer reason, a checklist key)."""
-    from relconsole.engine.gate.patchflags import FLAG_NAMES
+    from relconsole.engine.gate.flags.patchflags import FLAG_NAMES
     texts = {name: f"Review flag {name}: the patch changed what the review protects or restates." for name in
              FLAG_NAMES} | RULE_TEXT
     texts |= {f"checklist:{i.get('key')}": f"Merge checklist: {i.get('title')}" for i in payload.get("checklist", [])}

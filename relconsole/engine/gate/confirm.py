@@ -63,8 +63,8 @@ from relconsole.engine.gate.confirmrun import ConfirmOptions, ConfirmProgress, C
 from relconsole.engine.gate.confirmstate import (CONFIRMED, DISCARDED, REPLAYED_ONCE, SIDES, ConfirmState, write_state,
                                                  candidate_state)
 from relconsole.engine.gate.sheets import write_json
-from relconsole.engine.gate.wslease import open_store
-from relconsole.engine.gate.wsleasestore import LeaseStore
+from relconsole.engine.gate.wslease.wslease import open_store
+from relconsole.engine.gate.wslease.wsleasestore import LeaseStore
 from relconsole.engine.oracle.yamlload import Loaded
 
 

@@ -13,11 +13,11 @@ from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.defaults import CONFIRM_RUNS
 from relconsole.engine.errors import CommitRefused, RelconsoleError
 from relconsole.engine.relations.pool import Cancel
-from relconsole.engine.gate.replay import default_workspace
-from relconsole.engine.gate.replayoptions import Progress, ReplayOptions, Shard
-from relconsole.engine.gate.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
+from relconsole.engine.gate.replay.replay import default_workspace
+from relconsole.engine.gate.replay.replayoptions import Progress, ReplayOptions, Shard
+from relconsole.engine.gate.replay.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
                                               run_sides)
-from relconsole.engine.gate.replaysheet import (EnvironmentFault, environment_fault, miss_evidence, miss_signature,
+from relconsole.engine.gate.replay.replaysheet import (EnvironmentFault, environment_fault, miss_evidence, miss_signature,
                                                 pin_fields, sheet_common, side_counts)
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.runplans import plan_for
@@ -27,8 +27,8 @@ from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.relations.signatures import failure_class, signature
 from relconsole.engine.repo.workspace import overlay_oracle
 from relconsole.engine.repo.worktrees import WorktreePool
-from relconsole.engine.gate.wslease import default_holder
-from relconsole.engine.gate.wsleasestore import LeaseHeld, LeaseStore, WorkspaceLease, redact
+from relconsole.engine.gate.wslease.wslease import default_holder
+from relconsole.engine.gate.wslease.wsleasestore import LeaseHeld, LeaseStore, WorkspaceLease, redact
 
 
 DEFAULT_RUNS = CONFIRM_RUNS  # runs per side in each of the two replays

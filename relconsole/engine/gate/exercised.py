@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from relconsole.engine.gate.blobreader import BlobReader
-from relconsole.engine.gate.flagrules import probed_by_name
+from relconsole.engine.gate.flags.flagrules import probed_by_name
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import OWNED
 

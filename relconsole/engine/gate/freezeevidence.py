@@ -9,11 +9,11 @@ import json
 import os
 
 from relconsole.engine.errors import CommitRefused
-from relconsole.engine.gate.replay import SHEET_SUFFIX, default_artifacts
+from relconsole.engine.gate.replay.replay import SHEET_SUFFIX, default_artifacts
 from relconsole.engine.gate.review import Replayed, Review
 from relconsole.engine.gate.sheets import Fences, decide_fenced
 from relconsole.engine.repo.worktrees import slug
-from relconsole.engine.gate.wslease import ENV_URL
+from relconsole.engine.gate.wslease.wslease import ENV_URL
 
 
 class NoReplayEvidence(CommitRefused):

@@ -43,7 +43,7 @@ def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
 def _guarded_by_adapter(review: Review, relation) -> str | None:
     """The owners pattern for a relation whose subject is an oracle adapter: the one library
     file it reaches, or the folder holding all of them (``dir/**``); None when it reaches none."""
-    from relconsole.engine.gate.bitetargets import reached_library_paths  # static: reads git objects, runs nothing
+    from relconsole.engine.gate.bite.bitetargets import reached_library_paths  # static: reads git objects, runs nothing
     try:
         paths = reached_library_paths(review, relation)
     except (RelconsoleError, OSError, SyntaxError, ValueError):  # a hint, never a reason to refuse the accept

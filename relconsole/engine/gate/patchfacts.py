@@ -14,9 +14,9 @@ from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.errors import BadInputError, GitError
 from relconsole.engine.repo.owners import protected, protection
-from relconsole.engine.gate.acks import parse_acks, range_authors, with_makers
-from relconsole.engine.gate.patchflags import Flag
-from relconsole.engine.gate.patchscan import patch_flags
+from relconsole.engine.gate.flags.acks import parse_acks, range_authors, with_makers
+from relconsole.engine.gate.flags.patchflags import Flag
+from relconsole.engine.gate.flags.patchscan import patch_flags
 from relconsole.engine.repo.splitcheck import check_split, layout_at
 from relconsole.engine.gate.oracleload import cached_catalog, callable_sources, kept_or_recorded, parse_cache
 

@@ -71,8 +71,8 @@ def run_gate(review, store, options: GateOptions, progress=None) -> dict:
     raise UsageError. Raises GitError as ``load_review`` does.
     """
     from relconsole.engine.gate import importrun
-    from relconsole.engine.gate.replay import replay
-    from relconsole.engine.gate.replayoptions import ReplayOptions
+    from relconsole.engine.gate.replay.replay import replay
+    from relconsole.engine.gate.replay.replayoptions import ReplayOptions
     from relconsole.engine.gate.review import finish_review
     from relconsole.engine.gate.reviewrun import run_review
     shard = options.shard

@@ -31,7 +31,7 @@ and ``signature``.
 
 from __future__ import annotations
 
-from relconsole.engine.gate.bitecache import cached_verdict
+from relconsole.engine.gate.bite.bitecache import cached_verdict
 from relconsole.engine.decision import Decision
 from relconsole.engine.literal import one_line
 from relconsole.engine.gate.review import Review

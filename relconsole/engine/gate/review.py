@@ -36,9 +36,9 @@ from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInp
 from relconsole.engine.oracle.freezes import FreezeRow, for_relation
 from relconsole.engine.oracle.leases import LeaseStatus, reading_refusal
 from relconsole.engine.repo.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
-from relconsole.engine.gate.acks import Ack, by_author, flag_ids
-from relconsole.engine.gate.flaglevels import BLOCK, OFF, WARN, check_flag_levels, flag_kind, flag_level
-from relconsole.engine.gate.patchflags import Flag
+from relconsole.engine.gate.flags.acks import Ack, by_author, flag_ids
+from relconsole.engine.gate.flags.flaglevels import BLOCK, OFF, WARN, check_flag_levels, flag_kind, flag_level
+from relconsole.engine.gate.flags.patchflags import Flag
 from relconsole.engine.relations.records import RelationResult
 from relconsole.engine.repo.workspace import export_oracle, scratch_dir
 from relconsole.engine.gate.oracleload import load_oracle

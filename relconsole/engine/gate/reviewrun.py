@@ -20,8 +20,8 @@ from relconsole.engine.decision import Decision
 from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.oracle.freezes import FreezeRow
 from relconsole.engine.repo.owners import protected
-from relconsole.engine.gate.flagrules import probed_by_name
-from relconsole.engine.gate.wholepatchflags import imported_probes
+from relconsole.engine.gate.flags.flagrules import probed_by_name
+from relconsole.engine.gate.flags.wholepatchflags import imported_probes
 from relconsole.engine.relations.pool import Cancel
 from relconsole.engine.relations.records import RelationResult
 from relconsole.engine.relations.runner import run_all

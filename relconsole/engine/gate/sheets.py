@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relconsole.engine.atomicfile import write_atomic
-from relconsole.engine.gate import wslease, wsleasestore
+from relconsole.engine.gate.wslease import wslease, wsleasestore
 from relconsole.engine.decision import ORDER, Decision, decide, worst
 from relconsole.engine.errors import BadInputError, RelconsoleError
 from relconsole.engine.oracle.jsonnumbers import count_problem, line_of_key, loads

@@ -54,11 +54,11 @@ import relconsole
 CACHE_VERSION = 1
 MAX_ENTRIES = 4096  # per kind; beyond it the oldest entries are dropped
 _ENGINE = Path(__file__).resolve().parents[1]  # relconsole/engine
-_DEPENDS_ON = ("oracle/catalog.py", "oracle/leases.py", "oracle/rehash.py", "oracle/freezes.py", "oracle/schemacheck.py", "oracle/yamlload.py", "errors.py", "repo/config.py", "relations/canon.py", "gate/probescan.py", "gate/pyscan.py", "oracle/candidates.py",
+_DEPENDS_ON = ("oracle/catalog.py", "oracle/leases.py", "oracle/rehash.py", "oracle/freezes.py", "oracle/schemacheck.py", "oracle/yamlload.py", "errors.py", "repo/config.py", "relations/canon.py", "gate/flags/probescan.py", "gate/flags/pyscan.py", "oracle/candidates.py",
                "oracle/candidatecheck.py", "oracle/candidatefile.py", "oracle/candidaterules.py",
                "oracle/candidateids.py", "oracle/skeleton.py", "oracle/seedrows.py",
-               "gate/probetables.py", "gate/probecalls.py", "gate/probeexprs.py", "gate/probestate.py",
-               "gate/pysource.py", "gate/goldenscan.py")
+               "gate/flags/probetables.py", "gate/flags/probecalls.py", "gate/flags/probeexprs.py", "gate/flags/probestate.py",
+               "gate/flags/pysource.py", "gate/flags/goldenscan.py")
 
 
 def code_fingerprint() -> str:

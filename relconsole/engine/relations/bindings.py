@@ -2,7 +2,7 @@
 
 ``import_alternatives``, ``import_bindings``, ``top_imports`` and ``inner_imports`` read a
 module's imports (each alternative of a ``try: ... except ImportError:``); ``references`` and
-``called_references`` the dotted names a function uses or calls. ``relconsole.engine.gate.bite``
+``called_references`` the dotted names a function uses or calls. ``relconsole.engine.gate.bite.bite``
 follows them from an oracle adapter to the library functions it reaches (SPEC §3).
 """
 

@@ -6,7 +6,7 @@
   the methods of a same-module class it calls (a factory), one level deep;
 - a class subject (``Store``): its methods; a method subject (``Store.ingest``): that method.
 
-For a subject that is an adapter of the oracle (issue 16), ``relconsole.engine.gate.bite`` mutates
+For a subject that is an adapter of the oracle (issue 16), ``relconsole.engine.gate.bite.bite`` mutates
 the library the adapter calls instead: ``library_functions`` says what a call from another
 module reaches, in two tiers (a function: itself and its same-module helpers; a class: the
 methods the caller is seen to use, ``used_attributes``, and its construction and rendering

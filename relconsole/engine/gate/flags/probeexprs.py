@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from relconsole.engine.gate.probetables import (BUILTINS, OWN_LOCATION, PROBE_NAMES, ROOT_SEPARATORS, constant_probe,
+from relconsole.engine.gate.flags.probetables import (BUILTINS, OWN_LOCATION, PROBE_NAMES, ROOT_SEPARATORS, constant_probe,
                                                 _dotted, names_own_file)
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from relconsole.engine.gate.blobreader import BlobReader
-from relconsole.engine.gate.flagrules import ChangedFile, normal_path, FlagRules
-from relconsole.engine.gate.patchflags import FlagReport
-from relconsole.engine.gate.wholepatchflags import checkout_rewrites, harness_changes
+from relconsole.engine.gate.flags.flagrules import ChangedFile, normal_path, FlagRules
+from relconsole.engine.gate.flags.patchflags import FlagReport
+from relconsole.engine.gate.flags.wholepatchflags import checkout_rewrites, harness_changes
 from relconsole.engine.oracle.catalog import Catalog
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.repo.gitio import IGNORE_NO_SUBMODULE, run_git

@@ -10,7 +10,7 @@ import ast
 from collections import Counter
 from dataclasses import dataclass
 
-from relconsole.engine.gate.pysource import own_nodes, short_source
+from relconsole.engine.gate.flags.pysource import own_nodes, short_source
 
 
 ASSERT_METHODS = frozenset({"assertEqual", "assertEquals", "assertAlmostEqual", "assertListEqual",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ast
 
-from relconsole.engine.gate.pysource import own_nodes, _scopes
-from relconsole.engine.gate.probetables import _dotted
+from relconsole.engine.gate.flags.pysource import own_nodes, _scopes
+from relconsole.engine.gate.flags.probetables import _dotted
 
 
 def module_partial_state(node: ast.AST, imports: dict[str, str]) -> str | None:

@@ -9,7 +9,7 @@ import time
 import uuid
 
 from relconsole.engine.errors import UsageError
-from relconsole.engine.gate.wsleasestore import (EvictingStore, LeaseStore, StoreUnavailable, WorkspaceLease, Outcome,
+from relconsole.engine.gate.wslease.wsleasestore import (EvictingStore, LeaseStore, StoreUnavailable, WorkspaceLease, Outcome,
                                                  redact)
 
 

@@ -13,8 +13,8 @@ from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.runplans import import_paths
-from relconsole.engine.gate.bitefiles import CommitRunTree, DiskRunTree, relative_roots, spec_file
-from relconsole.engine.gate.adapterreach import Reach, Walk, _defining, _reach
+from relconsole.engine.gate.bite.bitefiles import CommitRunTree, DiskRunTree, relative_roots, spec_file
+from relconsole.engine.gate.bite.adapterreach import Reach, Walk, _defining, _reach
 
 
 COMPANION_ROLES = ("inverse", "merge")  # run with the subject: their adapters' reach is mutated too

@@ -13,10 +13,10 @@ import shlex
 import tomllib
 from pathlib import Path
 
-from relconsole.engine.gate import probescan, pyscan
+from relconsole.engine.gate.flags import probescan, pyscan
 from relconsole.engine.gate.blobreader import BlobReader
-from relconsole.engine.gate.patchflags import Flag
-from relconsole.engine.gate.sourcetext import source_text
+from relconsole.engine.gate.flags.patchflags import Flag
+from relconsole.engine.gate.flags.sourcetext import source_text
 from relconsole.engine.repo.gitio import IGNORE_NO_SUBMODULE, run_git
 
 def imported_probes(repo_dir: str | Path, merge_base: str, head: str, paths: list[str]) -> list[Flag]:

@@ -15,8 +15,8 @@ from pathlib import Path
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.relations.runner import draw_seed
-from relconsole.engine.gate.wsleasestore import LeaseStore, WorkspaceLease
-from relconsole.engine.gate.replayoptions import Progress, ReplayOptions
+from relconsole.engine.gate.wslease.wsleasestore import LeaseStore, WorkspaceLease
+from relconsole.engine.gate.replay.replayoptions import Progress, ReplayOptions
 
 
 class LeaseLost(RelconsoleError):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from relconsole.engine.relations import bindings, targeting
-from relconsole.engine.gate.bitefiles import CommitRunTree, DiskRunTree, module_file, relative_roots
+from relconsole.engine.gate.bite.bitefiles import CommitRunTree, DiskRunTree, module_file, relative_roots
 
 
 MAX_REEXPORTS = 8  # ``from .a import f`` hops followed from the subject's module to the definition

@@ -31,12 +31,12 @@ from relconsole.engine.gate.runplans import plan_for
 from relconsole.engine.gate.sheets import manifest_name, write_json
 from relconsole.engine.repo.workspace import overlay_oracle
 from relconsole.engine.repo.worktrees import WorktreePool, slug
-from relconsole.engine.gate.wslease import default_holder, open_store
-from relconsole.engine.gate.wsleasestore import LeaseHeld, LeaseStore, WorkspaceLease
-from relconsole.engine.gate.replayoptions import Progress, ReplayOptions, Shard
-from relconsole.engine.gate.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
+from relconsole.engine.gate.wslease.wslease import default_holder, open_store
+from relconsole.engine.gate.wslease.wsleasestore import LeaseHeld, LeaseStore, WorkspaceLease
+from relconsole.engine.gate.replay.replayoptions import Progress, ReplayOptions, Shard
+from relconsole.engine.gate.replay.replayrun import (Heartbeat, ReplaySide, confirm_fresh, dead_holder_hint, release_workspace,
                                               run_sides)
-from relconsole.engine.gate.replaysheet import blocked_sheet, _sheet
+from relconsole.engine.gate.replay.replaysheet import blocked_sheet, _sheet
 
 SHEET_SUFFIX = ".sheet.json"
 

@@ -16,8 +16,8 @@ from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.review import Review
 from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.relations.signatures import failure_class, signature
-from relconsole.engine.gate.wslease import default_holder
-from relconsole.engine.gate.replayoptions import ReplayOptions
+from relconsole.engine.gate.wslease.wslease import default_holder
+from relconsole.engine.gate.replay.replayoptions import ReplayOptions
 
 
 SHEET_VERSION = 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
-from relconsole.engine.gate.probetables import (ANY_ARGS_METHODS, MODE_LETTERS, PROBE_MODULES, PROBE_NAMES,
+from relconsole.engine.gate.flags.probetables import (ANY_ARGS_METHODS, MODE_LETTERS, PROBE_MODULES, PROBE_NAMES,
                                                 READ_METHODS, REROOTED, ROOT_SEPARATORS, STAMPING, STAR_PROBED,
                                                 WRITE_METHODS, WRITE_MODE, canonical, constant_probe, _dotted,
                                                 names_own_file)

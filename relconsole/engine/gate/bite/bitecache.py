@@ -17,7 +17,7 @@ from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
-from relconsole.engine.gate.bitereport import VERDICTS, BiteReport, BiteVerdict
+from relconsole.engine.gate.bite.bitereport import VERDICTS, BiteReport, BiteVerdict
 
 
 CACHE_FILE = ("relconsole", "bite.json")

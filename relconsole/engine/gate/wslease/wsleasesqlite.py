@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from relconsole.engine.gate.wsleasestore import LeaseStore, StoreUnavailable, WorkspaceLease, Outcome, _transition
+from relconsole.engine.gate.wslease.wsleasestore import LeaseStore, StoreUnavailable, WorkspaceLease, Outcome, _transition
 
 
 SQLITE_BUSY_SECONDS = 60.0  # 32 racing processes queue on one write lock

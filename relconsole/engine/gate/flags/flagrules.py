@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from relconsole.engine.errors import BadInputError
-from relconsole.engine.gate import probescan, pyscan
-from relconsole.engine.gate.generatedreads import generated_modules, generated_reads, package_of
+from relconsole.engine.gate.flags import probescan, pyscan
+from relconsole.engine.gate.flags.generatedreads import generated_modules, generated_reads, package_of
 from relconsole.engine.gate.blobreader import MAX_TEXT_BYTES, BlobReader, oversized
-from relconsole.engine.gate.patchflags import Flag
-from relconsole.engine.gate.sourcetext import reads_otherwise, source_text
+from relconsole.engine.gate.flags.patchflags import Flag
+from relconsole.engine.gate.flags.sourcetext import reads_otherwise, source_text
 from relconsole.engine.oracle.catalog import Catalog
 from relconsole.engine.oracle.freezes import row_line_finder
 from relconsole.engine.oracle.yamlload import load_yaml_text

@@ -32,8 +32,8 @@ from relconsole.engine.errors import BadInputError, UsageError
 from relconsole.engine.oracle.freezes import json_rows
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.gate.blobreader import BlobReader
-from relconsole.engine.gate.patchflags import Flag
-from relconsole.engine.gate.sourcetext import source_text
+from relconsole.engine.gate.flags.patchflags import Flag
+from relconsole.engine.gate.flags.sourcetext import source_text
 from relconsole.engine.oracle.schemacheck import first_error, shipped_part
 
 ID_LENGTH = 16  # hex digits of the fingerprint: 64 bits, no two flags of a review alike

@@ -92,7 +92,7 @@ def flag_kind(flag) -> str:
 
 def known_kinds() -> list[str]:
     """Every name or kind ``[tool.relconsole] flags`` may set, sorted."""
-    from relconsole.engine.gate.patchflags import FLAG_NAMES
+    from relconsole.engine.gate.flags.patchflags import FLAG_NAMES
     return sorted({*FLAG_NAMES, *DEFAULT_LEVELS, "environment_probe.other"})
 
 

@@ -35,9 +35,9 @@ import socket
 from pathlib import Path
 
 from relconsole.engine.errors import UsageError
-from relconsole.engine.gate.wsleasestore import LeaseStore, redact
-from relconsole.engine.gate.wsleasesqlite import SqliteLeaseStore
-from relconsole.engine.gate.wsleaseredis import RedisLeaseStore
+from relconsole.engine.gate.wslease.wsleasestore import LeaseStore, redact
+from relconsole.engine.gate.wslease.wsleasesqlite import SqliteLeaseStore
+from relconsole.engine.gate.wslease.wsleaseredis import RedisLeaseStore
 
 DEFAULT_RELPATH = Path("relconsole") / "workspace-leases.sqlite3"
 ENV_URL = "RELCONSOLE_LEASE_URL"

@@ -58,10 +58,10 @@ from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.runplans import plan_for
-from relconsole.engine.gate.bitereport import BiteReport, MutationResult
-from relconsole.engine.gate.bitefiles import through_link
-from relconsole.engine.gate.bitecache import key_files, store_report, cache_key
-from relconsole.engine.gate.bitetargets import Targets, _names, _relation, _targets
+from relconsole.engine.gate.bite.bitereport import BiteReport, MutationResult
+from relconsole.engine.gate.bite.bitefiles import through_link
+from relconsole.engine.gate.bite.bitecache import key_files, store_report, cache_key
+from relconsole.engine.gate.bite.bitetargets import Targets, _names, _relation, _targets
 from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.relations.runner import draw_seed
 from relconsole.engine.relations.pool import evaluate_once

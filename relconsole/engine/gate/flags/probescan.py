@@ -28,16 +28,16 @@ import ast
 import sys
 from collections import Counter
 
-from relconsole.engine.gate.flaglevels import probe_kind
-from relconsole.engine.gate.pysource import Finding, _before, _judged, own_nodes, _scopes, parse
-from relconsole.engine.gate.probetables import (ATTRIBUTE_PROBES, CODE_ATTRS, FRAME_ATTRS, STAT_TIMES, constant_probe,
+from relconsole.engine.gate.flags.flaglevels import probe_kind
+from relconsole.engine.gate.flags.pysource import Finding, _before, _judged, own_nodes, _scopes, parse
+from relconsole.engine.gate.flags.probetables import (ATTRIBUTE_PROBES, CODE_ATTRS, FRAME_ATTRS, STAT_TIMES, constant_probe,
                                                 _dotted, import_targets)
-from relconsole.engine.gate.probecalls import (bound_probe, call_probe, import_probe, patch_words, spec_text,
+from relconsole.engine.gate.flags.probecalls import (bound_probe, call_probe, import_probe, patch_words, spec_text,
                                                thread_like)
-from relconsole.engine.gate.probeexprs import (constant_dunder, identity_probe, name_probe, optional_file,
+from relconsole.engine.gate.flags.probeexprs import (constant_dunder, identity_probe, name_probe, optional_file,
                                                optional_import, path_probe, salted_hash, suppressed_import,
                                                where_probe)
-from relconsole.engine.gate.probestate import (held_state, module_partial_state, self_state_probe,
+from relconsole.engine.gate.flags.probestate import (held_state, module_partial_state, self_state_probe,
                                                state_probe, class_state, closure_state, instance_assigned,
                                                module_state, stateful_instances)
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from relconsole.engine.gate.pysource import Finding, Unjudged, _before, _judged, own_nodes, _scopes, short_source, parse
-from relconsole.engine.gate.goldenscan import Golden, bindings, golden_in, imported_modules
+from relconsole.engine.gate.flags.pysource import Finding, Unjudged, _before, _judged, own_nodes, _scopes, short_source, parse
+from relconsole.engine.gate.flags.goldenscan import Golden, bindings, golden_in, imported_modules
 
 
 def _added(before: ast.Module | None, after: ast.Module, collect) -> list[tuple[str, ast.AST, str]]:
