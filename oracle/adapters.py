@@ -219,8 +219,8 @@ def worst_of(decisions: list[str]) -> dict:
 def scan_findings(row: dict) -> dict[str, list[str]]:
     """What ``pyscan`` and ``probescan`` find the commit added, by rule: the details, sorted (lines and the
     order of definitions move with layout; what was added does not)."""
-    from relconsole.engine.gate import probescan
-    from relconsole.engine.gate import pyscan
+    from relconsole.engine.gate.flags import probescan
+    from relconsole.engine.gate.flags import pyscan
 
     before, after = row.get("before"), row["after"]
     found = {"golden": pyscan.golden_assertions(before, after),
