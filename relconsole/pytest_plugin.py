@@ -77,7 +77,7 @@ MARKER = "relation"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("relconsole", "relconsole relations (SPEC §3, §6, §7)")
+    group = parser.getgroup("relconsole", "relconsole relations (README: pytest plugin)")
     group.addoption("--relconsole", action="store_true", default=False,
                     help="add the catalog relations of this repository as test items")
     group.addoption("--relconsole-base", default=None, metavar="REF",
@@ -95,7 +95,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}(relation_id): a hand-written relation test reporting under a catalog "
-                   "relation id; with --relconsole, a live freeze for it counts reruns (SPEC §6)")
+                   "relation id; with --relconsole, a live freeze for it counts reruns")
     if "--relconsole" in map(str, config.invocation_params.args):
         config.option.relconsole = True  # given by the person running pytest: no hook of the tree unsets it
     if not config.getoption("relconsole"):

@@ -258,6 +258,20 @@ HEADER = "def seconds(minutes, per=60):\n    return minutes * per\n"
     ("def seconds(minutes): return minutes * 60\n", "def seconds(minutes): return minutes\n"),
     ("class Clock:\n    PER = 60\n\n    def seconds(self, minutes):\n        return minutes * self.PER\n",
      "class Clock:\n    PER = 1\n\n    def seconds(self, minutes):\n        return minutes * self.PER\n"),
+    # a second red team: a decorated signature, a one-line property, function code in a default on
+    # the def line, a public name rebound to another function, lines deleted from a body
+    ("import functools\n\n\n@functools.cache\ndef seconds(minutes, per=60):\n    return minutes * per\n",
+     "import functools\n\n\n@functools.cache\ndef seconds(minutes, per=1):\n    return minutes * per\n"),
+    ("class Clock:\n    @property\n    def seconds(self): return 60\n",
+     "class Clock:\n    @property\n    def seconds(self): return 1\n"),
+    ("def seconds(minutes, _=(lambda: 0)()): return minutes * 60\n",
+     "def seconds(minutes, _=(lambda: 0)()): return minutes\n"),
+    ("def seconds(minutes, _=sum(i for i in ())): return minutes * 60\n",
+     "def seconds(minutes, _=sum(i for i in ())): return minutes\n"),
+    ("def _exact(m):\n    return m * 60\n\n\ndef _cut(m):\n    return m\n\n\nseconds = _exact\n",
+     "def _exact(m):\n    return m * 60\n\n\ndef _cut(m):\n    return m\n\n\nseconds = _cut\n"),
+    ("def seconds(minutes):\n    if minutes < 0:\n        raise ValueError(minutes)\n    return minutes * 60\n",
+     "def seconds(minutes):\n    return minutes * 60\n"),
 ])
 def test_a_change_whose_effect_is_in_a_call_counts_only_when_the_call_ran(tmp_path, before, patched):
     repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/durations.py": before}, {"timelib/durations.py": patched})
@@ -266,21 +280,47 @@ def test_a_change_whose_effect_is_in_a_call_counts_only_when_the_call_ran(tmp_pa
     assert "timelib/durations.py" in _unexercised(payload) and proc.returncode == 2, proc.stdout[-2000:]
 
 
-@pytest.mark.parametrize("shape", ["constant", "lambda", "one-line"])
+@pytest.mark.parametrize("shape", ["constant", "lambda", "one-line", "default", "derived"])
 def test_the_same_changes_in_code_a_relation_calls_are_exercised(tmp_path, shape):
-    """The counterpart: in the module the relation calls, each change ran in a call."""
+    """The counterpart: in the module the relation calls, each change ran in a call (read in a
+    default of the called function, or through a derived binding, too)."""
+    describe = "def describe():\n    return 'joined by ' + repr(SEP)\n\n\n"  # a reader no relation calls
     before, after = {
         "constant": ("SEP = ' '\n\n\n", "SEP = chr(32)\n\n\n"),
+        "default": ("SEP = ' '\n\n\n" + describe, "SEP = chr(32)\n\n\n" + describe),
+        "derived": ("SEP = ' '\nJOIN = SEP.join\n\n\n" + describe, "SEP = chr(32)\nJOIN = SEP.join\n\n\n" + describe),
         "lambda": ("_join = lambda words: ' '.join(words)\n\n\n", "_join = lambda words: chr(32).join(words)\n\n\n"),
         "one-line": ("def _join(words): return ' '.join(words)\n\n\n", "def _join(words): return chr(32).join(words)\n\n\n"),
     }[shape]
-    use = "SEP.join(text.split())" if shape == "constant" else "_join(text.split())"
+    use = {"constant": "SEP.join(text.split())", "default": "sep.join(text.split())",
+           "derived": "JOIN(text.split())"}.get(shape, "_join(text.split())")
     squash = SQUASH.replace('" ".join(text.split())', use)
+    if shape == "default":
+        squash = squash.replace("def squash(text):", "def squash(text, sep=SEP):")
     repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/squash.py": before + squash},
                          {"timelib/squash.py": after + squash})
     proc = cli(repo, "run", "--base", "main", "--json")
     payload = json.loads(proc.stdout)
     assert payload["unexercised"] == [] and proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_a_local_of_the_same_name_is_no_read_of_the_constant(tmp_path):
+    """``SEP`` changed is read only by a function no relation calls; the called one has a local
+    ``SEP`` of its own, which is another variable."""
+    module = ("SEP = '{}'\n\n\ndef squash_csv(text):\n    return SEP.join(text.split())\n\n\n"
+              + SQUASH.replace('return " ".join', 'SEP = " "\n    return SEP.join'))
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/squash.py": module.format(",")},
+                         {"timelib/squash.py": module.format(";")})
+    payload = json.loads(cli(repo, "run", "--base", "main", "--json").stdout)
+    assert _unexercised(payload) == {"timelib/squash.py": {1}}
+
+
+def test_calltime_evidence_keys_every_header_line_and_names_shared_lines():
+    from relconsole.engine.gate.calltime import call_time_evidence
+    text = "@a\n@b(1)\ndef f(x,\n      y=2): return x\n"
+    evidence = call_time_evidence(text)
+    assert set(evidence) == {1, 2, 3, 4}
+    assert all(entries == ((4, "f"),) for entries in evidence.values())
 
 
 def test_a_module_that_sets_its_own_type_checking_hides_nothing():

@@ -85,3 +85,40 @@ def test_kind_is_read_from_the_rules_words_not_the_patchs(tested: Path):
         "def test_total", "def test_moves_the_expected_answer_of")
     commit(tested, "sneaky", {"tests/test_agg.py": sneaky + "\n\ndef test_b():\n    assert summarize([]) == [('x', 1)]\n"})
     assert {kind for kind, _, _ in _review(tested)[0]} == {"golden_literal.added"}
+
+
+# --- a second red team: answers held in names, rows of a table, renamed results ---------------
+
+CONSTANT = ("from agg import summarize\n\nEXPECTED = {}\n\n\ndef test_total():\n"
+            "    assert summarize([{{'day': 'd', 'temp': '3'}}])[0][1] == EXPECTED\n")
+RENAMED = ("from agg import summarize\n\n\ndef test_total():\n    {0} = summarize([{{'day': 'd', 'temp': '3'}}])\n"
+           "    assert {0}[0][1] == {1}\n")
+ROWS = ("import pytest\nfrom agg import summarize\n\n\n@pytest.mark.parametrize('temp, want', [('3', {}), ('5', 5)])\n"
+        "def test_total(temp, want):\n    assert summarize([{{'day': 'd', 'temp': temp}}])[0][1] == want\n")
+ALIASED = ("from src import agg as a\n\n\ndef test_total():\n"
+           "    assert a.summarize([{{'day': 'd', 'temp': '3'}}])[0][1] == {}\n")
+
+
+@pytest.mark.parametrize("before, after", [
+    (CONSTANT.format(3), CONSTANT.format(4)),  # the answer in a constant of the module
+    (RENAMED.format("r", 3), RENAMED.format("out", 4)),  # the result's variable renamed as the answer moves
+    (ROWS.format(3), ROWS.format(4)),  # a parametrize row
+    (ALIASED.format(3), ALIASED.format(4)),  # the module imported as a name of its package
+], ids=["constant", "renamed-result", "parametrize-row", "submodule-alias"])
+def test_an_answer_moved_in_any_spelling_is_moved(tmp_path: Path, before, after):
+    root = based(tmp_path / "spelled", {"tests/test_agg.py": before})
+    git(root, "checkout", "-q", "-b", "patch")
+    commit(root, "fix totals", {"src/agg.py": FIXED, "tests/test_agg.py": after})
+    assert [kind for kind, _, _ in _review(root)[0]] == ["golden_literal.moved"]
+
+
+def test_two_tests_that_name_their_result_alike_ask_different_questions(tested: Path):
+    """``result = f(a); assert result == 1`` replaced by ``result = g(b); assert result == 2`` is
+    a new assertion, not an answer moved (an honest patch; red team)."""
+    new = TEST.replace("assert summarize(rows)[0][1] == 3", "result = len(summarize(rows))\n    assert result == 1")
+    old = TEST.replace("assert summarize(rows)[0][1] == 3", "result = summarize(rows)[0][1]\n    assert result == 3")
+    root = tested
+    commit(root, "old shape on the branch base", {"tests/test_agg.py": old})
+    git(root, "branch", "-f", "main", "HEAD")
+    commit(root, "another test", {"src/agg.py": FIXED, "tests/test_agg.py": new})
+    assert [kind for kind, _, _ in _review(root)[0]] == ["golden_literal.added"]

@@ -557,3 +557,15 @@ def test_changes_read_by_blob_id_hold_the_bytes_read_by_path(tmp_path: Path):
     for (rev, path), data in zip(wanted, by_path):
         oid = (before if rev == base else after)[path]
         assert data == (None if oid is None else git_bytes(repo, "cat-file", "blob", f"{rev}:{path}"))
+
+
+def test_flags_without_run_says_how_to_run_what_holds_it(tmp_path: Path, capsys):
+    """A new user's first ``flags`` on a code change holds (not_run): the output says why and what to do."""
+    root = based(tmp_path / "hold")
+    git(root, "checkout", "-q", "-b", "patch")
+    commit(root, "code", {"src/agg.py": AGG + "\n# tidy\n"})
+    code = main(["flags", "--repo", str(root), "--base", "main", "--today", TODAY.isoformat()])
+    out = capsys.readouterr().out
+    assert code == 4 and "(not_run)" in out
+    hint = next(line for line in out.splitlines() if "give --run" in line)
+    assert "touched relation" in hint

@@ -85,6 +85,10 @@ def cmd_flags(args) -> int:
         for line in gap_lines(review):
             print(line)
         print(f"decision: {decision.decision}  ({decision.reason})")
+        if decision.reason == "not_run" and not args.run:
+            pending = [rid for rid in review.touched_relations() if rid not in review.results]
+            print(f"  ({counted(len(pending), 'touched relation')} not run: give --run to run them, "
+                  "or relconsole gate for the whole verdict)")
         for error in review.errors:
             print(f"relconsole: {one_line(error.one_line())}")
         return code

@@ -104,7 +104,7 @@ def commit_drafts(review: Review, branch: str, subject: str, changes: list[tuple
     """One quarantine: commit of ``changes`` ((path, text) pairs) onto ``branch``."""
     from relconsole.engine.repo.commitkinds import FileChange
     from relconsole.engine.repo.commits import commit_changes
-    body = (f"Drafted by a model through relconsole propose (SPEC §10) and validated; not accepted.\n"
+    body = (f"Drafted by a model through relconsole propose and validated; not accepted.\n"
             f"drafter: {one_line(drafter)}\n"
             "A reviewer accepts (a catalog: commit) or deletes (a quarantine: commit) each item.")
     files = [FileChange(path, text.encode("utf-8")) for path, text in changes]

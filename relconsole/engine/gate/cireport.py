@@ -37,7 +37,7 @@ RULE_TEXT = {
     "coverage_gap": "A touched path is owned by no catalog pattern (exit 2): add an owner or an exempt [] entry.",
     UNEXERCISED: "A changed statement that no relation's calls ran on HEAD (exit 2 unless "
                  '[tool.relconsole] unexercised = "warn"): write a relation that runs it.',
-    "commit_split": "A commit mixes oracle files with other files (SPEC §9): split it.",
+    "commit_split": "A commit mixes oracle files with other files: split it (README: Patch review flags and the merge checklist).",
     "split_unchecked": "The split check could not read merge-base..HEAD (a shallow clone?): fetch the history.",
     "bad_input": "An oracle or gate file does not parse or validate (exit 5).",
     "incomplete_evidence": "A shard's part, a replay sheet or a manifest is missing: the gate cannot decide.",

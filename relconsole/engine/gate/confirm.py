@@ -289,7 +289,7 @@ def _discard_commit(review: Review, candidate: Candidate, state: ConfirmState) -
     if hashlib.sha256(data).hexdigest() != state.content_sha256:
         raise ConfirmRefused(f"{candidate.path} changed on {branch} since it was replayed; the edit voids "
                              "the replays (reload: it is unreplayed)")
-    body = (f"Discarded by a second replay (SPEC §10): {one_line(candidate.path)}\n"
+    body = (f"Discarded by a second replay: {one_line(candidate.path)}\n"
             f"sha256 of the candidate: {state.content_sha256}\n\n{one_line(state.reason)}\n")
     result = commit_changes(review.repo, branch, "quarantine", f"discard {one_line(candidate.id)}: the second replay "
                             "disagrees with the first", [FileChange(candidate.path, None)], body,

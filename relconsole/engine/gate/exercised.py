@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from relconsole.engine.gate.blobreader import BlobReader
+from relconsole.engine.gate.calltime import call_time_evidence, entry_line
 from relconsole.engine.gate.flags.flagrules import probed_by_name
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import OWNED
@@ -91,11 +92,12 @@ def line_ranges(lines: Iterable[int]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in out]
 
 
-def changed_lines(repo_dir, merge_base: str, head: str) -> dict[str, set[int]]:
+def changed_lines(repo_dir, merge_base: str, head: str, deletions: dict | None = None) -> dict[str, set[int]]:
     """``{path at head: line numbers the patch added or changed}`` of every ``.py`` file that
     differs between the two commits: one ``git diff -U0 -M`` (renames followed, an added
     file's every line), its hunks' new sides read. A deleted file has no row; a binary one
-    no lines."""
+    no lines. ``deletions``, when given, gets ``{path: {N, ...}}``: lines were removed right
+    after line N (a hunk that adds nothing)."""
     proc = run_git(repo_dir, "-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-ext-diff", "--no-textconv",
                    "--no-color", "--src-prefix=a/", "--dst-prefix=b/", merge_base, head, "--",
                    ":(glob)**/*.py", ok=None)
@@ -110,6 +112,33 @@ def changed_lines(repo_dir, merge_base: str, head: str) -> dict[str, set[int]]:
             if match:
                 start, count = int(match.group(1)), int(match.group(2) or 1)
                 lines.update(range(start, start + count))
+                if count == 0 and deletions is not None:
+                    deletions.setdefault(name, set()).add(start)
+    return out
+
+
+def after_deletions(text: str, points: set[int]) -> set[int]:
+    """The lines that stand for code removed from a function's body: for each point N (lines
+    removed right after line N) inside a function's body, the first statement after it in that
+    function (deleting ``if amount < 0: raise`` changes what the rest of the body does). A
+    deletion between definitions changes no statement that is left."""
+    if not points:
+        return set()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    out = set()
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for point in points:
+        inside = [f for f in functions if f.body[0].lineno - 1 <= point < (f.end_lineno or f.lineno)]
+        if not inside:
+            continue
+        function = min(inside, key=lambda f: (f.end_lineno or f.lineno) - f.lineno)  # the innermost
+        after = [n.lineno for n in ast.walk(function) if isinstance(n, ast.stmt) and n is not function
+                 and n.lineno > point]
+        if after:
+            out.add(min(after))
     return out
 
 
@@ -168,80 +197,6 @@ def typing_type_checking(tree: ast.Module) -> bool:
     return imported and not assigned
 
 
-def call_time_evidence(text: str) -> dict[int, tuple[int, ...]]:
-    """First line of a statement whose effect happens only when code is called -> the lines
-    that must have run *in a call* (a function's code, not a module's or class body's) for
-    it to count as run (red team, issue 35). ``{}`` when ``text`` does not parse.
-
-    - a function definition (from its first decorator): its body's lines; a changed
-      decorator, signature or default runs at import, what it changes only in a call, and a
-      body on the ``def`` line runs at import only as the definition;
-    - a module- or class-level statement holding a ``lambda``: the lambda's lines;
-    - a module- or class-level assignment to a name that the file's functions read
-      (``SECONDS = 60`` read by ``to_minutes``): the lines of those functions that read it.
-      A name no function of the file reads may be read anywhere: its import counts.
-    """
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return {}
-    evidence: dict[int, set[int]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            evidence.setdefault(first, set()).update(range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1))
-    reads = _function_reads(tree)
-    for statement in _definition_time_statements(tree):
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        lines = {n for lam in ast.walk(statement) if isinstance(lam, ast.Lambda)
-                 for n in range(lam.body.lineno, (lam.body.end_lineno or lam.body.lineno) + 1)}
-        for name in _assigned_names(statement):
-            lines |= reads.get(name, set())
-        if lines:
-            evidence.setdefault(statement.lineno, set()).update(lines)
-    return {first: tuple(sorted(lines)) for first, lines in evidence.items()}
-
-
-def _definition_time_statements(tree: ast.Module):
-    """Statements that run when their module is imported or their class defined: the module's
-    and every class body's, through ``if``/``try``/``with`` blocks, never inside a function."""
-    stack = list(tree.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.ClassDef):
-            stack.extend(node.body)
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(node).__name__ == "TryStar":
-            for field in ("body", "orelse", "finalbody"):
-                stack.extend(getattr(node, field, []) or [])
-            for handler in getattr(node, "handlers", []) or []:
-                stack.extend(handler.body)
-
-
-def _assigned_names(statement: ast.AST) -> set[str]:
-    targets = (statement.targets if isinstance(statement, ast.Assign) else
-               [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else [])
-    return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
-
-
-def _function_reads(tree: ast.Module) -> dict[str, set[int]]:
-    """Name -> the lines inside the file's function bodies that read it (a bare name, or an
-    attribute of that name: a class attribute read as ``self.NAME``/``cls.NAME``)."""
-    reads: dict[str, set[int]] = {}
-    for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        body = function.body if isinstance(function.body, list) else [function.body]
-        for statement in body:
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    reads.setdefault(node.id, set()).add(node.lineno)
-                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                    reads.setdefault(node.attr, set()).add(node.lineno)
-    return reads
-
-
 def changed_statements(text: str, changed: set[int]) -> list[tuple]:
     """The statements of ``text`` (see ``statement_lines``) that a changed line belongs to, each
     as its inclusive line span ``(first, last)`` (a multi-line statement's lines all stand for
@@ -265,14 +220,15 @@ def changed_statements(text: str, changed: set[int]) -> list[tuple]:
 
 def wanted_rows(changed: dict[str, list[tuple]]) -> tuple:
     """What a run records for ``changed`` (path -> ``changed_statements`` spans), as
-    ``RunPlan.record_lines``: ``((path, (line, ...), (call-only line, ...)), ...)``, every line
+    ``RunPlan.record_lines``: ``((path, (line, ...), (evidence entry, ...)), ...)``, every line
     of the statements and of their call-time evidence; an evidence line counts only when it
-    ran in a call (``tracing.LineRecorder``)."""
+    ran in a function's code, one given as ``(line, code name)`` only in that code's
+    (``tracing.LineRecorder``)."""
     rows = []
     for path, spans in changed.items():
         called = {n for span in spans if len(span) > 2 for n in span[2]}
-        lines = {n for span in spans for n in range(span[0], span[1] + 1)} | called
-        rows.append((path, tuple(sorted(lines)), tuple(sorted(called))))
+        lines = {n for span in spans for n in range(span[0], span[1] + 1)} | {entry_line(n) for n in called}
+        rows.append((path, tuple(sorted(lines)), tuple(sorted(called, key=entry_line))))
     return tuple(rows)
 
 
@@ -286,12 +242,13 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
         return cached[1]
     owned = [b.path for b in review.bindings if b.state == OWNED and b.path.endswith(".py")
              and not b.touched.status.startswith("D")]
-    changed = changed_lines(review.root, review.merge_base, review.head_sha) if owned else {}
+    deletions: dict[str, set[int]] = {}
+    changed = changed_lines(review.root, review.merge_base, review.head_sha, deletions) if owned else {}
     # a file renamed from one no relation's calls could have run (a test, a text file) is new
     # code in the package: every line of it is changed (red team, issue 35)
     moved_in = {b.path for b in review.bindings if b.path in owned and b.touched.old_path
                 and not (b.touched.old_path.endswith(".py") and probed_by_name(b.touched.old_path))}
-    wanted = [path for path in owned if changed.get(path) or path in moved_in]
+    wanted = [path for path in owned if changed.get(path) or path in moved_in or deletions.get(path)]
     out: dict[str, list[tuple[int, int]]] = {}
     if wanted:
         reader = BlobReader(review.root)
@@ -301,7 +258,8 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
             reader.close()
         for path, blob in zip(wanted, blobs):
             text = (blob or b"").decode("utf-8", "replace")
-            lines = set(range(1, text.count("\n") + 2)) if path in moved_in else changed[path]
+            lines = (set(range(1, text.count("\n") + 2)) if path in moved_in
+                     else changed.get(path, set()) | after_deletions(text, deletions.get(path, set())))
             spans = changed_statements(text, lines)
             if spans:
                 out[path] = spans
@@ -314,7 +272,7 @@ def _ran(span, ran: set[int]) -> bool:
     call (``(first, last, evidence)``, ``call_time_evidence``) a line of its evidence too."""
     if not any(n in ran for n in range(span[0], span[1] + 1)):
         return False
-    return len(span) < 3 or any(n in ran for n in span[2])
+    return len(span) < 3 or any(entry_line(n) in ran for n in span[2])
 
 
 def executed_by(results: Iterable) -> dict[str, set[int]]:

@@ -237,7 +237,7 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
                     'guard it; until then a coverage gap\n' for p in others)
     oracle_dir = posixpath.dirname(layout.catalog)
     catalog = (modeline(layout.catalog, "catalog", oracle_dir) +
-               "# The oracle: relations a patch must keep (SPEC §3), written by relconsole init.\n"
+               "# The oracle: relations a patch must keep (README: Relations), written by relconsole init.\n"
                "# Accept drafted candidates from oracle/quarantine/ (relconsole review), then name them below.\n"
                # with nothing exempt every entry is a comment, and a bare `owners:` would be null
                f"owners:{'' if owners else ' {}   # nothing exempt yet: delete the {} when you uncomment an entry'}\n"

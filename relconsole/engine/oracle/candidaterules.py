@@ -253,7 +253,7 @@ def rule_known_transform(raw: dict) -> Verdict:
                                                  f"{allowed}")
     if not isinstance(transform, str) or transform not in TRANSFORM_TO_KIND:
         return Verdict("known_transform", False, f"unknown transform {transform!r}: a candidate's transform is one "
-                                                 f"of {allowed} (SPEC §10); other catalog kinds are written by hand")
+                                                 f"of {allowed} (README: Drafting candidates with a model); other catalog kinds are written by hand")
     return Verdict("known_transform", True)
 
 

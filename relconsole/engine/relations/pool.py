@@ -42,7 +42,8 @@ def _request(plan: RunPlan, seed: int) -> dict:
             "fresh_server": plan.fresh_server, "imports_only": plan.imports_only,
             "hashseed": plan.replay_hashseed, "spare": plan.spare, "readonly": list(plan.readonly),
             "library": list(plan.library), "record_lines": plan.record_lines if isinstance(plan.record_lines, bool)
-            else [[row[0], *map(list, row[1:])] for row in plan.record_lines],
+            else [[row[0], list(row[1]), *([list(e) if isinstance(e, tuple) else e for e in part] for part in row[2:])]
+                  for row in plan.record_lines],
             "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
 
 

@@ -312,12 +312,15 @@ class Server:
 
 def _lines_wanted(sent) -> "bool | list":
     """``RunPlan.record_lines`` as the judge sent it: False, a list of ``[tree path, [line, ...],
-    [call-only line, ...]]`` rows (only those lines), or True (every line) for anything else."""
+    [call-only entry, ...]]`` rows (only those lines; an entry is a line or ``[line, code
+    name]``), or True (every line) for anything else."""
     if sent is False:
         return False
     if isinstance(sent, list) and all(isinstance(row, list) and len(row) in (2, 3) and isinstance(row[0], str)
                                       and all(isinstance(part, list) for part in row[1:]) for row in sent):
-        return [[row[0], *([n for n in part if isinstance(n, int)] for part in row[1:])] for row in sent]
+        return [[row[0], [n for n in row[1] if isinstance(n, int)],
+                 *([e for e in part if isinstance(e, int) or isinstance(e, list) and len(e) == 2
+                    and isinstance(e[0], int) and isinstance(e[1], str)] for part in row[2:])] for row in sent]
     return True
 
 def _warm_up() -> None:

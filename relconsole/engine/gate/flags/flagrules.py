@@ -272,11 +272,14 @@ class FlagRules:
 
     def _changed_packages(self, commit: Commit) -> set[str]:
         """The top-level modules (``pkg`` of ``src/pkg/mod.py``, in every import root) whose
-        non-test Python source the commit changes."""
+        files (code or package data, not tests) the commit changes; ``ANY_CODE`` among them
+        when it changes non-test Python anywhere (a dependency of the asserted code, red team)."""
         packages = set()
         for path in commit.paths:
-            if not path.endswith((".py", ".pyw")) or self._python_test(path):
+            if self._python_test(path) or self.guarded_path(path):
                 continue
+            if path.endswith((".py", ".pyw")):
+                packages.add(ANY_CODE)
             for root in _roots(self.layout):
                 if root and not path.startswith(root + "/"):
                     continue
@@ -362,17 +365,20 @@ def _bag_subjects(layout: Layout, catalog: Catalog) -> dict[str, list[tuple[str,
     return out
 
 
+ANY_CODE = "\0code"  # _changed_packages: the patch changes non-test Python somewhere
+
+
 def _answers_moved(added: list[tuple[str, "pyscan.Golden"]], removed: list[tuple[str, "pyscan.Golden"]],
                    changed_packages: set[str]) -> dict[int, "pyscan.Golden"]:
     """id(added golden) -> the removed golden it moved from: the same file and ``shape``
-    (the same definition first), one to one, when an asserted call goes into a package in
-    ``changed_packages``."""
+    (the same definition first), one to one, when the patch changes code (``ANY_CODE`` in
+    ``changed_packages``) or the asserted call's package's files."""
     pool: dict[tuple[str, str], list] = {}
     for path, golden in removed:
         pool.setdefault((path, golden.shape), []).append(golden)
     moved = {}
     for path, golden in added:
-        if not any(m.split(".", 1)[0] in changed_packages for m in golden.modules):
+        if ANY_CODE not in changed_packages and not any(m.split(".", 1)[0] in changed_packages for m in golden.modules):
             continue
         candidates = pool.get((path, golden.shape))
         if candidates:

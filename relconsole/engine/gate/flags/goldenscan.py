@@ -7,6 +7,7 @@ a literal value, in every form tests write them (``assert``, chained comparisons
 from __future__ import annotations
 
 import ast
+import copy
 from collections import Counter
 from dataclasses import dataclass
 
@@ -88,9 +89,10 @@ def _element(node: ast.AST, names: dict[str, ast.AST], depth: int) -> bool:
 
 
 def imported_modules(module: ast.Module) -> dict[str, str]:
-    """Local name -> dotted module it comes from (``from a.b import f`` gives f -> a.b,
-    ``import a.b as m`` gives m -> a.b, ``import a.b`` gives a -> a); ``from m import *``
-    gives ``"*"`` -> the star-imported modules joined by spaces. Relative imports are left out."""
+    """Local name -> dotted module it comes from (``from a.b import f`` gives f -> a.b, and
+    ``"f."`` -> a.b.f in case f is a submodule; ``import a.b as m`` gives m -> a.b, ``import
+    a.b`` gives a -> a); ``from m import *`` gives ``"*"`` -> the star-imported modules joined
+    by spaces. Relative imports are left out."""
     names: dict[str, str] = {}
     stars: list[str] = []
     for node in ast.walk(module):
@@ -100,6 +102,7 @@ def imported_modules(module: ast.Module) -> dict[str, str]:
                     stars.append(node.module)
                 else:
                     names[alias.asname or alias.name] = node.module
+                    names[f"{alias.asname or alias.name}."] = f"{node.module}.{alias.name}"  # it may be a submodule
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
@@ -122,7 +125,9 @@ def _callee_modules(call: ast.Call, imports: dict[str, str]) -> list[str]:
     base = imports[func.id]
     if not parts:
         return [base]
-    return [".".join([base, *parts[:k]]) for k in range(len(parts) - 1, -1, -1)]
+    found = [".".join([base, *parts[:k]]) for k in range(len(parts) - 1, -1, -1)]
+    submodule = imports.get(f"{func.id}.")  # ``from pkg import sub as sq; sq.f()``: pkg.sub
+    return ([".".join([submodule, *parts[:k]]) for k in range(len(parts) - 1, -1, -1)] + found) if submodule else found
 
 
 def _rebound(node: ast.AST) -> list[str]:
@@ -252,21 +257,100 @@ def golden_in(scope: ast.AST, module: ast.Module, imports: dict[str, str] | None
               scope_name: str = ""):
     """Yield a ``Golden`` for each comparison in ``scope`` of ``module`` that asserts a call's
     result against a literal (the golden-literal review flag); ``imports``: local name ->
-    module, ``guarded`` and ``module_level`` as ``pyscan`` passes them."""
+    module, ``guarded`` and ``module_level`` as ``pyscan`` passes them.
+
+    A golden's question (``shape``) is read through the function's own names (``r = f(x);
+    assert r == 3`` asks ``f(x)``) and its answer through the names bound once around it
+    (``EXPECTED = 3`` is the answer 3), so renaming a variable or moving the answer into a
+    constant changes neither; a
+    ``pytest.mark.parametrize`` row of the test is a golden of its own, at the row's line
+    (the answer the row gives for the call with the row's inputs)."""
     module_names = _bound_once(module, module_level)
     local = [] if scope is module else _assignments(own_nodes(scope))
+    rows = _parametrize_rows(scope)
     for node in own_nodes(scope) if scope is not module else module.body:
         names = _names_at(node.lineno, module_names, local) if hasattr(node, "lineno") else module_names
+        own = _names_at(node.lineno, {}, local) if hasattr(node, "lineno") else {}  # the question reads these
         for left, right, op in _pairs(node):
             for result, value in ((left, right), (right, left)):
-                if not _literal(value, names) or _literal(result, names) or _of_itself(result, value):
+                if _literal(result, names) or _of_itself(result, value):
                     continue
                 calls = _calls(result, names)
                 modules = tuple(dict.fromkeys(m for c in calls for m in _callee_modules(c, imports or {})))
                 if not calls or (guarded is not None and not any(guarded(m) for m in modules)):
                     continue
-                shape = f"{op}|{ast.dump(result)}"
-                yield Golden(f"{shape}|{ast.dump(value)}", node.lineno,
-                             f"asserts {short_source(result)} against the literal {short_source(value)}",
-                             shape, scope_name, short_source(result), short_source(value), modules)
-                break
+                found = list(_row_goldens(rows, result, value, op, own, scope_name, modules))
+                if not found and _literal(value, names):
+                    asked = _substituted(result, own)
+                    answer = _resolved(value, names)
+                    shape = f"{op}|{ast.dump(asked)}"
+                    found = [Golden(f"{shape}|{ast.dump(answer)}", node.lineno,
+                                    f"asserts {short_source(result)} against the literal {short_source(answer)}",
+                                    shape, scope_name, short_source(asked), short_source(answer), modules)]
+                if found:
+                    yield from found
+                    break
+
+
+def _resolved(node: ast.AST, names: dict[str, ast.AST]) -> ast.AST:
+    """A name bound once, as its value; anything else as it is."""
+    return names[node.id] if isinstance(node, ast.Name) and node.id in names else node
+
+
+def _substituted(node: ast.AST, names: dict[str, ast.AST], values: dict[str, ast.AST] | None = None) -> ast.AST:
+    """A copy of ``node`` with each name of ``names`` (the function's own, one level) or of
+    ``values`` (a parametrize row's) replaced by its value."""
+    table = {**{k: v for k, v in names.items() if not isinstance(v, ast.Name)}, **(values or {})}
+
+    class Swap(ast.NodeTransformer):
+        def visit_Name(self, name):
+            return table.get(name.id, name) if isinstance(name.ctx, ast.Load) else name
+    return Swap().visit(copy.deepcopy(node))
+
+
+PARAMETRIZE = ("parametrize",)
+
+
+def _parametrize_rows(scope: ast.AST) -> list[tuple[dict[str, ast.AST], int]]:
+    """``({argument name: value node}, line)`` of each row of each ``parametrize`` decorator of a
+    test function (``pytest.mark.parametrize("n, want", [(1, "one"), pytest.param(2, "two")])``);
+    [] for anything else, or a table that is not written out as rows."""
+    out = []
+    for decorator in getattr(scope, "decorator_list", []):
+        if not (isinstance(decorator, ast.Call) and _name(decorator.func) in PARAMETRIZE and len(decorator.args) >= 2):
+            continue
+        argnames, table = decorator.args[0], decorator.args[1]
+        if isinstance(argnames, ast.Constant) and isinstance(argnames.value, str):
+            params = [p.strip() for p in argnames.value.split(",") if p.strip()]
+        elif isinstance(argnames, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in argnames.elts):
+            params = [str(e.value) for e in argnames.elts]
+        else:
+            continue
+        if not isinstance(table, (ast.List, ast.Tuple)):
+            continue
+        for row in table.elts:
+            if isinstance(row, ast.Call) and _name(row.func) == "param":
+                cells = list(row.args)
+            elif len(params) > 1 and isinstance(row, (ast.Tuple, ast.List)):
+                cells = list(row.elts)
+            else:
+                cells = [row]
+            if len(cells) == len(params):
+                out.append((dict(zip(params, cells)), row.lineno))
+    return out
+
+
+def _row_goldens(rows, result, value, op, names, scope_name, modules):
+    """The goldens of parametrize ``rows`` for an assertion of ``result`` against a row's
+    argument ``value`` (a name the rows give)."""
+    if not isinstance(value, ast.Name):
+        return
+    for cells, line in rows:
+        answer = cells.get(value.id)
+        if answer is None or not _literal(answer, {}):
+            continue
+        asked = _substituted(result, names, {k: v for k, v in cells.items() if k != value.id})
+        shape = f"{op}|{ast.dump(asked)}"
+        yield Golden(f"{shape}|{ast.dump(answer)}", line,
+                     f"asserts {short_source(asked)} against the literal {short_source(answer)} (a parametrize row)",
+                     shape, scope_name, short_source(asked), short_source(answer), modules)

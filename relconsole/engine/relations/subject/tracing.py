@@ -22,20 +22,21 @@ class LineRecorder:
     """Records the tree's executed lines from ``start`` to ``stop``; ``executed(root)`` gives
     ``[[tree path, [line, ...]], ...]`` (sorted, one row per tree file).
 
-    ``wanted`` (``[[tree path, [line, ...], [call-only line, ...]], ...]``: the patch's changed
+    ``wanted`` (``[[tree path, [line, ...], [call-only entry, ...]], ...]``: the patch's changed
     statements and their call-time evidence, ``gate/exercised.py``) narrows the record to what
     the judge asks: a code object with no wanted line is not traced at all, and one stops being
     traced (in every frame of it) once each of its wanted lines ran, so a loop over a changed
-    line costs one line event per line until the line is seen. A call-only line counts only
-    when it runs in a function's code (a lambda's, a comprehension's), not in a module's or a
-    class body's: ``def f(x): return x`` and ``KEY = lambda r: r[0]`` run that line at import
-    only as a definition. None: every line of every tree file."""
+    line costs one line event per line until the line is seen. A call-only entry (a line, or
+    ``[line, code name]``) counts only when its line runs in a function's code (a lambda's, a
+    comprehension's; the named code's alone for a named entry), not in a module's or a class
+    body's: ``def f(x): return x`` and ``KEY = lambda r: r[0]`` run that line at import only
+    as a definition. None: every line of every tree file."""
 
     def __init__(self, root, wanted=None):
         self.prefix = os.path.realpath(root) + os.sep
         self.root = root
-        self.wanted = None if wanted is None else {
-            row[0]: (frozenset(row[1]), frozenset(row[2] if len(row) > 2 else ())) for row in wanted}
+        self.wanted = None if wanted is None else {row[0]: (frozenset(row[1]), _call_only(row[2] if len(row) > 2 else ()))
+                                                  for row in wanted}
         self.lines = {}  # filename as the code object names it -> set of line numbers
         self.tracers = {}  # filename -> its local trace function, None outside the tree, or a code table
         self.codes = {}  # id(code) -> (code, its local trace function or None): the code kept alive, so its id is its own
@@ -53,7 +54,7 @@ class LineRecorder:
         add = self.lines.setdefault(filename, set()).add
         if self.wanted is not None:
             path = os.path.relpath(os.path.realpath(filename), os.path.realpath(self.root)).replace(os.sep, "/")
-            self.tracers[filename] = _Wanted(*self.wanted.get(path, (frozenset(), frozenset())), add)
+            self.tracers[filename] = _Wanted(*self.wanted.get(path, (frozenset(), {})), add)
             return self.tracers[filename]
 
         def local(frame, event, arg):
@@ -100,6 +101,17 @@ class LineRecorder:
 CO_OPTIMIZED = 0x1  # a function's code (lambdas and comprehensions too); a module's or class body's lacks it
 
 
+def _call_only(entries):
+    """``{line: None (any function's code) or {code name, ...}}`` of call-only entries."""
+    out = {}
+    for entry in entries:
+        if isinstance(entry, int):
+            out[entry] = None
+        elif isinstance(entry, (list, tuple)) and len(entry) == 2 and out.get(entry[0], ()) is not None:
+            out.setdefault(entry[0], set()).add(entry[1])
+    return out
+
+
 class _Wanted:
     """One tree file's wanted lines: ``local_for(code)`` gives the local trace function of a code
     object, or None when none of its lines is wanted or each one already ran."""
@@ -114,7 +126,11 @@ class _Wanted:
             here = {line for _, _, line in code.co_lines() if line in self.lines}
         except (AttributeError, TypeError):
             here = set(self.lines)
-        skipped = frozenset() if code.co_flags & CO_OPTIMIZED else self.called_only
+        if code.co_flags & CO_OPTIMIZED:
+            skipped = frozenset(line for line, names in self.called_only.items()
+                                if names is not None and code.co_name not in names)
+        else:
+            skipped = frozenset(self.called_only)
         remaining = here - skipped
         if not remaining:
             return None
