@@ -55,8 +55,8 @@ CASES = {
         "textlib.py": SQUASH + "\n\ndef same(text):\n    return text\n"},
         {"textlib.py": SQUASH + "\n\ndef same(text):\n    return text\n\n# touched\n"}, "hold"),
     "failed-freeze": ({"oracle/freezes.json": FREEZE}, {"textlib.py": DASHED}, "reject"),
-    # an expected answer edited together with the code it checks (golden_literal.moved: blocks)
-    "flag": ({"tests/test_golden.py": GOLDEN},
+    # an expected answer edited together with the code it checks, on a base that blocks it
+    "flag": ({"tests/test_golden.py": GOLDEN, "pyproject.toml": '[tool.relconsole]\nflags = { golden_literal = "block" }\n'},
              {"tests/test_golden.py": GOLDEN.replace("== 'a b'", "== 'a  b'"), "textlib.py": SQUASH + "\n# touched\n"},
              "reject"),
     "gap": ({}, {"tools/helper.py": "def helper():\n    return 1\n"}, "pass"),

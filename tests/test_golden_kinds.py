@@ -1,7 +1,7 @@
 """golden_literal's two kinds (issue 35): an expected answer edited together with the code it
-checks (``golden_literal.moved``, blocks by default) and a new literal assertion on code a
-relation owns (``golden_literal.added``, warns by default: the regression test of an honest
-bug fix; measured on upstream history, bench/ecosystem.py)."""
+checks (``golden_literal.moved``) and a new literal assertion on code a relation owns
+(``golden_literal.added``). Both warn by default (measured on upstream history,
+bench/ecosystem.py: honest fixes do both); a base that sets ``golden_literal = "block"`` blocks both."""
 
 from __future__ import annotations
 
@@ -35,13 +35,24 @@ def tested(tmp_path: Path) -> Path:
     return root
 
 
-def test_an_answer_edited_with_the_code_it_checks_blocks(tested: Path):
+def test_an_answer_edited_with_the_code_it_checks_is_moved_and_warns(tested: Path):
     commit(tested, "fix totals", {"src/agg.py": FIXED, "tests/test_agg.py": TEST.replace("== 3", "== 4")})
     found, decision = _review(tested)
-    assert [(kind, level) for kind, level, _ in found] == [("golden_literal.moved", "block")]
+    assert [(kind, level) for kind, level, _ in found] == [("golden_literal.moved", "warn")]
     flag = found[0][2]
     line = git(tested, "show", f"HEAD:{flag.path}").splitlines()[flag.line - 1]
     assert "== 4" in line and "3" in flag.detail and "4" in flag.detail
+    assert decision.reason != "review_flag:golden_literal"
+
+
+@pytest.mark.parametrize("setting", ['golden_literal = "block"', '"golden_literal.moved" = "block"'])
+def test_a_base_that_blocks_moved_answers_rejects_one(tmp_path: Path, setting: str):
+    root = based(tmp_path / "strict moved", {"tests/test_agg.py": TEST,
+                                             "pyproject.toml": f"[tool.relconsole]\nflags = {{ {setting} }}\n"})
+    git(root, "checkout", "-q", "-b", "patch")
+    commit(root, "fix totals", {"src/agg.py": FIXED, "tests/test_agg.py": TEST.replace("== 3", "== 4")})
+    found, decision = _review(root)
+    assert [(kind, level) for kind, level, _ in found] == [("golden_literal.moved", "block")]
     assert decision.decision == "reject" and decision.reason == "review_flag:golden_literal"
 
 

@@ -17,9 +17,10 @@ process's parentage, namespaces, modules, frames or ``sys.path``, running code n
 read, and, measured on the hostile patches, clock reads and state kept from call to call:
 four of them hold on every relation and are caught by those flags alone); ``warn`` for what
 honest libraries write every week and no hostile patch needed (random draws, optional
-imports, a new literal assertion in a test: the regression test of a bug fix). An expected
-answer edited together with the code it checks blocks: that is how a patch makes the tests
-agree with it, and no honest PR of the measured history did it. Environment reads block: the judge's environment carries almost no variable, so
+imports, literal assertions in tests: a new one is the regression test of a bug fix, and an
+expected answer edited with the code is how a fix updates a test that pinned the old output,
+3 of 70 measured PRs; it is also how a patch makes its tests agree with it, so a team that
+reads tests as evidence sets ``golden_literal = "block"``). Environment reads block: the judge's environment carries almost no variable, so
 reading one tells it from production (red team, issue 35).
 
 How a hostile patch would use a ``warn`` kind: a subject that draws at random to pass a
@@ -55,10 +56,12 @@ GOLDEN_MOVED = re.compile(r"moves the expected answer of ")
 DEFAULT_LEVELS = {
     "protected_path_changed": BLOCK, "lease_hash_edited": BLOCK, "leased_corpus_edited": BLOCK,
     "freeze_row_added": BLOCK, "freeze_row_edited": BLOCK, "golden_literal": BLOCK,
-    # measured (bench/ecosystem.py): 18 of 70 honest upstream PRs add literal assertions on calls
-    # the relations reach, a bug fix with its regression test; none edits an expected answer
-    # together with the code it checks, which is how a patch makes its tests agree with it
-    "golden_literal.moved": BLOCK, "golden_literal.added": WARN,
+    # measured (bench/ecosystem.py, 70 honest upstream PRs): 21 add literal assertions on calls the
+    # relations reach (a bug fix with its regression test) and 3 edit an expected answer with the
+    # code it checks (a fix of tomlkit's multiline strings, two translation fixes of humanize):
+    # blocking either would stop more honest PRs than the 95% target allows, and the verdict rests
+    # on the relations, which no test edit moves; both are shown to the reviewer everywhere
+    "golden_literal.moved": WARN, "golden_literal.added": WARN,
     "bag_output_sorted": BLOCK, "ingest_replay_to_concat": BLOCK, "oracle_layout_changed": BLOCK,
     "relation_changed": BLOCK, "patch_catalog_invalid": BLOCK, "environment_probe": BLOCK,
     "source_rewritten": BLOCK, "test_harness_changed": BLOCK,
