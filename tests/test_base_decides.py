@@ -262,3 +262,19 @@ def test_a_miss_by_exception_names_the_seed_row_and_its_value(tmp_path):
     code, payload = run_json(repo)
     row = SEEDS.splitlines().index('"plain"') + 1
     assert code == EXIT_REJECT and f'seed row {row} "plain"' in relation(payload)["summary"], payload
+
+
+def test_a_miss_prints_the_two_outputs_a_reviewer_checks(tmp_path):
+    """New-user trial: the evidence of a miss is in the log, not only in the JSON; the gate's log
+    names the replay sheet it wrote."""
+    broken = 'def squash(text):\n    return "-" + " ".join(text.split())\n'
+    repo = repo_with(tmp_path, {}, {"textlib.py": broken})
+    _, payload = run_json(repo)
+    first = relation(payload)["first_run"]
+    text = cli(repo, "run", "--base", "main").stdout
+    [shown] = [line for line in text.splitlines() if line.strip().startswith("outputs:")]
+    assert json.dumps(first["source"]) in shown and json.dumps(first["followup"]) in shown
+    gated = cli(repo, "gate", "--base", "main", "--runs", "2", "--artifacts", str(tmp_path / "art"), "--no-history")
+    outputs = [line for line in gated.stdout.splitlines() if line.strip().startswith("outputs: source")]
+    sheets = [line.split("replay sheet: ", 1)[1] for line in gated.stdout.splitlines() if "replay sheet: " in line]
+    assert outputs and sheets and all(Path(s).is_file() for s in sheets), gated.stdout

@@ -144,7 +144,7 @@ def _binding_lines(bindings) -> list[str]:
 
 def cmd_run(args) -> int:
     from relconsole.engine.gate import importrun
-    from relconsole.engine.gate.report import run_payload
+    from relconsole.engine.gate.report import miss_outputs, run_payload
     from relconsole.engine.gate.review import finish_review, load_review
     from relconsole.engine.gate.reviewrun import run_review
     from relconsole.engine.relations.pool import prestart
@@ -178,7 +178,12 @@ def cmd_run(args) -> int:
         judged = None if args.relation is None and args.shard is None and not args.all else ids
         decision = _worst_of(results) if args.relation else review.decision(judged)
         payload = run_payload(review, results, decision)
-        lines = [f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}" for r in results]
+        lines = []
+        for r in results:
+            lines.append(f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}")
+            outputs = miss_outputs(r) if r.verdict.decision != "pass" else None
+            if outputs:
+                lines.append(f"    outputs: source {one_line(outputs['source'])}  follow-up {one_line(outputs['followup'])}")
         lines += gap_lines(review)
         lines.append(f"decision: {decision.decision}  ({decision.reason})")
         code = decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)

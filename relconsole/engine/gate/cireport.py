@@ -75,6 +75,11 @@ def text_lines(payload: dict) -> list[str]:
                      f"{'  replayed' if r.get('replayed') else ''}{keys}")
         if r.get("summary") and r.get("decision") != "pass":
             lines.append(f"    run: {r['summary']}")  # the counted freeze's reruns, when there were
+        outputs = r.get("outputs")
+        if isinstance(outputs, dict) and r.get("decision") != "pass":
+            lines.append(f"    outputs: source {outputs.get('source')}  follow-up {outputs.get('followup')}")
+        if r.get("sheet"):
+            lines.append(f"    replay sheet: {r['sheet']}")
         fenced = r.get("fenced")
         if fenced:  # the sheet decided again at collection, after its workspace lease was checked
             lines.append(f"    sheet: {fenced['decision'].upper()} ({fenced['reason']}): {fenced.get('detail') or ''}")
