@@ -133,15 +133,16 @@ class _Wanted:
             skipped = frozenset(self.called_only)
         remaining = here - skipped
         if not remaining:
-            return None
+            return None  # none of its lines is wanted, or each one already ran (in another frame)
         add = self.add
 
         def local(frame, event, arg):
             if not remaining:
-                return None  # each wanted line of the code ran: this frame is no longer traced
+                return None  # each wanted line of the code ran (in any frame): this one is no longer traced
             line = frame.f_lineno
             add(line)
-            remaining.discard(line)
+            if line in remaining:
+                remaining.discard(line)
             return local
 
         def definition_time(frame, event, arg):  # a module's or class body's code: call-only lines skipped
@@ -150,6 +151,7 @@ class _Wanted:
             line = frame.f_lineno
             if line not in skipped:
                 add(line)
-                remaining.discard(line)
+                if line in remaining:
+                    remaining.discard(line)
             return definition_time
         return definition_time if skipped else local
