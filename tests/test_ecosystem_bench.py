@@ -82,3 +82,24 @@ def test_the_ecosystem_bench_replays_a_local_library_and_catches_its_mutant(tmp_
     assert any(r["relation_id"] == "tiny.squash_idempotent" and r["reason"] == "property_fail"
                for r in mutant["relations"]), mutant
     assert git(tmp_path / "upstream", "status", "--porcelain") == ""  # the upstream is only read
+
+
+def test_the_gate_against_pytest_bench_times_both_on_a_local_library(tmp_path):
+    """``python -m bench.gate_vs_pytest`` on the tiny library: it builds the newest code commit as a
+    PR, runs the library's own tests and the gate, and prints both and the ratio."""
+    shas = upstream(tmp_path / "upstream")
+    oracle = tmp_path / "oracle"
+    write_files(oracle, {"catalog.yaml": CATALOG, "seeds/texts.jsonl": '"a  b"\n"  x y   z "\n"a    b"\n'})
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"name": "tinylib", "upstream": str(tmp_path / "upstream" / ".git"), "end": shas[-1],
+                                "count": 3, "oracle": "oracle", "tests": {"requires": [], "args": []}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PYTEST_", "RELCONSOLE_"))}
+    env |= {"PYTHONPATH": str(PROJECT), "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "bench.gate_vs_pytest", "--spec", str(spec), "--repeat", "1"],
+                          cwd=PROJECT, capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert shas[1][:10] in proc.stdout  # the refactor: the newest commit that changes the library's code
+    pytest_line = next(line for line in proc.stdout.splitlines() if "pytest (anchor)" in line)
+    gate_line = next(line for line in proc.stdout.splitlines() if line.strip().startswith("gate "))
+    assert pytest_line.rstrip().endswith("exit 0") and gate_line.rstrip().endswith("exit 0"), proc.stdout
+    assert "gate / pytest" in proc.stdout
