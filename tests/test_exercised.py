@@ -272,6 +272,28 @@ HEADER = "def seconds(minutes, per=60):\n    return minutes * per\n"
      "def _exact(m):\n    return m * 60\n\n\ndef _cut(m):\n    return m\n\n\nseconds = _cut\n"),
     ("def seconds(minutes):\n    if minutes < 0:\n        raise ValueError(minutes)\n    return minutes * 60\n",
      "def seconds(minutes):\n    return minutes * 60\n"),
+    # a third red team: a header change made to "run" by a call at import, removed lines (a final
+    # return, a decorator, the end of a branch), TYPE_CHECKING shadowed, a constant with a derived
+    # binding, an imported name, a class's base
+    ("def seconds(minutes, per=60):\n    return minutes * per\n",
+     "def seconds(minutes, per=1):\n    return minutes * per\n\n\n_WARM = seconds(0)\n"),
+    ("def seconds(minutes):\n    m = minutes\n    return m * 60\n", "def seconds(minutes):\n    m = minutes\n"),
+    ("def _checked(f):\n    return f\n\n\n@_checked\ndef seconds(minutes):\n    return minutes * 60\n",
+     "def _checked(f):\n    return f\n\n\ndef seconds(minutes):\n    return minutes * 60\n"),
+    ("def seconds(minutes):\n    if minutes < 0:\n        print(minutes)\n        raise ValueError(minutes)\n"
+     "    return minutes * 60\n",
+     "def seconds(minutes):\n    if minutes < 0:\n        print(minutes)\n    return minutes * 60\n"),
+    ("from typing import TYPE_CHECKING\n\n\ndef seconds(minutes):\n    return minutes * 60\n",
+     "from typing import TYPE_CHECKING\nfrom os import sep as TYPE_CHECKING\n\n\ndef seconds(minutes):\n"
+     "    if TYPE_CHECKING:\n        return minutes\n    return minutes * 60\n"),
+    ("PER = 60\nHOUR = 60 * PER\n\n\ndef seconds(minutes):\n    return minutes * PER\n",
+     "PER = 1\nHOUR = 60 * PER\n\n\ndef seconds(minutes):\n    return minutes * PER\n"),
+    ("from math import ceil as _cut\n\n\ndef seconds(minutes):\n    return _cut(minutes * 60)\n",
+     "from math import floor as _cut\n\n\ndef seconds(minutes):\n    return _cut(minutes * 60)\n"),
+    ("class _Exact:\n    PER = 60\n\n\nclass _Cut:\n    PER = 1\n\n\nclass Clock(_Exact):\n"
+     "    def seconds(self, minutes):\n        return minutes * self.PER\n",
+     "class _Exact:\n    PER = 60\n\n\nclass _Cut:\n    PER = 1\n\n\nclass Clock(_Cut):\n"
+     "    def seconds(self, minutes):\n        return minutes * self.PER\n"),
 ])
 def test_a_change_whose_effect_is_in_a_call_counts_only_when_the_call_ran(tmp_path, before, patched):
     repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/durations.py": before}, {"timelib/durations.py": patched})
@@ -302,6 +324,32 @@ def test_the_same_changes_in_code_a_relation_calls_are_exercised(tmp_path, shape
     proc = cli(repo, "run", "--base", "main", "--json")
     payload = json.loads(proc.stdout)
     assert payload["unexercised"] == [] and proc.returncode == 0, proc.stdout[-2000:]
+
+
+@pytest.mark.parametrize("shape", ["branch-end", "overload"])
+def test_honest_removals_and_overloads_in_code_a_relation_runs_are_no_gap(tmp_path, shape):
+    """A line removed from the end of a branch that runs, and ``@overload`` signatures whose
+    bodies never run, are judged by code the relation runs (red team: false gaps)."""
+    guarded = SQUASH.replace('    return " "', '    if text:\n        text = text.strip()\n        text = text + " "\n    else:\n'
+                             '        return ""\n    return " "')
+    before, after = {
+        "branch-end": (guarded, guarded.replace('        text = text + " "\n', "")),
+        "overload": (SQUASH, "from typing import overload\n\n\n@overload\ndef squash(text: str) -> str: ...\n"
+                             "@overload\ndef squash(text: bytes) -> str: ...\n" + SQUASH),
+    }[shape]
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/squash.py": before}, {"timelib/squash.py": after})
+    payload = json.loads(cli(repo, "run", "--base", "main", "--json").stdout)
+    assert payload["unexercised"] == [], payload["unexercised"]
+
+
+def test_a_changed_lambda_of_a_table_counts_only_when_that_lambda_ran(tmp_path):
+    """The relation runs the table's ``squash`` entry; the patch changes the ``strip`` one."""
+    table = ("_OPS = {{\n    'squash': lambda t: ' '.join(t.split()),\n    'strip': lambda t: t.strip({}),\n}}\n\n\n"
+             "def squash(text):\n    return _OPS['squash'](text)\n")
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"timelib/squash.py": table.format("")},
+                         {"timelib/squash.py": table.format("'x'")})
+    payload = json.loads(cli(repo, "run", "--base", "main", "--json").stdout)
+    assert _unexercised(payload) == {"timelib/squash.py": {3}}
 
 
 def test_a_local_of_the_same_name_is_no_read_of_the_constant(tmp_path):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from relconsole.engine.gate.blobreader import BlobReader
-from relconsole.engine.gate.calltime import call_time_evidence, entry_line
+from relconsole.engine.gate.calltime import call_time_evidence, entry_line, lambda_evidence
 from relconsole.engine.gate.flags.flagrules import probed_by_name
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import OWNED
@@ -96,49 +96,71 @@ def changed_lines(repo_dir, merge_base: str, head: str, deletions: dict | None =
     """``{path at head: line numbers the patch added or changed}`` of every ``.py`` file that
     differs between the two commits: one ``git diff -U0 -M`` (renames followed, an added
     file's every line), its hunks' new sides read. A deleted file has no row; a binary one
-    no lines. ``deletions``, when given, gets ``{path: {N, ...}}``: lines were removed right
-    after line N (a hunk that adds nothing)."""
+    no lines. ``deletions``, when given, gets ``{path: {N: [removed line, ...]}}``: lines were
+    removed right after line N (a hunk that adds nothing)."""
     proc = run_git(repo_dir, "-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-ext-diff", "--no-textconv",
                    "--no-color", "--src-prefix=a/", "--dst-prefix=b/", merge_base, head, "--",
                    ":(glob)**/*.py", ok=None)
     out: dict[str, set[int]] = {}
     lines: set[int] | None = None
+    point: int | None = None  # the line a pure deletion follows, while its "-" lines are read
     for raw in (proc.stdout or b"").split(b"\n"):
         if raw.startswith(b"+++ "):
             name = _header_path(raw[4:])
             lines = out.setdefault(name, set()) if name is not None else None
+            point = None
         elif raw.startswith(b"@@ ") and lines is not None:
             match = HUNK.match(raw)
+            point = None
             if match:
                 start, count = int(match.group(1)), int(match.group(2) or 1)
                 lines.update(range(start, start + count))
                 if count == 0 and deletions is not None:
-                    deletions.setdefault(name, set()).add(start)
+                    point = start
+                    deletions.setdefault(name, {})[point] = []
+        elif raw.startswith(b"-") and not raw.startswith(b"--- ") and point is not None and deletions is not None:
+            deletions[name][point].append(raw[1:].decode("utf-8", "replace"))
     return out
 
 
-def after_deletions(text: str, points: set[int]) -> set[int]:
-    """The lines that stand for code removed from a function's body: for each point N (lines
-    removed right after line N) inside a function's body, the first statement after it in that
-    function (deleting ``if amount < 0: raise`` changes what the rest of the body does). A
-    deletion between definitions changes no statement that is left."""
+def after_deletions(text: str, points: dict[int, list[str]]) -> set[int]:
+    """The lines that stand for code a patch removed without adding any (``points``: N -> the
+    removed lines, which followed line N): a removed decorator stands as the definition it
+    decorated (the next statement); removed indented code (a guard, a final ``return``, an
+    override, a signature's line) as the statement it followed, the innermost one holding
+    line N, or the last one before it (in the same block: the rest of a branch that runs does
+    not stand for a branch that does not). A removal at the top level between definitions
+    changes no statement that is left (its readers fail on their own)."""
     if not points:
         return set()
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return set()
+    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     out = set()
-    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for point in points:
-        inside = [f for f in functions if f.body[0].lineno - 1 <= point < (f.end_lineno or f.lineno)]
-        if not inside:
+    for point, removed in points.items():
+        code = [line for line in removed if line.strip() and not line.strip().startswith("#")]
+        if not code:
             continue
-        function = min(inside, key=lambda f: (f.end_lineno or f.lineno) - f.lineno)  # the innermost
-        after = [n.lineno for n in ast.walk(function) if isinstance(n, ast.stmt) and n is not function
-                 and n.lineno > point]
-        if after:
-            out.add(min(after))
+        if all(line.lstrip().startswith("@") for line in code):
+            after = [n.lineno for n in statements if n.lineno > point]
+            out |= {min(after)} if after else set()
+            continue
+        if not code[0][:1].isspace():
+            continue  # a top-level definition or statement removed whole
+        holding = [n for n in statements if n.lineno <= point <= (n.end_lineno or n.lineno)]
+        before = [n for n in statements if (n.end_lineno or n.lineno) <= point]
+        chosen = max(holding, key=lambda n: n.lineno) if holding else max(before, key=lambda n: n.lineno, default=None)
+        if chosen is None:
+            after = [n.lineno for n in statements if n.lineno > point]
+            chosen_line = min(after) if after else None
+        else:
+            owner = parents.get(chosen)  # code removed from a class body (an override) stands as the class
+            chosen_line = owner.lineno if isinstance(owner, ast.ClassDef) and chosen in owner.body else chosen.lineno
+        if chosen_line is not None:
+            out.add(chosen_line)
     return out
 
 
@@ -186,15 +208,28 @@ def statement_lines(text: str) -> tuple[set[int], object | None]:
 
 
 def typing_type_checking(tree: ast.Module) -> bool:
-    """Whether ``TYPE_CHECKING`` in the module is ``typing``'s (imported from it, never assigned):
-    a module's own ``TYPE_CHECKING = True`` would hide a block that runs (red team, issue 35)."""
+    """Whether ``TYPE_CHECKING`` in the module is ``typing``'s (imported from it, and never bound
+    otherwise: assigned, imported from elsewhere or as another name, a parameter, a loop, ``with``
+    or ``except`` name): a module's own ``TYPE_CHECKING = True`` or ``from os import sep as
+    TYPE_CHECKING`` would hide a block that runs (red team, issue 35)."""
     imported = any(isinstance(n, ast.ImportFrom) and n.module == "typing"
                    and any(a.name == "TYPE_CHECKING" and a.asname is None for a in n.names)
                    or isinstance(n, ast.Import) and any(a.name == "typing" and a.asname is None for a in n.names)
                    for n in ast.walk(tree))
-    assigned = any(isinstance(n, ast.Name) and n.id == "TYPE_CHECKING" and isinstance(n.ctx, ast.Store)
-                   for n in ast.walk(tree))
-    return imported and not assigned
+    bound = any(isinstance(n, ast.Name) and n.id == "TYPE_CHECKING" and isinstance(n.ctx, (ast.Store, ast.Del))
+                or isinstance(n, ast.alias) and (n.asname or n.name) == "TYPE_CHECKING" and n not in _typing_aliases(tree)
+                or isinstance(n, ast.arg) and n.arg == "TYPE_CHECKING"
+                or isinstance(n, ast.ExceptHandler) and n.name == "TYPE_CHECKING"
+                or isinstance(n, (ast.Global, ast.Nonlocal)) and "TYPE_CHECKING" in n.names
+                or isinstance(n, ast.Attribute) and n.attr == "TYPE_CHECKING" and isinstance(n.ctx, (ast.Store, ast.Del))
+                for n in ast.walk(tree))
+    return imported and not bound
+
+
+def _typing_aliases(tree: ast.Module) -> list:
+    """The ``from typing import TYPE_CHECKING`` aliases of the module."""
+    return [a for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "typing" for a in n.names
+            if a.name == "TYPE_CHECKING" and a.asname is None]
 
 
 def changed_statements(text: str, changed: set[int]) -> list[tuple]:
@@ -215,7 +250,10 @@ def changed_statements(text: str, changed: set[int]) -> list[tuple]:
         while last < count and parser.first_line(last + 1) == first:
             last += 1
         spans.append((first, last, evidence[first]) if first in evidence else (first, last))
-    return spans
+    lambdas = lambda_evidence(text)  # a changed line of one lambda of a table: that lambda must run
+    spans += [(n, n, lambdas[n]) for n in sorted(changed) if n in lambdas and parser.first_line(n) in statements
+              and (n, n, lambdas[n]) not in spans]
+    return sorted(spans)
 
 
 def wanted_rows(changed: dict[str, list[tuple]]) -> tuple:
@@ -242,7 +280,7 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
         return cached[1]
     owned = [b.path for b in review.bindings if b.state == OWNED and b.path.endswith(".py")
              and not b.touched.status.startswith("D")]
-    deletions: dict[str, set[int]] = {}
+    deletions: dict[str, dict[int, list[str]]] = {}
     changed = changed_lines(review.root, review.merge_base, review.head_sha, deletions) if owned else {}
     # a file renamed from one no relation's calls could have run (a test, a text file) is new
     # code in the package: every line of it is changed (red team, issue 35)
@@ -259,7 +297,7 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
         for path, blob in zip(wanted, blobs):
             text = (blob or b"").decode("utf-8", "replace")
             lines = (set(range(1, text.count("\n") + 2)) if path in moved_in
-                     else changed.get(path, set()) | after_deletions(text, deletions.get(path, set())))
+                     else changed.get(path, set()) | after_deletions(text, deletions.get(path, {})))
             spans = changed_statements(text, lines)
             if spans:
                 out[path] = spans

@@ -30,7 +30,8 @@ class LineRecorder:
     ``[line, code name]``) counts only when its line runs in a function's code (a lambda's, a
     comprehension's; the named code's alone for a named entry), not in a module's or a class
     body's: ``def f(x): return x`` and ``KEY = lambda r: r[0]`` run that line at import only
-    as a definition. None: every line of every tree file."""
+    as a definition; nor while a tree module's body runs (a function called at import, such as
+    ``_WARM = seconds(0)``, is no call of a relation). None: every line of every tree file."""
 
     def __init__(self, root, wanted=None):
         self.prefix = os.path.realpath(root) + os.sep
@@ -40,6 +41,7 @@ class LineRecorder:
         self.lines = {}  # filename as the code object names it -> set of line numbers
         self.tracers = {}  # filename -> its local trace function, None outside the tree, or a code table
         self.codes = {}  # id(code) -> (code, its local trace function or None): the code kept alive, so its id is its own
+        self.importing = [0]  # how many tree module bodies are running (an import): call-only lines wait
 
     def _inside(self, filename):
         try:
@@ -54,7 +56,7 @@ class LineRecorder:
         add = self.lines.setdefault(filename, set()).add
         if self.wanted is not None:
             path = os.path.relpath(os.path.realpath(filename), os.path.realpath(self.root)).replace(os.sep, "/")
-            self.tracers[filename] = _Wanted(*self.wanted.get(path, (frozenset(), {})), add)
+            self.tracers[filename] = _Wanted(*self.wanted.get(path, (frozenset(), {})), add, self.importing)
             return self.tracers[filename]
 
         def local(frame, event, arg):
@@ -73,11 +75,28 @@ class LineRecorder:
             return tracer
         code = frame.f_code
         try:
-            return self.codes[id(code)][1]
+            local = self.codes[id(code)][1]
         except KeyError:
             local = tracer.local_for(code)
             self.codes[id(code)] = (code, local)
-            return local
+        if code.co_name == "<module>":  # a tree module's body: an import, until it returns
+            return self._importing(local)
+        return local
+
+    def _importing(self, local):
+        """A module body's local trace function that counts the import while it runs."""
+        importing = self.importing
+        importing[0] += 1
+
+        def module(frame, event, arg):
+            nonlocal local
+            if event == "return":
+                importing[0] -= 1
+                return None
+            if local is not None:
+                local = local(frame, event, arg)
+            return module
+        return module
 
     def start(self):
         import threading  # as a coverage run does: the threads a call starts (a pool's workers) are traced too
@@ -116,10 +135,11 @@ class _Wanted:
     """One tree file's wanted lines: ``local_for(code)`` gives the local trace function of a code
     object, or None when none of its lines is wanted or each one already ran."""
 
-    def __init__(self, lines, called_only, add):
+    def __init__(self, lines, called_only, add, importing=(0,)):
         self.lines = lines
         self.called_only = called_only
         self.add = add
+        self.importing = importing
 
     def local_for(self, code):
         try:
@@ -135,6 +155,8 @@ class _Wanted:
         if not remaining:
             return None  # none of its lines is wanted, or each one already ran (in another frame)
         add = self.add
+        waits = frozenset(line for line in self.called_only if line not in skipped) & here  # call-only lines here
+        importing = self.importing
 
         def local(frame, event, arg):
             if not remaining:
@@ -145,6 +167,17 @@ class _Wanted:
                 remaining.discard(line)
             return local
 
+        def waiting(frame, event, arg):  # the same, for a code with call-only lines
+            if not remaining:
+                return None
+            line = frame.f_lineno
+            if line in waits and importing[0]:
+                return waiting  # a call-only line run by an import is no call
+            add(line)
+            if line in remaining:
+                remaining.discard(line)
+            return waiting
+
         def definition_time(frame, event, arg):  # a module's or class body's code: call-only lines skipped
             if not remaining:
                 return None
@@ -154,4 +187,4 @@ class _Wanted:
                 if line in remaining:
                     remaining.discard(line)
             return definition_time
-        return definition_time if skipped else local
+        return definition_time if skipped else waiting if waits else local
