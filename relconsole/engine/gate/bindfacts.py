@@ -44,7 +44,7 @@ _LOAD_CODE = ("gate/review.py", "gate/oracleload.py", "gate/seeds.py", "gate/pat
               "oracle/candidaterules.py", "oracle/candidateids.py", "oracle/skeleton.py", "oracle/seedrows.py",
               "repo/gitio.py", "repo/baseref.py", "repo/touched.py", "repo/treeview.py", "repo/blobwrite.py",
               "repo/workspace.py", "repo/owners.py", "gate/bindfacts.py", "oracle/hashcache.py", "gate/importmap.py",
-              "gate/exercised.py", "gate/flags/flaglevels.py", "gate/exercisedrecord.py", "gate/diffview.py")
+              "gate/exercised.py", "gate/calltime.py", "gate/flags/flaglevels.py", "gate/exercisedrecord.py", "gate/diffview.py")
 
 
 def fingerprint() -> str:
