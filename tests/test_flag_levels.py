@@ -97,12 +97,17 @@ def test_the_base_sets_a_kinds_level(tmp_path, level):
         assert probes and payload["decision"]["reason"] == "review_flag:environment_probe" and code == 1
 
 
-def test_a_misspelt_flag_kind_is_bad_input_naming_the_file(tmp_path):
-    setting = '[tool.relconsole]\nflags = { "environment_probe.randomnes" = "warn" }\n'
-    repo = reviewed_repo(tmp_path / "repo", BASE | {"pyproject.toml": setting}, {"timelib/squash.py": SAMPLED})
+@pytest.mark.parametrize("table", [
+    '[tool.relconsole]\nunexercised = "gap"\nflags = { "environment_probe.randomnes" = "warn" }\n',
+    '[tool.relconsole]\nunexercised = "gap"\n\n[tool.relconsole.flags]\ngolden_literal = "warn"\n'
+    'environment_probe.randomnes = "warn"\n',
+], ids=["inline", "table"])
+def test_a_misspelt_flag_kind_is_bad_input_naming_the_file_and_line(tmp_path, table):
+    repo = reviewed_repo(tmp_path / "repo", BASE | {"pyproject.toml": table}, {"timelib/squash.py": SAMPLED})
     proc = cli(repo, "flags", "--base", "main")
-    assert proc.returncode == 5 and "pyproject.toml" in proc.stderr + proc.stdout
-    assert "randomnes" in proc.stderr + proc.stdout
+    said = proc.stderr + proc.stdout
+    line = next(n for n, text in enumerate(table.splitlines(), 1) if "randomnes" in text)
+    assert proc.returncode == 5 and f"pyproject.toml:{line}" in said and "randomnes" in said, said
 
 
 def test_a_patch_cannot_lower_its_own_levels(tmp_path):
@@ -171,3 +176,15 @@ def test_a_probe_a_build_or_a_lazy_import_reaches_still_blocks(tmp_path, files, 
     levels = {f["path"]: f["level"] for f in payload["flags"] if f["name"] == "environment_probe"}
     assert levels.get(path) == "block", payload["flags"]
     assert proc.returncode == 1
+
+
+def test_a_dotted_kind_written_unquoted_in_a_flags_table_is_that_kind():
+    """``environment_probe.randomness = "block"`` unquoted parses as a nested TOML table: it means
+    the kind all the same, beside its name's own level."""
+    from relconsole.engine.repo.config import layout_from_pyproject
+    layout = layout_from_pyproject('[tool.relconsole.flags]\nenvironment_probe.randomness = "block"\n'
+                                   'golden_literal = "block"\n')
+    assert layout.flags == {"environment_probe.randomness": "block", "golden_literal": "block"}
+    quoted = layout_from_pyproject('[tool.relconsole]\nflags = { "environment_probe.randomness" = "block", '
+                                   'golden_literal = "block" }\n')
+    assert quoted.flags == layout.flags

@@ -427,8 +427,9 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     errors: list[BadInputError] = []
     oracle_view = TreeView(repo, oracle_sha)
     try:
-        layout = layout_from_pyproject(oracle_view.read_text("pyproject.toml"))
-        check_flag_levels(layout.flags)
+        pyproject = oracle_view.read_text("pyproject.toml")
+        layout = layout_from_pyproject(pyproject)
+        check_flag_levels(layout.flags, text=pyproject)
     except BadInputError as exc:
         errors.append(exc)
         layout = Layout()

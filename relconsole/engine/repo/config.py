@@ -107,6 +107,8 @@ def layout_from_pyproject(text: str | None, source: str = "pyproject.toml") -> L
     section = doc.get("tool", {}).get("relconsole")
     if section is None:
         return Layout()
+    if isinstance(section.get("flags"), dict):  # environment_probe.randomness = "warn", unquoted: a nested table
+        section = dict(section, flags=_dotted(section["flags"]))
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(_SCHEMA).iter_errors(section))
     if error is not None:
@@ -118,6 +120,20 @@ def layout_from_pyproject(text: str | None, source: str = "pyproject.toml") -> L
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items() if k in known}
     _check_generated(values.get("generated") or {}, values.get("protected", Layout.protected), source)
     return replace(Layout(), **values)
+
+
+def _dotted(table: dict, prefix: str = "") -> dict:
+    """A TOML table of levels as flat dotted keys: ``{"environment_probe": {"randomness": "warn"}}``
+    (what an unquoted ``environment_probe.randomness = "warn"`` parses to) gives
+    ``{"environment_probe.randomness": "warn"}``; a name's own level stays under its name."""
+    out = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_dotted(value, name + "."))
+        else:
+            out[name] = value
+    return out
 
 
 def _check_generated(stubs: dict, patterns, source: str) -> None:

@@ -110,12 +110,22 @@ def flag_level(flag, configured: dict | None = None) -> str:
     return DEFAULT_LEVELS.get(kind, DEFAULT_LEVELS.get(flag.name, BLOCK))
 
 
-def check_flag_levels(configured: dict, source: str = "pyproject.toml") -> None:
+def check_flag_levels(configured: dict, source: str = "pyproject.toml", text: str | None = None) -> None:
     """Raise BadInputError (exit 5) naming the first key of ``[tool.relconsole] flags`` that is
-    no flag name or kind (``known_kinds``): a misspelt key would silently change nothing."""
+    no flag name or kind (``known_kinds``): a misspelt key would silently change nothing. With
+    the file's ``text``, the error names the line that holds the key."""
     from relconsole.engine.errors import BadInputError
     known = set(known_kinds())
     for key in configured:
         if key not in known:
             raise BadInputError(source, f"[tool.relconsole] flags: {key!r} is no review flag or kind "
-                                        f"(one of {', '.join(sorted(known))})")
+                                        f"(one of {', '.join(sorted(known))})", _line_of(key, text))
+
+
+def _line_of(key: str, text: str | None) -> int | None:
+    """The first line of ``text`` that names ``key`` as a TOML key (bare or quoted), or None."""
+    pattern = re.compile(rf'(^|[{{,\s]){re.escape(key)}\s*=|["\']{re.escape(key)}["\']\s*=')
+    for number, line in enumerate((text or "").splitlines(), 1):
+        if pattern.search(line):
+            return number
+    return None
