@@ -92,7 +92,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
                 if progress:
                     progress(results[rid])
                 continue
-            plan = plan_for(review, relation, tree, digest, linked)
+            plan = plan_for(review, relation, tree, digest, linked, lines=True)
             if replay_seed is not None:
                 plan = dataclasses.replace(plan, replay_seed=replay_seed, replay_hashseed=replay_hashseed)
             plans.append((plan, freeze))

@@ -56,14 +56,18 @@ def sandboxed() -> bool:
     return bwrap_path() is not None
 
 
-def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked: bool = False) -> RunPlan:
+def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked: bool = False,
+             lines: bool = False) -> RunPlan:
     """The RunPlan of ``relation`` on a materialised ``tree`` (its input read from that tree).
 
     ``digest``: an ``oracle_digest(review)`` to share between many plans (it lists the
     oracle commit's directories once); by default each plan makes its own. ``linked``: the
     tree hard-links the per-commit store's files, so a subject must see it read-only: the
     run requires bubblewrap (a worker that finds none aborts) instead of falling back to a
-    plain process that could write into the store through the links."""
+    plain process that could write into the store through the links. ``lines``: record the
+    patch's changed lines the run executes (``wanted_lines``): a review's run on HEAD, whose
+    record is the evidence of covered means exercised; the other runs (the merge base, bite's
+    mutants, replays, confirmations, catalog commits, the import record) leave the tracer off."""
     if relation.lease_id:
         lease = review.lease(relation.lease_id).lease
         kind, relative = "lease", lease.path
@@ -79,7 +83,7 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ},
                    library=library_names(review.repo.working_tree_dir or review.repo.git_dir, review.merge_base,
                                          _roots(review.layout)),
-                   record_lines=wanted_lines(review))
+                   record_lines=wanted_lines(review) if lines else False)
 
 
 def wanted_lines(review: Review) -> tuple | bool:
