@@ -31,34 +31,26 @@ and ``signature``.
 
 from __future__ import annotations
 
-import json
 
 from relconsole.engine.gate.bite.bitecache import cached_verdict
 from relconsole.engine.decision import Decision
 from relconsole.engine.literal import one_line
 from relconsole.engine.gate.review import Review
-from relconsole.engine.relations.records import RelationResult
-
-
-OUTPUT_CHARS = 200  # a missed run's outputs, as a log line shows them
+from relconsole.engine.relations.records import RelationResult, short_pair
 
 
 def miss_outputs(result: RelationResult | None) -> dict | None:
     """``{"source": text, "followup": text}``: the two outputs of the result's first run that
-    missed, as JSON cut at ``OUTPUT_CHARS`` (the evidence a reviewer checks, in the log and not
-    only in ``run --json``; new-user trial); None when no run missed with outputs to show.
-    Untrusted text: a printer passes it through ``literal.one_line``."""
+    missed, as compact JSON cut around where they first differ (``records.short_pair``: the
+    evidence a reviewer checks, in the log and not only in ``run --json``; new-user trial); None
+    when no run missed with outputs to show. Untrusted text: a printer passes it through
+    ``literal.one_line``."""
     if result is None:
         return None
     record = next((r for r in (result.first, *result.reruns) if r is not None and not r.held), None)
     if record is None or (record.source is None and record.followup is None):
         return None
-    return {side: _cut(getattr(record, side)) for side in ("source", "followup")}
-
-
-def _cut(value) -> str:
-    text = json.dumps(value, default=repr, ensure_ascii=False)
-    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS - 1] + "…"
+    return dict(zip(("source", "followup"), short_pair(record.source, record.followup)))
 
 
 def decision_fields(decision: Decision) -> dict:
