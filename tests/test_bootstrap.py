@@ -359,23 +359,6 @@ def test_init_counts_one_package_in_the_singular(textkit: Path, capsys):
         assert words.endswith("s") == (n != "1"), (n, words, summary)
 
 
-@pytest.mark.parametrize("branch", ["master", "trunk"])
-def test_a_repository_without_main_is_told_which_base_to_name(tmp_path: Path, capsys, branch):
-    """A new user's repository on master: init says the commands need --base, and a command
-    run without it names the branch the repository has instead of failing bare (issue 17)."""
-    repo = committed_repo(tmp_path / "lib", {"pkg/core.py": "def f(x):\n    return x\n"}, identity=None,
-                          message="a library")
-    git(repo, "branch", "-m", branch)
-    code, out, err = cli(capsys, "init", "--repo", str(repo), "--today", TODAY.isoformat())
-    assert code == EXIT_PASS, err
-    assert f"--base {branch}" in out
-    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
-    [line] = err.splitlines()
-    assert code != EXIT_PASS and f"--base {branch}" in line, line
-    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--base", branch, "--today", TODAY.isoformat())
-    assert code == EXIT_PASS, err
-
-
 def test_init_on_main_says_nothing_of_a_base(textkit: Path, capsys):
     code, out, _ = cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())
     assert code == EXIT_PASS and git(textkit, "branch", "--show-current").strip() == "main"

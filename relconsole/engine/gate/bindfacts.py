@@ -60,9 +60,6 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
-DEFAULT_BASE = "main"  # config.DEFAULT_BASE (the kept-facts path imports no more than it needs)
-
-
 def _today_from_env() -> str | None:
     """``review.today_from_env()`` as YYYY-MM-DD, or None where it would raise (a
     ``RELCONSOLE_TODAY`` that is not a date)."""
@@ -120,11 +117,18 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
     day = today.isoformat() if today is not None else _today_from_env()
     if day is None:
         return None  # the full load says what is wrong with RELCONSOLE_TODAY
-    repo, (head_sha, base_tip, known_base) = gitio.open_with_refs(repo_path, (head_ref, base_ref or DEFAULT_BASE),
-                                                                  with_merge_base=True)
+    if base_ref:
+        repo, (head_sha, base_tip, known_base) = gitio.open_with_refs(repo_path, (head_ref, base_ref),
+                                                                      with_merge_base=True)
+    else:  # the same order as the full load (baseref), which says what is wrong when it fails
+        repo, (head_sha,) = gitio.open_with_refs(repo_path, (head_ref,))
+        if head_sha is None:
+            return None
+        from relconsole.engine.repo.baseref import resolve_base
+        base_ref, base_tip = resolve_base(repo, None, head_sha)
+        known_base = None
     if head_sha is None or base_tip is None:
         return None
-    base_ref = base_ref or DEFAULT_BASE
     from_head = oracle_from.upper() == "HEAD"
     oracle_sha = head_sha if from_head else base_tip
     mode = "HEAD" if from_head else "base"

@@ -30,7 +30,7 @@ from relconsole.engine.gate.checklist import checklist_verdicts, merge_checklist
 from relconsole.engine.gate import exercised, importmap
 from relconsole.engine.gate.exercised import Unexercised
 from relconsole.engine.repo.baseref import resolve_base
-from relconsole.engine.repo.config import DEFAULT_BASE, Layout, layout_from_pyproject
+from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, CommitRefused, UsageError
 from relconsole.engine.oracle.freezes import FreezeRow, for_relation
@@ -401,7 +401,8 @@ class Review:
 def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_ref: str = "HEAD",
                 today: dt.date | None = None, oracle_from: str = "base",
                 hash_progress: Callable[[str, int, int], None] | None = None, deferred: bool = False) -> Review:
-    """Build a Review for ``head_ref`` against ``base_ref`` (default ``main``).
+    """Build a Review for ``head_ref`` against ``base_ref`` (default: ``baseref.resolve_base``'s order:
+    the setting in the reviewed commit's pyproject.toml, origin/HEAD, main).
 
     ``deferred``: leave the facts no relation run reads (the quarantine, the §9 review flags,
     the patch's own catalog) to ``finish_review``, which a caller runs while relations run
@@ -416,12 +417,15 @@ def load_review(repo_path: str | Path = ".", base_ref: str | None = None, head_r
     Raises UsageError for a path outside git, GitError (abort) for unknown refs or a
     missing merge base. Bad oracle files do not raise: they land in ``review.errors``.
     """
-    repo, (head_sha, base_tip) = gitio.open_with_refs(repo_path, (head_ref, base_ref or DEFAULT_BASE))  # one git call
-    head_sha = head_sha or gitio.resolve(repo, head_ref)
-    if base_tip is None:  # unknown (or origin/main), or git's own error: asked one by one
-        base_ref, base_tip = resolve_base(repo, base_ref)
-    else:
-        base_ref = base_ref or DEFAULT_BASE
+    if base_ref:
+        repo, (head_sha, base_tip) = gitio.open_with_refs(repo_path, (head_ref, base_ref))  # one git call
+        head_sha = head_sha or gitio.resolve(repo, head_ref)
+        if base_tip is None:  # unknown, or git's own error: asked alone for its words
+            base_ref, base_tip = resolve_base(repo, base_ref)
+    else:  # the setting of the reviewed commit, origin/HEAD or main (baseref)
+        repo, (head_sha,) = gitio.open_with_refs(repo_path, (head_ref,))
+        head_sha = head_sha or gitio.resolve(repo, head_ref)
+        base_ref, base_tip = resolve_base(repo, None, head_sha)
     merge_base = gitio.merge_base(repo, base_tip, head_sha)
     oracle_sha = head_sha if oracle_from.upper() == "HEAD" else base_tip
     errors: list[BadInputError] = []

@@ -16,8 +16,10 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import hashlib
+import json
 import posixpath
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -27,15 +29,22 @@ from relconsole.engine.repo import gitio
 from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
-from relconsole.engine.repo.config import DEFAULT_BASE, Layout, layout_from_pyproject
+from relconsole.engine.repo.baseref import DEFAULT_BASE
+from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.oracle.leases import header_fields
 
-EXEMPT = ("tests/**", "test/**", "docs/**", "doc/**", "*.md", "*.rst", "*.txt", ".github/**", "LICENSE*",
-          ".gitignore", "pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", "conftest.py",
-          ".editorconfig", ".readthedocs.yaml", ".readthedocs.yml", ".pre-commit-config.yaml",
-          ".devcontainer/**", "MANIFEST.in", "CHANGES*", ".coveragerc", ".flake8")
+# Non-code paths a repository grows later (its first CI workflow, a licence, a pre-commit
+# configuration, a py.typed marker, packaging metadata): exempt whether or not they exist yet,
+# else every honest commit adding one is a coverage gap.
+ALWAYS_EXEMPT = (".github/**", "LICENSE*", "COPYING*", ".pre-commit-config.yaml", "py.typed", "pyproject.toml",
+                 "setup.cfg", "MANIFEST.in", "CHANGES*", "CHANGELOG*", "*.md", ".gitignore",
+                 ".editorconfig", ".readthedocs.yaml", ".readthedocs.yml", "CITATION.cff", ".mailmap")
+# Exempt when present: a pattern that also names code or data in some repositories (*.txt,
+# setup.py, tests/) is written only for a repository that has such paths at init.
+EXEMPT = ALWAYS_EXEMPT + ("tests/**", "test/**", "docs/**", "doc/**", "*.rst", "*.txt", "setup.py", "tox.ini",
+                          "noxfile.py", "conftest.py", ".devcontainer/**", ".coveragerc", ".flake8")
 INVERSES = {"dumps": "loads", "dump": "load", "encode": "decode", "serialize": "deserialize",
             "to_json": "from_json", "format": "parse", "render": "parse", "pack": "unpack",
             "compress": "decompress", "encrypt": "decrypt", "quote": "unquote", "escape": "unescape"}
@@ -104,15 +113,55 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
     for lease in leases:  # a drafted relation, once accepted, reads its lease: the lease allows it now
         lease["allowed_relations"] = [d["id"] for d in drafts if d["input"]["lease"] == lease["id"]]
     changes, lines = _oracle_files(layout, files, leases, drafts, branch)
+    setting = base_setting_change(view.read_text("pyproject.toml"), branch)
+    if setting is not None:
+        changes.append(setting)
+        lines.insert(-1, f"pyproject.toml: base_ref = {one_line(branch)} in [tool.relconsole], so no command needs "
+                         f"--base {one_line(branch)}")
     lines[-1:-1] = [d["skipped"] for d in drafted if "skipped" in d]
     message = f"the oracle of {one_line(PurePosixPath(repo.working_tree_dir).name)}"
     commit = commit_changes(repo, branch, "init", message, changes,
                             "Written by relconsole init: exempt paths, leases, empty freezes and pins"
                             + (", drafted candidates in quarantine (not accepted)." if drafts else "."),
                             layout=layout)
-    if branch != DEFAULT_BASE:  # every command reads the oracle from main unless told otherwise
-        lines.append(f"the oracle is on {branch}, not {DEFAULT_BASE}: give relconsole's commands --base {branch}")
     return InitResult(commit, lines)
+
+
+def base_setting_change(pyproject: str | None, branch: str) -> FileChange | None:
+    """pyproject.toml with ``base_ref = BRANCH`` in ``[tool.relconsole]`` when ``branch`` is
+    not what the commands find by themselves (``main``), else None; None too when it already
+    says so. The text is edited in place (a line after the table's header, or the table
+    appended), every other byte kept. Raises UsageError when the file sets another base_ref,
+    or when the edited text would not parse (the table defined some other way: add the line
+    by hand)."""
+    current = _relconsole_table(pyproject)
+    if current.get("base_ref") == branch or (branch == DEFAULT_BASE and "base_ref" not in current):
+        return None
+    if "base_ref" in current:
+        raise UsageError(f"pyproject.toml: [tool.relconsole] base_ref = {one_line(current['base_ref'])!r}, not "
+                         f"{one_line(branch)}: run init on that branch (--base), or change the setting first")
+    line = f"base_ref = {json.dumps(branch)}  # the branch relconsole reviews against (relconsole init)\n"
+    text = pyproject or ""
+    header = re.search(r"^\[tool\.relconsole\][ \t]*(#[^\n]*)?(\n|$)", text, re.M)
+    if header:
+        edited = text[:header.end()] + ("" if header.group(2) else "\n") + line + text[header.end():]
+    else:
+        edited = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + \
+            "[tool.relconsole]\n" + line
+    if _relconsole_table(edited).get("base_ref") != branch:
+        raise UsageError(f"pyproject.toml: add base_ref = {json.dumps(branch)} to [tool.relconsole] by hand "
+                         "(the table is not a plain [tool.relconsole] section here)")
+    return FileChange("pyproject.toml", edited.encode())
+
+
+def _relconsole_table(text: str | None) -> dict:
+    """``[tool.relconsole]`` of a pyproject.toml text ({} when absent). Raises UsageError
+    naming pyproject.toml when the text does not parse."""
+    try:
+        table = tomllib.loads(text or "").get("tool", {}).get("relconsole", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"pyproject.toml: {exc}") from None
+    return table if isinstance(table, dict) else {}
 
 
 def _has_commits(repo) -> bool:
@@ -228,8 +277,8 @@ def _matches_any(path: str, patterns) -> bool:
 
 def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: list[dict],
                   branch: str) -> tuple[list[FileChange], list[str]]:
-    exempt = [p for p in EXEMPT if any(PurePosixPath(f).match(p) or f.startswith(p.removesuffix("**"))
-                                       for f in files)]
+    exempt = [p for p in EXEMPT if p in ALWAYS_EXEMPT or any(PurePosixPath(f).match(p) or
+                                                              f.startswith(p.removesuffix("**")) for f in files)]
     owners = "".join(f'  "{p}": []\n' for p in exempt)
     gaps = "".join(f'  # "{p}": [ ]   # the relations that guard it; until then a coverage gap\n' for p in _packages(files))
     others = _others(files, layout)

@@ -1,35 +1,127 @@
-"""The base ref of a review (SPEC §2: the oracle is read from its tip): the one named, else
-``main``, else ``origin/main``; never guessed further, but a missing default names the usual
-other branch the repository has.
+"""The base ref of a review (SPEC §2: the oracle is read from its tip).
+
+The order, when no ``--base`` names it:
+
+1. ``[tool.relconsole] base_ref`` of the reviewed commit's ``pyproject.toml``, read there only
+   to find the base. A patch must not choose its own gate, so the name is taken only when it
+   is a branch (``refs/heads/NAME``, else ``refs/remotes/origin/NAME``; never a sha, a tag or
+   ``HEAD~2``) and the merge base of that branch and the reviewed commit names the same
+   base_ref: a patch that edits the setting finds the merge base still naming the old one
+   and is refused (abort), whatever branch it points at. Everything else, the layout
+   included, is then read from the base.
+2. The remote's default branch (``origin/HEAD``), as its local branch when one exists.
+3. ``main``, else ``origin/main``.
+
+Never guessed further: a missing default names the usual other branch the repository has.
 """
 
 from __future__ import annotations
 
+import tomllib
+
 from relconsole.engine.errors import GitError
 from relconsole.engine.repo import gitio
-from relconsole.engine.repo.config import DEFAULT_BASE, OTHER_BASES
+
+DEFAULT_BASE = "main"  # the base ref when nothing else names it
+OTHER_BASES = ("master", "trunk", "develop")  # named in the hint when main is absent
 
 
-def resolve_base(repo: gitio.Repository, base_ref: str | None) -> tuple[str, str]:
-    """(name, sha) of the base ref: ``base_ref`` when given, by default ``main``, else
-    ``origin/main`` (a CI clone). Raises GitError for an unknown ref, and when neither default
-    exists (naming master, trunk or develop when the repository has one)."""
+def resolve_base(repo: gitio.Repository, base_ref: str | None, head_sha: str | None = None) -> tuple[str, str]:
+    """(name, sha) of the base ref: ``base_ref`` when given, else the module's order for the
+    reviewed commit ``head_sha`` (default: HEAD). Raises GitError (abort) for an unknown ref,
+    a setting that names no branch or that the patch changed, and when no default exists
+    (naming master, trunk or develop when the repository has one)."""
     if base_ref:
         return base_ref, gitio.resolve(repo, base_ref)
+    head_sha = head_sha or gitio.resolve(repo, "HEAD")
+    configured = configured_base(repo, head_sha)
+    if configured:
+        return _checked_setting(repo, configured, head_sha)
+    return default_base(repo)
+
+
+def configured_base(repo: gitio.Repository, commit: str) -> str | None:
+    """``[tool.relconsole] base_ref`` of ``commit``'s pyproject.toml; None when there is no
+    file, no setting, or a file that does not parse (the full load reports a bad file of the
+    base; a reviewed commit's bad file just sets no base)."""
+    proc = gitio.run_git(_where(repo), "cat-file", "blob", f"{commit}:pyproject.toml", ok=None)
+    if proc.returncode != 0:
+        return None
     try:
-        return DEFAULT_BASE, gitio.resolve(repo, DEFAULT_BASE)
-    except GitError:
-        try:
-            return f"origin/{DEFAULT_BASE}", gitio.resolve(repo, f"origin/{DEFAULT_BASE}")
-        except GitError:
-            raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base "
-                           f"with --base{_base_hint(repo)}, or fetch it (git fetch origin main)") from None
+        value = tomllib.loads(proc.stdout.decode("utf-8")).get("tool", {}).get("relconsole", {}).get("base_ref")
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
+def default_base(repo: gitio.Repository) -> tuple[str, str]:
+    """(name, sha) of the remote's default branch (origin/HEAD; its local branch when one
+    exists), else main, else origin/main. Raises GitError when none exists."""
+    known = _branches(repo, [DEFAULT_BASE, f"origin/{DEFAULT_BASE}"], with_origin_head=True)
+    remote_default = known.pop("origin/HEAD", None)
+    names = ([remote_default, f"origin/{remote_default}"] if remote_default else []) + [
+        DEFAULT_BASE, f"origin/{DEFAULT_BASE}"]
+    if remote_default:
+        known.update(_branches(repo, names[:2]))
+    for name in names:
+        if name in known:
+            return name, known[name]
+    raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base with --base"
+                   f"{_base_hint(repo)}, set it once as base_ref in pyproject.toml's [tool.relconsole], "
+                   f"or fetch it (git fetch origin {DEFAULT_BASE})")
+
+
+def _checked_setting(repo: gitio.Repository, name: str, head_sha: str) -> tuple[str, str]:
+    """(name, sha) for a base_ref setting read from the reviewed commit, once it names a
+    branch and the merge base agrees (module docstring). Raises GitError otherwise."""
+    known = _branches(repo, [name, f"origin/{name}"])
+    shown = next((n for n in (name, f"origin/{name}") if n in known), None)
+    if shown is None:
+        raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r} names no branch here (nor "
+                       f"origin/{name}): fetch it (git fetch origin {name}), or name the base with --base")
+    tip = known[shown]
+    merge_base = gitio.merge_base(repo, tip, head_sha)
+    before = configured_base(repo, merge_base)
+    if before not in (name, shown):
+        was = f"base_ref = {before!r}" if before else "no base_ref"
+        raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r}, but the merge base with it "
+                       f"({merge_base[:12]}) has {was}: a patch does not choose its own base; name the base "
+                       f"with --base")
+    return shown, tip
+
+
+def _branches(repo: gitio.Repository, names: list[str], with_origin_head: bool = False) -> dict[str, str]:
+    """name -> commit sha for each of ``names`` that is a branch: ``refs/heads/NAME``, or
+    ``refs/remotes/NAME`` for a remote-tracking ``origin/...`` (a sha, a tag, ``HEAD`` or an
+    expression is no branch). ``with_origin_head``: also ``"origin/HEAD"`` -> the branch name
+    origin/HEAD points at (``master``), when it points at one. One ``git for-each-ref``."""
+    wanted = {}
+    for name in names:
+        if name and not name.startswith("-"):
+            wanted[f"refs/heads/{name}"] = name
+            if name.startswith("origin/"):
+                wanted[f"refs/remotes/{name}"] = name
+    patterns = sorted(wanted) + (["refs/remotes/origin/HEAD"] if with_origin_head else [])
+    proc = gitio.run_git(_where(repo), "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)",
+                         *patterns, ok=None)
+    found: dict[str, str] = {}
+    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        refname, sha, symref = (line.split("\0") + ["", ""])[:3]
+        if refname == "refs/remotes/origin/HEAD" and with_origin_head:
+            target = symref.removeprefix("refs/remotes/origin/")
+            if symref.startswith("refs/remotes/origin/") and target != "HEAD":
+                found["origin/HEAD"] = target
+        elif refname in wanted and wanted[refname] not in found:
+            found[wanted[refname]] = sha
+    return found
 
 
 def _base_hint(repo: gitio.Repository) -> str:
     """`` (this repository has master: --base master)`` when a usual other base branch
     exists, locally or on origin; "" otherwise. Only on the error path: one git call."""
     names = [f"refs/heads/{b}" for b in OTHER_BASES] + [f"refs/remotes/origin/{b}" for b in OTHER_BASES]
-    listed = gitio.run_git(repo.working_tree_dir or repo.git_dir, "for-each-ref", "--format=%(refname:short)",
+    listed = gitio.run_git(_where(repo), "for-each-ref", "--format=%(refname:short)",
                            *names, ok=None).stdout.decode("utf-8", "replace").split()
     return f" (this repository has {listed[0]}: --base {listed[0]})" if listed else ""
+
+
+def _where(repo: gitio.Repository):
+    return repo.working_tree_dir or repo.git_dir

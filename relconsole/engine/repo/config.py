@@ -15,10 +15,6 @@ import jsonschema
 from relconsole.engine.errors import BadInputError
 
 
-DEFAULT_BASE = "main"  # the base ref when none is named (SPEC §2: the oracle is read from it)
-OTHER_BASES = ("master", "trunk", "develop")  # named in the hint when main is absent
-
-
 @dataclass(frozen=True)
 class Layout:
     """Paths (repository-relative, POSIX) and policies of a reviewed repository.

@@ -1,0 +1,123 @@
+"""The base is set once (issue 36): ``[tool.relconsole] base_ref`` of the reviewed commit's
+pyproject.toml, checked against the merge base so that a patch cannot choose its own base;
+else origin/HEAD; else main. ``init`` writes the setting on a branch that is not main."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from relconsole.cli.main import main
+from relconsole.engine.errors import EXIT_ABORT, EXIT_PASS, GitError, UsageError
+from relconsole.engine.oracle.bootstrap import base_setting_change
+from relconsole.engine.repo import gitio
+from relconsole.engine.repo.baseref import resolve_base
+from bench.gitrepo import commit_all, committed_repo, git, write_files
+from tests.conftest import TODAY
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def adopted(tmp_path: Path, capsys, branch: str) -> Path:
+    """A library on ``branch`` (not main), adopted with ``relconsole init``."""
+    repo = committed_repo(tmp_path / "lib", {"pkg/core.py": "def f(x):\n    return x\n",
+                                            "pyproject.toml": '[project]\nname = "lib"  # kept\n'},
+                          identity=("Rita Reviewer", "rita@example.org"), message="a library")
+    git(repo, "branch", "-m", branch)
+    code, out, err = cli(capsys, "init", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code == EXIT_PASS, err
+    return repo
+
+
+def setting(repo: Path, rev: str = "HEAD") -> dict:
+    return tomllib.loads(git(repo, "show", f"{rev}:pyproject.toml"))
+
+
+@pytest.mark.parametrize("branch", ["master", "trunk"])
+def test_a_repository_on_another_branch_needs_no_base_after_init(tmp_path: Path, capsys, branch):
+    repo = adopted(tmp_path, capsys, branch)
+    written = setting(repo)
+    assert written["tool"]["relconsole"]["base_ref"] == branch
+    assert written["project"]["name"] == "lib", "every other line of pyproject.toml is kept"
+    git(repo, "checkout", "-q", "-b", "feature")
+    write_files(repo, {"pkg/core.py": "def f(x):\n    return x + 0\n"})
+    commit_all(repo, "a patch")
+    for command in ("validate", "bind"):
+        code, out, err = cli(capsys, command, "--repo", str(repo), "--today", TODAY.isoformat())
+        assert code != EXIT_ABORT and "--base" not in err, (command, err)
+    code, out, _ = cli(capsys, "bind", "--repo", str(repo), "--today", TODAY.isoformat(), "--json")
+    import json
+    assert json.loads(out)["base"] == branch
+
+
+def test_init_on_main_writes_no_setting(tmp_path: Path, capsys):
+    repo = adopted(tmp_path, capsys, "main")
+    assert "base_ref" not in setting(repo).get("tool", {}).get("relconsole", {})
+
+
+def test_a_repository_with_neither_setting_nor_main_names_the_branch_it_has(tmp_path: Path, capsys):
+    repo = committed_repo(tmp_path / "lib", {"pkg/core.py": "x = 1\n"}, identity=None, message="a library")
+    git(repo, "branch", "-m", "master")
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
+    [line] = err.splitlines()
+    assert code == EXIT_ABORT and "--base master" in line and "base_ref" in line, line
+
+
+def test_a_patch_that_moves_its_base_is_refused(tmp_path: Path, capsys):
+    """A patch pointing base_ref at a branch with a weaker oracle (one that names itself) is
+    refused: the merge base still names the old base. Naming a commit expression is no branch."""
+    repo = adopted(tmp_path, capsys, "master")
+    git(repo, "checkout", "-q", "-b", "weak")
+    text = (repo / "pyproject.toml").read_text().replace('base_ref = "master"', 'base_ref = "weak"')
+    write_files(repo, {"pyproject.toml": text})
+    commit_all(repo, "the weak branch names itself")
+    git(repo, "checkout", "-q", "-b", "patch", "master")
+    write_files(repo, {"pyproject.toml": text, "pkg/core.py": "def f(x):\n    return -x\n"})
+    commit_all(repo, "a patch that moves its gate")
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code == EXIT_ABORT and "pyproject.toml" in err and "--base" in err, err
+    for sneaky in ("HEAD~1", "HEAD", git(repo, "rev-parse", "master").strip()):
+        write_files(repo, {"pyproject.toml": text.replace('"weak"', f'"{sneaky}"')})
+        commit_all(repo, f"base {sneaky}")
+        code, _, err = cli(capsys, "bind", "--repo", str(repo), "--today", TODAY.isoformat())
+        assert code == EXIT_ABORT and "names no branch" in err, (sneaky, err)
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--base", "master", "--today", TODAY.isoformat())
+    assert code != EXIT_ABORT, "naming the base keeps working"
+
+
+def test_the_remote_default_branch_is_the_base_of_a_clone(tmp_path: Path):
+    origin = committed_repo(tmp_path / "origin", {"a.py": "x = 1\n"}, identity=None, message="one")
+    git(origin, "branch", "-m", "develop")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    git(clone, "checkout", "-q", "-b", "topic")
+    repo = gitio.open_repo(clone)
+    name, sha = resolve_base(repo, None)
+    assert name == "develop" and sha == git(clone, "rev-parse", "origin/develop").strip()
+    git(clone, "branch", "-q", "-D", "develop")
+    assert resolve_base(repo, None)[0] == "origin/develop"
+
+
+@pytest.mark.parametrize("text", [None, "", "[project]\nname = 'x'", "[tool.relconsole]\ncatalog = 'o/c.yaml'\n",
+                                  "[tool.relconsole] # settings\n[tool.relconsole.flags]\nclock = 'warn'\n",
+                                  "[tool.relconsole.flags]\nclock = 'warn'\n"])
+def test_the_written_setting_parses_and_keeps_every_other_setting(text, tmp_path: Path):
+    change = base_setting_change(text, "master")
+    edited = tomllib.loads(change.content.decode())
+    before = tomllib.loads(text or "")
+    assert edited["tool"]["relconsole"].pop("base_ref") == "master"
+    assert edited.get("tool", {}).get("relconsole") == before.get("tool", {}).get("relconsole", {}) or \
+        not before.get("tool", {}).get("relconsole")
+    assert edited.get("project") == before.get("project")
+    assert base_setting_change(change.content.decode(), "master") is None, "written once"
+
+
+def test_another_setting_is_not_overwritten():
+    with pytest.raises(UsageError, match="base_ref"):
+        base_setting_change("[tool.relconsole]\nbase_ref = 'develop'\n", "master")
