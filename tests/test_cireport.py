@@ -250,11 +250,12 @@ def test_the_summary_names_the_decision_the_row_and_every_cause():
     assert "@octocat" not in markdown
 
 
-@pytest.mark.parametrize("key", ["flags", "gaps", "split", "leases", "relations"])
-def test_a_section_with_nothing_to_say_is_left_out(key):
+@pytest.mark.parametrize("key, sections", [("flags", 1), ("gaps", 1), ("split", 1), ("leases", 1),
+                                           ("relations", 2)])  # the relations and what missed
+def test_a_section_with_nothing_to_say_is_left_out(key, sections):
     data = payload()
     data[key] = []
-    assert cireport.summary_markdown(data).count("### ") == cireport.summary_markdown(payload()).count("### ") - 1
+    assert cireport.summary_markdown(data).count("### ") == cireport.summary_markdown(payload()).count("### ") - sections
 
 
 @settings(max_examples=60, deadline=None)
@@ -371,6 +372,11 @@ def test_the_summary_links_the_row_and_the_rules_and_cites_no_spec():
     assert "§" not in markdown and "SPEC" not in markdown
     assert 'href="https://' in html and "decision-table.md#row-6" in html and "rules.md#miss_not_on_base" in html
     assert "### Missing evidence" in markdown and "rules.md#incomplete_evidence" in markdown
+    entry = next(r for r in data["relations"] if r["relation_id"] == "r.miss")
+    [missed] = [line for line in markdown.splitlines() if line.startswith(f"| {cireport.md_text('r.miss')} |")
+                and cireport.md_text(entry["statement"]) in line]
+    for said in (entry["outputs"]["source"], entry["outputs"]["followup"], entry["input"]["path"]):
+        assert cireport.md_text(said) in missed
 
 
 # Rule help and docs/rules.md ---------------------------------------------------------------------

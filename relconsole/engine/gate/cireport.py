@@ -262,8 +262,8 @@ def summary_markdown(payload: dict) -> str:
     """A GitHub-flavoured Markdown summary of a gate decision (``$GITHUB_STEP_SUMMARY``, a PR
     comment): the decision and exit code, the decision table row that fired (a link into the
     docs) and why, then a section per kind of cause: relations (decision, reason linked to its
-    rule's help, row, replayed, disagreeing keys, the changed lines it is located on), review
-    flags with their ids and how to acknowledge them, coverage gaps, split offences, failed
+    rule's help, row, replayed, disagreeing keys, the changed lines it is located on), what
+    each one that did not pass states with its two values and input, review flags with their ids and how to acknowledge them, coverage gaps, split offences, failed
     checklist items, lease warnings, tool failures and bad input. Every untrusted value goes
     through ``md_text``; links are built from relconsole's own words only."""
     from relconsole.engine.gate.rulehelp import row_link
@@ -275,7 +275,7 @@ def summary_markdown(payload: dict) -> str:
              + (f": {md_text(_cut(payload['detail']))}" if payload.get("detail") else ""), "",
              f"base {md_text(payload.get('base'))} · merge base {md_text(str(payload.get('merge_base'))[:12])} · "
              f"head {md_text(str(payload.get('head'))[:12])} · {md_text(_shards(payload.get('shards', 1)))}", ""]
-    for section in (_md_relations, _md_flags, _md_gaps, _md_split, _md_checklist, _md_leases, _md_evidence,
+    for section in (_md_relations, _md_misses, _md_flags, _md_gaps, _md_split, _md_checklist, _md_leases, _md_evidence,
                     _md_errors):
         lines += section(payload)
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -318,6 +318,18 @@ def _md_relations(payload: dict) -> list[str]:
                        _Markdown(row_link(r["row"])) if _whole_row(r.get("row")) else "",
                        "yes" if r.get("replayed") else "no", ", ".join(map(str, r.get("differing") or [])), where(r)]
                       for r in payload.get("relations", [])])
+
+
+def _md_misses(payload: dict) -> list[str]:
+    """What each relation that did not pass states, the two values and the input it missed on."""
+    from relconsole.engine.gate.missfacts import input_words
+    rows = []
+    for r in payload.get("relations", []):
+        outputs = r.get("outputs") if isinstance(r.get("outputs"), dict) else {}
+        if r.get("decision") != "pass" and (r.get("statement") or outputs):
+            rows.append([r.get("relation_id"), r.get("statement") or "", outputs.get("source", ""),
+                         outputs.get("followup", ""), input_words(r.get("input"))])
+    return _md_table("What missed", ["relation", "it states", "source", "follow-up", "input"], rows)
 
 
 def _md_flags(payload: dict) -> list[str]:

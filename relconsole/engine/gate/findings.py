@@ -146,7 +146,7 @@ def relation_message(r: dict) -> str:
     if where:
         parts.append(f"{BY_WORDS.get(where[0].get('by'), 'at').capitalize()}: "
                      + "; ".join(f"{w.get('path')} {ranges_text(w.get('lines') or [])}" for w in where))
-    return ". ".join(parts)
+    return ". ".join(part.rstrip(". ") for part in parts)
 
 
 def _flags(payload: dict) -> list[Finding]:
