@@ -35,9 +35,15 @@ def flag(path, name="golden_literal", line=3, ack=None, fid="f1"):
 
 
 def relation(rid, decision, reason, owns, row=3, differing=("a.b", "c|d<e>")):
+    """A relation entry as pipeline._relation_json makes it: located on changed lines of each
+    file it owns that its subject ran (``where``), with its statement, outputs and input."""
     return {"relation_id": rid, "decision": decision, "reason": reason, "row": row, "detail": "missed on every HEAD run",
             "outcome": "missed", "summary": "", "differing": list(differing), "replayed": True, "sheet": None,
-            "owns": list(owns), "catalog": "oracle/catalog.yaml", "catalog_line": 18}
+            "owns": list(owns), "catalog": "oracle/catalog.yaml", "catalog_line": 18,
+            "statement": "the total does not depend on the order of the rows",
+            "outputs": {"source": '{"total":10}', "followup": '{"total":11}'},
+            "input": {"seed": 7, "path": "oracle/seeds/rows.jsonl", "records": 3, "note": "shuffle 2"},
+            "where": [{"path": p, "lines": [[n + 2, n + 4]], "by": "ran"} for n, p in enumerate(owns)]}
 
 
 def payload(paths=HOSTILE, **extra):
@@ -97,7 +103,10 @@ def test_bad_input_and_a_split_check_not_made_validate_too():
         by_rule.setdefault(result["ruleId"], []).append(result)
     assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in by_rule["bad_input"]] == [7, 1]
     assert by_rule["bad_input"][0]["level"] == "error"
-    assert "fetch-depth: 0" in by_rule["split_unchecked"][0]["message"]["text"]
+    assert "split_unchecked" not in by_rule  # the machine's: a notification, not an alert in the code
+    [invocation] = log["runs"][0]["invocations"]
+    unchecked = [n for n in invocation["toolExecutionNotifications"] if n["descriptor"]["id"] == "split_unchecked"]
+    assert "fetch-depth: 0" in unchecked[0]["message"]["text"] and invocation["executionSuccessful"] is False
 
 
 def test_one_result_per_cause_at_its_place_with_the_level_of_its_decision():
@@ -118,17 +127,18 @@ def test_one_result_per_cause_at_its_place_with_the_level_of_its_decision():
     assert by_rule["intermittent_on_base"][0]["level"] == "note"
     assert "held" not in by_rule
     miss = by_rule["miss_not_on_base"][0]
-    assert len(miss["relatedLocations"]) == len(HOSTILE)  # the other owned paths and the catalog line
+    assert len(miss["relatedLocations"]) == len(HOSTILE)  # the other files it ran and the catalog line
     catalog = miss["relatedLocations"][-1]["physicalLocation"]
     assert catalog["artifactLocation"]["uri"] == "oracle/catalog.yaml" and catalog["region"]["startLine"] == 18
     assert "r.miss" in miss["message"]["text"] and "c|d<e>" in miss["message"]["text"]
+    assert miss["properties"]["relationId"] == "r.miss"
     # a relation owning no touched path is shown at its catalog line
     freeze = by_rule["intermittent_on_base"][0]["locations"][0]["physicalLocation"]
     assert freeze["artifactLocation"]["uri"] == "oracle/catalog.yaml"
     checklist = by_rule["checklist:no_golden_literal"]
     assert len(checklist) == 1 and len(locations(checklist[0])) == len(HOSTILE)
     assert "checklist:leases_fresh" not in by_rule
-    assert by_rule["incomplete_evidence"][0]["level"] == "error"
+    assert "incomplete_evidence" not in by_rule  # a notification of the run: see test_tool_failures_...
     assert by_rule["lease_warning"][0]["level"] == "note"
 
 
@@ -240,11 +250,12 @@ def test_the_summary_names_the_decision_the_row_and_every_cause():
     assert "@octocat" not in markdown
 
 
-@pytest.mark.parametrize("key", ["flags", "gaps", "split", "leases", "relations"])
-def test_a_section_with_nothing_to_say_is_left_out(key):
+@pytest.mark.parametrize("key, sections", [("flags", 1), ("gaps", 1), ("split", 1), ("leases", 1),
+                                           ("relations", 2)])  # the relations and what missed
+def test_a_section_with_nothing_to_say_is_left_out(key, sections):
     data = payload()
     data[key] = []
-    assert cireport.summary_markdown(data).count("### ") == cireport.summary_markdown(payload()).count("### ") - 1
+    assert cireport.summary_markdown(data).count("### ") == cireport.summary_markdown(payload()).count("### ") - sections
 
 
 @settings(max_examples=60, deadline=None)
@@ -257,3 +268,240 @@ def test_a_file_name_that_is_not_unicode_reaches_sarif_as_valid_unicode(names):
     text = json.dumps(log, ensure_ascii=False)
     text.encode("utf-8")  # raises on a lone surrogate
     assert all(r["message"]["text"] for r in results(log))
+
+
+# Where a finding is shown, what it says, its help ----------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def by_rule_of(log) -> dict:
+    out = {}
+    for result in results(log):
+        out.setdefault(result["ruleId"], []).append(result)
+    return out
+
+
+def test_a_miss_is_shown_on_the_changed_lines_its_subject_ran_with_its_statement_values_and_input():
+    data = payload(paths=["src/a.py", "src/b.py"])
+    entry = next(r for r in data["relations"] if r["relation_id"] == "r.miss")
+    [miss] = by_rule_of(cireport.sarif(data))["miss_not_on_base"]
+    where = miss["locations"][0]["physicalLocation"]
+    first = entry["where"][0]
+    assert where["artifactLocation"]["uri"] == first["path"]
+    assert [where["region"]["startLine"], where["region"]["endLine"]] == first["lines"][0]
+    text = miss["message"]["text"]
+    for said in (entry["statement"], entry["outputs"]["source"], entry["outputs"]["followup"], entry["input"]["path"],
+                 f"seed {entry['input']['seed']}"):
+        assert said in text, said
+    assert "§" not in text and "SPEC" not in text and "decision-table.md#row-6" in text
+
+
+def test_a_shrunk_input_is_part_of_the_message_when_the_run_gives_one():
+    data = payload(paths=["src/a.py"])
+    entry = next(r for r in data["relations"] if r["relation_id"] == "r.miss")
+    entry["input"]["shrunk"] = [{"species": "Adelie", "mass": -1}]
+    [miss] = by_rule_of(cireport.sarif(data))["miss_not_on_base"]
+    assert 'shrunk input: [{"species":"Adelie","mass":-1}]' in miss["message"]["text"]
+
+
+def test_a_relation_not_located_in_the_patch_is_shown_at_its_catalog_line_not_at_line_1():
+    data = payload(paths=["src/a.py", "src/b.py"])
+    for entry in data["relations"]:
+        entry["where"] = []
+    for rule in ("miss_not_on_base", "second_replay_required"):
+        [result] = by_rule_of(cireport.sarif(data))[rule]
+        where = result["locations"][0]["physicalLocation"]
+        assert (where["artifactLocation"]["uri"], where["region"]["startLine"]) == ("oracle/catalog.yaml", 18)
+        assert all(loc["physicalLocation"]["artifactLocation"]["uri"] == "oracle/catalog.yaml"
+                   for loc in locations(result))
+
+
+def test_a_fingerprint_follows_a_relation_whatever_lines_it_is_shown_on():
+    moved = payload(paths=["src/a.py", "src/b.py"])
+    for entry in moved["relations"]:
+        entry["where"] = [{"path": "src/c.py", "lines": [[40, 41]], "by": "owned"}]
+    prints = [{r["ruleId"]: r["partialFingerprints"] for r in results(cireport.sarif(data))
+               if r["ruleId"] == "miss_not_on_base"} for data in (payload(paths=["src/a.py", "src/b.py"]), moved)]
+    assert prints[0] == prints[1]
+
+
+def test_a_flag_carries_the_id_relconsole_ack_takes_in_sarif_and_the_summary():
+    data = payload(paths=["src/a.py", "src/b.py"])
+    flags = {f["id"]: f for f in data["flags"]}
+    found = [r for r in results(cireport.sarif(data)) if r.get("properties", {}).get("flagId") in flags]
+    assert {r["properties"]["flagId"] for r in found} == set(flags)
+    for result in found:
+        fid = result["properties"]["flagId"]
+        if not flags[fid]["acknowledged"]:
+            assert f"relconsole ack {fid} " in result["message"]["text"]
+    summary = cireport.summary_markdown(data)
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and "golden" in line]
+    for fid, flag in flags.items():
+        if flag["name"] == "golden_literal":
+            assert any(f"| {cireport.md_text(fid)} |" in row for row in rows), fid
+
+
+def test_tool_failures_are_notifications_of_the_run_not_alerts_at_the_catalog():
+    from relconsole.engine.errors import GitError
+    from relconsole.engine.gate.pipeline import failure_payload
+    log = cireport.sarif(failure_payload(GitError("fatal: bad revision 'no-such-base...HEAD'")))
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    run = log["runs"][0]
+    assert run["results"] == []
+    [invocation] = run["invocations"]
+    assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 3
+    [note] = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and "bad revision" in note["message"]["text"]
+    descriptor = run["tool"]["driver"]["notifications"][note["descriptor"]["index"]]
+    assert descriptor["id"] == note["descriptor"]["id"] == "gate_failed"
+    assert descriptor["helpUri"].endswith("rules.md#gate_failed")
+
+
+def test_a_run_with_nothing_the_machine_failed_at_says_it_ran():
+    data = payload(paths=["src/a.py"])
+    data["causes"] = [c for c in data["causes"] if c["reason"] != "incomplete_evidence"]
+    [invocation] = cireport.sarif(data)["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is True and invocation["toolExecutionNotifications"] == []
+
+
+def test_the_summary_links_the_row_and_the_rules_and_cites_no_spec():
+    data = payload(paths=["src/a.py"])
+    markdown = cireport.summary_markdown(data)
+    html = rendered(markdown)
+    assert "§" not in markdown and "SPEC" not in markdown
+    assert 'href="https://' in html and "decision-table.md#row-6" in html and "rules.md#miss_not_on_base" in html
+    assert "### Missing evidence" in markdown and "rules.md#incomplete_evidence" in markdown
+    entry = next(r for r in data["relations"] if r["relation_id"] == "r.miss")
+    [missed] = [line for line in markdown.splitlines() if line.startswith(f"| {cireport.md_text('r.miss')} |")
+                and cireport.md_text(entry["statement"]) in line]
+    for said in (entry["outputs"]["source"], entry["outputs"]["followup"], entry["input"]["path"]):
+        assert cireport.md_text(said) in missed
+
+
+# Rule help and docs/rules.md ---------------------------------------------------------------------
+
+def test_every_rule_has_help_of_its_own_and_a_link_to_its_section():
+    from relconsole.engine.gate import rulehelp
+    from relconsole.engine.errors import GitError
+    from relconsole.engine.gate.pipeline import failure_payload
+    drivers = [cireport.sarif(payload())["runs"][0]["tool"]["driver"],
+               cireport.sarif(failure_payload(GitError("x")))["runs"][0]["tool"]["driver"]]
+    rules = list({r["id"]: r for d in drivers for r in d["rules"] + d["notifications"]}.values())
+    assert {r["id"] for r in rules} == set(rulehelp.RULES)
+    helps = [r["help"]["text"] for r in rules]
+    assert len(set(helps)) == len(helps)  # no shared sentence
+    for rule in rules:
+        assert rule["helpUri"] == rulehelp.help_uri(rule["id"])
+        assert rule["helpUri"].split("#")[1] == rule["id"].lower().replace(".", "-")
+        assert rule["help"]["markdown"].startswith("**") and "What to do" in rule["help"]["markdown"]
+        assert "§" not in rule["help"]["text"] + rule["help"]["markdown"]
+
+
+def test_docs_rules_md_is_generated_from_the_rule_help():
+    from relconsole.engine.gate import rulehelp
+    written = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert written == rulehelp.rules_markdown(), \
+        "docs/rules.md is stale: python -m relconsole.engine.gate.rulehelp > docs/rules.md"
+
+
+def _checklist_keys() -> set[str]:
+    source = (ROOT / "relconsole" / "engine" / "gate" / "checklist.py").read_text(encoding="utf-8")
+    return set(re.findall(r'key, title = "([a-z_]+)"', source))
+
+
+def test_every_rule_id_sarif_can_emit_has_a_section_in_docs_rules_md():
+    from relconsole.engine.decision import ENVIRONMENT, FREEZE_FORBIDDEN, ORACLE_FAULT, ROWS
+    from relconsole.engine.gate import rulehelp
+    from relconsole.engine.gate.flags.patchflags import FLAG_NAMES
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")))
+    keys = _checklist_keys()
+    assert len(keys) >= 6
+    reasons = {reason for _, reason, _ in ROWS.values()} | {r[1] for r in (ENVIRONMENT, FREEZE_FORBIDDEN, ORACLE_FAULT)}
+    own = {rulehelp.flag_rule(n) for n in FLAG_NAMES} | {rulehelp.checklist_rule(k) for k in keys} \
+        | {rulehelp.relation_rule(r) for r in reasons}
+    assert own >= set(FLAG_NAMES) | {f"checklist:{k}" for k in keys} | reasons  # each has a rule of its own
+    for rid in rulehelp.RULES:
+        assert rulehelp.anchor(rid) in anchors, rid
+
+
+@given(st.text(max_size=30))
+def test_whatever_a_reason_flag_or_item_is_called_its_rule_has_help(name):
+    from relconsole.engine.gate import rulehelp
+    for rid in (rulehelp.relation_rule(name), rulehelp.flag_rule(name), rulehelp.checklist_rule(name)):
+        assert rid in rulehelp.RULES
+
+
+# GitHub annotations ----------------------------------------------------------------------------
+
+def parse_command(line: str) -> tuple[str, dict, str]:
+    """A workflow command as the Actions runner reads it (ActionCommand.TryParseV2): the
+    command name, its properties and its message, unescaped."""
+    assert line.startswith("::"), line
+    end = line.index("::", 2)
+    head, data = line[2:end], line[end + 2:]
+    name, _, props = head.partition(" ")
+
+    def unescape(text: str, prop: bool) -> str:
+        if prop:
+            text = text.replace("%3A", ":").replace("%2C", ",")
+        return text.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
+    properties = dict(p.split("=", 1) for p in props.split(",") if p)
+    return name, {k: unescape(v, True) for k, v in properties.items()}, unescape(data, False)
+
+
+def test_annotations_sit_where_sarif_puts_each_finding():
+    from relconsole.engine.gate.annotations import annotations
+    data = payload(paths=["src/a.py", "src/ünï b.py"])
+    sarif_results = results(cireport.sarif(data))
+    lines = annotations(data)
+    assert len(lines) == len(sarif_results) + len(cireport.sarif(data)["runs"][0]["invocations"][0][
+        "toolExecutionNotifications"])
+    kinds = {"error": "error", "warning": "warning", "note": "notice"}
+    for result, line in zip(sarif_results, lines):
+        name, props, message = parse_command(line)
+        where = result["locations"][0]["physicalLocation"]
+        assert name == kinds[result["level"]]
+        assert props["file"] == unquote(where["artifactLocation"]["uri"])
+        assert int(props.get("line", 1)) == where["region"]["startLine"]
+        assert result["ruleId"] in props["title"]
+
+
+def test_hostile_text_makes_exactly_one_annotation_per_finding():
+    from relconsole.engine.gate.annotations import annotations
+    from relconsole.engine.literal import one_line
+    hostile = "src/x\n::error file=a.py,line=1::forged%0A.py"
+    data = payload(paths=[hostile, "src/ok,b:c.py"])
+    for entry in data["relations"]:
+        entry["statement"] = "holds\r\n::warning::forged too"
+    lines = annotations(data)
+    printed = "\n".join(lines)
+    assert len(printed.splitlines()) == len(lines)
+    assert all(line.startswith(("::error ", "::warning ", "::notice ")) for line in lines)
+    files = [parse_command(line)[1].get("file") for line in lines]
+    assert one_line(hostile) in files and "src/ok,b:c.py" in files
+    for line in lines:
+        _, props, message = parse_command(line)
+        assert set(props) <= {"file", "line", "endLine", "title"} and "forged" not in props.get("title", "")
+        assert "\n" not in message and "\r" not in message
+        if props.get("file") == one_line(hostile):  # its own lines (a flag's 3, the miss's 2-4), not the forged 1
+            assert props.get("line") in (None, "2", "3"), line
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.text(max_size=40))
+def test_any_path_or_detail_gives_one_parseable_line_per_finding(path, detail):
+    from relconsole.engine.gate.annotations import annotations
+    from relconsole.engine.literal import one_line
+    data = payload(paths=[path])
+    for flag_entry in data["flags"]:
+        flag_entry["detail"] = detail
+    lines = annotations(data)
+    assert len("\n".join(lines).splitlines()) == len(lines)
+    for line in lines:
+        name, props, _ = parse_command(line)
+        assert name in ("error", "warning", "notice")
+        assert set(props) <= {"file", "line", "endLine", "title"}
+        if "file" in props and props["file"] != "oracle/catalog.yaml" and not props["file"].startswith(
+                ("tests/", "oracle/")):
+            assert props["file"] == one_line(path)

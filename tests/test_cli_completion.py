@@ -160,3 +160,8 @@ def test_the_zsh_script_registers_with_compinit(tmp_path):
     assert proc.returncode == 0, proc.stderr[-1000:]
     function, kind = proc.stdout.splitlines()[0], proc.stdout.splitlines()[-1]
     assert function and kind.endswith(": function")
+
+
+def test_the_gate_formats_complete(tmp_path):
+    offered = {o.strip() for o in complete(tmp_path, "relconsole gate --format ") if o}
+    assert offered == {"text", "json", "github"}

@@ -160,11 +160,31 @@ def test_shards_collect_to_the_unsharded_decision_and_a_lost_shard_aborts(sample
     assert {r["relation_id"]: r["decision"] for r in merged["relations"]} == \
         {r["relation_id"]: r["decision"] for r in whole["relations"]}
     assert (shared / "decision.json").is_file()
+    _the_miss_is_on_the_changed_lines_it_ran(repo, whole)
 
     shutil.rmtree(shared / "job2")  # a matrix job that never uploaded
     lost = cli(repo, "gate", "--collect", str(shared), "--json", "--no-history")
     assert (lost.returncode, json_of(lost)["reason"]) == (3, "incomplete_evidence")
     assert "2/2" in json_of(lost)["detail"]
+
+
+def _the_miss_is_on_the_changed_lines_it_ran(repo: Path, decision: dict) -> None:
+    """The relations a naive patch makes miss are located, in decision.json and SARIF, on lines
+    of the patch's hunks of a file their subject ran (``missfacts.where``), with their statement."""
+    import re
+    from relconsole.engine.gate.cireport import sarif
+    hunks = git(repo, "diff", "-U0", "main", "HEAD", "--", "src/aggregator.py")
+    changed = {n for start, count in re.findall(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", hunks, flags=re.M)
+               for n in range(int(start), int(start) + int(count or 1))}
+    missed = [r for r in decision["relations"] if r["decision"] == "reject"]
+    assert missed, decision["relations"]
+    results = {r["properties"]["relationId"]: r for r in sarif(decision)["runs"][0]["results"]
+               if r.get("properties", {}).get("relationId")}
+    for entry in missed:
+        assert entry["where"] and entry["where"][0]["by"] == "ran" and entry["statement"], entry
+        where = results[entry["relation_id"]]["locations"][0]["physicalLocation"]
+        assert where["artifactLocation"]["uri"] == "src/aggregator.py" and where["region"]["startLine"] in changed
+        assert entry["statement"] in results[entry["relation_id"]]["message"]["text"]
 
 
 def test_a_part_of_another_head_is_not_collected_with_this_one(sample, tmp_path):
@@ -247,8 +267,27 @@ def test_a_failed_collect_rewrites_the_sarif_and_summary_it_was_asked_for(tmp_pa
                str(summary), "--sarif", str(sarif), "--no-history")
     assert proc.returncode == 5 and "Traceback" not in proc.stderr, proc.stderr
     assert "PASS" not in summary.read_text() and "ABORT" in summary.read_text()
-    results = json.loads(sarif.read_text())["runs"][0]["results"]
-    assert [r["ruleId"] for r in results] == ["gate_failed"]
+    run = json.loads(sarif.read_text())["runs"][0]
+    assert run["results"] == []  # the machine's failure is no alert in the code: a notification of the run
+    [invocation] = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert [n["descriptor"]["id"] for n in invocation["toolExecutionNotifications"]] == ["gate_failed"]
+
+
+def test_format_github_prints_annotations_and_gives_the_same_decision(tmp_path):
+    """``--format github``: workflow-command annotations, the exit code of ``--json`` (a collect
+    with no part: an abort, judged without running a relation)."""
+    (tmp_path / "empty").mkdir()
+    as_json = cli(tmp_path, "gate", "--collect", str(tmp_path / "empty"), "--json", "--no-history")
+    github = cli(tmp_path, "gate", "--collect", str(tmp_path / "empty"), "--format", "github", "--no-history")
+    assert github.returncode == as_json.returncode == json_of(as_json)["exit_code"] == 3, github.stderr
+    annotations = [line for line in github.stdout.splitlines() if line.startswith("::")]
+    assert annotations and all(line.startswith("::error title=relconsole incomplete_evidence") for line in annotations)
+    assert "rules.md#incomplete_evidence" in annotations[0]
+    both = cli(tmp_path, "gate", "--collect", str(tmp_path / "empty"), "--format", "github", "--json")
+    assert both.returncode == 64
+    helped = cli(tmp_path, "gate", "--help")
+    assert "github" in helped.stdout and "--format" in helped.stdout
 
 
 def _on_main(repo: Path, edit, message: str) -> None:

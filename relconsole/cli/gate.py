@@ -1,10 +1,12 @@
-"""CLI subcommand ``gate``: the one CI command (SPEC §8, §9).
+"""CLI subcommand ``gate``: the one CI command (docs/ci.md, docs/decision-table.md).
 
 ``relconsole gate [--shard K/N] [--artifacts DIR]`` binds, checks the split over
 merge-base..HEAD, reads the flags and the checklist, runs the touched relations, replays what
 missed and decides, writing ``decision.json`` (a shard writes its part; ``relconsole gate
 --collect DIR`` merges the parts and the sheets). ``--sarif FILE`` and ``--summary FILE``
-write what code scanning and a job summary read. The exit code is §8's, the worst of all.
+write what code scanning and a job summary read; ``--format github`` prints GitHub
+workflow-command annotations instead of the text lines (``--format json`` is ``--json``).
+The exit code is the decision table's, the worst of all, whatever the format.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from relconsole.cli.options import workspace_lease_options
 from relconsole.cli.pipe import decided
 from relconsole.engine.errors import UsageError
 from relconsole.engine.literal import one_line
+
+FORMATS = ("text", "json", "github")
 
 
 def register(subparsers, commands: dict) -> None:
@@ -43,6 +47,9 @@ def register(subparsers, commands: dict) -> None:
     gate.add_argument("--summary", type=Path, default=None, metavar="FILE",
                       help="also write a Markdown summary (a job summary or a PR comment)")
     gate.add_argument("--no-history", action="store_true", help="do not record in the gate history")
+    gate.add_argument("--format", choices=FORMATS, default=None,
+                      help="what to print: text (default), json (decision.json, as --json) or github "
+                           "(::error file=…,line=… annotations a pull request shows on its diff)")
     gate.add_argument("--json", action="store_true", help="print decision.json (a shard: its part) to stdout")
     commands["gate"] = cmd_gate
 
@@ -56,7 +63,9 @@ def cmd_gate(args) -> int:
     ``decision.json`` in ``--artifacts`` (or the ``--collect`` directory): an abort naming why,
     with the error's exit code (3, or 5 for a bad file; issue 17). Usage errors (64) write
     nothing."""
-    from relconsole.engine.errors import RelconsoleError
+    from relconsole.engine.errors import BadInputError, RelconsoleError
+    args.format = _format(args)
+    args.json = args.format == "json"
     for output in (args.sarif, args.summary):
         if output is not None:
             _write(lambda: Path(output).unlink(missing_ok=True))
@@ -67,7 +76,11 @@ def cmd_gate(args) -> int:
     except RelconsoleError as exc:
         from relconsole.engine.gate.pipeline import failure_payload, write_decision_file
         payload = failure_payload(exc)
+        if isinstance(exc, BadInputError) and args.collect is None:  # a file of the repository: at its line
+            payload["errors"] = [{"path": exc.path, "line": exc.line, "message": exc.message}]
         _outputs(args, payload)
+        if args.format == "github":
+            _print_annotations(payload)
         directory = args.collect if args.collect is not None else args.artifacts
         if directory is not None:
             try:
@@ -178,10 +191,28 @@ def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:
     decided(int(payload["exit_code"]))  # before printing: a reader who leaves cannot change it
     if args.json:
         print(json.dumps(payload | {"decision_file": str(written)}, indent=2, default=str))
+        return int(payload["exit_code"])
+    if args.format == "github":
+        _print_annotations(payload)
     else:
         for line in cireport.text_lines(payload):
             print(one_line(line) if line else "")
-        print(f"decision: {payload['decision']}  ({payload['reason']})  exit {payload['exit_code']}  "
-              f"-> {one_line(str(written))}")
+    print(f"decision: {one_line(payload['decision'])}  ({one_line(payload['reason'])})  exit {payload['exit_code']}  "
+          f"-> {one_line(str(written))}")
     return int(payload["exit_code"])
+
+
+def _format(args) -> str:
+    """The output format ``args`` ask for: ``--format``, or json for ``--json``; both given
+    must agree (UsageError)."""
+    if args.json and args.format not in (None, "json"):
+        raise UsageError(f"--json and --format {args.format} ask for two outputs: give one")
+    return "json" if args.json else args.format or "text"
+
+
+def _print_annotations(payload: dict) -> None:
+    """Print the workflow commands of ``payload`` (``annotations.annotations``: escaped there)."""
+    from relconsole.engine.gate.annotations import annotations
+    for line in annotations(payload):
+        print(line)
 

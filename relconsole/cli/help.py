@@ -252,7 +252,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "checklist, run, replay of what missed, and decide, giving one decision and one exit code "
         "(the worst of all) in decision.json. --shard K/N runs one part; --collect DIR merges the "
         "shards' results (a missing shard aborts). --sarif and --summary write what code scanning "
-        "and a job summary read.",
+        "and a job summary read; --format github prints annotations a pull request shows on its diff.",
         {EXIT_PASS: "pass, or freeze",
          EXIT_REJECT: "a miss, an open review flag, a failed checklist item, or a commit that breaks the split",
          EXIT_GAP: "nothing worse, but a touched path has no owner",

@@ -12,48 +12,21 @@ import hashlib
 import re
 from urllib.parse import quote
 
-from relconsole.engine.gate.exercised import UNEXERCISED, describe, ranges_text
+from relconsole.engine.docsref import decision_row, doc_url
+from relconsole.engine.gate.exercised import describe, ranges_text
+from relconsole.engine.gate.findings import BY_WORDS, EVIDENCE_REASONS
 from relconsole.engine.literal import counted
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://pypi.org/project/relconsole/"
 MAX_MESSAGE = 1000  # characters of one SARIF message (untrusted text cut, never dropped whole)
 MAX_RESULTS = 25_000  # GitHub code scanning refuses a run with more results
 MAX_RELATED = 100  # related locations GitHub shows of one result
 FINGERPRINT_KEY = "relconsole/v1"
-_LEVELS = {"abort": "error", "reject": "error", "warn": "warning", "hold": "warning", "freeze": "note", "pass": "note"}
 _URI_SAFE = "/-._~!$&'()*+,;=@"  # RFC 3986 pchar without ':' (a first segment "a:b" would read as a scheme)
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
 _MD_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation: CommonMark lets each be backslash-escaped
 _MD_AUTOLINKED = "@#"  # GitHub links @mentions and #references in rendered text
-_WHERE = re.compile(r"^([^\s:@]+):(\d+)\b")  # "path:line" at the start of checklist evidence
-
-# Causes that are about the evidence, not about a relation, flag or path: shown at the catalog
-EVIDENCE_REASONS = ("incomplete_evidence", "replay_failed", "gate_failed")
-
-# What each kind of result means (§8 rows, §9 split, review flags, the checklist): the rule's text.
-RULE_TEXT = {
-    "coverage_gap": "A touched path is owned by no catalog pattern (exit 2): add an owner or an exempt [] entry.",
-    UNEXERCISED: "A changed statement that no relation's calls ran on HEAD (exit 2 unless "
-                 '[tool.relconsole] unexercised = "warn"): write a relation that runs it.',
-    "commit_split": "A commit mixes oracle files with other files: split it (README: Patch review flags and the merge checklist).",
-    "split_unchecked": "The split check could not read merge-base..HEAD (a shallow clone?): fetch the history.",
-    "bad_input": "An oracle or gate file does not parse or validate (exit 5).",
-    "incomplete_evidence": "A shard's part, a replay sheet or a manifest is missing: the gate cannot decide.",
-    "replay_failed": "The replay of a missed relation could not finish (workspace lease, lease store).",
-    "gate_failed": "The gate could not finish (a git error, an unreadable part or sheet): nothing was decided.",
-    "lease_warning": "A data lease the oracle reads is expired or expiring.",
-    "missing_fields": "§8 row 1: a replay sheet lacks a required field.",
-    "lease_not_fresh": "§8 row 2: the replay's workspace lease is absent or not fresh.",
-    "property_fail": "§8 row 3: the relation missed on every HEAD run.",
-    "fixture_drift": "§8 row 4: the fixture pin does not match.",
-    "second_replay_required": "§8 row 5: a quarantined candidate needs a second replay on a new lease.",
-    "miss_not_on_base": "§8 row 6: the miss on HEAD differs from the merge base's (the patch caused it).",
-    "freeze_missing_expiry": "§8 row 7: a proposed freeze has no expiry date.",
-    "intermittent_on_base": "§8 row 8: an intermittent miss the merge base shows too: propose a counted freeze.",
-    "freeze_not_allowed": "§8 row 8: the relation's policy forbids freezing its intermittent miss.",
-}
 
 
 def evidence_text(evidence, title: str = "") -> str:
@@ -69,7 +42,7 @@ def text_lines(payload: dict) -> list[str]:
     lines = [f"gate · base {payload.get('base')} · merge base {str(payload.get('merge_base'))[:10]} · "
              f"head {str(payload.get('head'))[:10]}"] if payload.get("head") else []
     for r in payload.get("relations", []):
-        row = f" row {r['row']}" if r.get("row") else ""
+        row = f", {decision_row(r['row'])}" if r.get("row") else ""
         keys = f"  keys: {', '.join(r['differing'][:8])}" if r.get("differing") else ""
         lines.append(f"relation {r['relation_id']}: {r['decision'].upper()} ({r['reason']}{row})"
                      f"{'  replayed' if r.get('replayed') else ''}{keys}")
@@ -78,6 +51,10 @@ def text_lines(payload: dict) -> list[str]:
         outputs = r.get("outputs")
         if isinstance(outputs, dict) and r.get("decision") != "pass":
             lines.append(f"    outputs: source {outputs.get('source')}  follow-up {outputs.get('followup')}")
+        where = [w for w in r.get("where") or [] if isinstance(w, dict)]
+        if where and r.get("decision") != "pass":
+            lines.append(f"    {BY_WORDS.get(where[0].get('by'), 'at')}: "
+                         + "; ".join(f"{w.get('path')} {ranges_text(w.get('lines') or [])}" for w in where))
         if r.get("sheet"):
             lines.append(f"    replay sheet: {r['sheet']}")
         fenced = r.get("fenced")
@@ -85,8 +62,10 @@ def text_lines(payload: dict) -> list[str]:
             lines.append(f"    sheet: {fenced['decision'].upper()} ({fenced['reason']}): {fenced.get('detail') or ''}")
     for f in payload.get("flags", []):
         state = "acknowledged" if f.get("acknowledged") else "WARN" if f.get("level") == "warn" else "REJECT"
+        ack = f"  (flag id {f['id']}: relconsole ack {f['id']} --reason ...)" if f.get("id") and state != \
+            "acknowledged" else ""
         lines.append(f"flag {f['name']} {state}: {f['path']}{':' + str(f['line']) if f.get('line') else ''}  "
-                     f"{f['detail']}")
+                     f"{f['detail']}{ack}")
     lines += [f"split REJECT: {o['commit'][:10]} {o['path']}: {o['why']}" for o in payload.get("split", [])]
     if payload.get("split_problem"):
         lines.append(f"split ABORT: {payload['split_problem']}")
@@ -109,25 +88,37 @@ def _shards(shards: object) -> str:
 
 def sarif(payload: dict) -> dict:
     """SARIF 2.1.0 of a gate decision (``gate.collect``'s payload): one run of the relconsole
-    driver, one result per review flag (acknowledged ones as suppressed notes), coverage gap,
-    split offence, relation that did not pass, failed checklist item, bad input, lease warning
-    and missing evidence. Locations are repository-relative URIs under ``%SRCROOT%`` (percent-
+    driver with one result per ``findings.findings`` (acknowledged flags as suppressed notes;
+    a relation's miss on the changed lines its subject ran; a flag's id, what ``relconsole ack``
+    takes, in its message and ``properties.flagId``), and the machine's failures
+    (``findings.failures``: a git error, a replay that could not finish, missing evidence) as
+    the invocation's ``toolExecutionNotifications`` with ``executionSuccessful`` false, never
+    as results. Every rule carries its own help (``rulehelp``: text, Markdown, a ``helpUri``
+    into docs/rules.md). Locations are repository-relative URIs under ``%SRCROOT%`` (percent-
     encoded), ``startLine`` >= 1; ``partialFingerprints`` hash rule, path and identity (flag or
     relation id), so code scanning tracks a result across runs. Messages are untrusted text,
     kept as data and cut to MAX_MESSAGE characters; at most MAX_RESULTS results (GitHub's limit).
     """
-    results = (_flag_results(payload) + _gap_results(payload) + _split_results(payload)
-               + _relation_results(payload) + _checklist_results(payload) + _error_results(payload)
-               + _evidence_results(payload) + _lease_results(payload))
-    rules = _rules(payload, results)
+    from relconsole.engine.gate import findings as found
+    results = [_result(f) for f in found.findings(payload)][:MAX_RESULTS]
+    notifications = [_notification(f) for f in found.failures(payload)]
+    rules, descriptors = _descriptors(r["ruleId"] for r in results), _descriptors(
+        n["descriptor"]["id"] for n in notifications)
     index = {rule["id"]: n for n, rule in enumerate(rules)}
     for result in results:
         result["ruleIndex"] = index[result["ruleId"]]
+    index = {rule["id"]: n for n, rule in enumerate(descriptors)}
+    for note in notifications:
+        note["descriptor"]["index"] = index[note["descriptor"]["id"]]
+    invocation = {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+    if isinstance(payload.get("exit_code"), int):
+        invocation["exitCode"] = payload["exit_code"]
     return {"version": SARIF_VERSION, "$schema": SARIF_SCHEMA, "runs": [{
-        "tool": {"driver": {"name": "relconsole", "version": _version(), "informationUri": INFORMATION_URI,
-                            "rules": rules}},
+        "tool": {"driver": {"name": "relconsole", "version": _version(), "informationUri": doc_url("index"),
+                            "rules": rules, "notifications": descriptors}},
+        "invocations": [invocation],
         "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "the repository's work tree"}}},
-        "results": results[:MAX_RESULTS],
+        "results": results,
         "properties": {"decision": payload.get("decision"), "reason": payload.get("reason"),
                        "exitCode": payload.get("exit_code"), "head": payload.get("head")}}]}
 
@@ -154,18 +145,27 @@ def _version() -> str:
         return __version__
 
 
-def _rules(payload: dict, results: list[dict]) -> list[dict]:
-    """Every kind of result relconsole can report (a stable list), plus any kind ``results``
-    use that the list lacks (a newer reason, a checklist key)."""
-    from relconsole.engine.gate.flags.patchflags import FLAG_NAMES
-    texts = {name: f"Review flag {name}: the patch changed what the review protects or restates." for name in
-             FLAG_NAMES} | RULE_TEXT
-    texts |= {f"checklist:{i.get('key')}": f"Merge checklist: {i.get('title')}" for i in payload.get("checklist", [])}
-    for result in results:
-        texts.setdefault(result["ruleId"], f"relconsole {result['ruleId']}")
-    return [{"id": rid, "name": _rule_name(rid), "shortDescription": {"text": _cut(text)},
-             "fullDescription": {"text": _cut(text)}, "helpUri": f"{INFORMATION_URI}#description",
-             "help": {"text": _cut(text)}} for rid, text in texts.items()]
+def _descriptors(used) -> list[dict]:
+    """The reporting descriptors of every rule id in ``rulehelp.RULES`` of the kind ``used``
+    holds (results or notifications), plus any id ``used`` names that RULES lacks: each with
+    its own help text, Markdown and ``helpUri`` (its section of docs/rules.md)."""
+    from relconsole.engine.gate import rulehelp
+    used = list(dict.fromkeys(used))
+    tool = bool(used) and all(rid in rulehelp.TOOL_IDS for rid in used)
+    ids = [rid for rid in rulehelp.RULES if (rid in rulehelp.TOOL_IDS) == tool] if used else []
+    ids += [rid for rid in used if rid not in ids]
+    return [_descriptor(rid) for rid in ids]
+
+
+def _descriptor(rid: str) -> dict:
+    from relconsole.engine.gate import rulehelp
+    rule = rulehelp.RULES.get(rid)
+    if rule is None:
+        return {"id": rid, "name": _rule_name(rid), "shortDescription": {"text": _cut(f"relconsole {rid}")}}
+    return {"id": rid, "name": _rule_name(rid), "shortDescription": {"text": rule.title},
+            "fullDescription": {"text": f"{rule.title}. {rule.means}"}, "helpUri": rulehelp.help_uri(rid),
+            "help": {"text": rulehelp.help_text(rid), "markdown": rulehelp.help_markdown(rid)},
+            "properties": {"tags": ["relconsole", rule.group]}}
 
 
 def _rule_name(rid: str) -> str:
@@ -189,12 +189,18 @@ def _cut(text, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _location(path, line=None, end=None) -> dict:
-    start = line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else 1
+def _whole(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _location(place) -> dict:
+    """A SARIF location of a ``findings.Place`` (line 1 for a place that is a whole file)."""
+    start = _whole(place.line) or 1
     region = {"startLine": start}
-    if isinstance(end, int) and not isinstance(end, bool) and end > start:
+    end = _whole(place.end)
+    if end is not None and end > start:
         region["endLine"] = end
-    return {"physicalLocation": {"artifactLocation": {"uri": sarif_uri(str(path)), "uriBaseId": "%SRCROOT%"},
+    return {"physicalLocation": {"artifactLocation": {"uri": sarif_uri(str(place.path)), "uriBaseId": "%SRCROOT%"},
                                  "region": region}}
 
 
@@ -203,100 +209,34 @@ def _fingerprint(rule: str, path, identity) -> dict:
     return {FINGERPRINT_KEY: digest.hexdigest()[:32]}
 
 
-def _result(rule: str, decision: str, message: str, locations: list[dict], identity, related=()) -> dict:
-    path = locations[0]["physicalLocation"]["artifactLocation"]["uri"] if locations else ""
-    result = {"ruleId": rule, "level": _LEVELS.get(decision, "error"), "message": {"text": _cut(message)},
-              "locations": locations, "partialFingerprints": _fingerprint(rule, path, identity)}
-    related = list(related)[:MAX_RELATED]
+def _properties(properties: dict) -> dict:
+    return {key: _cut(value) for key, value in properties.items() if value is not None}
+
+
+def _result(finding) -> dict:
+    location = _location(finding.place)
+    result = {"ruleId": finding.rule, "level": finding.level, "message": {"text": _cut(finding.message)},
+              "locations": [location],
+              "partialFingerprints": _fingerprint(finding.rule, sarif_uri(finding.track) if finding.track is not None
+                                                  else location["physicalLocation"]["artifactLocation"]["uri"],
+                                                  finding.identity)}
+    related = finding.related[:MAX_RELATED]
     if related:
-        result["relatedLocations"] = [loc | {"id": n} for n, loc in enumerate(related, 1)]
+        result["relatedLocations"] = [_location(place) | {"id": n} for n, place in enumerate(related, 1)]
+    if finding.properties:
+        result["properties"] = _properties(finding.properties)
+    if finding.suppressed is not None:
+        result["suppressions"] = [{"kind": "external", "status": "accepted", "justification": _cut(finding.suppressed)}]
     return result
 
 
-def _catalog_path(payload: dict) -> str:
-    return next((r["catalog"] for r in payload.get("relations", []) if r.get("catalog")), "oracle/catalog.yaml")
-
-
-def _flag_results(payload: dict) -> list[dict]:
-    out = []
-    for flag in payload.get("flags", []):
-        ack = flag.get("acknowledged")
-        result = _result(str(flag.get("name")), "pass" if ack else "warn" if flag.get("level") == "warn" else "reject",
-                         f"{flag.get('name')}: {flag.get('detail')}", [_location(flag.get("path"), flag.get("line"))],
-                         flag.get("id"))
-        if ack:
-            result["suppressions"] = [{"kind": "external", "status": "accepted",
-                                       "justification": _cut(f"acknowledged by {ack.get('by')}: {ack.get('reason')}")}]
-        out.append(result)
-    return out
-
-
-def _gap_results(payload: dict) -> list[dict]:
-    level = payload.get("unexercised_level", "gap")
-    unexercised = []
-    for row in payload.get("unexercised", []):
-        spans = [_location(row.get("path"), start, end) for start, end in row.get("lines") or [[1, 1]]]
-        unexercised.append(_result(UNEXERCISED, "reject" if level == "gap" else "warn", describe(row, level),
-                                   spans[:1], "", spans[1:]))
-    return [_result("coverage_gap", "reject", f"{path} is owned by no catalog pattern: add an owner or an "
-                    "exempt [] entry (exit 2)", [_location(path)], "") for path in payload.get("gaps", [])] + unexercised
-
-
-def _split_results(payload: dict) -> list[dict]:
-    return [_result("commit_split", "reject", f"commit {str(o.get('commit'))[:12]}: {o.get('path')}: {o.get('why')}",
-                    [_location(o.get("path"))], "") for o in payload.get("split", [])]
-
-
-def _relation_results(payload: dict) -> list[dict]:
-    out = []
-    for r in payload.get("relations", []):
-        if r.get("decision") == "pass":
-            continue
-        catalog = _location(r.get("catalog") or _catalog_path(payload), r.get("catalog_line"))
-        owned = [_location(path) for path in r.get("owns") or []]
-        primary, related = (owned[0], owned[1:] + [catalog]) if owned else (catalog, [])
-        if r.get("reason") == "oracle_fault":  # the catalog keeper's to fix: the catalog line, not the patch's code
-            primary, related = catalog, owned
-        row = f" (§8 row {r['row']})" if r.get("row") else ""
-        keys = f"; keys that disagreed: {', '.join(map(str, r['differing']))}" if r.get("differing") else ""
-        message = f"relation {r.get('relation_id')}: {r.get('decision')} {r.get('reason')}{row}: {r.get('detail')}{keys}"
-        out.append(_result(str(r.get("reason")), str(r.get("decision")), message, [primary], r.get("relation_id"),
-                           related))
-    return out
-
-
-def _checklist_results(payload: dict) -> list[dict]:
-    out = []
-    for item in payload.get("checklist", []):
-        if item.get("state") != "fail":
-            continue
-        where = [m for m in (_WHERE.match(str(e)) for e in item.get("evidence") or []) if m]
-        places = [_location(m.group(1), int(m.group(2))) for m in where] or [_location(_catalog_path(payload))]
-        evidence = evidence_text(item.get("evidence"), "no evidence recorded")
-        out.append(_result(f"checklist:{item.get('key')}", "reject", f"{item.get('title')}: {evidence}",
-                           places[:1], item.get("key"), places[1:]))
-    return out
-
-
-def _error_results(payload: dict) -> list[dict]:
-    return [_result("bad_input", "abort", f"{e.get('path')}: {e.get('message')}", [_location(e.get("path"), e.get("line"))],
-                    e.get("line")) for e in payload.get("errors", [])]
-
-
-def _evidence_results(payload: dict) -> list[dict]:
-    """Why the gate could not judge (missing shards or sheets, a replay that failed, a split
-    check it could not make), at the catalog: the review as a whole."""
-    catalog = _catalog_path(payload)
-    out = [_result(c["reason"], c["decision"], c.get("detail") or c["reason"], [_location(catalog)], c.get("detail"))
-           for c in payload.get("causes", []) if c.get("reason") in EVIDENCE_REASONS]
-    if payload.get("split_problem"):
-        out.append(_result("split_unchecked", "abort", payload["split_problem"], [_location(catalog)], ""))
-    return out
-
-
-def _lease_results(payload: dict) -> list[dict]:
-    return [_result("lease_warning", "pass", f"lease {s.get('id')}: {s.get('state')}: {s.get('reason')}",
-                    [_location(s.get("source"))], s.get("id")) for s in payload.get("leases", []) if s.get("source")]
+def _notification(failure) -> dict:
+    note = {"level": "error", "message": {"text": _cut(failure.message)}, "descriptor": {"id": failure.rule}}
+    if failure.place is not None:
+        note["locations"] = [_location(failure.place)]
+    if failure.properties:
+        note["properties"] = _properties(failure.properties)
+    return note
 
 
 def md_text(text) -> str:
@@ -320,37 +260,76 @@ def _md_code(text) -> str:
 
 def summary_markdown(payload: dict) -> str:
     """A GitHub-flavoured Markdown summary of a gate decision (``$GITHUB_STEP_SUMMARY``, a PR
-    comment): the decision and exit code, the §8 row that fired and why, then a section per
-    kind of cause: relations (decision, reason, row, replayed, disagreeing keys), review flags
-    with acknowledgements, coverage gaps, split offences, failed checklist items, lease
-    warnings, missing evidence and bad input. Every untrusted value goes through ``md_text``."""
+    comment): the decision and exit code, the decision table row that fired (a link into the
+    docs) and why, then a section per kind of cause: relations (decision, reason linked to its
+    rule's help, row, replayed, disagreeing keys, the changed lines it is located on), what
+    each one that did not pass states with its two values and input, review flags with their ids and how to acknowledge them, coverage gaps, split offences, failed
+    checklist items, lease warnings, tool failures and bad input. Every untrusted value goes
+    through ``md_text``; links are built from relconsole's own words only."""
+    from relconsole.engine.gate.rulehelp import row_link
     decision = str(payload.get("decision"))
-    row = f", §8 row {payload['row']}" if payload.get("row") else ""
+    row = f", {row_link(payload['row'])}" if _whole_row(payload.get("row")) else ""
     lines = [f"## relconsole gate: {md_text(decision.upper())} (exit {md_text(payload.get('exit_code'))})", "",
              f"**{md_text(payload.get('reason'))}**{row}"
              + (f" for relation {md_text(payload['relation_id'])}" if payload.get("relation_id") else "")
              + (f": {md_text(_cut(payload['detail']))}" if payload.get("detail") else ""), "",
              f"base {md_text(payload.get('base'))} · merge base {md_text(str(payload.get('merge_base'))[:12])} · "
              f"head {md_text(str(payload.get('head'))[:12])} · {md_text(_shards(payload.get('shards', 1)))}", ""]
-    for section in (_md_relations, _md_flags, _md_gaps, _md_split, _md_checklist, _md_leases, _md_evidence,
+    for section in (_md_relations, _md_misses, _md_flags, _md_gaps, _md_split, _md_checklist, _md_leases, _md_evidence,
                     _md_errors):
         lines += section(payload)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+class _Markdown(str):
+    """A table cell that is Markdown made here from relconsole's own words (a link), not escaped."""
+
+
+def _whole_row(row) -> bool:
+    return isinstance(row, int) and not isinstance(row, bool) and row >= 1
+
+
+def _rule_cell(rule: str, shown) -> _Markdown:
+    """``shown`` (escaped) linked to ``rule``'s section of docs/rules.md."""
+    from relconsole.engine.gate.rulehelp import help_uri
+    return _Markdown(f"[{_md_code(_cut(shown))}]({help_uri(rule)})")
 
 
 def _md_table(title: str, header: list[str], rows: list[list]) -> list[str]:
     if not rows:
         return []
     out = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_md_code(_cut(cell)) for cell in row) + " |" for row in rows]
+    out += ["| " + " | ".join(cell if isinstance(cell, _Markdown) else _md_code(_cut(cell)) for cell in row) + " |"
+            for row in rows]
     return out + [""]
 
 
 def _md_relations(payload: dict) -> list[str]:
-    return _md_table("Relations", ["relation", "decision", "reason", "row", "replayed", "keys that disagreed"],
-                     [[r.get("relation_id"), r.get("decision"), r.get("reason"), r.get("row") or "",
-                       "yes" if r.get("replayed") else "no", ", ".join(map(str, r.get("differing") or []))]
+    from relconsole.engine.gate.rulehelp import relation_rule, row_link
+
+    def where(r: dict) -> str:
+        places = [w for w in r.get("where") or [] if isinstance(w, dict)] if r.get("decision") != "pass" else []
+        return "; ".join(f"{w.get('path')} {ranges_text(w.get('lines') or [])}" for w in places)
+    return _md_table("Relations", ["relation", "decision", "reason", "row", "replayed", "keys that disagreed",
+                                   "changed lines"],
+                     [[r.get("relation_id"), r.get("decision"),
+                       r.get("reason") if r.get("decision") == "pass" else _rule_cell(relation_rule(str(
+                           r.get("reason"))), r.get("reason")),
+                       _Markdown(row_link(r["row"])) if _whole_row(r.get("row")) else "",
+                       "yes" if r.get("replayed") else "no", ", ".join(map(str, r.get("differing") or [])), where(r)]
                       for r in payload.get("relations", [])])
+
+
+def _md_misses(payload: dict) -> list[str]:
+    """What each relation that did not pass states, the two values and the input it missed on."""
+    from relconsole.engine.gate.missfacts import input_words
+    rows = []
+    for r in payload.get("relations", []):
+        outputs = r.get("outputs") if isinstance(r.get("outputs"), dict) else {}
+        if r.get("decision") != "pass" and (r.get("statement") or outputs):
+            rows.append([r.get("relation_id"), r.get("statement") or "", outputs.get("source", ""),
+                         outputs.get("followup", ""), input_words(r.get("input"))])
+    return _md_table("What missed", ["relation", "it states", "source", "follow-up", "input"], rows)
 
 
 def _md_flags(payload: dict) -> list[str]:
@@ -358,10 +337,13 @@ def _md_flags(payload: dict) -> list[str]:
         a = flag.get("acknowledged")
         if a:
             return f"acknowledged by {a.get('by')}: {a.get('reason')}"
-        return "a warning (no effect on the decision)" if flag.get("level") == "warn" else "not acknowledged (reject)"
-    return _md_table("Review flags", ["flag", "where", "detail", "acknowledgement"],
-                     [[f.get("name"), f"{f.get('path')}" + (f":{f['line']}" if f.get("line") else ""), f.get("detail"),
-                       ack(f)] for f in payload.get("flags", [])])
+        state = "a warning (no effect on the decision)" if flag.get("level") == "warn" else "not acknowledged (reject)"
+        return f"{state}; once read: relconsole ack {flag.get('id')} --reason \"…\"" if flag.get("id") else state
+    from relconsole.engine.gate.rulehelp import flag_rule
+    return _md_table("Review flags", ["flag", "flag id", "where", "detail", "acknowledgement"],
+                     [[_rule_cell(flag_rule(str(f.get("name"))), f.get("name")), f.get("id") or "",
+                       f"{f.get('path')}" + (f":{f['line']}" if f.get("line") else ""), f.get("detail"), ack(f)]
+                      for f in payload.get("flags", [])])
 
 
 def _md_gaps(payload: dict) -> list[str]:
@@ -378,7 +360,8 @@ def _md_split(payload: dict) -> list[str]:
     rows = [[str(o.get("commit"))[:12], o.get("path"), o.get("why")] for o in payload.get("split", [])]
     if payload.get("split_problem"):
         rows.append(["", "", f"split check not made: {payload['split_problem']}"])
-    return _md_table("Commit split (§9)", ["commit", "path", "why"], rows)
+    from relconsole.engine.gate.rulehelp import help_uri
+    return _md_table(f"Commit split ([what to do]({help_uri('commit_split')}))", ["commit", "path", "why"], rows)
 
 
 def _md_checklist(payload: dict) -> list[str]:
@@ -393,9 +376,9 @@ def _md_leases(payload: dict) -> list[str]:
 
 
 def _md_evidence(payload: dict) -> list[str]:
-    return _md_table("Missing evidence", ["decision", "reason", "detail"],
-                     [[c.get("decision"), c.get("reason"), c.get("detail")] for c in payload.get("causes", [])
-                      if c.get("reason") in EVIDENCE_REASONS])
+    from relconsole.engine.gate.findings import failures
+    return _md_table("Missing evidence and tool failures (nothing was decided about the code)",
+                     ["reason", "detail"], [[_rule_cell(f.rule, f.rule), f.message] for f in failures(payload)])
 
 
 def _md_errors(payload: dict) -> list[str]:

@@ -92,15 +92,17 @@ def line_ranges(lines: Iterable[int]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in out]
 
 
-def changed_lines(repo_dir, merge_base: str, head: str, deletions: dict | None = None) -> dict[str, set[int]]:
+def changed_lines(repo_dir, merge_base: str, head: str, deletions: dict | None = None,
+                  pathspecs: tuple[str, ...] = (":(glob)**/*.py",)) -> dict[str, set[int]]:
     """``{path at head: line numbers the patch added or changed}`` of every ``.py`` file that
     differs between the two commits: one ``git diff -U0 -M`` (renames followed, an added
     file's every line), its hunks' new sides read. A deleted file has no row; a binary one
     no lines. ``deletions``, when given, gets ``{path: {N: [removed line, ...]}}``: lines were
-    removed right after line N (a hunk that adds nothing)."""
+    removed right after line N (a hunk that adds nothing). ``pathspecs``: the files diffed
+    (``()``: every file of the patch)."""
     proc = run_git(repo_dir, "-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-ext-diff", "--no-textconv",
                    "--no-color", "--src-prefix=a/", "--dst-prefix=b/", merge_base, head, "--",
-                   ":(glob)**/*.py", ok=None)
+                   *pathspecs, ok=None)
     out: dict[str, set[int]] = {}
     lines: set[int] | None = None
     point: int | None = None  # the line a pure deletion follows, while its "-" lines are read

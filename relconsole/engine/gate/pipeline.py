@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from relconsole.engine.gate import exercised
+from relconsole.engine.gate import exercised, missfacts
 from relconsole.engine.gate.checklist import merge_checklist
 from relconsole.engine.gate.report import miss_outputs
 from relconsole.engine.decision import Decision, worst
@@ -178,7 +178,10 @@ def _relation_json(review, rid: str, verdict: Decision, result, replayed) -> dic
         "replayed": replayed is not None,
         "sheet": str(replayed.path) if replayed is not None and replayed.path else None,
         "owns": [b.path for b in review.bindings if rid in b.relations],
-        "catalog": review.layout.catalog, "catalog_line": relation.line if relation is not None else None}
+        "catalog": review.layout.catalog, "catalog_line": relation.line if relation is not None else None,
+        "statement": relation.statement if relation is not None else "",
+        "input": missfacts.miss_input(result),
+        "where": missfacts.where(review, rid, result) if verdict.decision != "pass" else []}
 
 
 def write_part(part: dict, artifacts: Path) -> Path:
