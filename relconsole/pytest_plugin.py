@@ -77,7 +77,9 @@ MARKER = "relation"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("relconsole", "relconsole relations (README: pytest plugin)")
+    # docsref.PAGES["pytest"], written out: without --relconsole the plugin imports nothing of the
+    # engine (tests/test_docs_links.py checks every docs path written in the package)
+    group = parser.getgroup("relconsole", "relconsole relations (docs/pytest-plugin.md)")
     group.addoption("--relconsole", action="store_true", default=False,
                     help="add the catalog relations of this repository as test items")
     group.addoption("--relconsole-base", default=None, metavar="REF",

@@ -28,6 +28,7 @@ from relconsole.engine.gate import importrun
 from relconsole.engine.gate.review import Review, load_review
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.relations.records import RelationResult
+from relconsole.engine.docsref import decision_row
 
 COLLECTOR_NAME = "relconsole"
 DEFAULT_JSON = Path("relconsole") / "pytest-results.json"  # under the git directory
@@ -311,7 +312,7 @@ class RelconsoleSession:
             return
         payload = self.payload()
         write = terminalreporter.write_line
-        row = f", §8 row {payload['row']}" if payload["row"] else ""
+        row = f", {decision_row(payload['row'])}" if payload["row"] else ""
         about = f" on {payload['relation_id']}" if payload["relation_id"] else ""
         detail = f": {one_line(payload['detail'])}" if payload["detail"] else ""
         write(f"relconsole: decision {payload['decision']} ({payload['reason']}{row}){about}{detail}")

@@ -79,11 +79,11 @@ def test_the_command_line_loads_only_what_its_command_needs():
         assert helped.returncode == 0 and "usage:" in helped.stdout, (command, helped.stderr[-500:])
 
 
-def test_every_source_file_the_readme_names_exists():
-    """The README's map of the code (``gate/sheets.py``, ``relconsole/cli/main.py``, ...)
-    names files that are there: a module moved or split must take its mentions along."""
+def test_every_source_file_the_docs_name_exists():
+    """The README's and docs' map of the code (``gate/sheets.py``, ``relconsole/cli/main.py``,
+    ...) names files that are there: a module moved or split must take its mentions along."""
     import re
-    readme = (ROOT / "README.md").read_text()
+    readme = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
     named = set(re.findall(r"`([\w./-]+/[\w.-]+\.py)`", readme))
     assert len(named) >= 15
     bases = (ROOT, ROOT / "relconsole", ROOT / "relconsole" / "engine", ROOT / "relconsole" / "console")

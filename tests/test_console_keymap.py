@@ -28,7 +28,7 @@ from relconsole.console.widgets.pane import Pane
 from tests.conftest import TODAY
 from tests.test_console import SIZE, settle, until
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CONSOLE_DOC = Path(__file__).resolve().parents[1] / "docs" / "console.md"
 DEFAULTS = default_keys(ReviewApp.BINDINGS)
 
 
@@ -54,8 +54,8 @@ def test_every_binding_of_the_app_and_its_screens_has_a_unique_id():
     assert len(ids) == len(set(ids))
 
 
-def test_the_readme_lists_exactly_the_binding_ids_with_their_default_keys():
-    text = README.read_text(encoding="utf-8")
+def test_the_console_guide_lists_exactly_the_binding_ids_with_their_default_keys():
+    text = CONSOLE_DOC.read_text(encoding="utf-8")
     section = text.split("## Keymaps", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| `([^`]+)` \| ([^|]+?) \|", section, re.M))
     assert set(rows) == set(DEFAULTS)

@@ -378,13 +378,13 @@ def sample_gate(sample, tmp_path_factory) -> dict:
 
 def test_a_protected_path_flag_says_what_the_gate_does_with_it(sample_gate):
     """§9: the change has no effect on the review (the oracle is the base's), but a reviewer
-    must see it: the gate rejects until it is acknowledged, and the flag and README say so."""
+    must see it: the gate rejects until it is acknowledged, and the flag and the docs say so."""
     flags = [f for f in sample_gate["flags"]["flags"] if f["name"] == "protected_path_changed"]
     assert flags
     causes = {c["reason"] for c in sample_gate["decision"]["causes"] if c["decision"] == "reject"}
     assert "review_flag:protected_path_changed" in causes
-    readme = (ROOT / "README.md").read_text()
-    row = next(line for line in readme.splitlines() if line.startswith("| `protected_path_changed`"))
+    flags_doc = (ROOT / "docs" / "commits.md").read_text()
+    row = next(line for line in flags_doc.splitlines() if line.startswith("| `protected_path_changed`"))
     for text in [f["detail"] for f in flags] + [row]:
         assert "no effect" not in text and "relconsole ack" in text, text
 
@@ -440,14 +440,14 @@ def test_an_early_abort_still_writes_decision_json(sample_gate, tmp_path):
 
 
 
-def test_the_readme_orders_the_causes_as_the_gate_does():
-    """README: the exit code of several causes is the worst's, in the order the line states
+def test_the_docs_order_the_causes_as_the_gate_does():
+    """docs/decision-table.md: the exit code of several causes is the worst's, in the order the line states
     (a reject outranks a coverage gap); checked against ``gate.finish``."""
     import re
     from relconsole.engine.decision import Decision
     from relconsole.engine.gate.pipeline import finish
-    readme = (ROOT / "README.md").read_text()
-    [order] = [line for line in readme.splitlines() if "outranks" in line and " > " in line]
+    table = (ROOT / "docs" / "decision-table.md").read_text()
+    [order] = [line for line in table.splitlines() if "outranks" in line and " > " in line]
     codes = [int(c) for c in re.findall(r"\((\d)\)", order)]
     assert len(codes) >= 5 and codes.index(1) < codes.index(2), order  # a reject outranks a gap
     cause = {0: None, 1: "reject", 2: "gap", 3: "abort", 4: "hold"}

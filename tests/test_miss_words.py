@@ -1,7 +1,7 @@
 """The words of a miss agree with its values (issue 34): every note names the source first,
 as the miss line and the console's two columns show the source's value first; a monotonic
-miss says whether it ordered the output as one value or compared its members; the README
-says where each kind's ``canon:`` applies.
+miss says whether it ordered the output as one value or compared its members; the catalog
+reference (docs/catalog.md) says where each kind's ``canon:`` applies.
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ def test_the_console_titles_each_side_as_the_note_names_it():
     assert "type" in wanted and "type of f(x)" in got
 
 
-def test_the_readme_says_where_canon_applies_for_every_kind():
-    text = (PROJECT / "README.md").read_text()
+def test_the_catalog_reference_says_where_canon_applies_for_every_kind():
+    text = (PROJECT / "docs" / "catalog.md").read_text()
     start = text.index("Where `canon:` applies")
     head = text.index("| kind |", start)
     table = text[head:text.index("\n\n", head)]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # imported by the command itself: the parser must not load th
 
 def register(subparsers, commands: dict) -> None:
     """Add ``confirm`` to ``subparsers`` (with the shared review options) and its handler to ``commands``."""
-    parser = subparsers.add_parser("confirm", help="second replay of a quarantine candidate: confirm or discard it (§10)")
+    parser = subparsers.add_parser("confirm", help="second replay of a quarantine candidate: confirm or discard it")
     parser.add_argument("candidate_id", help="the candidate's id (or its path under the quarantine directory)")
     review_options(parser)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,

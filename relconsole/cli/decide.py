@@ -32,7 +32,7 @@ def _positive(text: str) -> int:
 def register(subparsers, commands: dict | None = None) -> dict:
     """Add ``decide`` and ``stats`` to ``subparsers``; put their handlers into ``commands``
     (the CLI's ``COMMANDS`` dispatch table, keyed by subcommand) and return them."""
-    decide = subparsers.add_parser("decide", help="apply the §8 decision table to replay sheets")
+    decide = subparsers.add_parser("decide", help="apply the decision table to replay sheets")
     decide.add_argument("--sheet", required=True, type=Path,
                         help="a replay sheet, or a directory searched for *.sheet.json")
     decide.add_argument("--json", action="store_true", help="print decision.json to stdout")
@@ -43,7 +43,7 @@ def register(subparsers, commands: dict | None = None) -> dict:
     decide.add_argument("--no-history", action="store_true", help="do not record in the gate history")
     decide.add_argument("--out", type=Path, default=None,
                         help="directory for decision.json (default: the sheet directory, or beside the file)")
-    stats = subparsers.add_parser("stats", help="gate health: which §8 rows fired lately")
+    stats = subparsers.add_parser("stats", help="gate health: which decision table rows fired lately")
     stats.add_argument("--days", type=_positive, default=7, help="window in days (default: 7)")
     stats.add_argument("--repo", default=None, help="repository (default: .)")
     stats.add_argument("--json", action="store_true", help="print JSON")

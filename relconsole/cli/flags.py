@@ -13,13 +13,14 @@ from __future__ import annotations
 from relconsole.cli.options import review_options
 from relconsole.cli.pipe import decided
 from relconsole.engine.literal import counted, one_line
+from relconsole.engine.docsref import doc_path
 
 MARK = {"pass": "✓ pass   ", "fail": "✗ FAIL   ", "unknown": "? unknown"}
 
 
 def register(subparsers, commands: dict) -> None:
     """Add ``flags`` to ``subparsers`` (with the shared review options) and its handler to ``commands``."""
-    parser = subparsers.add_parser("flags", help="patch review flags and the merge checklist (§9)")
+    parser = subparsers.add_parser("flags", help="patch review flags and the merge checklist")
     review_options(parser)
     parser.add_argument("--run", action="store_true",
                         help="run the touched relations first, so the freeze-rerun item can be judged")
@@ -73,7 +74,8 @@ def cmd_flags(args) -> int:
         if any(review.standing(f) for f in review.flags):
             print("  (a reviewer who has read a flagged line clears it: relconsole ack ID --reason TEXT)")
         if review.split or review.split_problem:
-            print(f"split check in {span} (§9): " + (counted(len(review.split), "offence") if review.split
+            where = doc_path("commits", "the-split-check")
+            print(f"split check in {span} ({where}): " + (counted(len(review.split), "offence") if review.split
                                                       else f"not made: {one_line(review.split_problem)}"))
             for o in review.split:
                 print(f"  ✗ {o.commit[:10]}  {one_line(o.path)}  {one_line(o.why)}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from relconsole.engine.docsref import decision_row, doc_path
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_GAP, EXIT_HOLD, EXIT_PASS,
                                       EXIT_REJECT, EXIT_USAGE)
 
@@ -54,8 +55,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_BAD_INPUT: "the shipped sample project is incomplete",
          EXIT_USAGE: "--into names a non-empty directory, or no sample project ships with this install"}),
     "screenshots": (
-        "Regenerate the README's screenshots (SVG files) by driving the console over the sample "
-        "repository; prints each file written.",
+        "Regenerate the screenshots the README and the docs show (screenshots/*.svg) by driving the "
+        "console over the sample repository; prints each file written.",
         {EXIT_PASS: "every screenshot was written", EXIT_ABORT: "git failed while building the sample",
          EXIT_USAGE: _USAGE}),
     "bind": (
@@ -78,7 +79,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
     "flags": (
         "Print the patch's review flags (golden-value asserts, an added sort on a bag output, "
         "edited leases or freezes, protected paths) and the merge checklist, and the decision they "
-        "make; --run runs the touched relations first. Commits nothing.",
+        "make; --run runs the touched relations first. Commits nothing. See "
+        + doc_path("commits", "review-flags") + ".",
         {EXIT_PASS: "no open flag, every checklist item passes, every touched path owned",
          EXIT_REJECT: "an unacknowledged review flag, a failed checklist item, a commit that breaks the split, or a missed relation",
          EXIT_GAP: "nothing worse, but a touched path has no owner",
@@ -108,7 +110,7 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
     "replay": (
         "Replay the relations that missed, several runs on the patch and on the merge base, in "
         "worktrees under a workspace lease, and write one replay sheet per relation for decide. "
-        "--shard K/N takes one slice (a CI matrix).",
+        "--shard K/N takes one slice (a CI matrix). See " + doc_path("judge", "replay") + ".",
         {EXIT_PASS: "every replayed relation passes, or its miss shows on the base too (freeze)",
          EXIT_REJECT: "a miss the base does not show, or a fixture pin changed",
          EXIT_ABORT: "the workspace lease is held by another holder or was lost, a dataset lease is not fresh, or " + _GIT,
@@ -138,14 +140,15 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_USAGE: _COMMIT_REFUSED}),
     "freeze": (
         "Run a missed relation, then commit a freeze row for it (reason, expiry, signature): one "
-        "'freeze:' commit. The §8 table decides: a replay sheet saying freeze is needed unless "
-        "--without-replay, which the commit records.",
+        "'freeze:' commit. The decision table decides: a replay sheet saying freeze (" + decision_row(8) + ") "
+        "is needed unless --without-replay, which the commit records. See " + doc_path("freezes") + ".",
         {EXIT_PASS: "the freeze: commit was made", EXIT_ABORT: _GIT, EXIT_BAD_INPUT: _BAD_ORACLE,
          EXIT_USAGE: "an unknown relation, no miss to freeze, no replay sheet saying freeze, a policy "
                      "that forbids it or a too-late expiry; nothing committed"}),
     "ack": (
         "Acknowledge a review flag you have read, with a reason: one 'review:' commit to "
-        "oracle/acks.json. An acknowledged flag no longer rejects the patch; the patch's author cannot ack.",
+        "oracle/acks.json. An acknowledged flag no longer rejects the patch; the patch's author cannot ack. "
+        "See " + doc_path("commits", "acks") + ".",
         {EXIT_PASS: "the review: commit was made", EXIT_ABORT: _GIT, EXIT_BAD_INPUT: _BAD_ORACLE,
          EXIT_USAGE: "no such flag id (or an ambiguous prefix), no reason, or you wrote a commit under review"}),
     "lease": (
@@ -177,7 +180,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
     "propose": (
         "Ask a model (the --drafter command) to draft candidate relations or --seeds rows for the "
         "patch; what validates is committed into quarantine (one 'quarantine:' commit) for a human "
-        "to accept or delete. --print-prompt shows the prompt and runs nothing.",
+        "to accept or delete. --print-prompt shows the prompt and runs nothing. See "
+        + doc_path("quarantine", "drafting-with-a-model") + ".",
         {EXIT_PASS: "every drafted item validated and was committed (or the prompt was printed)",
          EXIT_REJECT: "at least one drafted item was rejected (the valid ones are still committed)",
          EXIT_ABORT: "the drafter failed (not found, timed out, non-zero exit, no YAML); nothing committed",
@@ -186,7 +190,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
                      "uncommitted work on a drafted path"}),
     "confirm": (
         "Second replay of a quarantined candidate relation (on the patch and the base): confirmed, "
-        "it may be accepted; if the two replays disagree it is discarded with one 'quarantine:' commit.",
+        "it may be accepted; if the two replays disagree it is discarded with one 'quarantine:' commit. "
+        "See " + doc_path("quarantine", "the-second-replay") + ".",
         {EXIT_PASS: "the candidate is confirmed",
          EXIT_REJECT: "the replays disagree: the candidate was discarded",
          EXIT_ABORT: "another holder has the workspace lease, or it was lost",
@@ -198,7 +203,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "of oracle change in one commit. In a range, each commit that changes the catalog or a seeds "
         "file also has the relations it adds or changes run on its own tree: one that misses there "
         "every run is an offence (a range with no such commit runs nothing). --staged checks paths "
-        "only, and runs no relation. For CI and the pre-commit hook.",
+        "only, and runs no relation. For CI and the pre-commit hook. See "
+        + doc_path("commits", "the-split-check") + ".",
         {EXIT_PASS: "every commit keeps the discipline (the range and the number of commits checked are printed)",
          EXIT_REJECT: "a commit mixes paths or kinds, or a relation misses on its own commit: one line per "
                       "commit and path",
@@ -206,8 +212,9 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_BAD_INPUT: "pyproject.toml is not UTF-8 text",
          EXIT_USAGE: "give exactly one of a BASE..HEAD range or --staged"}),
     "decide": (
-        "Apply the §8 decision table to replay sheets (a file, or a directory of shards' sheets): "
-        "one decision per relation and one overall, written to decision.json and to the gate history.",
+        "Apply the decision table (" + doc_path("decision-table") + ") to replay sheets (a file, or a "
+        "directory of shards' sheets): one decision per relation and one overall, written to "
+        "decision.json and to the gate history.",
         {EXIT_PASS: "pass, or freeze (an intermittent miss the base shows too)",
          EXIT_REJECT: "a property failed, a fixture drifted, or a miss the base does not show",
          EXIT_ABORT: "a sheet lacks a required field, a lease is not fresh, a shard's sheet is missing, "
@@ -216,8 +223,9 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_BAD_INPUT: "a sheet is not readable JSON",
          EXIT_USAGE: "a bad --lease-url or --repo, or a bad option"}),
     "stats": (
-        "Gate health over the last --days: how often each §8 row fired in this repository's recorded "
-        "decisions, with warnings. Commits nothing.",
+        "Gate health over the last --days: how often each row of the decision table ("
+        + doc_path("decision-table") + ") fired in this repository's recorded decisions, with "
+        "warnings. Commits nothing.",
         {EXIT_PASS: "the figures were printed (warnings do not fail)",
          EXIT_USAGE: "--repo is not a git repository, or a bad --days"}),
     "workspace": (
@@ -244,7 +252,8 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
          EXIT_ABORT: "the store cannot be read",
          EXIT_USAGE: "a bad --lease-url, or not inside a git repository without one"}),
     "completion": (
-        "Print the shell completion script for bash, zsh or fish; the README says where to put it. "
+        "Print the shell completion script for bash, zsh or fish; " + doc_path("cli", "shell-completion")
+        + " says where to put it. "
         "Completion runs relconsole itself on each TAB (argcomplete), so it always knows the installed commands.",
         {EXIT_PASS: "the script was printed", EXIT_USAGE: "an unknown shell"}),
     "gate": (
@@ -278,7 +287,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 INTRO = ("Review AI-written patches with metamorphic relations. The console (review, demo) shows "
          "a patch's evidence; each command below is a command-line twin of part of it, or a step for CI. "
-         "relconsole COMMAND --help describes a command and the exit codes it returns.")
+         "relconsole COMMAND --help describes a command and the exit codes it returns; the guides are "
+         "in " + doc_path("index") + " of relconsole's repository.")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -287,6 +297,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     parser's command list is in its description, so the subcommand action lists no choices."""
 
     LIST_LINE = r"^(\s+\S+\s{2,})(\S.*)$"  # compiled on first help, not at every start
+
+    def _split_lines(self, text, width):
+        import textwrap  # an option's help: a docs path (docs/decision-table.md) never breaks at its hyphen
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
     def _fill_text(self, text, width, indent):
         import textwrap

@@ -11,6 +11,7 @@ from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole.engine.errors import UsageError
+from relconsole.engine.docsref import doc_path
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     import datetime as dt
@@ -62,7 +63,7 @@ def keymap_option(parser: argparse.ArgumentParser) -> None:
     """``--keymap PATH``: the console's keymap file (``review`` and ``demo``)."""
     parser.add_argument("--keymap", default=None, metavar="PATH",
                         help="the console's keymap, a TOML file (default: $RELCONSOLE_KEYMAP, else "
-                             "keymap.toml in your config folder; README: Keymaps)")
+                             "keymap.toml in your config folder; " + doc_path("console", "keymaps") + ")")
 
 
 def directory(text: str) -> Path:

@@ -17,6 +17,7 @@ from relconsole.cli.reviewio import commit_payload, emit, errors_payload, load
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError,
                                       CommitRefused, UsageError)
 from relconsole.engine.literal import literal, one_line
+from relconsole.engine.docsref import decision_row, see
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
     from relconsole.engine.gate.review import Review
@@ -97,7 +98,7 @@ def register_freeze(subparsers, commands: dict) -> None:
     freeze.add_argument("--reason", required=True)
     freeze.add_argument("--expires", type=date, default=None)
     freeze.add_argument("--without-replay", action="store_true",
-                        help="override: freeze with no replay sheet saying freeze (§8 row 8); the commit records it")
+                        help=f"override: freeze with no replay sheet saying freeze ({decision_row(8)}); the commit records it")
     review_options(freeze)
     freeze.add_argument("--json", action="store_true")
     commands["freeze"] = cmd_freeze
@@ -195,7 +196,7 @@ def _base_warnings(review: Review, findings: list) -> list[str]:
                       f.relation.freeze.allowed else "give it a freeze policy (freeze: {allowed: true, max_days: 14, "
                       "min_reruns: 5}) so that a replay that sees the miss on both sides can freeze it, or fix it")
             warnings.append(f"{f.text(_on_base(review))}: every patch it guards meets this miss; {policy} "
-                            "(README: Replay, workspace leases and the decision table)")
+                            f"({see('decision-table', 'the-base-holds')})")
     return warnings
 
 

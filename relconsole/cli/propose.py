@@ -48,7 +48,7 @@ def register(subparsers, commands: dict) -> None:
     """Add ``propose`` to ``subparsers`` (with the shared review options) and its handler
     to ``commands``."""
     parser = subparsers.add_parser(
-        "propose", help="draft candidate relations or seed rows with a model into quarantine (§10)")
+        "propose", help="draft candidate relations or seed rows with a model into quarantine")
     parser.add_argument("--drafter", default=None, metavar="CMD",
                         help="command that reads the prompt on stdin and prints YAML "
                              "(split like a shell would, run without one), e.g. 'llm -m gpt-4o-mini'")

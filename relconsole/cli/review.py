@@ -16,6 +16,7 @@ from relconsole.cli.pipe import decided
 from relconsole.cli.reviewio import emit, errors_payload, load
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT, UsageError
 from relconsole.engine.literal import counted, literal, one_line
+from relconsole.engine.docsref import see
 
 
 def register_bind(subparsers, commands: dict) -> None:
@@ -42,7 +43,7 @@ def register_run(subparsers, commands: dict) -> None:
 
 def register_replay(subparsers, commands: dict) -> None:
     """Add ``replay`` to ``subparsers`` and its handler to ``commands``."""
-    replay_cmd = subparsers.add_parser("replay", help="replay missed relations on HEAD and the merge base (§7 sheets)")
+    replay_cmd = subparsers.add_parser("replay", help="replay missed relations on HEAD and the merge base (replay sheets)")
     review_options(replay_cmd)
     replay_cmd.add_argument("--runs", type=int, default=5, help="runs on each side (default: 5)")
     replay_cmd.add_argument("--shard", type=shard, default=None, metavar="K/N",
@@ -58,7 +59,7 @@ def register_replay(subparsers, commands: dict) -> None:
 
 def register_check_split(subparsers, commands: dict) -> None:
     """Add ``check-split`` to ``subparsers`` and its handler to ``commands``."""
-    split = subparsers.add_parser("check-split", help="fail when a commit mixes a protected path with others, or two kinds (§9)")
+    split = subparsers.add_parser("check-split", help="fail when a commit mixes a protected path with others, or two kinds")
     split.add_argument("range", nargs="?", default=None, help="BASE..HEAD")
     split.add_argument("--staged", action="store_true", help="check the staged paths (the pre-commit hook)")
     split.add_argument("--repo", default=".", help="repository (default: .)")
@@ -273,13 +274,14 @@ def cmd_check_split(args) -> int:
                "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found], "notes": notes}
     code = EXIT_REJECT if found else EXIT_PASS
     lines = [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found]
-    emit(args, payload, lines or [f"split check (§9): {checked} checked, no offence"],
+    emit(args, payload, lines or [f"split check: {checked} checked, no offence"],
           code=code)
     if not args.json:
         for note in notes:
             print(f"relconsole: warning: {one_line(note)}", file=sys.stderr)
     if found and not args.json:  # stdout stays one line per offence, for scripts
-        print(f"relconsole: split check (§9): {checked} checked, {counted(len(found), 'offence')}", file=sys.stderr)
+        print(f"relconsole: split check: {checked} checked, {counted(len(found), 'offence')} "
+              f"({see('commits', 'the-split-check')})", file=sys.stderr)
     return code
 
 

@@ -26,6 +26,8 @@ PAGES = {
     "commits": "docs/commits.md",            # commit discipline, review flags, acknowledgements
     "quarantine": "docs/quarantine.md",      # model-drafted relations
     "console": "docs/console.md",
+    "cli": "docs/cli.md",                    # every command, exit codes, shell completion
+    "pytest": "docs/pytest-plugin.md",       # pytest --relconsole
     "ci": "docs/ci.md",                      # install, CI workflows, pre-commit, outputs
     "rules": "docs/rules.md",                # one section per SARIF rule / flag kind
 }

@@ -14,6 +14,7 @@ from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.repo.identity import git_identity
 from relconsole.engine.literal import one_line
 from relconsole.engine.gate.review import Review
+from relconsole.engine.docsref import see
 
 
 def replay_note(review: Review, view: TreeView, candidate, override: bool) -> str:
@@ -50,7 +51,7 @@ def replay_note(review: Review, view: TreeView, candidate, override: bool) -> st
                 f"({one_line(base_miss)}); accepted anyway by {who.name} <{who.email}>")
     if not override:
         raise CommitRefused(f"{candidate.id} is {state.state.replace('_', ' ')}, not confirmed: run "
-                            f"`relconsole confirm {candidate.id}` (a second replay, §10), or override "
+                            f"`relconsole confirm {candidate.id}` (a second replay, {see('quarantine', 'the-second-replay')}), or override "
                             "with a second confirmation (--override-unconfirmed)")
     who = git_identity(review.root)
     return (f"second replay: OVERRIDDEN while {state.state} (content sha256 "

@@ -66,6 +66,7 @@ from relconsole.engine.gate.sheets import write_json
 from relconsole.engine.gate.wslease.wslease import open_store
 from relconsole.engine.gate.wslease.wsleasestore import LeaseStore
 from relconsole.engine.oracle.yamlload import Loaded
+from relconsole.engine.docsref import decision_row
 
 
 @dataclass
@@ -148,7 +149,7 @@ def confirm_candidate(review: Review, candidate_id: str, store: LeaseStore | Non
             run.share = (0.0, 0.5) if not options.first_only else (0.0, 1.0)
             state.first = run.replay("first", fresh=False)
             state.second, state.state = None, REPLAYED_ONCE
-            state.reason = "first replay recorded; a second replay on a new workspace lease is required (§8 row 5)"
+            state.reason = f"first replay recorded; a second replay on a new workspace lease is required ({decision_row(5)})"
             write_state(state)
             ran.append("first")
         if options.first_only:

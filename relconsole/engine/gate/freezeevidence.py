@@ -14,6 +14,7 @@ from relconsole.engine.gate.review import Replayed, Review
 from relconsole.engine.gate.sheets import Fences, decide_fenced
 from relconsole.engine.repo.worktrees import slug
 from relconsole.engine.gate.wslease.wslease import ENV_URL
+from relconsole.engine.docsref import decision_row
 
 
 class NoReplayEvidence(CommitRefused):
@@ -29,14 +30,15 @@ def replay_freeze_fields(review: Review, relation_id: str, without_replay: bool)
     replayed = freeze_evidence(review, relation_id)
     if replayed is None:
         if without_replay:
-            return {"override": "no replay sheet: frozen without §8 row 8 evidence, by the operator's override"}
+            return {"override": f"no replay sheet: frozen without {decision_row(8)} evidence, by the operator's override"}
         raise NoReplayEvidence(f"{relation_id} has no replay sheet for HEAD: replay it first (b, or relconsole "
-                            "replay) so the decision table can say freeze (§8 row 8); or override explicitly "
+                            f"replay) so the decision table can say freeze ({decision_row(8)}); or override explicitly "
                             "(--without-replay), which the commit message records")
     decision = replayed.decision
     if decision.decision != "freeze":
         raise CommitRefused(f"{relation_id}: the replay decided {decision.decision} ({decision.reason}, "
-                            f"§8 row {decision.row}); only a freeze decision (row 8) can become a freeze row")
+                            f"{decision_row(decision.row) if decision.row else 'no table row'}); only a freeze "
+                            "decision (row 8) can become a freeze row")
     return dict(decision.fields)
 
 

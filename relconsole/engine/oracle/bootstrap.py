@@ -33,6 +33,7 @@ from relconsole.engine.repo.baseref import DEFAULT_BASE
 from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
+from relconsole.engine.docsref import doc_url, see
 from relconsole.engine.oracle.leases import header_fields
 
 # Non-code paths a repository grows later (its first CI workflow, a licence, a pre-commit
@@ -286,7 +287,7 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
                     'guard it; until then a coverage gap\n' for p in others)
     oracle_dir = posixpath.dirname(layout.catalog)
     catalog = (modeline(layout.catalog, "catalog", oracle_dir) +
-               "# The oracle: relations a patch must keep (README: Relations), written by relconsole init.\n"
+               f"# The oracle: relations a patch must keep ({doc_url('catalog')}), written by relconsole init.\n"
                "# Accept drafted candidates from oracle/quarantine/ (relconsole review), then name them below.\n"
                # with nothing exempt every entry is a comment, and a bare `owners:` would be null
                f"owners:{'' if owners else ' {}   # nothing exempt yet: delete the {} when you uncomment an entry'}\n"
@@ -299,7 +300,7 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
              f"{counted(len(others), 'other top-level path')} left as {'a gap' if len(others) == 1 else 'gaps'} "
              "(commented out in owners)",
              f"{posixpath.join(oracle_dir, SCHEMAS_DIR)}/: the JSON Schemas an editor checks these files with "
-             "(README: Editors)"]
+             f"({see('layout', 'editors')})"]
     for lease in leases:
         manifest = {k: v for k, v in lease.items() if k not in ("columns", "from", "data")}
         path = f"{layout.leases_dir}/{lease['id']}.yaml"
@@ -317,7 +318,7 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
     if not drafts:
         changes.append(FileChange(f"{layout.quarantine_dir}/.gitkeep", b""))
     step = ("relconsole review: confirm (o) and accept (a) the drafted candidates" if drafts else
-            "relconsole propose --drafter CMD to draft relations (README: Adopt it in your repository; "
-            "no corpus? commit seeds first)")
+            "relconsole propose --drafter CMD to draft relations (no corpus? commit seeds first: "
+            + see("catalog", "seeds") + ")")
     lines.append(f"committed on {branch} as one oracle: init commit; next: {step}")
     return changes, lines

@@ -20,6 +20,7 @@ from relconsole.engine.oracle.catalog import KIND_PARAMS, RELATION_SCHEMA, _rela
 from relconsole.engine.oracle.schemacheck import first_error
 from relconsole.engine.oracle.skeleton import answer_key, freeze_key, skip_text
 from relconsole.engine.oracle.yamlload import Loaded
+from relconsole.engine.docsref import see
 
 WIDE_QUANTUM = 1e3  # a tolerance (or canon grid) this wide makes the predicate true for any real output
 _NUMERIC_PARAMS = frozenset({"shuffles", "seed", "splits", "step", "max", "scale"})
@@ -253,7 +254,8 @@ def rule_known_transform(raw: dict) -> Verdict:
                                                  f"{allowed}")
     if not isinstance(transform, str) or transform not in TRANSFORM_TO_KIND:
         return Verdict("known_transform", False, f"unknown transform {transform!r}: a candidate's transform is one "
-                                                 f"of {allowed} (README: Drafting candidates with a model); other catalog kinds are written by hand")
+                                                 f"of {allowed} ({see('quarantine', 'candidates')}); other catalog kinds are written by hand "
+                                                 f"({see('catalog', 'kinds')})")
     return Verdict("known_transform", True)
 
 

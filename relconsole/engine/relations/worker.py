@@ -31,6 +31,7 @@ from relconsole.engine.relations.servercalls import ServerCalls, other_seed
 from relconsole.engine.relations.subject.inputs import read_corpus, read_seeds
 from relconsole.engine.relations.subject.wire import encode
 from relconsole.engine.literal import counted
+from relconsole.engine.docsref import see
 
 _prctl_done = False
 
@@ -184,7 +185,7 @@ class Server:
             elif not any(module_entry(root, module) for root in roots):
                 error.update(message=f"{error.get('message', '')}: {module!r} is not in this commit's tree; if the "
                                      "build generates it (a version file), give its text in [tool.relconsole] "
-                                     "generated (README: Generated modules)")
+                                     f"generated ({see('layout', 'generated-modules')})")
         return error
 
     def tree_files(self, frames) -> list[str]:
