@@ -118,6 +118,22 @@ def test_the_wheel_carries_the_package_and_the_whole_sample(built):
     assert not [n for n in names if n.startswith("sample_repo/")]
 
 
+def test_the_wheel_carries_the_licence_and_its_spdx_expression(built):
+    """The MIT licence text travels in the wheel (PEP 639: ``dist-info/licenses/``) and the
+    metadata names it by its SPDX expression, with no deprecated License classifier beside it."""
+    with zipfile.ZipFile(built[1]) as wheel:
+        names = wheel.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = wheel.read(metadata).decode("utf-8")
+        licences = [n for n in names if ".dist-info/licenses/" in n]
+        carried = [wheel.read(n).decode("utf-8") for n in licences]
+    assert [n.rsplit("/", 1)[1] for n in licences] == ["LICENSE"]
+    assert carried == [(ROOT / "LICENSE").read_text(encoding="utf-8")]
+    assert "License-Expression: MIT" in text.splitlines()
+    assert not [line for line in text.splitlines() if line.startswith("Classifier: License ::")]
+    assert "Author: the relconsole contributors" in text.splitlines()
+
+
 def test_the_sample_read_from_a_zip_gives_the_same_repository(tmp_path, monkeypatch):
     """A package imported from a zip hands the sample over as a Traversable, not a directory:
     the demo made from it has the same commits as the one made from sample_repo/."""
