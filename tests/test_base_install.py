@@ -107,10 +107,11 @@ def test_console_commands_say_what_to_install(no_ui, demo_repo, tmp_path, comman
 
 
 def test_the_pre_commit_hook_runs_the_light_entry():
-    """The hook pre-commit installs without extras runs check-split on the index git commits."""
+    """The hook pre-commit installs without extras runs check-split on what pre-commit gives it
+    (the commit being made, a ref range, or the branch: tests/test_split_hook.py)."""
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     (short,) = [h for h in hooks if h["id"] == "relconsole-split"]
-    assert short["entry"].split() == ["relconsole", "check-split", "--staged"]
+    assert short["entry"].split() == ["relconsole", "check-split", "--hook"]
     assert short["language"] == "python" and short["pass_filenames"] is False and short["always_run"] is True
     assert "additional_dependencies" not in short
     assert all(h["entry"] == short["entry"] for h in hooks)  # the former id runs the same

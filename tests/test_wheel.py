@@ -118,6 +118,43 @@ def test_the_wheel_carries_the_package_and_the_whole_sample(built):
     assert not [n for n in names if n.startswith("sample_repo/")]
 
 
+def test_the_wheel_carries_the_licence_and_its_spdx_expression(built):
+    """The MIT licence text travels in the wheel (PEP 639: ``dist-info/licenses/``) and the
+    metadata names it by its SPDX expression, with no deprecated License classifier beside it."""
+    with zipfile.ZipFile(built[1]) as wheel:
+        names = wheel.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = wheel.read(metadata).decode("utf-8")
+        licences = [n for n in names if ".dist-info/licenses/" in n]
+        carried = [wheel.read(n).decode("utf-8") for n in licences]
+    assert [n.rsplit("/", 1)[1] for n in licences] == ["LICENSE"]
+    assert carried == [(ROOT / "LICENSE").read_text(encoding="utf-8")]
+    assert "License-Expression: MIT" in text.splitlines()
+    assert not [line for line in text.splitlines() if line.startswith("Classifier: License ::")]
+    assert "Author: the relconsole contributors" in text.splitlines()
+
+
+def test_the_wheel_installs_hash_checked_and_a_changed_hash_is_refused(built, tmp_path):
+    """docs/ci.md's hash-checked install: one requirements line naming the wheel with
+    ``--hash=sha256:``, ``pip install --require-hashes --no-deps -r``. A wheel whose digest is
+    not the one written down never installs."""
+    import hashlib
+    wheel = built[1]
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    where = tmp_path / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=INSTALL_TIMEOUT)
+    for name, value in [("wrong", "0" * 64), ("right", digest)]:
+        requirements = tmp_path / f"{name}.txt"
+        requirements.write_text(f"relconsole @ {wheel.as_uri()} --hash=sha256:{value}\n")
+        proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(where / "bin" / "python"), "install", "-q",
+                               "--require-hashes", "--no-deps", "-r", str(requirements)], capture_output=True,
+                              text=True, timeout=INSTALL_TIMEOUT, env=outside_env())
+        assert (proc.returncode == 0) == (name == "right"), proc.stdout[-2000:] + proc.stderr[-2000:]
+        if name == "wrong":
+            assert "THESE PACKAGES DO NOT MATCH THE HASHES" in proc.stderr, proc.stderr[-2000:]
+    assert (where / "bin" / "relconsole").exists()
+
+
 def test_the_sample_read_from_a_zip_gives_the_same_repository(tmp_path, monkeypatch):
     """A package imported from a zip hands the sample over as a Traversable, not a directory:
     the demo made from it has the same commits as the one made from sample_repo/."""

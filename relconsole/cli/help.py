@@ -203,14 +203,17 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "of oracle change in one commit. In a range, each commit that changes the catalog or a seeds "
         "file also has the relations it adds or changes run on its own tree: one that misses there "
         "every run is an offence (a range with no such commit runs nothing). --staged checks paths "
-        "only, and runs no relation. For CI and the pre-commit hook. See "
+        "only, and runs no relation. --hook (the pre-commit hook) checks what pre-commit gives it: "
+        "the range of --from-ref/--to-ref or a push, the commit being made inside git commit, else "
+        "(pre-commit run --all-files) every commit of the branch since its merge base with the base "
+        "ref and the staged paths; paths only, as --static. For CI and the pre-commit hook. See "
         + doc_path("commits", "the-split-check") + ".",
         {EXIT_PASS: "every commit keeps the discipline (the range and the number of commits checked are printed)",
          EXIT_REJECT: "a commit mixes paths or kinds, or a relation misses on its own commit: one line per "
                       "commit and path",
          EXIT_ABORT: _GIT + "; fetch full history (fetch-depth: 0) in CI",
          EXIT_BAD_INPUT: "pyproject.toml is not UTF-8 text",
-         EXIT_USAGE: "give exactly one of a BASE..HEAD range or --staged"}),
+         EXIT_USAGE: "give exactly one of a BASE..HEAD range, --staged or --hook"}),
     "decide": (
         "Apply the decision table (" + doc_path("decision-table") + ") to replay sheets (a file, or a "
         "directory of shards' sheets): one decision per relation and one overall, written to "

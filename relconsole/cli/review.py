@@ -61,7 +61,15 @@ def register_check_split(subparsers, commands: dict) -> None:
     """Add ``check-split`` to ``subparsers`` and its handler to ``commands``."""
     split = subparsers.add_parser("check-split", help="fail when a commit mixes a protected path with others, or two kinds")
     split.add_argument("range", nargs="?", default=None, help="BASE..HEAD")
-    split.add_argument("--staged", action="store_true", help="check the staged paths (the pre-commit hook)")
+    split.add_argument("--staged", action="store_true", help="check the staged paths (the commit being made)")
+    split.add_argument("--hook", action="store_true",
+                       help="the pre-commit hook: the range pre-commit gives (--from-ref/--to-ref, pre-push), "
+                            "the commit being made inside git commit, else the branch since its merge base "
+                            "with the base ref and the staged paths (pre-commit run --all-files); "
+                            "split rules only, as --static")
+    split.add_argument("--base", default=None,
+                       help="with --hook: the base ref whose merge base starts the branch (default: the "
+                            "review's base ref)")
     split.add_argument("--repo", default=".", help="repository (default: .)")
     split.add_argument("--json", action="store_true", help="print JSON")
     split.add_argument("--static", action="store_true",
@@ -247,30 +255,49 @@ def cmd_replay(args) -> int:
 
 def cmd_check_split(args) -> int:
     """Exit 1 with one line per offending commit and path (two kinds mixed, a relation that
-    misses on its own commit), 0 when every commit keeps §9."""
+    misses on its own commit), 0 when every commit keeps §9. ``--hook`` picks what to check
+    from pre-commit's environment (``splithook.hook_target``) and runs no relation."""
+    import os
+    from relconsole.cli import splithook
     from relconsole.engine.repo import gitio
     from relconsole.engine.repo import splitcheck
-    if bool(args.range) == bool(args.staged):
-        raise UsageError("check-split takes a BASE..HEAD range or --staged")
-    if args.range:
-        _refuse_half_range(args.range)
+    if (args.range is not None) + bool(args.staged) + bool(args.hook) != 1:
+        raise UsageError("check-split takes a BASE..HEAD range, --staged or --hook")
+    if args.base is not None and not args.hook:
+        raise UsageError("check-split: --base goes with --hook (a range names its own base)")
     repo = gitio.open_repo(args.repo)
     root = repo.working_tree_dir or repo.git_dir  # a bare repository has history, no work tree
-    if args.staged and Path(repo.git_dir, "MERGE_HEAD").exists():
+    spec, staged, static, what = args.range, bool(args.staged), args.static, ""
+    if args.hook:
+        try:
+            mode, spec = splithook.hook_target(os.environ)
+        except ValueError as exc:
+            raise UsageError(f"check-split --hook: {exc}") from None
+        staged, static = mode != splithook.RANGE, True
+        if mode == splithook.BRANCH:
+            spec, what = _branch_range(repo, root, args.base)
+    if spec:
+        _refuse_half_range(spec)
+    if staged and Path(repo.git_dir, "MERGE_HEAD").exists():
         print("relconsole: concluding a merge: check the range once it is committed "
               "(check-split judges a merge by what it adds beyond its parents)", file=sys.stderr)
-        return EXIT_PASS
-    notes: list[str] = []
-    if args.staged:
-        commit, layout, found = splitcheck.staged_check(root)
-        checked = f"the staged commit ({counted(len(commit.paths), 'path')})"
+        if not spec:
+            return EXIT_PASS
+        staged = False
+    found, notes, parts, commits = [], [], [], 0
+    if spec:
+        commits, found, notes = _range_offences(root, spec, not args.json, static)
+        notes = [] if args.hook else notes  # the hook's static run is its rule, not a choice to warn of
+        parts.append(f"{counted(commits, 'commit')} in {one_line(spec)}{what}")
+    if staged:
+        commit, layout, more = splitcheck.staged_check(root)
+        found = found + more
+        parts.append(f"the staged commit ({counted(len(commit.paths), 'path')})")
         if splitcheck.relation_commits([commit], layout):  # the hook stays a path check: say what it left
             notes.append("the staged commit changes the catalog or a seeds file: --staged runs no relation; "
                          "check-split BASE..HEAD (CI) runs the ones it adds or changes on its own commit")
-    else:
-        commits, found, notes = _range_offences(root, args.range, not args.json, args.static)
-        checked = f"{counted(commits, 'commit')} in {one_line(args.range)}"
-    payload = {"range": args.range, "staged": bool(args.staged), "commits_checked": 1 if args.staged else commits,
+    checked = " and ".join(parts)
+    payload = {"range": spec, "staged": staged, "commits_checked": commits + staged,
                "offences": [{"commit": o.commit, "path": o.path, "why": o.why} for o in found], "notes": notes}
     code = EXIT_REJECT if found else EXIT_PASS
     lines = [f"{o.commit[:12]} {one_line(o.path)}: {one_line(o.why)}" for o in found]
@@ -283,6 +310,26 @@ def cmd_check_split(args) -> int:
         print(f"relconsole: split check: {checked} checked, {counted(len(found), 'offence')} "
               f"({see('commits', 'the-split-check')})", file=sys.stderr)
     return code
+
+
+def _branch_range(repo, root, base: str | None) -> tuple[str | None, str]:
+    """``("MERGE_BASE..HEAD", " (the branch since ...)")``: the commits of the checked-out branch
+    since its merge base with the base ref (``base``, else the review's default), for
+    ``--hook`` outside a commit; ``(None, "")`` before the first commit. Raises GitError (exit 3)
+    for an unknown base, or a base that shares no history with HEAD (a shallow clone)."""
+    from relconsole.engine.errors import GitError
+    from relconsole.engine.repo import gitio
+    from relconsole.engine.repo.baseref import resolve_base
+    if gitio.run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=None).returncode != 0:
+        return None, ""
+    name, sha = resolve_base(repo, base)
+    proc = gitio.run_git(root, "merge-base", sha, "HEAD", ok=None)
+    if proc.returncode != 0:
+        shallow = gitio.run_git(root, "rev-parse", "--is-shallow-repository", ok=None).stdout.strip() == b"true"
+        raise GitError(f"check-split --hook: {one_line(name)} and HEAD share no commit"
+                       f"{'; ' + gitio.SHALLOW_FIX if shallow else ''}; or give the range: "
+                       f"pre-commit run --from-ref {one_line(name)} --to-ref HEAD")
+    return f"{proc.stdout.decode().strip()}..HEAD", f" (the branch since its merge base with {one_line(name)})"
 
 
 def _range_offences(root, spec: str, shown: bool, static: bool = False) -> tuple[int, list, list[str]]:

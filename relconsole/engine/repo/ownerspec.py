@@ -5,6 +5,14 @@
 candidate (the pattern's own regex's ``search`` on pathspec 1.x), or says the pattern matches
 nothing (``NEVER``) or does not compile (``OPAQUE``). pathspec itself is imported on first
 need; ``_mirroring`` and ``NORMALIZES`` answer what the index needs to know of it before.
+
+pathspec is used through what it documents (its API reference lists ``GitIgnoreSpec.from_lines``
+with ``backend``, ``patterns``, ``pathspec.patterns.gitignore.spec.GitIgnoreSpecPattern``,
+``RegexPattern.regex`` and ``include``, and ``pathspec.util.normalize_file`` and
+``NORMALIZE_PATH_SEPS``). What it does not promise is the text of the regexes it builds, which
+the index's shortcuts rely on: ``shape_drift`` checks them on canary patterns the first time
+pathspec is imported, and a pathspec that builds others is refused (RuntimeError) rather than
+matched wrongly. The dependency is pinned to the majors checked (pyproject: ``pathspec>=1.0,<2``).
 """
 
 from __future__ import annotations
@@ -49,9 +57,45 @@ def _pathspec() -> dict:
     if bool(NORMALIZE_PATH_SEPS) != NORMALIZES or (_PROVISIONAL and mirroring != _PROVISIONAL[0]):
         raise RuntimeError("the installed pathspec differs from what relconsole's owner index read of "
                            "its files: owner patterns cannot be matched safely")
+    drift = shape_drift(lambda text: pathspec.GitIgnoreSpec.from_lines([text], **options).patterns)
+    if drift:
+        raise RuntimeError(f"the installed pathspec {getattr(pathspec, '__version__', '?')} compiles owner "
+                           f"patterns to other regexes than relconsole's owner index relies on ({drift[0]}): "
+                           f"install a pathspec 1.x (pip install 'pathspec>=1.0,<2')")
     _LOADED.update(module=pathspec, options=options, mirrored=mirrored, mirroring=mirroring,
                    normalize_file=normalize_file)
     return _LOADED
+
+
+# The regexes pathspec 1.x builds for the shapes ownerindex decides by lookup alone (a literal
+# path or component ``{}``, escaped), and the two heads of a prefix pattern ``L/REST`` that
+# ownerindex._test strips to match the remainder's regex on the path after ``L/``.
+_DIR_MARK, _FILE_OR_DIR = "(?P<ps_d>/)", "(?:(?P<ps_d>/)|$)"
+_LOOKUP_SHAPES = (
+    ("a/b", "^a/b" + _FILE_OR_DIR), ("a/b/**", "^a/b/"), ("a/b/", "^a/b" + _DIR_MARK),
+    ("n", "^(?:.+/)?n" + _FILE_OR_DIR), ("**/n", "^(?:.+/)?n" + _FILE_OR_DIR),
+    ("n/", "^(?:.+/)?n" + _DIR_MARK), ("**/n/**", "^(?:.+/)?n/"),
+)
+_PREFIX_SHAPES = (("a/*.py", "/*.py", "^", "^a/"), ("a/**/*.py", "**/*.py", "^(?:.+/)?", "^a(?:/.+)?/"))
+
+
+def shape_drift(patterns_of) -> list[str]:
+    """The canary patterns whose regex is not the one the owner index relies on, each as
+    ``"PATTERN -> REGEX"`` (empty when pathspec builds what it was checked to build).
+    ``patterns_of(text)``: the compiled pattern list of one pattern line (pathspec's
+    ``GitIgnoreSpec.from_lines([text]).patterns``)."""
+    def regex(text: str) -> str | None:
+        compiled = patterns_of(text)
+        one = compiled[0] if len(compiled) == 1 and compiled[0].include is True else None
+        return getattr(getattr(one, "regex", None), "pattern", None)
+
+    drift = [f"{text} -> {regex(text)}" for text, expected in _LOOKUP_SHAPES if regex(text) != expected]
+    for full, remainder, tail_head, full_head in _PREFIX_SHAPES:
+        tail, whole = regex(remainder), regex(full)
+        if tail is None or whole is None or not tail.startswith(tail_head) \
+                or whole != full_head + tail[len(tail_head):]:
+            drift.append(f"{full} -> {whole}")
+    return drift
 
 
 _PROVISIONAL: list[bool] = []  # _mirroring's answer before pathspec was imported
