@@ -51,7 +51,7 @@ from relconsole.engine.oracle.catalog import Relation, _relation
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.decision import Decision
-from relconsole.engine.errors import UsageError
+from relconsole.engine.errors import UsageError, did_you_mean
 from relconsole.engine.repo.gitio import resolve
 from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.literal import one_line
@@ -187,7 +187,8 @@ def _find(review: Review, candidate_id: str) -> Candidate:
     for candidate in review.candidates:
         if candidate_id in (candidate.id, candidate.path):
             return candidate
-    raise UsageError(f"no candidate {candidate_id!r} in quarantine")
+    known = [c.id for c in review.candidates]
+    raise UsageError(f"no candidate {candidate_id!r} in quarantine{did_you_mean(candidate_id, known)}")
 
 
 def candidate_relation(candidate: Candidate) -> Relation:
