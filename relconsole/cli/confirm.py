@@ -3,8 +3,10 @@
 ``relconsole confirm CANDIDATE_ID [--json] [--lease-url URL] [--holder NAME] [--ttl-seconds S]
 [--workspace W] [--runs N] [--first-only]`` plus the review options. Exit codes (§8): 0 when
 the candidate is confirmed; 1 (reject) when the two replays disagree and it is discarded
-(one ``quarantine:`` commit); 4 (hold) when only the first replay was recorded
-(``--first-only``); 3 (abort) when another holder has the workspace lease or it was lost;
+(one ``quarantine:`` commit), or when they agree but miss on the base (not confirmed: as a
+relation it would fail code that is not broken); 4 (hold) when only the first replay was
+recorded (``--first-only``), or when the base misses because it lacks the subject (code the
+patch adds: accept it once the patch has merged); 3 (abort) when another holder has the workspace lease or it was lost;
 5 when an oracle file is bad; 64 for an unknown or rejected candidate or misuse.
 """
 
@@ -79,8 +81,12 @@ def cmd_confirm(args) -> int:
 
 def lines(outcome: ConfirmOutcome) -> list[str]:
     """The outcome as text, one item a line; untrusted text made one printable line."""
+    from relconsole.engine.gate.acceptnote import base_miss_advice
     state = outcome.state
-    out = [f"{one_line(state.candidate_id)}: {state.state}  (sha256 {state.content_sha256[:16]}…)"]
+    said = state.state
+    if state.confirmed and state.base_miss:  # the replays agree, but on a miss of the base's code
+        said = f"not confirmed: it misses on the base ({one_line(state.base_miss)}); {base_miss_advice(state)}"
+    out = [f"{one_line(state.candidate_id)}: {said}  (sha256 {state.content_sha256[:16]}…)"]
     for which in ("first", "second"):
         record = getattr(state, which)
         if record is None:
@@ -90,9 +96,11 @@ def lines(outcome: ConfirmOutcome) -> list[str]:
         out.append(f"  {which} replay: {sides}  (lease generation {record['lease']['generation']}, "
                    f"{record['worktree']} worktree{'' if which in outcome.ran else ', recorded earlier'})")
     out += [f"  {one_line(line)}" for line in state.reason.splitlines() if line.strip()]
-    if state.base_miss:
+    if state.base_miss and not state.confirmed:
         out.append(f"  warning: it misses on the base ({one_line(state.base_miss)}); accept refuses it unless "
                    "--override-unconfirmed")
+    elif state.base_miss:
+        out.append("  accept refuses it unless --override-unconfirmed")
     if outcome.commit is not None:
         out.append(f"  {outcome.commit.sha[:12]} {one_line(outcome.commit.message.splitlines()[0])}")
     out += [f"  note: {one_line(note)}" for note in outcome.notes]

@@ -73,11 +73,23 @@ def _need_terminal(command: str) -> None:
 
 
 def cmd_review(args) -> int:
+    _need_repository(args.repo)
     ReviewApp = _console_module("app").ReviewApp
     _need_terminal("review")
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
                     oracle_from=args.oracle_from, keymap=args.keymap)
     return _console_exit(app)
+
+
+def _need_repository(path: str) -> None:
+    """UsageError (64), in one line, unless ``path`` is (in) a git repository: outside one the
+    console opened with empty panes and said nothing (new-user trial). One ``git rev-parse``."""
+    from relconsole.engine.repo import gitio
+    try:
+        gitio.open_repo(path)
+    except UsageError as exc:
+        raise UsageError(f"{exc.one_line()}: review opens a git repository: run it in a clone or give "
+                         "--repo PATH (relconsole demo opens a sample)") from None
 
 
 def cmd_demo(args) -> int:

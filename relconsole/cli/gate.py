@@ -20,6 +20,7 @@ from relconsole.cli.options import review_options
 from relconsole.cli.options import shard as shard_type
 from relconsole.cli.options import workspace_lease_options
 from relconsole.cli.pipe import decided
+from relconsole.cli.reviewio import warn_uncommitted
 from relconsole.engine.errors import UsageError
 from relconsole.engine.literal import one_line
 
@@ -104,6 +105,7 @@ def _gate(args) -> int:
         review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True,
                              hash_progress=report.bytes)
         try:
+            warn_uncommitted(review, "gate")
             shard = args.shard or replay.Shard()
             artifacts = (args.artifacts or replay.default_artifacts(review)).resolve()
             options = gate.GateOptions(artifacts, shard, args.runs, args.workspace, args.holder,

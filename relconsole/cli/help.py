@@ -193,9 +193,11 @@ HELP: dict[str, tuple[str, dict[int, str]]] = {
         "it may be accepted; if the two replays disagree it is discarded with one 'quarantine:' commit. "
         "See " + doc_path("quarantine", "the-second-replay") + ".",
         {EXIT_PASS: "the candidate is confirmed",
-         EXIT_REJECT: "the replays disagree: the candidate was discarded",
+         EXIT_REJECT: "the replays disagree: the candidate was discarded; or they agree but it misses on "
+                      "the base: not confirmed, fix it",
          EXIT_ABORT: "another holder has the workspace lease, or it was lost",
-         EXIT_HOLD: "--first-only: the first replay is recorded, the second is still required",
+         EXIT_HOLD: "--first-only: the first replay is recorded, the second is still required; or the "
+                    "base lacks its subject (code the patch adds): accept it once the patch has merged",
          EXIT_BAD_INPUT: _BAD_ORACLE, EXIT_USAGE: "an unknown or rejected candidate, or a bad option"}),
     "check-split": (
         "Check that every commit in BASE..HEAD (or, with --staged, the commit being made) keeps the "

@@ -13,7 +13,7 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole.cli.options import date, review_command, review_options, seed
-from relconsole.cli.reviewio import commit_payload, emit, errors_payload, load
+from relconsole.cli.reviewio import commit_payload, emit, errors_payload, load, uncommitted_oracle
 from relconsole.engine.errors import (EXIT_ABORT, EXIT_BAD_INPUT, EXIT_PASS, EXIT_REJECT, EXIT_USAGE, BadInputError,
                                       CommitRefused, UsageError)
 from relconsole.engine.literal import literal, one_line
@@ -119,7 +119,7 @@ def cmd_validate(args) -> int:
     not hold on the base; 3 for a relation the machine could not judge (a module not
     installed); else 0, warnings included (README: The command line)."""
     from relconsole.engine.gate.confirmstate import load_candidate_states
-    from relconsole.engine.repo.uncommitted import uncommitted
+    from relconsole.engine.gate.ownerhints import unmatched_patterns
     if args.static and args.replay_seed is not None:
         raise UsageError("--replay-seed replays the runs --static leaves out: give one of them")
     review = load(args)
@@ -143,10 +143,9 @@ def cmd_validate(args) -> int:
         warnings = [f"relation {r.id} ({review.layout.catalog}:{r.line}) is named by no owner pattern: no touched "
                     "path runs it, only run --all (add the paths it guards to owners)"
                     for r in (review.catalog.unowned() if review.catalog else [])]
-        warnings += [f"{path}: not committed, so not read: validate reads the oracle of {review.base_ref} "
-                     f"({review.oracle_sha[:12]}); commit it, then validate"
-                     for path in uncommitted(review.root, review.layout.protected)]
+        warnings += uncommitted_oracle(review, "validate")
         warnings += _base_warnings(review, findings)
+        warnings += unmatched_patterns(review)
         payload["warnings"] = warnings
         # its lease's own state is the report (lease status, the leases above): said, not warned
         lines += [f"note: {f.text(_on_base(review))}" for f in findings if f.state == "blocked"]

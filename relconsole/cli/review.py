@@ -13,7 +13,7 @@ from pathlib import Path
 
 from relconsole.cli.options import directory, review_command, review_options, seed, shard, workspace_lease_options
 from relconsole.cli.pipe import decided
-from relconsole.cli.reviewio import emit, errors_payload, load
+from relconsole.cli.reviewio import emit, errors_payload, load, warn_uncommitted
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT, UsageError
 from relconsole.engine.literal import counted, literal, one_line
 from relconsole.engine.docsref import see
@@ -83,10 +83,12 @@ def cmd_bind(args) -> int:
         known = bindfacts.bind_from_facts(args.repo, args.base, args.head, args.today, args.oracle_from)
         found = exercisedrecord.unexercised_from_record(known) if known is not None else None
         if found is not None:  # the lines the relations ran are on record too
+            warn_uncommitted(known, "bind")
             return _print_bind(args, known, found)
     from relconsole.engine.gate import exercisedrun, importrun
     review = load(args, deferred=True)  # ownership needs no flags, quarantine or split check
     try:
+        warn_uncommitted(review, "bind")
         bindfacts.save(review)
         if not review.errors:
             importrun.ensure(review)
@@ -163,6 +165,7 @@ def cmd_run(args) -> int:
         review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True,
                              hash_progress=report.bytes)
     try:
+        warn_uncommitted(review, "run")
         if review.errors:
             finish_review(review)  # every bad file in one report
             emit(args, {"errors": errors_payload(review)}, [], review.errors, EXIT_BAD_INPUT)

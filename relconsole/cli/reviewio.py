@@ -45,6 +45,31 @@ def emit(args, payload: dict, lines: list[str], errors=(), code: int | None = No
         print(f"relconsole: {one_line(error.one_line())}", file=sys.stderr)
 
 
+def uncommitted_oracle(review, command: str) -> list[str]:
+    """One warning per oracle file (the protected patterns) the working tree holds other than
+    its commit: ``command`` reads the oracle of the base (or HEAD) commit, never the working
+    tree (SPEC §2), so an uncommitted fix is not what it checked. ``review`` is a Review or
+    ``bind``'s kept facts (``root``, ``layout.protected``, ``base_ref``, ``oracle_sha``). []
+    for a bare repository or when git cannot say (a warning never fails a command)."""
+    from relconsole.engine.errors import GitError
+    from relconsole.engine.repo.uncommitted import uncommitted
+    if not getattr(review.repo, "working_tree_dir", None):
+        return []
+    source = "HEAD" if getattr(review, "oracle_from", "base").upper() == "HEAD" else review.base_ref
+    try:
+        paths = uncommitted(review.root, review.layout.protected)
+    except GitError:
+        return []
+    return [f"{path}: not committed, so not read: {command} reads the oracle of {source} "
+            f"({review.oracle_sha[:12]}); commit it, then {command}" for path in paths]
+
+
+def warn_uncommitted(review, command: str) -> None:
+    """Print ``uncommitted_oracle``'s warnings on stderr, one line each, escaped."""
+    for warning in uncommitted_oracle(review, command):
+        print(f"relconsole: warning: {one_line(warning)}", file=sys.stderr)
+
+
 def errors_payload(review: Review) -> list[dict]:
     """The review's bad oracle files for ``--json``: ``path``, ``line``, ``message`` each (exit 5, §8)."""
     return [{"path": e.path, "line": e.line, "message": e.message} for e in review.errors]

@@ -71,8 +71,8 @@ def _git_dir(args) -> str:
 
     try:
         repo = gitio.open_repo(args.repo)  # GitError when git refuses it (another user's: safe.directory)
-    except UsageError:
-        raise UsageError(f"{args.repo} is not inside a git repository; pass --lease-url") from None
+    except UsageError as exc:
+        raise UsageError(f"{exc.one_line()}; or pass --lease-url") from None
     return repo.common_dir
 
 

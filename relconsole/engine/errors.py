@@ -6,6 +6,10 @@ Every command maps its outcome to one of these codes; no two causes share one.
 from __future__ import annotations
 
 from pathlib import PurePath
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 EXIT_PASS = 0  # pass or freeze
 EXIT_REJECT = 1
@@ -63,3 +67,12 @@ class CommitRefused(RelconsoleError):
     """
 
     exit_code = EXIT_USAGE
+
+
+def did_you_mean(wanted: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"``: the one of ``known`` closest to a misspelt ``wanted``
+    (``difflib.get_close_matches``, ratio at least 0.6), or ``""`` when none is close. For
+    the end of a UsageError's message about an unknown id."""
+    import difflib  # only when an id is unknown: every start imports this module
+    close = difflib.get_close_matches(str(wanted), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from relconsole.engine.drafting.prompt import Ticket, existing_seed_values, seeds_relation
+from relconsole.engine.drafting.prompt import Ticket, existing_seed_values, seed_file_values, seeds_relation
 from relconsole.engine.drafting.parse import UnreadRow
 from relconsole.engine.drafting.quarantine import (check_tip_directory, commit_drafts, quarantine_names,
                                                    subject_ids, oracle_tip, quarantine_path,
@@ -252,7 +252,7 @@ def judge_seed_rows(review: Review, relation_id: str, items: list[Any]) -> list[
     judged = [r for r in rows if r.valid]
     verdicts = validate_seed_rows(seeds_quarantine_path(review, relation_id),
                                   "".join(r.text + "\n" for r in judged), review.catalog,
-                                  existing_seed_values(review, relation))
+                                  existing_seed_values(review, relation), seed_file_values(review, relation))
     for row, verdict in zip(judged, verdicts):
         row.reasons.extend(verdict.reasons)
     return rows

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from relconsole.engine.drafting.quarantine import oracle_tip, tip_seeds_text
-from relconsole.engine.errors import BadInputError, UsageError
+from relconsole.engine.errors import BadInputError, UsageError, did_you_mean
 from relconsole.engine.gate.quarantineload import input_fields
 from relconsole.engine.gate.review import Review
 from relconsole.engine.oracle.candidates import input_shape as candidate_input_shape
 from relconsole.engine.oracle.candidates import CANDIDATE_FIELDS, PROVENANCE, TRANSFORM_TO_KIND
 from relconsole.engine.oracle.catalog import COMPARES, KIND_PARAMS, Relation
 from relconsole.engine.oracle.hashcache import open_regular
+from relconsole.engine.oracle.seedrows import json_kind
 from relconsole.engine.oracle.textedit import jsonl_lines
 from relconsole.engine.repo import gitio
 from relconsole.engine.repo.treeview import TreeView
@@ -234,18 +235,18 @@ def candidate_prompt(review: Review, ticket: Ticket | None = None,
 
 
 def seeds_relation(review: Review, relation_id: str) -> Relation:
-    """The catalog relation ``--seeds`` names, which must read seeds with an input schema.
+    """The catalog relation ``--seeds`` names, which must read seeds (with an input schema,
+    or without one: rows then take the shape of its seeds, plain values included).
 
-    Raises UsageError (exit 64) for an unknown id, a lease input, or no schema.
+    Raises UsageError (exit 64) for an unknown id or a lease input.
     """
     relation = review.catalog.get(relation_id) if review.catalog else None
     if relation is None:
-        raise UsageError(f"--seeds: no relation {relation_id!r} in the catalog")
+        known = review.catalog.relations if review.catalog else ()
+        raise UsageError(f"--seeds: no relation {relation_id!r} in the catalog{did_you_mean(relation_id, known)}")
     if not relation.seeds_path:
         raise UsageError(f"--seeds: {relation_id} reads the lease {relation.lease_id!r}, not seeds "
                          "(its corpus is pinned; draft candidate relations instead)")
-    if not relation.input.get("schema"):
-        raise UsageError(f"--seeds: {relation_id} declares no input schema to check drafted rows against")
     return relation
 
 
@@ -265,6 +266,12 @@ def existing_seed_values(review: Review, relation: Relation) -> list[Any]:
     values.extend(_jsonl_values_of(tip_seeds_text(review, relation.id, view, branch) or ""))
     values.extend(r.value for r in review.seed_rows if r.relation_id == relation.id and r.value is not None)
     return values
+
+
+def seed_file_values(review: Review, relation: Relation) -> list[Any]:
+    """The values of ``relation``'s seeds file in the review's oracle (the shapes a drafted
+    row of a relation without an input schema must have)."""
+    return _jsonl_values(review.oracle_dir / relation.seeds_path)
 
 
 def _jsonl_values(path: Path) -> list[Any]:
@@ -287,6 +294,23 @@ def _jsonl_values_of(text: str) -> list[Any]:
     return values
 
 
+def _seed_shape(schema: dict | None, values: list[Any]) -> str:
+    """The Output section of the seeds prompt: the schema's keys, or (no schema) the JSON
+    types of the existing rows, quoted strings for strings."""
+    if schema:
+        head = (f"Reply with JSON objects only, one per line (JSON lines), or a YAML list of mappings.\n"
+                f"Each row has exactly these keys: {', '.join(schema)}; each value of its declared type and\n"
+                "within its bounds.")
+    else:
+        kinds = " or ".join(sorted({json_kind(v) for v in values})) or "value"
+        head = (f"Reply with one JSON {kinds} a line (JSON lines), of the shape of the existing rows\n"
+                "(a string in double quotes, as \"text\"), or a YAML list of them.")
+    return head + """ A row is an input, never an output: no expected, result, output or answer
+key. Draft rows that probe edges of the relation (bounds, empty or unusual values) and that
+differ from the existing rows.
+"""
+
+
 def seeds_prompt(review: Review, relation_id: str, ticket: Ticket | None = None,
                  diff_limit: int = DIFF_LIMIT_BYTES) -> Prompt:
     """The prompt asking for extra input rows of one relation (§10 drafted seed rows).
@@ -294,19 +318,15 @@ def seeds_prompt(review: Review, relation_id: str, ticket: Ticket | None = None,
     Raises UsageError as ``seeds_relation`` does.
     """
     relation = seeds_relation(review, relation_id)
-    schema = relation.input["schema"]
-    examples = _jsonl_values(review.oracle_dir / relation.seeds_path)[:SEED_EXAMPLES]
+    schema = relation.input.get("schema")
+    values = seed_file_values(review, relation)
+    examples = values[:SEED_EXAMPLES]
     diff, kept, total = _diff_section(review, diff_limit)
+    declared = (f"input schema (field -> type, or {{type, min, max, choices}}): {_json(schema)}" if schema
+                else "no input schema: each row has the shape of the existing rows")
     about = "\n".join(_relation_lines(review, relation) + [
-        f"input schema (field -> type, or {{type, min, max, choices}}): {_json(schema)}",
-        "existing seed rows (do not repeat them):", *(_json(v) for v in examples)])
-    shape = f"""\
-Reply with JSON objects only, one per line (JSON lines), or a YAML list of mappings.
-Each row has exactly these keys: {', '.join(schema)}; each value of its declared type and
-within its bounds. A row is an input, never an output: no expected, result, output or answer
-key. Draft rows that probe edges of the relation (bounds, empty or unusual values) and that
-differ from the existing rows.
-"""
+        declared, "existing seed rows (do not repeat them):", *(_json(v) for v in examples)])
+    shape = _seed_shape(schema, values)
     text = "\n".join([
         f"You draft extra input rows for the metamorphic relation {relation.id}. Humans review "
         "every row; nothing you write is executed.\n",

@@ -22,7 +22,7 @@ from relconsole.engine.gate.flags.acks import MIN_PREFIX, flagged_content, range
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
-from relconsole.engine.errors import BadInputError, CommitRefused, UsageError
+from relconsole.engine.errors import BadInputError, CommitRefused, UsageError, did_you_mean
 from relconsole.engine.oracle.freezes import check_new_row
 from relconsole.engine.repo.gitio import resolve
 from relconsole.engine.repo.treeview import TreeView
@@ -182,7 +182,8 @@ def _candidate(review: Review, candidate_id: str):
     for candidate in review.candidates:
         if candidate.id == candidate_id or candidate.path == candidate_id:
             return candidate
-    raise UsageError(f"no candidate {candidate_id!r} in quarantine")
+    known = [c.id for c in review.candidates]
+    raise UsageError(f"no candidate {candidate_id!r} in quarantine{did_you_mean(candidate_id, known)}")
 
 
 def _rows(review: Review, keys: list[str]):
@@ -190,7 +191,8 @@ def _rows(review: Review, keys: list[str]):
     chosen = [r for r in review.seed_rows if any(r.named_by(k) for k in keys)]
     missing = [k for k in keys if not any(r.named_by(k) for r in chosen)]
     if missing:
-        raise UsageError(f"no drafted seed row {missing[0]!r} (relconsole validate lists their ids)")
+        hint = did_you_mean(missing[0], [r.id for r in review.seed_rows])
+        raise UsageError(f"no drafted seed row {missing[0]!r}{hint} (relconsole validate lists their ids)")
     return chosen
 
 
@@ -289,7 +291,8 @@ def proposed_freeze(review: Review, relation_id: str, reason: str = "",
     relation = review.catalog.get(relation_id) if review.catalog else None
     result = review.results.get(relation_id)
     if relation is None:
-        raise UsageError(f"no relation {relation_id!r} in the catalog")
+        hint = did_you_mean(relation_id, review.catalog.relations if review.catalog else ())
+        raise UsageError(f"no relation {relation_id!r} in the catalog{hint}")
     if not relation.freeze.allowed:
         raise CommitRefused(f"{relation_id} does not allow freezing (its catalog entry has no freeze policy)")
     if result is None:

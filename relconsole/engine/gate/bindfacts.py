@@ -111,7 +111,8 @@ def _valid(facts) -> bool:
 
 def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, oracle_from: str):
     """The ``bind`` answer from kept facts: a namespace with ``base_ref``, ``merge_base``,
-    ``head_sha``, ``repo``, ``oracle_sha``, ``root``, ``bindings`` (as ``load_review`` plus ``importrun.ensure`` leave them) and
+    ``head_sha``, ``repo``, ``oracle_sha``, ``oracle_from``, ``root``, ``layout`` (``unexercised``,
+    ``protected``), ``bindings`` (as ``load_review`` plus ``importrun.ensure`` leave them) and
     ``errors`` ([]), or None when the facts cannot decide alone (see the module docstring).
     Raises UsageError and GitError as ``load_review`` does for the same repository."""
     day = today.isoformat() if today is not None else _today_from_env()
@@ -161,8 +162,8 @@ def bind_from_facts(repo_path: str, base_ref: str | None, head_ref: str, today, 
             return None  # importrun.ensure may run relations on the base: the full load does it
     return SimpleNamespace(base_ref=base_ref, merge_base=merge_base, head_sha=head_sha,
                            bindings=review.bindings, errors=[], repo=repo, oracle_sha=oracle_sha,
-                           layout=SimpleNamespace(unexercised=facts["unexercised"]),
-                           root=Path(repo.working_tree_dir or "."))
+                           layout=SimpleNamespace(unexercised=facts["unexercised"], protected=facts["protected"]),
+                           root=Path(repo.working_tree_dir or "."), oracle_from=mode)
 
 
 def enabled() -> bool:

@@ -51,7 +51,7 @@ from relconsole.engine.oracle.catalog import Relation, _relation
 from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.decision import Decision
-from relconsole.engine.errors import UsageError
+from relconsole.engine.errors import UsageError, did_you_mean
 from relconsole.engine.repo.gitio import resolve
 from relconsole.engine.repo.treeview import TreeView
 from relconsole.engine.literal import one_line
@@ -82,8 +82,15 @@ class ConfirmOutcome:
 
     @property
     def decision(self) -> Decision:
-        """confirmed: pass; discarded: reject ``replays_disagree``; else hold, §8 row 5."""
+        """confirmed: pass, unless a replay missed on the base: then hold
+        ``subject_not_on_base`` when the subject is code the patch adds (accept it once the
+        patch has merged), else reject ``misses_on_base`` (as a relation it would fail code
+        that is not broken); discarded: reject ``replays_disagree``; else hold, §8 row 5."""
         rid = self.state.candidate_id
+        if self.state.state == CONFIRMED and self.state.base_miss:
+            if self.state.subject_not_on_base:
+                return Decision("hold", "subject_not_on_base", None, rid, self.state.base_miss)
+            return Decision("reject", "misses_on_base", None, rid, self.state.base_miss)
         if self.state.state == CONFIRMED:
             return Decision("pass", "confirmed", None, rid, self.state.reason)
         if self.state.state == DISCARDED:
@@ -92,14 +99,16 @@ class ConfirmOutcome:
 
     @property
     def exit_code(self) -> int:
-        """§8 exit code: 0 confirmed, 1 discarded, 4 only the first replay recorded."""
+        """§8 exit code: 0 confirmed, 1 discarded or missing on the base, 4 only the first
+        replay recorded or a subject the base does not have yet."""
         return self.decision.exit_code
 
     def to_json(self) -> dict:
         decision = self.decision
         return {"candidate_id": self.state.candidate_id, "path": self.state.path,
                 "content_sha256": self.state.content_sha256, "state": self.state.state,
-                "reason": self.state.reason, "decision": decision.decision, "decision_reason": decision.reason,
+                "reason": self.state.reason, "base_miss": self.state.base_miss,
+                "decision": decision.decision, "decision_reason": decision.reason,
                 "row": decision.row, "exit_code": self.exit_code, "ran": self.ran,
                 "first": self.state.first, "second": self.state.second,
                 "commit": self.commit.sha if self.commit else self.state.commit,
@@ -188,7 +197,8 @@ def _find(review: Review, candidate_id: str) -> Candidate:
     for candidate in review.candidates:
         if candidate_id in (candidate.id, candidate.path):
             return candidate
-    raise UsageError(f"no candidate {candidate_id!r} in quarantine")
+    known = [c.id for c in review.candidates]
+    raise UsageError(f"no candidate {candidate_id!r} in quarantine{did_you_mean(candidate_id, known)}")
 
 
 def candidate_relation(candidate: Candidate) -> Relation:

@@ -32,7 +32,8 @@ from relconsole.engine.gate.exercised import Unexercised
 from relconsole.engine.repo.baseref import resolve_base
 from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.decision import Decision, worst
-from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, CommitRefused, UsageError
+from relconsole.engine.errors import (EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, CommitRefused, UsageError,
+                                      did_you_mean)
 from relconsole.engine.oracle.freezes import FreezeRow, for_relation
 from relconsole.engine.oracle.leases import LeaseStatus, reading_refusal
 from relconsole.engine.repo.owners import GAP, PROTECTED, UNKNOWN, Binding, bind
@@ -206,7 +207,8 @@ class Review:
         if not found:
             unparsed = [s.source for s in self.leases if s.lease is None]
             hint = f" (manifests that did not parse: {', '.join(unparsed)})" if unparsed else ""
-            raise UsageError(f"no lease {lease_id!r} in {self.base_ref}{hint}")
+            known = [s.lease.id if s.lease is not None else s.id for s in self.leases]
+            raise UsageError(f"no lease {lease_id!r} in {self.base_ref}{did_you_mean(lease_id, known)}{hint}")
         if len(found) > 1:
             raise BadInputError(found[1].source, f"lease id {lease_id!r} is also used by {found[0].source}: "
                                 "give each manifest its own id first", 1)

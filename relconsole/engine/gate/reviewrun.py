@@ -17,7 +17,7 @@ from typing import Callable
 
 from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.decision import Decision
-from relconsole.engine.errors import RelconsoleError, UsageError
+from relconsole.engine.errors import RelconsoleError, UsageError, did_you_mean
 from relconsole.engine.oracle.freezes import FreezeRow
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.flags.flagrules import probed_by_name
@@ -84,7 +84,7 @@ def run_review(review: Review, relation_ids: list[str] | None = None,
         for rid in ids:
             relation = review.catalog.get(rid)
             if relation is None:
-                raise UsageError(f"no relation {rid!r} in the catalog")
+                raise UsageError(f"no relation {rid!r} in the catalog{did_you_mean(rid, review.catalog.relations)}")
             freeze = review.freeze_for(rid)
             why = review.blocked_reason(relation)
             if why:

@@ -76,7 +76,7 @@ def seed_file_problem(text: str, path: str, relation: Relation) -> BadInputError
         try:
             value = jsonnumbers.loads(line)
         except json.JSONDecodeError as exc:
-            return BadInputError(path, f"invalid JSON: {exc.msg}", number)
+            return BadInputError(path, jsonnumbers.json_line_problem(exc), number)
         reasons = check_row(value, relation.input.get("schema"))
         if reasons:
             return BadInputError(path, reasons[0], number)

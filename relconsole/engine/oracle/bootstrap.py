@@ -35,6 +35,7 @@ from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.docsref import doc_url, see
 from relconsole.engine.oracle.leases import header_fields
+from relconsole.engine.oracle.reexports import defined_function
 
 # Non-code paths a repository grows later (its first CI workflow, a licence, a pre-commit
 # configuration, a py.typed marker, packaging metadata): exempt whether or not they exist yet,
@@ -215,10 +216,11 @@ def _candidate(view, files: set[str], ref: str, lease: dict | None, today: dt.da
     path = _module_file(files, module) if module and name else None
     if path is None:
         raise UsageError(f"{ref}: expected module:function naming a module of this repository")
-    tree = ast.parse(view.read_text(path) or "")
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if name not in defs:
-        raise UsageError(f"{ref}: no function {name!r} defined in {path}")
+    found = defined_function(files, view.read_text, module, name)  # also through pkg/__init__.py's imports
+    if found is None:
+        raise UsageError(f"{ref}: no function {name!r} defined in {path}, nor imported there from a module "
+                         "of this repository")
+    function = found[2]
     if lease is None:
         raise UsageError(f"{ref}: a drafted candidate reads a corpus: give one with --corpus")
     columns = ", ".join(lease["columns"][:6]) or "its rows"
@@ -226,12 +228,12 @@ def _candidate(view, files: set[str], ref: str, lease: dict | None, today: dt.da
     base = {"compare": "canon", "subject": ref, "input": {"lease": lease["id"]},
             "drafted_by": DRAFTER, "drafted_at": f"{today.isoformat()}T00:00:00Z",
             "source": f"relconsole init --subject {ref}", "owner": lease["owner"]}
-    if inverse in defs and name in INVERSES:
+    if name in INVERSES and defined_function(files, view.read_text, module, inverse):
         return {"id": f"{module}.{name}_roundtrip", "transform": "roundtrip", **base,
                 "inverse": f"{module}:{inverse}",
                 "must_not": f"assert a literal output of {name} in a test",
                 "statement": f"{inverse}({name}(rows)) gives back every row of {lease['id']} ({columns}) exactly."}
-    first = (defs[name].args.posonlyargs + defs[name].args.args)[:1]
+    first = (function.args.posonlyargs + function.args.args)[:1]
     hint = ast.unparse(first[0].annotation) if first and first[0].annotation is not None else ""
     if hint and not re.search(r"\b(list|List|Sequence|Iterable|Collection|rows)\b", hint):
         return {"skipped": f"no candidate for {ref}: it takes {hint}, not rows of the corpus; draft one with "

@@ -50,6 +50,17 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
                                    text, found.start() if found else 0) from None
 
 
+def json_line_problem(exc: json.JSONDecodeError) -> str:
+    """Why a line of a JSON Lines file (seeds) is not one JSON value, for a message that also
+    names the file and line: json's own words (``Extra data``, ``Expecting value``) and the
+    column, then what the file wants. Two values on a line and an unquoted word are the
+    usual mistakes: the line ``hello`` or ``a b`` is not JSON, ``"hello"`` is."""
+    said = f"not JSON ({exc.msg}, column {exc.colno})"
+    if exc.msg.startswith("an integer of"):  # loads' own: the advice below is not about it
+        return said
+    return f"{said}: one JSON value a line (JSON Lines): quote strings, as \"text\""
+
+
 def count_problem(value: Any) -> str | None:
     """Why ``value`` is not a count (a non-negative integer; a bool is not one), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -84,7 +84,7 @@ def parse_seed_line(line: str) -> Any:
     try:
         value = jsonnumbers.loads(line, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise SeedLineError(f"not JSON: {exc.msg}") from None
+        raise SeedLineError(jsonnumbers.json_line_problem(exc)) from None
     if _has_lone_surrogate(value):
         raise SeedLineError("holds a lone surrogate escape (\\ud800-\\udfff): not Unicode text")
     return value
@@ -105,11 +105,46 @@ def relation_of_seed_file(path: str) -> str:
     return path.rsplit("/", 1)[-1].removesuffix(SEEDS_SUFFIX)
 
 
+def json_kind(value: Any) -> str:
+    """The JSON type of a parsed value: object, array, string, number, boolean or null."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    return "null" if value is None else "number"
+
+
+def shape_problem(value: Any, seeds: list[Any]) -> str | None:
+    """For a relation that declares no input schema, whose seeds may be plain JSON values:
+    why ``value`` does not have the shape of one of its ``seeds`` (the JSON type, and for an
+    object its set of keys), or None. The seeds file is the only description of its rows."""
+    if not seeds:
+        return "the relation declares no input schema and has no seed to take a row's shape from"
+    kinds = sorted({json_kind(s) for s in seeds})
+    kind = json_kind(value)
+    if kind not in kinds:
+        return (f"a JSON {kind}, where the relation's seeds are each a JSON {' or '.join(kinds)} (it "
+                "declares no input schema: a drafted row has the shape of its seeds)")
+    if kind == "object":
+        keys = {tuple(sorted(s)) for s in seeds if isinstance(s, dict)}
+        if tuple(sorted(value)) not in keys:
+            shown = "; ".join(", ".join(k) or "(none)" for k in sorted(keys)[:3])
+            return f"keys {', '.join(sorted(value)) or '(none)'} are those of no seed (seeds have: {shown})"
+    return None
+
+
 def validate_seed_rows(path: str, text: str, catalog: Catalog,
-                       existing: list[Any]) -> list[SeedRow]:
+                       existing: list[Any], shapes: list[Any] | None = None) -> list[SeedRow]:
     """Judge each drafted seed row of one quarantine ``.seeds.jsonl`` file (§10).
 
-    ``existing`` holds the relation's current seed values (for the duplicate rule).
+    ``existing`` holds the relation's current seed values (for the duplicate rule). A
+    relation with an input schema takes rows that fit it; one without takes rows of the
+    shape of its seeds (``shape_problem`` against ``shapes``, default ``existing``: the
+    relation's seeds file, whose rows may be plain values such as strings).
     Blank lines are skipped; a line that is not one JSON value, or holds an object with a
     key twice (``parse_seed_line``), is a rejected row.
     """
@@ -132,7 +167,9 @@ def validate_seed_rows(path: str, text: str, catalog: Catalog,
         elif relation.seeds_path is None:
             reasons.append(f"{relation_id} reads a lease, not seeds")
         elif not specs:
-            reasons.append(f"{relation_id} declares no input schema to check rows against")
+            reasons.extend(check_row(value, None))  # answer-like keys
+            shape = shape_problem(value, existing if shapes is None else shapes)
+            reasons.extend([shape] if shape else [])
         else:
             reasons.extend(check_row(value, specs))
         canon = json.dumps(value, sort_keys=True)

@@ -199,8 +199,9 @@ def _handle(repo) -> Repository:
 def open_repo(path: str | Path) -> Repository:
     """Open the repository whose work tree (or git directory) contains ``path``.
 
-    Raises UsageError (exit 64) when ``path`` is not inside a git repository, GitError
-    (abort) when git refuses to read it (``check_readable``).
+    Raises UsageError (exit 64) when ``path`` is not inside a git repository or is a file (a
+    repository is named by a folder: a file's enclosing repository is not what was asked
+    for), GitError (abort) when git refuses to read it (``check_readable``).
     """
     return open_with_refs(path, ())[0]
 
@@ -222,7 +223,10 @@ def open_with_refs(path: str | Path, refs: tuple[str, ...] | list[str],
     start = Path(path).expanduser().absolute()
     if not start.exists():
         raise UsageError(f"{path}: not a git repository")
-    cwd = start if start.is_dir() else start.parent
+    if not start.is_dir():
+        raise UsageError(f"{path}: a file, not a repository: name the repository's folder "
+                         f"(as {start.parent}), not a file in it")
+    cwd = start
     asked = [f"{ref}^{{commit}}" for ref in refs] if not any(r.startswith("-") or not r for r in refs) else []
     symmetric = [f"{asked[0]}...{asked[1]}"] if with_merge_base and len(asked) == 2 else []
     proc = run_git(cwd, "rev-parse", *_OPEN_QUERIES, *asked, *symmetric, ok=None)

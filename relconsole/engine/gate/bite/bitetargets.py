@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relconsole.engine.oracle.catalog import Relation
-from relconsole.engine.errors import RelconsoleError, UsageError
+from relconsole.engine.errors import RelconsoleError, UsageError, did_you_mean
 from relconsole.engine.repo.owners import protected
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.runplans import import_paths
@@ -25,7 +25,7 @@ def _relation(review: Review, relation_id: str) -> Relation:
         raise RelconsoleError("the catalog did not load; fix it before biting relations")
     relation = review.catalog.get(relation_id)
     if relation is None:
-        raise UsageError(f"no relation {relation_id!r} in the catalog")
+        raise UsageError(f"no relation {relation_id!r} in the catalog{did_you_mean(relation_id, review.catalog.relations)}")
     return relation
 
 
