@@ -359,11 +359,8 @@ def acknowledge(review: Review, flag_id: str, reason: str) -> CommitResult:
 def flagged_line(review: Review, flag) -> str:
     """The content the acknowledgement clears, as the flag's fingerprint reads it
     (``acks.flagged_content``: the enclosing definition and the whole statement, or the blob)."""
-    reader = BlobReader(review.root)
-    try:
+    with BlobReader(review.root) as reader:
         return flagged_content(reader, flag, review.head_sha)
-    finally:
-        reader.close()
 
 
 def commit_freeze(review: Review, row: dict) -> CommitResult:

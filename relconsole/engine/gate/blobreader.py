@@ -117,3 +117,9 @@ class BlobReader:
             self._proc.wait()
             self._proc.stdout.close()
             self._proc = None
+
+    def __enter__(self) -> "BlobReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -291,11 +291,8 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
     wanted = [path for path in owned if changed.get(path) or path in moved_in or deletions.get(path)]
     out: dict[str, list[tuple[int, int]]] = {}
     if wanted:
-        reader = BlobReader(review.root)
-        try:
+        with BlobReader(review.root) as reader:
             blobs = reader.read_many([(review.head_sha, path) for path in wanted])
-        finally:
-            reader.close()
         for path, blob in zip(wanted, blobs):
             text = (blob or b"").decode("utf-8", "replace")
             lines = (set(range(1, text.count("\n") + 2)) if path in moved_in

@@ -103,11 +103,8 @@ def _subject(review, relation_id: str) -> list[dict]:
                   for prefix in [root.strip("/").removeprefix("./") + "/" if root.strip("/.") else ""]
                   for tail in (".py", "/__init__.py")]
     from relconsole.engine.gate.blobreader import BlobReader
-    reader = BlobReader(review.root)
-    try:
+    with BlobReader(review.root) as reader:
         blobs = reader.read_many([(review.head_sha, path) for path in candidates])
-    finally:
-        reader.close()
     for path, blob in zip(candidates, blobs):
         line = _definition_line(blob or b"", name)
         if line is not None:

@@ -134,11 +134,8 @@ def statement_at(text: str, line: int) -> str | None:
 
 def flag_ids(repo_dir: str | Path, head: str, flags: list[Flag]) -> dict[Flag, str]:
     """``fingerprint`` of each flag, its content read through one ``git cat-file`` process."""
-    reader = BlobReader(repo_dir)
-    try:
+    with BlobReader(repo_dir) as reader:
         return {flag: fingerprint(flag, flagged_content(reader, flag, head)) for flag in flags}
-    finally:
-        reader.close()
 
 
 def parse_acks(text: str | None, source: str) -> list[Ack]:
