@@ -69,6 +69,46 @@ def test_a_repository_with_neither_setting_nor_main_names_the_branch_it_has(tmp_
     assert code == EXIT_ABORT and "--base master" in line and "base_ref" in line, line
 
 
+def test_a_branch_naming_itself_is_refused_where_a_default_branch_exists(tmp_path: Path, capsys):
+    """The patch's own branch (or one it pushed) naming itself as the base: a clone has
+    origin/HEAD, whose branch never named it, so the setting is refused (red team, issue 36)."""
+    origin = adopted(tmp_path, capsys, "master")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    git(clone, "config", "user.name", "Agent"), git(clone, "config", "user.email", "agent@example.org")
+    git(clone, "checkout", "-q", "-b", "agent/fix")
+    text = (clone / "pyproject.toml").read_text().replace('base_ref = "master"', 'base_ref = "agent/fix"')
+    write_files(clone, {"pyproject.toml": text, "pkg/core.py": "def f(x):\n    return -x\n"})
+    commit_all(clone, "a patch that names its own branch")
+    code, _, err = cli(capsys, "validate", "--repo", str(clone), "--today", TODAY.isoformat())
+    assert code == EXIT_ABORT and "default branch" in err, err
+    git(clone, "checkout", "-q", "master")
+    assert cli(capsys, "validate", "--repo", str(clone), "--today", TODAY.isoformat())[0] != EXIT_ABORT
+
+
+def test_a_setting_with_nothing_to_check_it_against_aborts_in_ci(tmp_path: Path, capsys, monkeypatch):
+    repo = adopted(tmp_path, capsys, "master")
+    monkeypatch.setenv("CI", "true")
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code == EXIT_ABORT and "--base" in err, err
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--base", "master", "--today", TODAY.isoformat())
+    assert code != EXIT_ABORT, err
+
+
+def test_a_team_that_renames_its_branch_fixes_the_setting_in_a_patch(tmp_path: Path, capsys):
+    """master renamed to main: the old setting names no branch (said once), and the patch that
+    writes base_ref = "main" is honoured, since main is the default branch."""
+    repo = adopted(tmp_path, capsys, "master")
+    git(repo, "branch", "-m", "master", "main")
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code == EXIT_ABORT and "names no branch" in err
+    git(repo, "checkout", "-q", "-b", "rename")
+    write_files(repo, {"pyproject.toml": (repo / "pyproject.toml").read_text().replace('"master"', '"main"')})
+    commit_all(repo, "base_ref follows the rename")
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code != EXIT_ABORT, err
+
+
 def test_a_patch_that_moves_its_base_is_refused(tmp_path: Path, capsys):
     """A patch pointing base_ref at a branch with a weaker oracle (one that names itself) is
     refused: the merge base still names the old base. Naming a commit expression is no branch."""
@@ -82,7 +122,7 @@ def test_a_patch_that_moves_its_base_is_refused(tmp_path: Path, capsys):
     commit_all(repo, "a patch that moves its gate")
     code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
     assert code == EXIT_ABORT and "pyproject.toml" in err and "--base" in err, err
-    for sneaky in ("HEAD~1", "HEAD", git(repo, "rev-parse", "master").strip()):
+    for sneaky in ("HEAD~1", "HEAD", git(repo, "rev-parse", "master").strip(), "master\\u0000x"):
         write_files(repo, {"pyproject.toml": text.replace('"weak"', f'"{sneaky}"')})
         commit_all(repo, f"base {sneaky}")
         code, _, err = cli(capsys, "bind", "--repo", str(repo), "--today", TODAY.isoformat())

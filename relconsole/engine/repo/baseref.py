@@ -3,12 +3,22 @@
 The order, when no ``--base`` names it:
 
 1. ``[tool.relconsole] base_ref`` of the reviewed commit's ``pyproject.toml``, read there only
-   to find the base. A patch must not choose its own gate, so the name is taken only when it
-   is a branch (``refs/heads/NAME``, else ``refs/remotes/origin/NAME``; never a sha, a tag or
-   ``HEAD~2``) and the merge base of that branch and the reviewed commit names the same
-   base_ref: a patch that edits the setting finds the merge base still naming the old one
-   and is refused (abort), whatever branch it points at. Everything else, the layout
-   included, is then read from the base.
+   to find the base. A patch must not choose its own gate, so the name is taken only when
+
+   - it is a branch (``refs/heads/NAME``, else ``refs/remotes/origin/NAME``; never a sha, a
+     tag or ``HEAD~2``);
+   - the repository's default branch (2 and 3 below), when it has one, is that branch, or
+     named that base_ref where the reviewed branch left it: a branch the patch pushed (or
+     the patch's own branch) that names itself is refused;
+   - the merge base of that branch and the reviewed commit names the same base_ref: a patch
+     that edits the setting finds the merge base still naming the old one. A setting naming
+     the default branch itself is taken as that branch (a team renaming master to main fixes
+     the setting in a patch).
+
+   With no default branch to check it against (a repository with neither origin/HEAD nor
+   main) the setting is taken at its word, where whoever creates branches could move the
+   base branch itself; under CI (``CI`` set) that is an abort asking for ``--base``.
+   Everything else, the layout included, is then read from the base.
 2. The remote's default branch (``origin/HEAD``), as its local branch when one exists.
 3. ``main``, else ``origin/main``.
 
@@ -17,6 +27,7 @@ Never guessed further: a missing default names the usual other branch the reposi
 
 from __future__ import annotations
 
+import os
 import tomllib
 
 from relconsole.engine.errors import GitError
@@ -35,9 +46,14 @@ def resolve_base(repo: gitio.Repository, base_ref: str | None, head_sha: str | N
         return base_ref, gitio.resolve(repo, base_ref)
     head_sha = head_sha or gitio.resolve(repo, "HEAD")
     configured = configured_base(repo, head_sha)
+    default = _default_or_none(repo)
     if configured:
-        return _checked_setting(repo, configured, head_sha)
-    return default_base(repo)
+        return _checked_setting(repo, configured, head_sha, default)
+    if default is None:
+        raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base with --base"
+                       f"{_base_hint(repo)}, set it once as base_ref in pyproject.toml's [tool.relconsole], "
+                       f"or fetch it (git fetch origin {DEFAULT_BASE})")
+    return default
 
 
 def configured_base(repo: gitio.Repository, commit: str) -> str | None:
@@ -52,31 +68,50 @@ def configured_base(repo: gitio.Repository, commit: str) -> str | None:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
         return None
     return value if isinstance(value, str) and value else None
+
+
 def default_base(repo: gitio.Repository) -> tuple[str, str]:
     """(name, sha) of the remote's default branch (origin/HEAD; its local branch when one
     exists), else main, else origin/main. Raises GitError when none exists."""
+    found = _default_or_none(repo)
+    if found is None:
+        raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base with --base"
+                       f"{_base_hint(repo)}")
+    return found
+
+
+def _default_or_none(repo: gitio.Repository) -> tuple[str, str] | None:
     known = _branches(repo, [DEFAULT_BASE, f"origin/{DEFAULT_BASE}"], with_origin_head=True)
     remote_default = known.pop("origin/HEAD", None)
     names = ([remote_default, f"origin/{remote_default}"] if remote_default else []) + [
         DEFAULT_BASE, f"origin/{DEFAULT_BASE}"]
     if remote_default:
         known.update(_branches(repo, names[:2]))
-    for name in names:
-        if name in known:
-            return name, known[name]
-    raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base with --base"
-                   f"{_base_hint(repo)}, set it once as base_ref in pyproject.toml's [tool.relconsole], "
-                   f"or fetch it (git fetch origin {DEFAULT_BASE})")
+    return next(((name, known[name]) for name in names if name in known), None)
 
 
-def _checked_setting(repo: gitio.Repository, name: str, head_sha: str) -> tuple[str, str]:
+def _checked_setting(repo: gitio.Repository, name: str, head_sha: str,
+                     default: tuple[str, str] | None) -> tuple[str, str]:
     """(name, sha) for a base_ref setting read from the reviewed commit, once it names a
-    branch and the merge base agrees (module docstring). Raises GitError otherwise."""
+    branch, the default branch agrees and the merge base agrees (module docstring). Raises
+    GitError otherwise."""
     known = _branches(repo, [name, f"origin/{name}"])
     shown = next((n for n in (name, f"origin/{name}") if n in known), None)
     if shown is None:
         raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r} names no branch here (nor "
                        f"origin/{name}): fetch it (git fetch origin {name}), or name the base with --base")
+    if default is not None and _short(shown) == _short(default[0]):
+        return default  # the branch the commands take with no setting: naming it gains a patch nothing
+    if default is not None:
+        fork = gitio.merge_base(repo, default[1], head_sha)
+        if configured_base(repo, fork) not in (name, shown):
+            raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r}, but the default branch "
+                           f"{default[0]} had no such setting where this branch left it ({fork[:12]}): a patch "
+                           f"does not choose its own base; name the base with --base")
+    elif default is None and os.environ.get("CI"):
+        raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r} cannot be checked here (no "
+                       f"origin/HEAD, {DEFAULT_BASE} or origin/{DEFAULT_BASE}): in CI name the base with --base "
+                       f"(the pull request's target branch)")
     tip = known[shown]
     merge_base = gitio.merge_base(repo, tip, head_sha)
     before = configured_base(repo, merge_base)
@@ -88,6 +123,10 @@ def _checked_setting(repo: gitio.Repository, name: str, head_sha: str) -> tuple[
     return shown, tip
 
 
+def _short(branch: str) -> str:
+    return branch.removeprefix("origin/")
+
+
 def _branches(repo: gitio.Repository, names: list[str], with_origin_head: bool = False) -> dict[str, str]:
     """name -> commit sha for each of ``names`` that is a branch: ``refs/heads/NAME``, or
     ``refs/remotes/NAME`` for a remote-tracking ``origin/...`` (a sha, a tag, ``HEAD`` or an
@@ -95,7 +134,7 @@ def _branches(repo: gitio.Repository, names: list[str], with_origin_head: bool =
     origin/HEAD points at (``master``), when it points at one. One ``git for-each-ref``."""
     wanted = {}
     for name in names:
-        if name and not name.startswith("-"):
+        if name and not name.startswith("-") and name.isprintable():
             wanted[f"refs/heads/{name}"] = name
             if name.startswith("origin/"):
                 wanted[f"refs/remotes/{name}"] = name
