@@ -212,3 +212,32 @@ def test_real_git_commit_refuses_a_mixed_commit_and_takes_a_clean_one(hooked):
     taken = subprocess.run(["git", "commit", "-q", "-m", "code only"], cwd=repo, env=env, capture_output=True,
                            text=True, timeout=300)
     assert taken.returncode == 0, taken.stdout + taken.stderr  # the branch's older mixed commit is CI's
+
+
+def test_the_staged_commit_is_judged_under_the_base_layout(tmp_path: Path, clean_env, capsys):
+    """An earlier commit of the branch that points ``protected`` elsewhere in pyproject.toml
+    (a path no pattern guards) does not unguard the oracle for the next commit (red team)."""
+    repo = init_repo(tmp_path / "r")
+    write_files(repo, {"src/app.py": "v1\n", "oracle/catalog.yaml": "relations: []\n",
+                       "pyproject.toml": "[tool.relconsole]\n"})
+    commit_all(repo, "base")
+    git(repo, "checkout", "-q", "-b", "feat")
+    write_files(repo, {"pyproject.toml": '[tool.relconsole]\nprotected = ["nothing/**"]\ncatalog = "nothing/c.yaml"\n'})
+    commit_all(repo, "build: config")
+    write_files(repo, {"src/app.py": "v2\n", "oracle/catalog.yaml": "relations: [x]\n"})
+    git(repo, "add", "-A")
+    clean_env.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
+    code, payload = hook(capsys, str(repo))
+    assert code == EXIT_REJECT, payload
+
+
+@pytest.mark.parametrize("word", ["--am", "--ame", "--amen", "--amend"])
+def test_every_spelling_git_takes_for_amend_is_an_amend(word):
+    from relconsole.engine.repo.splitcheck import _means_amend
+    assert _means_amend(word)
+
+
+@pytest.mark.parametrize("word", ["--a", "--all", "--amends", "--author", "-m", "commit", "--no-amend"])
+def test_other_words_are_no_amend(word):
+    from relconsole.engine.repo.splitcheck import _means_amend
+    assert not _means_amend(word)

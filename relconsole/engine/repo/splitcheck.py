@@ -21,6 +21,8 @@ from pathlib import Path
 
 from relconsole.engine.repo.config import Layout, layout_from_pyproject
 from relconsole.engine.errors import BadInputError, GitError, UsageError
+from relconsole.engine.repo import gitio
+from relconsole.engine.repo.baseref import resolve_base
 from relconsole.engine.repo.gitio import IGNORE_NO_SUBMODULE, SHALLOW_FIX, run_git
 from relconsole.engine.repo.owners import protection
 from relconsole.engine.literal import one_line
@@ -291,7 +293,7 @@ def amending(pid: int | None = None, depth: int = 6) -> bool:
         except (OSError, IndexError):
             return False
         words = [a.decode("utf-8", "replace") for a in argv if a]
-        if words and Path(words[0]).name == "git" and "commit" in words and "--amend" in words:
+        if words and Path(words[0]).name == "git" and "commit" in words and any(map(_means_amend, words)):
             return True
         pid = int(stat_fields[1])  # the parent's pid
         if pid <= 1:
@@ -299,8 +301,13 @@ def amending(pid: int | None = None, depth: int = 6) -> bool:
     return False
 
 
+def _means_amend(word: str) -> bool:
+    """``--amend`` or an abbreviation git accepts for it (``--am``, ``--ame``, ``--amen``)."""
+    return len(word) >= 4 and "--amend".startswith(word)
+
+
 def staged_offences(repo_dir: str | Path) -> list[Offence]:
-    """``offences`` of the commit being made, under HEAD's layout (the pre-commit hook)."""
+    """``offences`` of the commit being made, under the base's layout (the pre-commit hook)."""
     return staged_check(repo_dir)[2]
 
 
@@ -308,5 +315,18 @@ def staged_check(repo_dir: str | Path) -> tuple[Commit, Layout, list[Offence]]:
     """``(the commit being made, the layout it is judged under, its offences)``; see
     :func:`staged_offences`."""
     commit = staged_commit(repo_dir)
-    layout = layout_at(repo_dir, "HEAD") if commit.parents else Layout()
+    layout = layout_at(repo_dir, _layout_commit(repo_dir, commit.parents[0])) if commit.parents else Layout()
     return commit, layout, offences(commit, layout, _creates_oracle(repo_dir, commit, layout))
+
+
+def _layout_commit(repo_dir: str | Path, parent: str) -> str:
+    """Where the staged commit's layout is read: the merge base of its parent and the base ref
+    (``baseref``'s order), so that an earlier commit of the branch that moved the protected
+    patterns in pyproject.toml does not move them for the next (red team, issue 36); the parent
+    itself when no base is found (a repository with one branch and no setting)."""
+    try:
+        repo = gitio.open_repo(repo_dir)
+        _, base_tip = resolve_base(repo, None, parent)
+        return gitio.merge_base(repo, base_tip, parent)
+    except GitError:
+        return parent
