@@ -22,6 +22,7 @@ from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.keybar import ALWAYS, GAP, KEEP_ORDER, KeyBar, KeyEntry, fit, rank, wrap
 from relconsole.console.widgets.pane import Pane
+from relconsole.engine.docsref import decision_row
 from relconsole.engine.gate.freezeevidence import freeze_evidence
 from tests.conftest import TODAY
 from tests.test_console import goto, prompts, settle, until
@@ -206,7 +207,7 @@ async def test_a_replay_sheet_saved_earlier_shows_in_the_relations_view(demo_rep
             await until(pilot, lambda: isinstance(app.screen, DetailScreen), "the relation's view")
             body = app.screen.query_one("#detail-body Static").render().plain
             assert str(evidence.path) in body
-            assert f"§8 row {evidence.decision.row}" in body
+            assert decision_row(evidence.decision.row) in body
             await pilot.press("escape")
             await pilot.pause()
 

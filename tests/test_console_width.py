@@ -24,7 +24,8 @@ from tests.test_console import settle
 from tests.test_console_fit import rows_of, shown_panes
 
 words = st.text(alphabet="abcdé漢/-.", min_size=1, max_size=14)
-lines = st.builds(lambda lead, ws: " " * lead + " ".join(ws), st.integers(0, 4), st.lists(words, min_size=1, max_size=12))
+lines = st.builds(lambda lead, ws: " " * lead + " ".join(ws), st.integers(0, 4),
+                  st.lists(words, min_size=1, max_size=12))
 
 
 # --- wrapping a line ----------------------------------------------------------------------------

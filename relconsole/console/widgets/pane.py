@@ -219,6 +219,10 @@ class Pane(ScrollView, can_focus=True):
         """The items shown, in order (tests and screenshots read ids and prompts)."""
         return list(self._items)
 
+    def item_rows(self, index: int) -> range:
+        """The virtual rows item ``index`` takes now (more than its lines when it wraps)."""
+        return range(self._starts[index], self._starts[index + 1])
+
     @property
     def option_count(self) -> int:
         return len(self._items)
