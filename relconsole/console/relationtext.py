@@ -162,7 +162,7 @@ def _append_result(text: Text, result, freeze, replayed: bool, reruns_line: bool
     """The run's part of a relation's header, appended to ``text``: verdict and §8 row, the
     exception or the disagreeing keys, the rerun summary, the freeze and the signature."""
     text.append("\nrun verdict: " if not replayed else "\nrun verdict (the replay below decides): ")
-    row = f" ({docsref.decision_row(result.verdict.row)})" if result.verdict.row else ""
+    row = f" · {docsref.decision_row(result.verdict.row)}" if result.verdict.row else ""
     text.append(f"{result.verdict.decision.upper()} {result.verdict.reason}{row}", "bold")
     if result.summary != result.verdict.reason:
         text.append(" · ")

@@ -212,8 +212,8 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     if kind == "leases" and oid.startswith("p:"):
         name = oid[2:]
         return Text.assemble(("fixture pin ", "bold"), lit(name), f": {review.pins.get(name, '?')}",
-                             (f"\n(pins in {review.layout.pins}: a mismatch rejects, "
-                              f"{docsref.decision_row(4)})", "dim"))
+                             (f"\npins in {review.layout.pins}: a mismatch rejects by "
+                              f"{docsref.decision_row(4)}", "dim"))
     if kind == "leases":
         status = lease_of(review, oid)
         return lease_text(status) if status else Text("")
