@@ -22,6 +22,7 @@ from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.keybar import ALWAYS, GAP, KEEP_ORDER, KeyBar, KeyEntry, fit, rank, wrap
 from relconsole.console.widgets.pane import Pane
+from relconsole.engine.docsref import decision_row
 from relconsole.engine.gate.freezeevidence import freeze_evidence
 from tests.conftest import TODAY
 from tests.test_console import goto, prompts, settle, until
@@ -206,7 +207,7 @@ async def test_a_replay_sheet_saved_earlier_shows_in_the_relations_view(demo_rep
             await until(pilot, lambda: isinstance(app.screen, DetailScreen), "the relation's view")
             body = app.screen.query_one("#detail-body Static").render().plain
             assert str(evidence.path) in body
-            assert f"§8 row {evidence.decision.row}" in body
+            assert decision_row(evidence.decision.row) in body
             await pilot.press("escape")
             await pilot.pause()
 
@@ -223,17 +224,14 @@ async def test_toasts_are_one_line_few_and_short_lived(demo_repo, size):
         for n in range(6):
             app.notify(f"message {n}\n" + "a long second line " * 12, title=f"title {n}",
                        severity="error" if n % 2 else "information", timeout=30, markup=False)
-        await pilot.pause()
-        await pilot.pause()
+        await until(pilot, lambda: any("message 5" in row for row in screen_rows(app)), "the newest toast shown")
         toasts = list(app.screen.query(Toast))
         assert 1 <= len(toasts) < 6
         assert all(t.region.height == 1 for t in toasts)
-        assert any("message 5" in row for row in screen_rows(app))  # the newest is shown
         assert all(n.timeout < 30 for n in app._notifications)
-        panes_bottom = max(p.region.bottom for p in shown_panes(app))
-        assert all(t.region.y >= panes_bottom for t in toasts)  # over the status rows, not the panes
-        keys = app.query_one("#keys", KeyBar).region
-        assert all(not t.region.overlaps(keys) for t in toasts)  # nor the keys
+        for selector in ("#filter-row", "#status", "#keys"):  # issue 36: never over the status lines
+            region = app.query_one(selector).region
+            assert all(not t.region.overlaps(region) for t in toasts), selector
 
 
 async def test_the_two_output_columns_scroll_together_at_80x24(demo_repo):
@@ -332,3 +330,22 @@ async def test_the_help_reads_at_any_width(demo_repo, size):
                  for b in bs}
         missing = [w for w in words if w not in shown]
         assert not missing, missing
+
+
+@pytest.mark.parametrize("size", [(160, 48), (100, 30), (80, 24), (30, 8)])
+async def test_toasts_leave_the_decision_and_oracle_head_lines_readable(demo_repo, size):
+    """Issue 36: a toast covered the oracle/head line. With two toasts up, every row of the
+    status (the decision, the refs) shows on the composited screen as it does with none."""
+    app = ReviewApp(repo=str(demo_repo), today=TODAY, autorun=False)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        status = app.query_one("#status")
+        before = rows_of(app, status)
+        assert any("oracle" in row or "head" in row for row in before) or size == (30, 8)
+        for n in range(2):
+            app.notify(f"toast {n} " + "wide words " * 20, severity="warning", timeout=30)
+        await until(pilot, lambda: len(app.screen.query(Toast)) == 2
+                    and any("toast 1" in row for row in screen_rows(app)), "both toasts shown")
+        assert rows_of(app, status) == before
+        keys = app.query_one("#keys")
+        assert not any("toast" in row for row in rows_of(app, keys))

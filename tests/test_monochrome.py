@@ -27,7 +27,7 @@ from bench.gitrepo import git
 from tests.conftest import TODAY
 
 PANES = ("touched", "relations", "leases", "quarantine")
-SIZE = (160, 48)  # the size the console is documented at: four 38-column panes
+SIZE = (160, 48)  # the size the console is documented at: four panes side by side
 DRIFTING_LEASE = "oracle/leases/weather.yaml"
 # What may mark each state on screen: its word, or a symbol the contrasting state lacks.
 MARKERS = {
@@ -56,17 +56,14 @@ async def settle(pilot, timeout: float = 60.0) -> None:
 def rendered_items(app: ReviewApp, kind: str) -> dict[str, str]:
     """Option id -> the characters its lines show in the pane (styles dropped).
 
-    Each option's prompt is laid out without wrapping (``Pane.fill``), so it takes as
-    many lines as it has; the pane must show every line (no scrolling) for this to hold.
+    Each option takes the rows the pane gives it (``Pane.item_rows``: its lines, or more
+    when the pane wraps them); the pane must show every row (no scrolling) for this to hold.
     """
     pane = app.query_one(f"#{kind}", Pane)
-    counts = [option.prompt.plain.count("\n") + 1 for option in pane.options]
-    assert pane.scroll_y == 0 and sum(counts) <= pane.size.height, f"{kind}: not every item is visible"
-    items, y = {}, 0
-    for option, count in zip(pane.options, counts):
-        items[option.id] = "\n".join(pane.render_line(y + i).text.rstrip() for i in range(count))
-        y += count
-    return items
+    spans = [pane.item_rows(n) for n in range(pane.option_count)]
+    assert pane.scroll_y == 0 and spans[-1].stop <= pane.size.height, f"{kind}: not every item is visible"
+    return {option.id: "\n".join(pane.render_line(y).text.rstrip() for y in rows)
+            for option, rows in zip(pane.options, spans)}
 
 
 def tokens(text: str) -> set[str]:

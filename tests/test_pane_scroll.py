@@ -4,6 +4,7 @@ follows the cursor, that clicking its column jumps, and that it never covers an 
 from __future__ import annotations
 
 import pytest
+from textual import events
 from rich.text import Text
 
 from relconsole.console.widgets.pane import Pane
@@ -107,3 +108,65 @@ async def test_without_a_thumb_the_last_column_is_part_of_the_item():
         await pilot.click(Pane, offset=(column, 1 + pane.styles.gutter.top))
         await pilot.pause()
         assert app.selected == ["b"]
+
+
+# --- the top row is an item's first line (issue 36) ---------------------------------------------
+
+
+def uneven(n: int) -> list:
+    """Items of 1 to 4 lines whose later lines never look like a first line."""
+    return [(f"t:{i}", Text("\n".join([f"item {i}"] + [f"  more of {i}"] * (i % 4))), False) for i in range(n)]
+
+
+def top_row_is_a_first_line(pane: Pane) -> bool:
+    return pane.render_line(0).text.startswith("item ")
+
+
+def cursor_item_shown(pane: Pane) -> bool:
+    """Every line of the highlighted item is on a visible row."""
+    rows = [pane.render_line(y).text for y in range(pane.scrollable_content_region.height)]
+    first = pane.highlighted_option.prompt.plain.split("\n")
+    start = next((y for y, row in enumerate(rows) if row.startswith(first[0] + " ")), None)
+    return start is not None and start + len(first) <= len(rows)
+
+
+async def test_moving_the_cursor_down_and_up_never_leaves_half_an_item_at_the_top():
+    app = OnePane()
+    async with app.run_test(size=(40, 9)) as pilot:
+        pane = await focused_with(pilot, uneven(30))
+        for key in ["j"] * 29 + ["k"] * 29:
+            await pilot.press(key)
+            assert top_row_is_a_first_line(pane), (key, pane.highlighted, pane.render_line(0).text)
+            assert cursor_item_shown(pane), (key, pane.highlighted)
+
+
+@pytest.mark.parametrize("keys", [("end",), ("pagedown", "pagedown"), ("end", "pageup"), ("end", "home")])
+async def test_paging_and_jumping_stop_on_an_item(keys):
+    app = OnePane()
+    async with app.run_test(size=(40, 9)) as pilot:
+        pane = await focused_with(pilot, uneven(30))
+        await pilot.press(*keys)
+        assert top_row_is_a_first_line(pane) and cursor_item_shown(pane)
+
+
+async def test_the_mouse_wheel_scrolls_item_by_item_to_the_last_one():
+    app = OnePane()
+    async with app.run_test(size=(40, 9)) as pilot:
+        items = uneven(30)
+        pane = await focused_with(pilot, items)
+        tops = []
+        for _ in range(60):
+            before = pane.scroll_y
+            pane.post_message(events.MouseScrollDown(pane, 2, 2, 0, 1, 0, False, False, False, screen_x=2, screen_y=2))
+            await pilot.pause()
+            assert top_row_is_a_first_line(pane), pane.render_line(0).text
+            tops.append(pane.render_line(0).text.split()[1])
+            if pane.scroll_y == before:
+                break
+        assert f"item {len(items) - 1}" in [pane.render_line(y).text.strip() for y in range(9)]
+        assert [int(t) for t in tops] == sorted(int(t) for t in tops)  # down only
+        for _ in range(60):
+            pane.post_message(events.MouseScrollUp(pane, 2, 2, 0, -1, 0, False, False, False, screen_x=2, screen_y=2))
+            await pilot.pause()
+            assert top_row_is_a_first_line(pane), pane.render_line(0).text
+        assert pane.scroll_y == 0

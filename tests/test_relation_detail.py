@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from relconsole.console.app import ReviewApp
 from relconsole.console import outline
 from relconsole.console.relationtext import decision_row_text
+from relconsole.engine.docsref import decision_row
 from relconsole.engine.relations.canon import differences, path_text
 from relconsole.engine.decision import ROWS, Decision
 from relconsole.engine.relations.describe import describe_inputs
@@ -220,7 +221,7 @@ def test_keys_from_the_subject_are_shown_literally():
 def test_the_row_that_fired_is_named_with_the_tables_words(row: int):
     decision, reason, evidence = ROWS[row]
     text = decision_row_text("replay", Decision(decision, reason, row, "r", "why")).plain
-    assert f"§8 row {row}" in text and evidence in text and reason in text and decision.upper() in text
+    assert decision_row(row) in text and evidence in text and reason in text and decision.upper() in text
 
 
 # --- the real console ---------------------------------------------------------------
@@ -269,7 +270,7 @@ async def test_enter_on_the_missed_relation_shows_inputs_outputs_reruns_and_row(
             assert f"seed {rerun.seed} " in line and ("held" if rerun.held else "missed") in line
             assert all(key in line for key in rerun.differing[:6])
         fired = next(line for line in body.splitlines() if line.startswith("run verdict"))
-        assert f"§8 row {result.verdict.row} " in fired and result.verdict.reason in fired
+        assert f"{decision_row(result.verdict.row)} " in fired and result.verdict.reason in fired
         assert "not replayed" in body and MISSED in header
         assert "reruns (every one recorded)" not in header, "the body lists them; the header does not repeat"
 
@@ -284,7 +285,7 @@ async def test_after_b_the_detail_shows_the_replay_sheet_and_its_row(demo_repo: 
         await _open(pilot, MISSED)
         body = _static(app, "#detail-body Static")
         section = body.split("\nreplay: ", 1)[1]
-        assert section.startswith(f"§8 row {replayed.decision.row} ") and replayed.decision.reason in section
+        assert section.startswith(f"{decision_row(replayed.decision.row)} ") and replayed.decision.reason in section
         assert str(replayed.path) in section
         for side in ("head", "base"):
             misses, runs = replayed.misses(side)

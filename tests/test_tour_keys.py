@@ -95,8 +95,8 @@ def test_the_reviewer_flow_on_the_sample_fits_the_key_budget(terminal: Terminal,
     screen = terminal.wait_for(lambda s: any("bands.repeat_scans" in line for line in pane_lines(s, RELATIONS))
                                and "MISSED" in "".join(pane_lines(s, RELATIONS))
                                and not any("running" in line for line in pane_lines(s, RELATIONS))
-                               and "§8 row" in s, "the first run and the decision", timeout=120)
-    assert re.search(r"REJECT\s+§8 row 3", screen)
+                               and "decision table row" in s, "the first run and the decision", timeout=120)
+    assert re.search(r"REJECT\s+decision table row 3:", screen)
     commits = len(log_subjects(repo))
 
     # accept the valid candidate, confirming it from the accept dialog, with the two valid rows

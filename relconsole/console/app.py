@@ -20,7 +20,9 @@ from rich.text import Text
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.widgets import Header, Input, ProgressBar, Static, Tab, Tabs
+from textual.widgets._toast import ToastRack
 
 from relconsole.console.bindings import APP_BINDINGS, MAIN_SCREEN_ACTIONS, PANE_ACTIONS, default_keys, load_keymap
 from relconsole.console.checks import ReviewChecks
@@ -53,6 +55,7 @@ LEASE_REFRESH_SECONDS = 5.0
 KEYMAP_PROBLEMS_SHOWN = 5  # one notification each; more are counted in one more
 TOASTS_SHOWN = 2  # a newer toast retires the oldest (issue 18: stacks covered the panes)
 TOAST_SECONDS = {"information": 4.0, "warning": 6.0, "error": 10.0}  # at most, whatever a caller asks
+UNDER_TOASTS = ("#filter-row", "#progress", "#status", "#keys")  # rows a toast never covers (issue 36)
 
 
 class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, QuarantineWorkflow, CommitWorker,
@@ -132,6 +135,7 @@ class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, Quaran
         if self.preferences:
             self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
         self.layout_for(self.size.width, self.size.height)
+        self.screen.screen_layout_refresh_signal.subscribe(self, lambda _screen: self.place_toasts())
         self.query_one("#touched", Pane).focus()
         self.reload(first=True)
         self.set_interval(LEASE_REFRESH_SECONDS, self.refresh_workspace_leases)
@@ -180,7 +184,27 @@ class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, Quaran
             oldest = next((n for n in current if n.severity != "error"), current[0])
             current.remove(oldest)
             self._unnotify(oldest, refresh=False)
+        self.place_toasts()
         super()._on_notify(event)
+
+    def place_toasts(self) -> None:
+        """Stack the main screen's toasts right above the filter row (over the detail strip,
+        or the panes' last rows when it is hidden): the rows UNDER_TOASTS (filter, progress,
+        the decision and oracle/head lines, the keys) stay readable under any toast. Runs
+        after every layout of the screen (its rows come and go: progress, a second key
+        row, a tiny terminal); sets the margin only when it changed."""
+        screen = self.screen_stack[0] if self.screen_stack else None
+        if screen is None:
+            return
+        try:
+            rack = screen.get_child_by_type(ToastRack)
+        except NoMatches:  # notifications disabled
+            return
+        tops = [widget.region.y for selector in UNDER_TOASTS for widget in screen.query(selector)
+                if widget.display and widget.region.height]
+        below = screen.size.height - min(tops) if tops else 1
+        if rack.styles.margin.bottom != below:
+            rack.styles.margin = (0, 0, below, 0)
 
 
     def on_resize(self, event) -> None:

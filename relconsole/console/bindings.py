@@ -16,6 +16,7 @@ from relconsole.console.screens.detail import DetailScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.screens.help import HelpScreen
 from relconsole.console.widgets.pane import Pane
+from relconsole.engine import docsref
 
 
 PANE_ACTIONS = {"accept": "quarantine", "delete": "quarantine", "mark": "quarantine", "view_diff": "touched",
@@ -36,14 +37,16 @@ APP_BINDINGS = [
     Binding("r", "run", "Run", id="run", tooltip="run the touched relations again (in the background)"),
     Binding("b", "replay", "Replay", id="replay",
             tooltip="replay the missed relations on HEAD and the merge base under a workspace lease "
-                    "(background; one sheet each, §8 row shown)"),
+                    "(background; one sheet each, with the decision table row that fired)"),
     Binding("s", "gate_health", "Gate health", show=False, id="gate_health",
-            tooltip="gate health: how often each §8 row fired in the last 7 days, and warnings"),
+            tooltip="gate health: how often each decision table row fired in the last 7 days, and warnings "
+                    f"({docsref.doc_path('decision-table')})"),
     Binding("v", "view_diff", "Diff", id="view_diff",
             tooltip="touched paths: the file's diff, each changed line marked by the relations that ran it "
                     "(◌ none did, ⚑ a review flag)"),
     Binding("m", "merge_checklist", "Checklist", id="merge_checklist",
-            tooltip="the patch's review flags (§9) and the merge checklist, each item with its evidence"),
+            tooltip=f"the patch's review flags ({docsref.doc_path('commits', 'review-flags')}) and the merge "
+                    "checklist, each item with its evidence"),
     Binding("space", "mark", "Mark", id="mark",
             tooltip="quarantine: mark or unmark the item and move down (a and d act on marked items)"),
     Binding("a", "accept", "Accept", id="accept",
@@ -60,7 +63,7 @@ APP_BINDINGS = [
     Binding("h", "rehash", "Re-hash", id="rehash",
             tooltip="leases: re-pin a drifted lease to its committed corpus (confirm old and new digest)"),
     Binding("o", "confirm_candidate", "Confirm", id="confirm",
-            tooltip="quarantine: second replay of a candidate on a new workspace lease (§10)"),
+            tooltip=f"quarantine: second replay of a candidate on a new workspace lease ({docsref.see('quarantine')})"),
     Binding("slash", "filter", "Filter", id="filter",
             tooltip="filter the focused pane: type words that every shown item must contain"),
     Binding("enter", "filter_keep", "Keep filter", priority=True, id="filter.keep",
@@ -79,7 +82,8 @@ APP_BINDINGS = [
             tooltip="previous pane"),
     Binding("question_mark,f1", "help", "Help", id="help", tooltip="this help"),
     Binding("q", "quit_review", "Quit", id="quit",
-            tooltip="quit (asks when accepts are pending); exits with the review's §8 code"),
+            tooltip="quit (asks when accepts are pending); exits with the review's exit code "
+                    f"({docsref.doc_path('decision-table')})"),
 ]
 
 

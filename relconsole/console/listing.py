@@ -6,6 +6,8 @@ refilters them, and a finished relation swaps its own item: nothing rebuilds 20,
 prompts on a key press. The layout is chosen by what fits (issue 18): four panes side by
 side when each gets ``pane_width_needed`` columns, two by two when two columns of them do
 (and the terminal has ``GRID_MIN_HEIGHT`` rows), else one pane at a time under a tab bar.
+Side by side, the columns beyond that go to the panes whose text is long (``panewidths``,
+issue 36), measured when a pane's items are replaced, not on every filter or key.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from textual import events
 from textual.widgets import Input, Tabs
 
 from relconsole.console import filters
+from relconsole.console.panewidths import share_width, wanted_width
 from relconsole.console.widgets.filterbar import FilterBar
 from relconsole.console.widgets.pane import Pane
 from relconsole.engine.literal import literal
@@ -72,6 +75,8 @@ class PaneListing:
         self.positions: dict[str, dict[str, int]] = {kind: {} for kind in PANES}
         self.empty: dict[str, str] = dict(EMPTY)
         self.active = "touched"  # the pane shown when panes are tabs
+        self.lines_of: dict[str, list[str]] = {kind: [] for kind in PANES}  # each item's lines, for widths
+        self.pane_widths: dict[str, int | None] = {}  # columns set side by side (fit_pane_widths)
         self._filter_timer = None
 
     # --- contents -----------------------------------------------------------------------
@@ -83,6 +88,8 @@ class PaneListing:
             self.items[kind] = list(items)
             self.positions[kind] = {item[0]: n for n, item in enumerate(self.items[kind])}
             self.empty[kind] = empty or EMPTY[kind]
+            self.lines_of[kind] = [line for item in self.items[kind] for line in item[1].plain.split("\n")]
+            self.call_after_refresh(self.fit_pane_widths)
         everything = self.items[kind]
         text, quick = self.filters[kind], kind in self.quick
         narrowed = self._narrowed(everything) if kind == "relations" and self.narrow is not None else everything
@@ -241,6 +248,26 @@ class PaneListing:
                 screen.set_class(name == wanted, name)
             screen.set_class(wanted is None, "-side")
             self.activate(self.active, force=True)
+        self.call_after_refresh(self.fit_pane_widths)
+
+    def fit_pane_widths(self) -> None:
+        """Side by side: each pane's width from ``share_width`` over what its lines want
+        (``wanted_width``) in the rows it has; other layouts: equal (the stylesheet's 1fr).
+        Sets a width only when it changed (each one relays the screen out)."""
+        screen = self.screen_stack[0] if self.screen_stack else None
+        if screen is None or not screen.is_mounted:
+            return
+        panes = [self.pane(kind) for kind in PANES]
+        widths: list[int | None] = [None] * len(panes)
+        if screen.has_class("-side"):
+            need = pane_width_needed(self.review)
+            rows = panes[0].scrollable_content_region.height
+            wants = [wanted_width(self.lines_of[kind], rows, need, PANE_CHROME) for kind in PANES]
+            widths = share_width(self.query_one("#panes").size.width, need, wants)
+        for pane, width in zip(panes, widths):
+            if self.pane_widths.get(pane.kind) != width:
+                self.pane_widths[pane.kind] = width
+                pane.styles.width = width  # None: the stylesheet's 1fr again
 
     def activate(self, kind: str, force: bool = False) -> None:
         """Make ``kind`` the pane shown in tab mode and the tab bar's active tab. Side by

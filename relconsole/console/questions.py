@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from relconsole.console.views import quarantine_item, item_label, split_targets
+from relconsole.engine import docsref
 from relconsole.engine.errors import CommitRefused
 from relconsole.engine.gate.flags.acks import MIN_PREFIX
 from relconsole.engine.gate.acceptnote import base_miss_advice
@@ -47,7 +48,7 @@ def unconfirmed_question(review: Review, oid: str, state) -> str:
            else "its replay state is unknown")
     return (f"{name} is not confirmed ({why}).\n"
             "A candidate is accepted after a second replay on a new workspace lease agrees with the "
-            f"first (§10): press o to run it now; {CONFIRM_THEN_ACCEPT}.\n\n"
+            f"first ({docsref.see('quarantine')}): press o to run it now; {CONFIRM_THEN_ACCEPT}.\n\n"
             "Accept it unconfirmed as the reviewer's override? The catalog: commit message records "
             "the override and your git identity.")
 
@@ -98,15 +99,16 @@ def freeze_body(review: Review, row: dict) -> str:
     if replayed is not None:
         head, head_runs = replayed.misses("head")
         base, base_runs = replayed.misses("base")
-        lines.append(f"Replay decided freeze (§8 row 8): HEAD missed {head}/{head_runs}, base {base}/{base_runs}, "
-                     "same signature; its workspace lease id, signature and expiry are copied below.")
+        lines.append(f"Replay decided freeze by {docsref.decision_row(8)}: HEAD missed {head}/{head_runs}, "
+                     f"base {base}/{base_runs}, same signature; its workspace lease id, signature and expiry "
+                     "are copied below.")
     else:
         lines.append(f"Decision now: {result.verdict.decision} {result.verdict.reason}"
-                     + (f" (§8 row {result.verdict.row})" if result.verdict.row else "")
-                     + " · not replayed: press b first to let the table decide (§8 row 8)")
+                     + (f" by {docsref.decision_row(result.verdict.row)}" if result.verdict.row else "")
+                     + f" · not replayed: press b first to let {docsref.decision_row(8)} decide")
     if replayed is None and result.reruns and result.rerun_passes == 0:
         lines.append("It missed on every run: a freeze only helps an intermittent miss that the base "
-                     "shows too (§8 row 8); this one will still be rejected.")
+                     f"shows too, the kind {docsref.decision_row(8)} freezes; this one will still be rejected.")
     old = next((f for f in review.freezes if f.relation_id == row["relation_id"]), None)
     if old is not None:
         lines.append(f"REPLACES the {old.state} row expiring {old.raw['expires']} "
@@ -177,8 +179,8 @@ def renewal_problem(review: Review, status, until_text: str) -> str | None:
 
 def override_question(relation_id: str) -> str:
     """The override dialog's text: what is missing and what the commit will record."""
-    return (f"No replay sheet for HEAD says {relation_id} may be frozen (§8 row 8: an intermittent miss "
-            "that the merge base shows too). Press n, then b, to let the table decide.\n\n"
+    return (f"No replay sheet for HEAD says {relation_id} may be frozen: {docsref.decision_row(8)} freezes "
+            "only an intermittent miss that the merge base shows too. Press n, then b, to let the table decide.\n\n"
             "Freeze anyway as an operator's override? The freeze: commit message records the override.")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from relconsole.console.render import lit
+from relconsole.engine import docsref
 from relconsole.engine.literal import counted
 
 
@@ -51,10 +52,10 @@ def decision_row_text(label: str, decision) -> Text:
 
     text = Text(f"{label}: ", "bold")
     if decision.row is None:
-        text.append("no §8 row fired → ")
+        text.append("no decision table row fired → ")
     else:
         evidence = FREEZE_FORBIDDEN[2] if decision.reason == FREEZE_FORBIDDEN[1] else ROWS.get(decision.row, ("", "", "?"))[2]
-        text.append(f"§8 row {decision.row} fired ({evidence}) → ")
+        text.append(f"{docsref.decision_row(decision.row)} fired ({evidence}) → ")
     text.append(f"{decision.decision.upper()} {decision.reason}", "bold")
     if decision.detail:
         text.append(" · ")
@@ -70,7 +71,7 @@ def rerun_lines(result) -> list[Text]:
     head = Text(f"reruns ({len(result.reruns)}, {result.rerun_passes} held{needed})", "bold")
     if not result.reruns:
         why = ("it held on the first run" if result.first is not None and result.first.held
-               else "a miss with no live freeze is not rerun (§6)")
+               else f"a miss with no live freeze is not rerun ({docsref.see('freezes')})")
         return [head.append(f": none; {why}", "dim")]
     lines = [head]
     for number, record in enumerate(result.reruns, 1):
@@ -111,7 +112,8 @@ def relation_body(relation, result, replayed=None, saved=None) -> Text:
     elif saved is not None:
         text.append_text(saved_replay_text(saved))
     else:
-        text.append("\nnot replayed: b replays it on HEAD and the merge base (§7) and lets §8 decide", "dim")
+        text.append("\nnot replayed: b replays it on HEAD and the merge base and lets the decision table decide "
+                    f"({docsref.see('judge')})", "dim")
     return text
 
 
@@ -160,7 +162,7 @@ def _append_result(text: Text, result, freeze, replayed: bool, reruns_line: bool
     """The run's part of a relation's header, appended to ``text``: verdict and §8 row, the
     exception or the disagreeing keys, the rerun summary, the freeze and the signature."""
     text.append("\nrun verdict: " if not replayed else "\nrun verdict (the replay below decides): ")
-    row = f" (§8 row {result.verdict.row})" if result.verdict.row else ""
+    row = f" · {docsref.decision_row(result.verdict.row)}" if result.verdict.row else ""
     text.append(f"{result.verdict.decision.upper()} {result.verdict.reason}{row}", "bold")
     if result.summary != result.verdict.reason:
         text.append(" · ")
@@ -184,7 +186,8 @@ def _append_result(text: Text, result, freeze, replayed: bool, reruns_line: bool
         if result.freeze is None and result.verdict.decision != "pass":
             # the verdict above was decided before this freeze row existed (a new user read
             # "live" beside "missed with no live freeze" as a contradiction)
-            text.append("\n  committed after this run decided: r runs it again under the freeze (§6)", "cyan")
+            text.append("\n  committed after this run decided: r runs it again under the freeze "
+                        f"({docsref.see('freezes')})", "cyan")
     if result.signature:
         text.append(f"\nsignature {result.signature[:23]}…", "dim")
 

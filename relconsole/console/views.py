@@ -17,6 +17,7 @@ from relconsole.console.itemtext import candidate_text, lease_text, workspace_le
 from relconsole.console.outline import output_columns
 from relconsole.console.relationtext import relation_body, relation_text, replay_text
 from relconsole.console.screens.detail import DetailView
+from relconsole.engine import docsref
 from relconsole.engine.gate.review import Review
 from relconsole.engine.relations.kinds import PICKLED_NOTE, TYPE_MISS
 
@@ -211,7 +212,8 @@ def detail_text(review: Review, kind: str, oid: str | None) -> Text:
     if kind == "leases" and oid.startswith("p:"):
         name = oid[2:]
         return Text.assemble(("fixture pin ", "bold"), lit(name), f": {review.pins.get(name, '?')}",
-                             (f"\n(pins in {review.layout.pins}: a mismatch rejects, §8 row 4)", "dim"))
+                             (f"\npins in {review.layout.pins}: a mismatch rejects by "
+                              f"{docsref.decision_row(4)}", "dim"))
     if kind == "leases":
         status = lease_of(review, oid)
         return lease_text(status) if status else Text("")

@@ -5,13 +5,19 @@ lines on screen, so a review with 20,000 touched paths costs one list and the vi
 rows, never 20,000 widgets or a render of every item to measure it. Items are addressed
 by id; refilling keeps the highlighted id when it still exists.
 
+A pane with rows to spare wraps its items' long lines (``itemwrap``, at most
+``WRAP_ROWS`` rows a line) instead of cutting them, when every wrapped item still fits;
+it is only then that items are measured by their text, so it costs a screenful at most.
+Scrolling stops on item boundaries only: the top row of a pane is always an item's first
+line (issue 36), the end of the list included (the last screen is padded with blank rows).
+
 The widget only renders and posts messages (``Pane.Highlighted``, ``Pane.Selected``,
 ``Pane.QuickFilter``); the app decides what they mean.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
 from rich.segment import Segment
@@ -24,7 +30,10 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from relconsole.console.itemwrap import wrap_item
+
 RENDER_CACHE_ITEMS = 2048  # rendered items kept (per width and style); a screen shows a few dozen
+WRAP_ROWS = (3, 2)  # rows a wrapped line may take, tried in turn until the items fit (issue 36)
 
 
 class PaneItem(NamedTuple):
@@ -96,6 +105,8 @@ class Pane(ScrollView, can_focus=True):
         self.border_title = title
         self._items: list[PaneItem] = []
         self._starts: list[int] = [0]  # first line of item i; last entry = total lines
+        self._cut_total = 0  # lines of all items, each line cut to the width (no wrapping)
+        self._wrap = 1  # rows a line may take (``WRAP_ROWS``); 1: lines are cut
         self._index: dict[str, int] = {}
         self._highlighted: int | None = None
         self._lines: dict[tuple, Strip] = {}
@@ -136,7 +147,7 @@ class Pane(ScrollView, can_focus=True):
                 continue
             old = self._items[n]
             self._items[n] = item
-            resize = resize or old.prompt.plain.count("\n") != item.prompt.plain.count("\n")
+            resize = resize or self._wrap > 1 or old.prompt.plain.count("\n") != item.prompt.plain.count("\n")
             swapped.add(n)
         if resize:
             self._measure()
@@ -148,18 +159,69 @@ class Pane(ScrollView, can_focus=True):
         return len(swapped)
 
     def _measure(self) -> None:
+        """Count the items' lines (O(n), no render), then lay them out for the view."""
+        self._cut_total = sum(item.prompt.plain.count("\n") + 1 for item in self._items)
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """Item starts for the current view: lines cut when the items fill the pane, else
+        wrapped (``_wrap``) at the most rows a line that still fit; then the virtual size,
+        padded so the last screen starts at an item (``_padded_height``)."""
+        room, width = self.scrollable_content_region.height, self._text_width()
+        self._wrap, heights = 1, None
+        if 0 < self._cut_total < room and width > 0:
+            for rows in WRAP_ROWS:
+                heights = [len(wrap_item(item.prompt, width, rows)) for item in self._items]
+                if sum(heights) <= room:
+                    self._wrap = rows
+                    break
+        if self._wrap == 1:
+            heights = (item.prompt.plain.count("\n") + 1 for item in self._items)
         starts = [0]
-        for item in self._items:
-            starts.append(starts[-1] + item.prompt.plain.count("\n") + 1)
+        for height in heights:
+            starts.append(starts[-1] + height)
         self._starts = starts
         self._lines.clear()
-        self.virtual_size = Size(self.scrollable_content_region.width, starts[-1])
+        self.virtual_size = Size(self.scrollable_content_region.width, self._padded_height())
         self.refresh()
+
+    def _text_width(self) -> int:
+        """Cells an item's line may use: the content width less the thumb column."""
+        return max(0, self.scrollable_content_region.width - 1)
+
+    def _padded_height(self) -> int:
+        """The virtual height: every item's lines, plus blank rows so that the last screen
+        starts at an item's first line (the furthest scroll is an item's start)."""
+        total, room = self._starts[-1], self.scrollable_content_region.height
+        if total <= room or room <= 0:
+            return total
+        return self._starts[bisect_left(self._starts, total - room)] + room
+
+    def _snap(self, value: float, current: float) -> float:
+        """``value`` moved to an item's first line: the next one down when scrolling down,
+        the one above when scrolling up, never past the furthest scroll."""
+        starts = self._starts
+        line = round(value)
+        if line >= round(current):
+            snapped = starts[min(bisect_left(starts, line), len(starts) - 1)]
+        else:
+            snapped = starts[max(0, bisect_right(starts, line) - 1)]
+        return float(min(snapped, self.max_scroll_y))
+
+    def validate_scroll_y(self, value: float) -> float:
+        return self._snap(super().validate_scroll_y(value), self.scroll_y)
+
+    def validate_scroll_target_y(self, value: float) -> float:
+        return round(self._snap(super().validate_scroll_target_y(value), self.scroll_target_y))
 
     @property
     def options(self) -> list[PaneItem]:
         """The items shown, in order (tests and screenshots read ids and prompts)."""
         return list(self._items)
+
+    def item_rows(self, index: int) -> range:
+        """The virtual rows item ``index`` takes now (more than its lines when it wraps)."""
+        return range(self._starts[index], self._starts[index + 1])
 
     @property
     def option_count(self) -> int:
@@ -237,12 +299,21 @@ class Pane(ScrollView, can_focus=True):
         self.refresh(Region(0, top, self.size.width, self._starts[n + 1] - self._starts[n]))
 
     def scroll_to_cursor(self) -> None:
-        """Scroll so the highlighted item is fully visible."""
+        """Scroll so the highlighted item is fully visible (its top when it is taller than
+        the view), the top row staying an item's first line."""
         n = self._highlighted
-        if n is None or not self.is_mounted:
+        room = self.scrollable_content_region.height
+        if n is None or not self.is_mounted or room <= 0:
             return
         top, bottom = self._starts[n], self._starts[n + 1]
-        self.scroll_to_region(Region(0, top, 1, bottom - top), animate=False, force=True, immediate=True)
+        y = round(self.scroll_y)
+        if top < y or bottom - top >= room:
+            target = top
+        elif bottom > y + room:
+            target = self._starts[bisect_left(self._starts, bottom - room)]
+        else:
+            return
+        self.scroll_to(y=target, animate=False, force=True, immediate=True)
 
     def action_cursor_down(self) -> None:
         start = -1 if self._highlighted is None else self._highlighted
@@ -312,8 +383,7 @@ class Pane(ScrollView, can_focus=True):
         super().notify_style_update()
 
     def on_resize(self) -> None:
-        self._lines.clear()
-        self.virtual_size = Size(self.scrollable_content_region.width, self._starts[-1])
+        self._lay_out()  # the width or the rows changed: wrap, or stop wrapping
         self.scroll_to_cursor()
 
     # --- rendering --------------------------------------------------------------------
@@ -321,7 +391,7 @@ class Pane(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         """The line ``y`` rows below the top of the view: a slice of one item, then one
         column of the scroll thumb."""
-        width = max(0, self.scrollable_content_region.width - 1)
+        width = self._text_width()
         return Strip.join([self._item_line(y, width), self._bar_line(y)])
 
     def _bar_line(self, y: int) -> Strip:
@@ -364,8 +434,15 @@ class Pane(ScrollView, can_focus=True):
         return strips[offset] if offset < len(strips) else Strip.blank(width, style)
 
     def _render_item(self, n: int, width: int, style: Style) -> list[Strip]:
-        """Every line of item ``n``, cut to ``width`` with an ellipsis, on ``style``."""
+        """Every row of item ``n`` (its lines, wrapped when the pane wraps), each cut to
+        ``width`` with an ellipsis, on ``style``."""
         console = self.app.console
         options = console.options.update(width=width, no_wrap=True, overflow="ellipsis", highlight=False)
-        lines = console.render_lines(self._items[n].prompt, options, style=style, pad=True, new_lines=False)
-        return [Strip(line, width) for line in lines]
+        if self._wrap == 1:
+            lines = console.render_lines(self._items[n].prompt, options, style=style, pad=True, new_lines=False)
+            return [Strip(line, width) for line in lines]
+        strips = []
+        for row in wrap_item(self._items[n].prompt, width, self._wrap):
+            lines = console.render_lines(row, options, style=style, pad=True, new_lines=False)
+            strips.extend(Strip(line, width) for line in lines)
+        return strips

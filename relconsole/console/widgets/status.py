@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from relconsole.console.render import DECISION_STYLE, lit
+from relconsole.engine import docsref
 from relconsole.engine.literal import counted
 
 # whose a decision's reason is to fix, when it is not the patch's
@@ -34,7 +35,7 @@ class StatusLine(Static):
             self._refs(text, review, running)
             return
         text.append(f" {decision.decision.upper()} ", f"reverse {DECISION_STYLE[decision.decision]}")
-        row = f"§8 row {decision.row} " if decision.row else ""
+        row = f"decision table row {decision.row}: " if decision.row else ""
         text.append(f" {row}{decision.reason}", "bold")
         if decision.reason in WHOSE:
             text.append(f" ({WHOSE[decision.reason].format(replay=self._key('replay'))})", "bold")
@@ -52,8 +53,8 @@ class StatusLine(Static):
             text.append(f" ⚑ {len(standing)} review flag{'s' if len(standing) > 1 else ''} ({self._key('merge_checklist')})",
                         "bold yellow")
         if review.split:
-            text.append(f" ✗ {len(review.split)} mixed commit path{'s' if len(review.split) > 1 else ''} (§9)",
-                        "bold red")
+            text.append(f" ✗ {len(review.split)} mixed commit path{'s' if len(review.split) > 1 else ''} "
+                        f"({docsref.doc_path('commits')})", "bold red")
         if warned:
             text.append(f" · {len(warned)} flag warning{'s' if len(warned) > 1 else ''}", "yellow")
         acknowledged = len(review.flags) - len(standing) - len(warned)
@@ -66,18 +67,22 @@ class StatusLine(Static):
             text.append(" · ")
             text.append_text(lit(decision.detail, "dim"))
         text.append("\n")
-        self._refs(text, review, running)
+        self._refs(text, review, running, decision.row)
 
     def _key(self, binding_id: str) -> str:
         """The first key in force for a binding (the reviewer's keymap may have moved it)."""
         keys = getattr(self.app, "active_keys", {}).get(binding_id) or ["?"]
         return keys[0]
 
-    def _refs(self, text: Text, review, running: str) -> None:
+    def _refs(self, text: Text, review, running: str, row: int | None = None) -> None:
+        """The second line: the oracle's and head's refs and commits, the merge base, today;
+        then where the decision table row that fired is explained (``docsref``)."""
         oracle = review.head_ref if review.oracle_from == "HEAD" else review.base_ref
         text.append_text(lit(f" oracle {oracle}@{review.oracle_sha[:8]} · head {review.head_ref}"
                              f"@{review.head_sha[:8]} · merge base {review.merge_base[:8]}"
                              f" · today {review.today.isoformat()}", "dim"))
+        if row:
+            text.append(f" · row {row}: {docsref.doc_path('decision-table', f'row-{row}')}", "dim")
         if running:
             text.append(f" · {running}", "italic yellow")
         self.update(text, layout=False)  # a fixed height: no relayout of the screen
