@@ -272,7 +272,7 @@ def test_init_names_every_path_of_the_tree_exempt_or_as_a_listed_gap(textkit: Pa
     """Tried on pallets/markupsafe: uv.lock, MANIFEST.in and .devcontainer/ were neither exempt
     nor listed, so the first patch touching them was a gap nobody had been shown. Every path
     of the tree is now under an exempt pattern or a commented-out owners line."""
-    import fnmatch
+    from relconsole.engine.repo.owners import protection
     extra = {"uv.lock": "lock\n", "MANIFEST.in": "include *.md\n", "bench.py": "print(1)\n",
              ".gitattributes": "* text=auto\n", "scripts/release.sh": "echo\n", ".devcontainer/x.json": "{}\n"}
     write_files(textkit, extra)
@@ -281,11 +281,26 @@ def test_init_names_every_path_of_the_tree_exempt_or_as_a_listed_gap(textkit: Pa
     catalog = git(textkit, "show", "HEAD:oracle/catalog.yaml")
     patterns = [line.split('"')[1] for line in catalog.splitlines() if line.strip().startswith(('"', '# "'))]
 
-    def named(path: str) -> bool:
-        return any(fnmatch.fnmatch(path, p) or (p.endswith("/**") and path.startswith(p[:-2])) for p in patterns)
+    named = protection(patterns)  # the owners engine's own matching (gitignore: /LICENSE* is the root's)
     tree = git(textkit, "ls-tree", "-r", "--name-only", "HEAD~1").split()
     assert [p for p in tree if not named(p)] == []
     assert '# ".gitattributes"' in catalog  # shown to the reviewer, never silently exempt
+
+
+def test_root_files_exempt_ahead_of_time_stay_code_inside_a_package(textkit: Path, capsys):
+    """LICENSE*, CHANGES*, setup.cfg and the like are exempt before they exist, at the root
+    only: a module of the same name inside a package stays the package's (red team, issue 36)."""
+    from relconsole.engine.oracle.bootstrap import ALWAYS_EXEMPT
+    from relconsole.engine.repo.owners import protection
+    assert cli(capsys, "init", "--repo", str(textkit), "--today", TODAY.isoformat())[0] == EXIT_PASS
+    catalog = git(textkit, "show", "HEAD:oracle/catalog.yaml")
+    exempt = [line.split('"')[1] for line in catalog.splitlines() if line.strip().startswith('"')]
+    assert set(ALWAYS_EXEMPT) <= set(exempt), "written whether or not the repository has them yet"
+    grown_later = [".github/workflows/ci.yml", "LICENSE", "CHANGELOG.md", ".pre-commit-config.yaml",
+                   "src/textkit/py.typed", "setup.cfg", "CITATION.cff"]
+    assert all(map(protection(exempt), grown_later))
+    code_named_alike = ["src/textkit/LICENSE.py", "src/textkit/CHANGES.py", "src/textkit/setup.cfg"]
+    assert not any(map(protection(exempt), code_named_alike))
 
 
 @pytest.mark.parametrize("corpus", ["data/words.jsonl", "data/words.jsonl.gz"])

@@ -31,6 +31,7 @@ from relconsole.engine.repo.commitkinds import FileChange
 from relconsole.engine.repo.commits import CommitResult, commit_changes
 from relconsole.engine.repo.baseref import DEFAULT_BASE
 from relconsole.engine.repo.config import Layout, layout_from_pyproject
+from relconsole.engine.repo.owners import protection
 from relconsole.engine.errors import GitError, UsageError
 from relconsole.engine.literal import counted, one_line
 from relconsole.engine.docsref import doc_url, see
@@ -39,14 +40,15 @@ from relconsole.engine.oracle.reexports import defined_function
 
 # Non-code paths a repository grows later (its first CI workflow, a licence, a pre-commit
 # configuration, a py.typed marker, packaging metadata): exempt whether or not they exist yet,
-# else every honest commit adding one is a coverage gap.
-ALWAYS_EXEMPT = (".github/**", "LICENSE*", "COPYING*", ".pre-commit-config.yaml", "py.typed", "pyproject.toml",
-                 "setup.cfg", "MANIFEST.in", "CHANGES*", "CHANGELOG*", "*.md", ".gitignore",
-                 ".editorconfig", ".readthedocs.yaml", ".readthedocs.yml", "CITATION.cff", ".mailmap")
+# else every honest commit adding one is a coverage gap. Files of the root are anchored there
+# (/LICENSE*): a LICENSE.py deep in a package stays the package's (red team, issue 36).
+ALWAYS_EXEMPT = (".github/**", "/LICENSE*", "/COPYING*", "/.pre-commit-config.yaml", "py.typed", "/pyproject.toml",
+                 "/setup.cfg", "/MANIFEST.in", "/CHANGES*", "/CHANGELOG*", "*.md", ".gitignore", "/.editorconfig",
+                 "/.readthedocs.yaml", "/.readthedocs.yml", "/CITATION.cff", "/.mailmap")
 # Exempt when present: a pattern that also names code or data in some repositories (*.txt,
 # setup.py, tests/) is written only for a repository that has such paths at init.
-EXEMPT = ALWAYS_EXEMPT + ("tests/**", "test/**", "docs/**", "doc/**", "*.rst", "*.txt", "setup.py", "tox.ini",
-                          "noxfile.py", "conftest.py", ".devcontainer/**", ".coveragerc", ".flake8")
+EXEMPT = ALWAYS_EXEMPT + ("tests/**", "test/**", "docs/**", "doc/**", "*.rst", "*.txt", "/setup.py", "/tox.ini",
+                          "/noxfile.py", "/conftest.py", ".devcontainer/**", "/.coveragerc", "/.flake8")
 INVERSES = {"dumps": "loads", "dump": "load", "encode": "decode", "serialize": "deserialize",
             "to_json": "from_json", "format": "parse", "render": "parse", "pack": "unpack",
             "compress": "decompress", "encrypt": "decrypt", "quote": "unquote", "escape": "unescape"}
@@ -246,8 +248,9 @@ def _candidate(view, files: set[str], ref: str, lease: dict | None, today: dt.da
 def _packages(files: set[str]) -> list[str]:
     """Top-level packages and modules, at the root or under src/ (tests, docs and setup files aside)."""
     found = set()
+    exempt = protection([p for p in EXEMPT if "/" in p.strip("/")])
     for path in files:
-        if any(PurePosixPath(path).match(p) or path.startswith(p.removesuffix("**")) for p in EXEMPT if "/" in p):
+        if exempt(path):
             continue
         parts = PurePosixPath(path).parts
         rest = parts[1:] if parts[0] == "src" else parts
@@ -261,11 +264,11 @@ def _packages(files: set[str]) -> list[str]:
 def _others(files: set[str], layout: Layout) -> list[str]:
     """Top-level paths that are neither exempt, nor a package or module, nor the oracle (a
     lock file, a script folder, .gitattributes): listed so the reviewer decides, never silent."""
-    packages = _packages(files)
+    covered = protection([*EXEMPT, *_packages(files)])
     oracle = layout.catalog.split("/", 1)[0]
     found = set()
     for path in files:
-        if _matches_any(path, EXEMPT) or _matches_any(path, packages):
+        if covered(path):
             continue
         top, _, rest = path.partition("/")
         if top in (oracle, "src"):
@@ -274,14 +277,9 @@ def _others(files: set[str], layout: Layout) -> list[str]:
     return sorted(found)
 
 
-def _matches_any(path: str, patterns) -> bool:
-    return any(PurePosixPath(path).match(p) or (p.endswith("/**") and path.startswith(p[:-2])) for p in patterns)
-
-
 def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: list[dict],
                   branch: str) -> tuple[list[FileChange], list[str]]:
-    exempt = [p for p in EXEMPT if p in ALWAYS_EXEMPT or any(PurePosixPath(f).match(p) or
-                                                              f.startswith(p.removesuffix("**")) for f in files)]
+    exempt = [p for p in EXEMPT if p in ALWAYS_EXEMPT or any(map(protection([p]), files))]
     owners = "".join(f'  "{p}": []\n' for p in exempt)
     gaps = "".join(f'  # "{p}": [ ]   # the relations that guard it; until then a coverage gap\n' for p in _packages(files))
     others = _others(files, layout)
