@@ -272,3 +272,15 @@ def test_the_re_export_walk_ends_on_cycles_classes_and_outside_modules():
         """)
     path, _tree, node = found("f")
     assert path == "p/b.py" and node.name == "f"
+
+
+@pytest.mark.parametrize("decision", ["pass", "reject", "hold", "abort", "freeze"])
+@pytest.mark.parametrize("code", [0, 1, 2, 3, 4, 5])
+def test_a_pass_beside_a_coverage_gap_says_why_the_exit_code_is_2(decision, code):
+    """``decision: pass (held)`` beside exit 2 read as a contradiction (new-user trial): the
+    line names the gap exactly when the exit code is a gap's over a passing decision."""
+    from relconsole.cli.reviewio import decision_line
+    from relconsole.engine.errors import EXIT_GAP
+    line = decision_line(decision, "held", code)
+    assert line.startswith(f"decision: {decision}")
+    assert ("coverage gap" in line) == (code == EXIT_GAP and decision == "pass")

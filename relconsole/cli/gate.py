@@ -20,7 +20,7 @@ from relconsole.cli.options import review_options
 from relconsole.cli.options import shard as shard_type
 from relconsole.cli.options import workspace_lease_options
 from relconsole.cli.pipe import decided
-from relconsole.cli.reviewio import warn_uncommitted
+from relconsole.cli.reviewio import decision_line, warn_uncommitted
 from relconsole.engine.errors import UsageError
 from relconsole.engine.literal import one_line
 
@@ -199,8 +199,8 @@ def _report(args, payload: dict, written: Path, git_dir: Path | None) -> int:
     else:
         for line in cireport.text_lines(payload):
             print(one_line(line) if line else "")
-    print(f"decision: {one_line(payload['decision'])}  ({one_line(payload['reason'])})  exit {payload['exit_code']}  "
-          f"-> {one_line(str(written))}")
+    print(f"{decision_line(payload['decision'], payload['reason'], int(payload['exit_code']))}  "
+          f"exit {payload['exit_code']}  -> {one_line(str(written))}")
     return int(payload["exit_code"])
 
 

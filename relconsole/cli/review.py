@@ -13,7 +13,7 @@ from pathlib import Path
 
 from relconsole.cli.options import directory, review_command, review_options, seed, shard, workspace_lease_options
 from relconsole.cli.pipe import decided
-from relconsole.cli.reviewio import emit, errors_payload, load, warn_uncommitted
+from relconsole.cli.reviewio import decision_line, emit, errors_payload, load, warn_uncommitted
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, EXIT_REJECT, UsageError
 from relconsole.engine.literal import counted, literal, one_line
 from relconsole.engine.docsref import see
@@ -197,8 +197,8 @@ def cmd_run(args) -> int:
             if outputs:
                 lines.append(f"    outputs: source {one_line(outputs['source'])}  follow-up {one_line(outputs['followup'])}")
         lines += gap_lines(review)
-        lines.append(f"decision: {decision.decision}  ({decision.reason})")
         code = decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
+        lines.append(decision_line(decision.decision, decision.reason, code))
         emit(args, payload, lines, code=code)
         return code
     finally:

@@ -10,6 +10,7 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms a start)
 
 from relconsole.cli.pipe import decided
+from relconsole.engine.errors import EXIT_GAP
 from relconsole.engine.literal import literal, one_line
 
 if TYPE_CHECKING:  # the commands import what they need: `--help` and the parser load no engine
@@ -68,6 +69,14 @@ def warn_uncommitted(review, command: str) -> None:
     """Print ``uncommitted_oracle``'s warnings on stderr, one line each, escaped."""
     for warning in uncommitted_oracle(review, command):
         print(f"relconsole: warning: {one_line(warning)}", file=sys.stderr)
+
+
+def decision_line(decision: str, reason: str, code: int) -> str:
+    """``decision: pass  (held)``, and when the exit code is a coverage gap's over a decision
+    that would pass, ``, but a coverage gap: exit 2`` after it: the gap is not part of the
+    decision table, and "pass" beside exit 2 read as a contradiction (new-user trial)."""
+    line = f"decision: {one_line(decision)}  ({one_line(reason)})"
+    return line + (f", but a coverage gap: exit {EXIT_GAP}" if code == EXIT_GAP and decision == "pass" else "")
 
 
 def errors_payload(review: Review) -> list[dict]:
