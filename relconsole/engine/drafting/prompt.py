@@ -1,5 +1,5 @@
 """The prompts of ``propose`` (SPEC §10): the ticket, the diff under review (capped at
-``DIFF_LIMIT_BYTES``), the input schema of the relations and leases involved, and the output
+``DIFF_LIMIT_BYTES``), the library's public functions (``apioutline``), the input schema of the relations and leases involved, and the output
 shape allowed, as plain text for a drafter: ``candidate_prompt`` for candidate relations,
 ``seeds_prompt`` for extra seed rows of one relation (with the seed values a row may not repeat).
 """
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relconsole.engine.drafting.apioutline import api_outline, library_modules, outline_roots
 from relconsole.engine.drafting.quarantine import oracle_tip, tip_seeds_text
 from relconsole.engine.errors import BadInputError, UsageError, did_you_mean
 from relconsole.engine.gate.quarantineload import input_fields
@@ -229,9 +230,26 @@ def candidate_prompt(review: Review, ticket: Ticket | None = None,
         "You draft candidate metamorphic relations for the code change below. A relation "
         "stores no answer: it transforms the input and compares the two outputs. Humans "
         "review every candidate; nothing you write is executed.\n",
-        _ticket_section(ticket), diff, _inputs_section(review),
+        _ticket_section(ticket), diff, _library_section(review), _inputs_section(review),
         _section("Output", _candidate_shape(review))])
     return Prompt(text, kept, total)
+
+
+def _library_section(review: Review) -> str:
+    """The public API a relation's ``subject`` can name (``apioutline``): of the Python files
+    the patch touches, or of the whole tree when it touches none (adoption on the base)."""
+    touched = [b.path for b in review.bindings if b.path.endswith(".py")]
+    files = touched or _tree_files(review)
+    outline = api_outline(TreeView(review.repo, review.head_sha), library_modules(files),
+                          outline_roots(review.layout.import_paths, files))
+    scope = "the Python files the patch touches" if touched else "the repository"
+    return _section(f"Library ({scope}: public functions and methods, parsed from HEAD, never run; "
+                    "a subject is module:name)", outline or "(no public Python function found)")
+
+
+def _tree_files(review: Review) -> list[str]:
+    listing = gitio.run_git(review.root, "ls-tree", "-r", "-z", "--name-only", review.head_sha).stdout
+    return [p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p]
 
 
 def seeds_relation(review: Review, relation_id: str) -> Relation:
