@@ -107,6 +107,16 @@ def test_an_adopted_repository_catches_a_patch_once_its_relations_are_accepted_a
     assert code == EXIT_REJECT and "textkit.core.normalize_order: REJECT" in out
 
 
+def test_a_relation_on_a_package_is_proposed_the_package_folder(textkit: Path, capsys):
+    """A subject named through the package (textkit:normalize, re-exported by __init__.py):
+    accept proposes the package's folder, as init's comments do, not its __init__.py alone
+    (new-user trial on hyperlink, issue 36)."""
+    args = ["--repo", str(textkit), "--today", TODAY.isoformat()]
+    assert cli(capsys, "init", "--corpus", "data/words.csv", "--subject", "textkit:normalize", *args)[0] == 0
+    code, out, _ = cli(capsys, "accept", "textkit.normalize_order", "--override-unconfirmed", *args)
+    assert code == EXIT_PASS and "'src/textkit/**': [textkit.normalize_order]" in out, out
+
+
 def test_a_subject_that_does_not_take_rows_gets_no_nonsense_candidate(textkit: Path, capsys):
     """Tried on pypa/packaging: ``version:parse`` takes a str; a permutation of corpus rows
     over it would be nonsense. init says so and drafts nothing for it; tests/ (a package

@@ -40,6 +40,8 @@ def unowned_hints(review: Review, relation_ids: list[str]) -> list[str]:
                       if view.read_text(p) is not None), None)
         if found is not None and protected(review.layout.protected, found):
             found = _guarded_by_adapter(review, relation)  # the library an adapter calls, not itself
+        elif found is not None and found.endswith("/__init__.py"):  # a package: its modules too, as init proposes
+            found = found.removesuffix("__init__.py") + "**"
         where = f"'{found}': [{relation.id}]" if found else f"'<the paths of the code it guards>': [{relation.id}]"
         out.append(f"relation {relation.id} is named by no owner pattern: no touched path runs it, only "
                    f"run --all; add to owners in {review.layout.catalog}: {where}")
