@@ -107,6 +107,22 @@ def test_an_adopted_repository_catches_a_patch_once_its_relations_are_accepted_a
     assert code == EXIT_REJECT and "textkit.core.normalize_order: REJECT" in out
 
 
+def test_tests_inside_a_package_stay_exempt_once_the_package_is_owned(tmp_path: Path, capsys):
+    """hyperlink keeps its tests in src/hyperlink/test/: init exempts them below the package's
+    line, so uncommenting that line (the last match wins) leaves them exempt (new-user trial)."""
+    import yaml
+    from relconsole.engine.repo.owners import winning_pattern
+    repo = committed_repo(tmp_path / "kit", {"src/kit/__init__.py": "def f(x):\n    return x\n",
+                                            "src/kit/test/test_f.py": "def test_f():\n    pass\n"},
+                          identity=("Rita Reviewer", "rita@example.org"), message="kit")
+    assert cli(capsys, "init", "--repo", str(repo), "--today", TODAY.isoformat())[0] == EXIT_PASS
+    text = git(repo, "show", "HEAD:oracle/catalog.yaml")
+    owned = text.replace('# "src/kit/**": [ ]', '"src/kit/**": [kit.f]')
+    owners = [(p, ids or []) for p, ids in yaml.safe_load(owned)["owners"].items()]
+    assert winning_pattern(owners, "src/kit/test/test_f.py")[1] == []
+    assert winning_pattern(owners, "src/kit/__init__.py")[1] == ["kit.f"]
+
+
 def test_a_relation_on_a_package_is_proposed_the_package_folder(textkit: Path, capsys):
     """A subject named through the package (textkit:normalize, re-exported by __init__.py):
     accept proposes the package's folder, as init's comments do, not its __init__.py alone

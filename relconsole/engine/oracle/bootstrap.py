@@ -261,6 +261,22 @@ def _packages(files: set[str]) -> list[str]:
     return sorted(found)
 
 
+def _package_tests(files: set[str]) -> list[str]:
+    """``src/pkg/test/**`` for each test folder inside a package (hyperlink keeps its tests in
+    ``src/hyperlink/test/``): exempt as the root's tests/ are, else every test-only patch runs
+    the package's relations, or is a gap under a narrower owner line (new-user trial)."""
+    packages = [p.removesuffix("**") for p in _packages(files) if p.endswith("/**")]
+    found = set()
+    for path in files:
+        folder = next((pkg for pkg in packages if path.startswith(pkg)), None)
+        parts = path[len(folder):].split("/")[:-1] if folder else []
+        for depth, part in enumerate(parts):
+            if part in ("test", "tests"):
+                found.add(folder + "/".join(parts[:depth + 1]) + "/**")
+                break
+    return sorted(found)
+
+
 def _others(files: set[str], layout: Layout) -> list[str]:
     """Top-level paths that are neither exempt, nor a package or module, nor the oracle (a
     lock file, a script folder, .gitattributes): listed so the reviewer decides, never silent."""
@@ -282,6 +298,8 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
     exempt = [p for p in EXEMPT if p in ALWAYS_EXEMPT or any(map(protection([p]), files))]
     owners = "".join(f'  "{p}": []\n' for p in exempt)
     gaps = "".join(f'  # "{p}": [ ]   # the relations that guard it; until then a coverage gap\n' for p in _packages(files))
+    # after the package lines, so that it still wins (the last match does) once one is uncommented
+    gaps += "".join(f'  "{p}": []   # tests inside a package\n' for p in _package_tests(files))
     others = _others(files, layout)
     gaps += "".join(f'  # "{p}": [ ]   # not code relconsole knows: exempt it ([]) or name the relations that '
                     'guard it; until then a coverage gap\n' for p in others)
