@@ -12,7 +12,7 @@ Options (all but ``--relconsole`` need ``--relconsole``; given alone they are a 
 error, so a CI job cannot think it gates on relations when it does not)::
 
     --relconsole               add the catalog relations as test items
-    --relconsole-base REF      base ref the oracle is read from (default: base_ref in pyproject.toml, else origin/HEAD, else main)
+    --relconsole-base REF      base ref the oracle is read from (default: base_ref in pyproject.toml, else main, else origin/HEAD)
     --relconsole-today DATE    day leases and freezes are judged on (default: $RELCONSOLE_TODAY, else today)
     --relconsole-all           every catalog relation (a nightly); default: only the relations
                                owning a path touched between the merge base and HEAD (a PR gate,
@@ -83,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--relconsole", action="store_true", default=False,
                     help="add the catalog relations of this repository as test items")
     group.addoption("--relconsole-base", default=None, metavar="REF",
-                    help="base ref the oracle is read from (default: base_ref in pyproject.toml, else origin/HEAD, else main)")
+                    help="base ref the oracle is read from (default: base_ref in pyproject.toml, else main, else origin/HEAD)")
     group.addoption("--relconsole-today", default=None, metavar="YYYY-MM-DD",
                     help="day leases and freezes are judged on (default: RELCONSOLE_TODAY, else today)")
     group.addoption("--relconsole-all", action="store_true", default=False,

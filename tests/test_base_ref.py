@@ -161,3 +161,17 @@ def test_the_written_setting_parses_and_keeps_every_other_setting(text, tmp_path
 def test_another_setting_is_not_overwritten():
     with pytest.raises(UsageError, match="base_ref"):
         base_setting_change("[tool.relconsole]\nbase_ref = 'develop'\n", "master")
+
+
+def test_a_local_main_goes_before_a_remote_head_naming_the_patch(tmp_path: Path):
+    """A clone of a work directory whose checkout was the patch's branch: origin/HEAD names the
+    patch, and the local main is the base (the sample is such a clone)."""
+    work = committed_repo(tmp_path / "work", {"a.py": "x = 1\n"}, identity=None, message="one")
+    git(work, "checkout", "-q", "-b", "agent/patch")
+    write_files(work, {"a.py": "x = 2\n"})
+    commit_all(work, "the patch")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(work), str(clone))
+    git(clone, "branch", "-q", "main", "origin/main")
+    name, sha = resolve_base(gitio.open_repo(clone), None)
+    assert name == "main" and sha == git(work, "rev-parse", "main").strip()

@@ -42,7 +42,7 @@ def review_options(parser: argparse.ArgumentParser) -> None:
     """``--repo``, ``--base``, ``--head``, ``--today`` and ``--oracle-from``: what one review
     reads (SPEC §2: the oracle from the base ref unless asked otherwise)."""
     parser.add_argument("--repo", default=".", help="repository to review (default: .)")
-    parser.add_argument("--base", default=None, help="base ref the oracle is read from (default: base_ref in pyproject.toml's [tool.relconsole], else origin/HEAD, else main)")
+    parser.add_argument("--base", default=None, help="base ref the oracle is read from (default: base_ref in pyproject.toml's [tool.relconsole], else main, else origin/HEAD)")
     parser.add_argument("--head", default="HEAD", help="the patch (default: HEAD)")
     parser.add_argument("--today", type=date, default=None,
                         help="the day leases and freezes are judged on (default: RELCONSOLE_TODAY or today)")

@@ -19,8 +19,10 @@ The order, when no ``--base`` names it:
    main) the setting is taken at its word, where whoever creates branches could move the
    base branch itself; under CI (``CI`` set) that is an abort asking for ``--base``.
    Everything else, the layout included, is then read from the base.
-2. The remote's default branch (``origin/HEAD``), as its local branch when one exists.
-3. ``main``, else ``origin/main``.
+2. ``main`` (a local branch).
+3. The remote's default branch (``origin/HEAD``), as its local branch when one exists, else
+   ``origin/main``. A local main goes first: origin/HEAD names whatever the remote had checked
+   out, which for a clone of a work directory (the sample's, an agent's) is the patch's branch.
 
 Never guessed further: a missing default names the usual other branch the repository has.
 """
@@ -71,8 +73,8 @@ def configured_base(repo: gitio.Repository, commit: str) -> str | None:
 
 
 def default_base(repo: gitio.Repository) -> tuple[str, str]:
-    """(name, sha) of the remote's default branch (origin/HEAD; its local branch when one
-    exists), else main, else origin/main. Raises GitError when none exists."""
+    """(name, sha) of main, else the remote's default branch (origin/HEAD; its local branch
+    when one exists), else origin/main. Raises GitError when none exists."""
     found = _default_or_none(repo)
     if found is None:
         raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base with --base"
@@ -83,10 +85,12 @@ def default_base(repo: gitio.Repository) -> tuple[str, str]:
 def _default_or_none(repo: gitio.Repository) -> tuple[str, str] | None:
     known = _branches(repo, [DEFAULT_BASE, f"origin/{DEFAULT_BASE}"], with_origin_head=True)
     remote_default = known.pop("origin/HEAD", None)
-    names = ([remote_default, f"origin/{remote_default}"] if remote_default else []) + [
-        DEFAULT_BASE, f"origin/{DEFAULT_BASE}"]
+    # a local main first: origin/HEAD names what the remote had checked out, which for a clone
+    # of a work directory (the sample's, an agent's) is the patch's own branch
+    names = [DEFAULT_BASE] + ([remote_default, f"origin/{remote_default}"] if remote_default else []) + [
+        f"origin/{DEFAULT_BASE}"]
     if remote_default:
-        known.update(_branches(repo, names[:2]))
+        known.update(_branches(repo, [remote_default, f"origin/{remote_default}"]))
     return next(((name, known[name]) for name in names if name in known), None)
 
 
