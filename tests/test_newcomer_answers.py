@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from types import SimpleNamespace
 
 from relconsole.cli.confirm import lines as confirm_lines
 from relconsole.cli.main import main
@@ -140,9 +141,10 @@ def test_a_file_given_as_the_repository_is_a_usage_error_naming_it(tiny, capsys,
 def test_review_outside_a_repository_fails_before_the_console_starts(tmp_path, capsys, monkeypatch):
     import relconsole.cli.demo as demo
 
-    def no_console(_name):
+    def never_started(**_kwargs):
         raise AssertionError("the console was started")
-    monkeypatch.setattr(demo, "_console_module", no_console)
+    monkeypatch.setattr(demo, "_console_module", lambda _name: SimpleNamespace(ReviewApp=never_started))
+    monkeypatch.setattr(demo, "_need_terminal", lambda _command: None)  # a user at a terminal
     code, out, err = cli(capsys, "review", "--repo", str(tmp_path))
     assert code == EXIT_USAGE and out == "" and err.count("\n") == 1
     assert str(tmp_path) in err and "not a git repository" in err and "--repo" in err

@@ -73,9 +73,9 @@ def _need_terminal(command: str) -> None:
 
 
 def cmd_review(args) -> int:
-    _need_repository(args.repo)
     ReviewApp = _console_module("app").ReviewApp
     _need_terminal("review")
+    _need_repository(args.repo)
     app = ReviewApp(repo=args.repo, base_ref=args.base, head_ref=args.head, today=args.today,
                     oracle_from=args.oracle_from, keymap=args.keymap)
     return _console_exit(app)
