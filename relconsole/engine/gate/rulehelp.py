@@ -185,11 +185,10 @@ RULES: dict[str, Rule] = _rules(
          "of the package that no relation judged. Kind `entry_points`: scripts and entry points (a `pytest11` "
          "entry point is a plugin pytest loads in every run). Kind `build`: the build backend, `backend-path`, "
          "build hooks, `cmdclass`, the code a `setup.py` runs. Kind `dependency_source`: a requirement from a "
-         "URL, a path or another index. Kind `dependencies`: requirements and `requires-python` (warns).",
-         "Read the setting at the line given (the message names it and its new value); check that the package "
-         "still ships its own judged code from its usual folder. If it is right, acknowledge the flag by its id: "
-         "`relconsole ack <flag id> --reason \"what you checked\"`; the acknowledgement clears that value only. "
-         "Otherwise ask for the change to be undone.", None, ("commits", "review-flags")),
+         "URL, a path or another index. Kind `dependencies`: requirements and `requires-python` (warns). The "
+         "message names the setting and its new value: check that the package still ships its own judged code "
+         "from its usual folder. An acknowledgement clears that value at that line, not the line.",
+         ACK, None, ("commits", "review-flags")),
     Rule(REVIEW_FLAG, FLAG, "A review flag",
          "The patch changed something the review protects or restates.", ACK, None, ("commits", "review-flags")),
     # the patch as a whole ----------------------------------------------------------------------

@@ -136,7 +136,7 @@ def _flag(path: str, was: Setting | None, now: Setting | None) -> Flag:
     where = f"{path}:{line}" if line else path
     why = KIND_WHY[kind]
     if kind == ENTRY_POINTS and "pytest11" in json.dumps(setting.label + str(setting.value)):
-        why = "a pytest11 entry point is a plugin pytest loads in every run, beside the relconsole plugin"
+        why = "a pytest11 entry point is a plugin pytest loads in every run, beside the review's own plugin"
     return Flag(NAME, None, path, line, f"{KIND_WORDS[kind]}: {where} {setting.label} "
                                         f"{_change(was, now)}; {why}")
 

@@ -37,7 +37,7 @@ KIND_WORDS = {
 KIND_WHY = {
     LAYOUT: "the package can then ship code from a place no relation judged (an exempt folder, a copy)",
     ENTRY_POINTS: "an install runs these by name; a pytest11 entry point is a plugin pytest loads in every "
-                  "run, the relconsole plugin's included",
+                  "run, beside the review's own plugin",
     BUILD: "code that runs when the package is built or installed, outside every relation",
     DEPENDENCIES: "code no relation judged runs with the package",
     DEPENDENCY_SOURCE: "a URL, a path or another index can serve any code under a known name",

@@ -267,9 +267,9 @@ def _other_code(tree: ast.Module, calls: list, metadata_values: list) -> tuple[l
     """([dump of each top-level statement], [its line]), the imports first and sorted, with
     each setup() call's keyword values and its module docstring blanked, and a constant assigned to names that only
     metadata keywords read kept by name only (a version bump there builds nothing else)."""
-    skip = {id(node) for value in metadata_values for node in ast.walk(value)}
+    skip = {node for value in metadata_values for node in ast.walk(value)}  # AST nodes hash by identity
     read_elsewhere = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
-                      and isinstance(node.ctx, ast.Load) and id(node) not in skip}
+                      and isinstance(node.ctx, ast.Load) and node not in skip}
     for call in calls:
         call.keywords, call.args = [], []
     body = tree.body[1:] if tree.body and _is_docstring(tree.body[0]) else tree.body
