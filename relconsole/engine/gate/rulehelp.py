@@ -177,6 +177,18 @@ RULES: dict[str, Rule] = _rules(
     Rule("test_harness_changed", FLAG, "The patch changes what pytest loads",
          "A `conftest.py`, `pytest.ini` or the pytest options that load code changed: code there runs inside "
          "the pytest process and can switch `pytest --relconsole` off.", ACK, None, ("commits", "review-flags")),
+    Rule("packaging_changed", FLAG, "The patch changes what is built, shipped or loaded",
+         "A packaging setting changed (`pyproject.toml`, `setup.cfg`, `setup.py`, `MANIFEST.in`), compared as "
+         "parsed data, or a `.pth` file was added. These files are exempt from coverage, yet they decide what "
+         "the package ships and runs. Kind `layout`: where the shipped code comes from (package folders, "
+         "`package-dir`, `force-include`, `sources`, include lists, data files, `.pth`): a wheel can ship a copy "
+         "of the package that no relation judged. Kind `entry_points`: scripts and entry points (a `pytest11` "
+         "entry point is a plugin pytest loads in every run). Kind `build`: the build backend, `backend-path`, "
+         "build hooks, `cmdclass`, the code a `setup.py` runs. Kind `dependency_source`: a requirement from a "
+         "URL, a path or another index. Kind `dependencies`: requirements and `requires-python` (warns). The "
+         "message names the setting and its new value: check that the package still ships its own judged code "
+         "from its usual folder. An acknowledgement clears that value at that line, not the line.",
+         ACK, None, ("commits", "review-flags")),
     Rule(REVIEW_FLAG, FLAG, "A review flag",
          "The patch changed something the review protects or restates.", ACK, None, ("commits", "review-flags")),
     # the patch as a whole ----------------------------------------------------------------------

@@ -32,6 +32,7 @@ from relconsole.engine.errors import BadInputError, UsageError
 from relconsole.engine.oracle.freezes import json_rows
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.gate.blobreader import BlobReader
+from relconsole.engine.gate.flags.packagingflags import NAME as PACKAGING, acked_content as packaging_content
 from relconsole.engine.gate.flags.patchflags import Flag
 from relconsole.engine.gate.flags.sourcetext import source_text
 from relconsole.engine.oracle.schemacheck import first_error, shipped_part
@@ -75,14 +76,18 @@ def fingerprint(flag: Flag, content: str) -> str:
 def flagged_content(reader: BlobReader, flag: Flag, head: str) -> str:
     """What an acknowledgement of ``flag`` clears, read from the flag's commit (HEAD for a flag
     on the patch as a whole): for a flag on a line of a Python file, ``enclosing definition``
-    and the whole statement the line belongs to (``statement_at``); for a line of any other
-    file, that line; for a whole file, ``blob <sha256 of its bytes>`` (``blob none`` when the
-    file is gone). Each line stripped, so re-indenting the file keeps the id."""
+    and the whole statement the line belongs to (``statement_at``); for ``packaging_changed``,
+    the settings on that line and their values (``packagingflags.acked_content``: another value
+    there is not what was cleared); for a line of any other file, that line; for a whole file,
+    ``blob <sha256 of its bytes>`` (``blob none`` when the file is gone). Each line stripped, so
+    re-indenting the file keeps the id."""
     data = reader.read(flag.commit or head, flag.path)
     if not flag.line:
         return "blob " + (hashlib.sha256(data).hexdigest() if data is not None else "none")
     if not data:
         return ""
+    if flag.name == PACKAGING:
+        return packaging_content(flag.path, data, flag.line)
     text = source_text(flag.path, data)
     if flag.path.endswith((".py", ".pyw")):
         found = statement_at(text, flag.line)

@@ -23,6 +23,8 @@ This module holds the flags' names, what each fires on (below), ``Flag`` and ``F
 | oracle_layout_changed | changes ``[tool.relconsole]`` in pyproject.toml (the layout is always the base's here) |
 | environment_probe | adds, to code that is not a test, a look at the process around it (``probescan``), or a compiled module |
 | source_rewritten | adds or changes a ``.gitattributes`` (any folder), a symlink, or a Python file whose coding cookie makes Python read other text than the diff shows |
+| test_harness_changed | changes a ``conftest.py``, ``pytest.ini`` or the pytest settings that load code (``wholepatchflags``) |
+| packaging_changed | changes what is built, shipped, installed or loaded: packaging settings compared as parsed data, or a ``.pth`` file (``packagingflags``) |
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 FLAG_NAMES = ("protected_path_changed", "lease_hash_edited", "leased_corpus_edited", "freeze_row_added",
               "freeze_row_edited", "golden_literal", "bag_output_sorted", "ingest_replay_to_concat",
               "oracle_layout_changed", "relation_changed", "patch_catalog_invalid", "environment_probe",
-              "source_rewritten", "test_harness_changed")
+              "source_rewritten", "test_harness_changed", "packaging_changed")
 
 
 @dataclass(frozen=True)

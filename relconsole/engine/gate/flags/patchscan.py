@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from relconsole.engine.gate.blobreader import BlobReader
 from relconsole.engine.gate.flags.flagrules import ChangedFile, normal_path, FlagRules
+from relconsole.engine.gate.flags.packagingflags import packaging_changes
 from relconsole.engine.gate.flags.patchflags import FlagReport
 from relconsole.engine.gate.flags.wholepatchflags import checkout_rewrites, harness_changes
 from relconsole.engine.oracle.catalog import Catalog
@@ -54,6 +55,7 @@ def patch_flags(repo_dir: str | Path, merge_base: str, head: str, layout: Layout
         report.flags.extend(rules.golden(commit, changes, report.unjudged))
         report.flags.extend(checkout_rewrites(repo_dir, merge_base, head, reader))
         report.flags.extend(harness_changes(repo_dir, merge_base, head, reader))
+        report.flags.extend(packaging_changes(repo_dir, merge_base, head, reader))
     finally:
         reader.close()
     return report
