@@ -328,10 +328,11 @@ def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None =
             if result or earlier else None
         first = result.first if result else None
         if first is None or first.source is None:
-            return DetailView(header, body=body)
+            return DetailView(header, body=body, source=(kind, oid))
         left, right = output_columns(first.source, first.followup, first.differing)
         source, followup = column_titles(relation.kind, first.note, first.differing)
-        return DetailView(header, (f"{source} (canonical)", left), (f"{followup} (canonical)", right), body=body)
+        return DetailView(header, (f"{source} (canonical)", left), (f"{followup} (canonical)", right), body=body,
+                          source=(kind, oid))
     if kind == "leases" and oid.startswith("w:"):
         lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
         return DetailView(workspace_lease_text(lease)) if lease else None
