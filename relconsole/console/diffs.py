@@ -135,20 +135,21 @@ def mark_width(hunks: list[diffview.Hunk], screen_width: int) -> int:
 
 def diff_view(review: Review, path: str, hunks: list[diffview.Hunk], screen_width: int = 0) -> DiffView:
     """The diff screen's content: one item a line (``d:<n>``), each hunk's header a
-    disabled item, the cursor on the first added line; the marks column as wide as
+    disabled item, the cursor on the first added line with a mark (else the first added
+    line); the marks column as wide as
     ``mark_width`` for a screen of ``screen_width`` columns."""
     width = mark_width(hunks, screen_width)
     items: list[PaneItem] = []
     about: dict[str, Text] = {}
-    first = None
+    first, marked = None, False
     for hunk in hunks:
         items.append(PaneItem(f"h:{len(items)}", lit(hunk.header, "cyan"), True))
         for line in hunk.lines:
             oid = f"d:{len(items)}"
             items.append(PaneItem(oid, line_text(line, width)))
             about[oid] = line_about(line)
-            if first is None and line.kind == "+":
-                first = oid
+            if line.kind == "+" and (first is None or not marked and (line.ran or line.unexercised or line.flags)):
+                first, marked = oid, bool(line.ran or line.unexercised or line.flags)
     return DiffView(diff_header(review, path), items, about, first)
 
 
