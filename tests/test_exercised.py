@@ -216,8 +216,9 @@ async def test_the_console_shows_each_changed_line_with_what_ran_it(tmp_path):
     """``v`` on a touched path (the tour's keys keep their meaning): its diff, the changed line a
     relation ran marked with the relation, the one none ran with ◌; the pane says how many."""
     from relconsole.console.app import ReviewApp
-    from relconsole.console.screens.detail import DetailScreen
+    from relconsole.console.screens.diff import DiffScreen
     from test_console import goto, settle, until
+    from test_console_fit import screen_rows
     from test_console_owners import screen_text
     from conftest import TODAY
     guarded = SQUASH.replace('    return " "', '    if text is None:\n        return ""\n    return " "')
@@ -229,15 +230,15 @@ async def test_the_console_shows_each_changed_line_with_what_ran_it(tmp_path):
         index = [b.path for b in app.review.bindings].index("timelib/squash.py")
         await goto(pilot, "touched", f"t:{index}")
         await pilot.press("v")
-        await until(pilot, lambda: isinstance(app.screen, DetailScreen), "the diff view")
-        await until(pilot, lambda: "if text is None" in screen_text(app), "the diff's text")
-        lines = screen_text(app).splitlines()
+        await until(pilot, lambda: isinstance(app.screen, DiffScreen), "the diff view")
+        await until(pilot, lambda: any("if text is None" in row for row in screen_rows(app)), "the diff's rows")
+        lines = screen_rows(app)
         ran = next(line for line in lines if "if text is None" in line)
         skipped = next(line for line in lines if 'return ""' in line)
         assert "✓ text.squash" in ran and "◌" not in ran
         assert "◌" in skipped and "text.squash" not in skipped
         await pilot.press("escape")
-        assert not isinstance(app.screen, DetailScreen)
+        assert not isinstance(app.screen, DiffScreen)
         assert app.review.exit_code() == 2
 
 

@@ -33,6 +33,7 @@ from relconsole.console.diffs import DiffViews
 from relconsole.console.keymap import keymap_path
 from relconsole.console.listing import PANE_TITLES, PANES, TAB_TITLES, PaneListing
 from relconsole.console.loading import ReviewLoading
+from relconsole.console.messages import RelationsChanged
 from relconsole.console.owners import OwnerWorkflows
 from relconsole.console.quarantine import QuarantineWorkflow
 from relconsole.console.replay import ReplayWorkflow
@@ -273,6 +274,23 @@ class ReviewApp(PaneListing, ReviewLoading, RelationRuns, ReplayWorkflow, Quaran
         view = views.detail_view(self.review, kind, oid, self.saved_replays)
         if view is not None:
             self.show_view(view)
+
+    @on(RelationsChanged)
+    async def _views_follow(self, event: RelationsChanged) -> None:
+        """An open relation view (on top or under a dialog) shows its relation's new result
+        or replay once the run or the replay reports it (issue 36)."""
+        changed = set(event.relation_ids)
+        for screen in list(self.screen_stack):
+            source = screen.view.source if isinstance(screen, DetailScreen) else None
+            if self.review is None or not source or source[0] != "relations" or \
+                    views.relation_of(source[1]) not in changed:
+                continue
+            try:
+                view = views.detail_view(self.review, *source, self.saved_replays)
+            except KeyError:  # the relation left the catalog (a reload): the view stays as it was
+                continue
+            if view is not None:
+                await screen.show(view)
 
     def show_view(self, view: DetailView) -> None:
         """Open a detail screen on ``view``; one already on top is replaced, so ``m`` pressed

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from relconsole.console.render import lit
+from relconsole.engine.gate.acceptnote import base_miss_advice
 from relconsole.engine.literal import literal
 
 
@@ -61,10 +62,21 @@ def replay_state_text(state, valid: bool, head: str | None = None) -> Text:
         return text.append("cannot run: the candidate is rejected\n", "dim")
     if state is None:
         return text.append("unknown\n", "dim")
-    text.append(state.state.replace("_", " "), "green" if state.confirmed else "yellow")
-    if state.reason:
-        text.append(": ")
-        text.append_text(lit(state.reason))
+    if state.confirmed and state.base_miss:  # as `relconsole confirm` says it: the replays agree on a miss
+        text.append(state.said, "bold yellow" if state.subject_not_on_base else "bold red")
+        text.append(" (")
+        text.append_text(lit(state.base_miss))
+        text.append(")\n  ")
+        text.append_text(lit(base_miss_advice(state)))
+        text.append("; accept refuses it unless overridden", "dim")
+        if state.reason:
+            text.append("\n  the replays agree: ", "dim")
+            text.append_text(lit(state.reason, "dim"))
+    else:
+        text.append(state.said, "green" if state.confirmed else "yellow")
+        if state.reason:
+            text.append(": ")
+            text.append_text(lit(state.reason))
     for name, record in (("first", state.first), ("second", state.second)):
         if not record:
             continue

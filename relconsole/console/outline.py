@@ -147,12 +147,33 @@ def disagreeing_lines(source: Any, followup: Any, differing: list[str],
     return left, right
 
 
+def listed_whole(value: Any, differing: set[str], limit: int = DIFF_LINES) -> bool:
+    """Whether the disagreeing keys listed at the top of a column already show all of
+    ``value``: a scalar (or empty) output that disagrees as a whole, or one whose every
+    leaf is a disagreeing key (one key, say), at most ``limit`` of them."""
+    if not isinstance(value, (dict, list)) or not value:
+        return "(whole output)" in differing
+    if "(whole output)" in differing:
+        return False  # listed as one cut repr: the outline shows its entries
+    leaves = 0
+    for _indent, _label, _item, mark, leaf, _keyed in _walk(value, differing, set(), (), 0):
+        if leaf:
+            leaves += 1
+            if mark != "≠" or leaves > limit:
+                return False
+    return True
+
+
 def output_columns(source: Any, followup: Any, differing: list[str],
                    limit: int = OUTLINE_LINES) -> tuple[list[Text], list[Text]]:
     """The two canonical outputs side by side (§11): the disagreeing keys first, then each
-    whole output as an outline capped at ``limit`` lines, disagreeing keys marked ``≠``."""
+    whole output as an outline capped at ``limit`` lines, disagreeing keys marked ``≠``.
+    When the disagreeing keys already show both outputs whole (``listed_whole``: a scalar,
+    or one key), the outline is left out: each value shows once (issue 36)."""
     marked = set(differing)
     left, right = disagreeing_lines(source, followup, differing) if differing else ([], [])
+    if left and listed_whole(source, marked) and listed_whole(followup, marked):
+        return left, right
     for column, value in ((left, source), (right, followup)):
         if column:
             column.append(Text("whole output", "bold"))

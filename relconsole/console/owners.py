@@ -20,6 +20,7 @@ from relconsole.console.screens.detail import DetailView
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
 from relconsole.engine.gate import actions
+from relconsole.engine.gate.acceptnote import base_miss_advice
 from relconsole.engine.gate.confirm import confirm_candidate
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.leasehistory import lease_history
@@ -92,8 +93,10 @@ class OwnerWorkflows:
             self.notify(failed, title=f"{candidate_id}: not confirmed", severity="error", markup=False, timeout=30)
         else:
             state = outcome.state
-            severity = "information" if state.confirmed else "warning"
-            lines = [f"{state.state.replace('_', ' ')}: {state.reason}"] + outcome.notes
+            sound = state.confirmed and not state.base_miss
+            severity = "information" if sound else "warning"
+            why = f"{state.base_miss}; {base_miss_advice(state)}" if state.confirmed and state.base_miss else state.reason
+            lines = [f"{state.said}: {why}"] + outcome.notes
             if outcome.commit is not None:
                 lines.append(f"{outcome.commit.sha[:10]} {outcome.commit.message.splitlines()[0]}")
             then = getattr(self, "after_confirm", None)

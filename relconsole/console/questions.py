@@ -40,7 +40,7 @@ def unconfirmed_question(review: Review, oid: str, state) -> str:
                 "Accept it anyway as the reviewer's override? The catalog: commit message records "
                 "the override and your git identity.")
     if state is not None and state.confirmed and state.base_miss:
-        return (f"{name} is confirmed, but it misses on the base ({state.base_miss}).\n"
+        return (f"{name} is {state.said} ({state.base_miss}); its two replays agree on that.\n"
                 f"{base_miss_advice(state).capitalize()}.\n\n"
                 "Accept it anyway as the reviewer's override? The catalog: commit message records "
                 "the override and your git identity.")

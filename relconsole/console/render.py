@@ -177,24 +177,35 @@ REPLAY_STATES = {  # state -> (symbol and words, style): readable without colour
 
 
 def replay_state_line(state, valid: bool = True) -> Text:
-    """`` · <symbol> <state words>`` for a candidate's second-replay state (§10)."""
+    """`` · <symbol> <state words>`` for a candidate's second-replay state (§10); a confirmed
+    state whose replays missed on the base: ``✗ not confirmed: misses on the base``, as
+    ``relconsole confirm`` says it (red; yellow when the base lacks the subject: a hold)."""
     if not valid:
         return Text("")
     words, style = REPLAY_STATES.get(state.state if state else "", ("? replay state unknown", "dim"))
     if state is not None and state.confirmed and state.base_miss:
-        words, style = "● confirmed, ✗ but misses on the base", "bold red"
+        words, style = f"✗ {state.said}", "bold yellow" if state.subject_not_on_base else "bold red"
     return Text.assemble((" · ", "dim"), (words, style))
 
 
+def misses_on_base(state) -> bool:
+    """Whether a candidate's replays agree on a miss of the base (not confirmed, §10)."""
+    return bool(state is not None and state.confirmed and state.base_miss)
+
+
 def candidate_prompt(candidate: Candidate, marked: bool, pending: str | None, state=None) -> Text:
-    """Two lines: mark box and id; then the verdict (first reason when rejected) and the
-    second-replay state."""
+    """Two lines: mark box and id; then the verdict (first reason when rejected), the
+    second-replay state and the first note; a candidate whose replays agree on a miss of
+    the base: that alone (``replay_state_line``)."""
     box = "✚" if pending else ("☑" if marked else "☐")
     head = Text.assemble((box + " ", "bold cyan" if pending else "bold"), lit(candidate.id, "bold"))
     second = Text("  ")
     if pending:
         second.append(f"{pending} pending (c commits) · ", "bold cyan")
-    if candidate.valid:
+    if candidate.valid and misses_on_base(state):
+        # what decides, whole in the pane at 80x24: "valid" and the notes are in the strip and the view
+        second.append_text(replay_state_line(state)[len(" · "):])
+    elif candidate.valid:
         second.append("✓ valid", "green")
         second.append_text(replay_state_line(state))
         if candidate.notes:

@@ -12,6 +12,7 @@ from textual import work
 from textual.widgets import ProgressBar
 
 from relconsole.console import questions, views
+from relconsole.console.messages import RelationsChanged
 from relconsole.console.screens.confirm import ConfirmScreen
 from relconsole.console.screens.form import FormScreen
 from relconsole.console.widgets.status import StatusLine
@@ -127,6 +128,7 @@ class ReplayWorkflow:
                 self._show_freezable(review)
             self.refresh_status()
             self.show_detail()
+        self.post_message(RelationsChanged(tuple(review.replays), "replay"))  # an open view follows
 
     def _where(self) -> tuple[str | None, str | None]:
         """(focused pane kind, its highlighted item id): where the reviewer is."""

@@ -12,6 +12,7 @@ from textual.css.query import NoMatches
 from textual.widgets import ProgressBar
 
 from relconsole.console import views
+from relconsole.console.messages import RelationsChanged
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.reviewrun import RunCancelled, run_review
 from relconsole.engine.relations.pool import Cancel
@@ -72,6 +73,7 @@ class RelationRuns:
         self.query_one("#progress", ProgressBar).advance(1)
         self.update_relations([result.relation_id], refilter=False)  # one row, not 5,000
         self._catch_up_soon()
+        self.post_message(RelationsChanged((result.relation_id,), "run"))  # its open view follows
 
     def _catch_up_soon(self) -> None:
         """The status line, the detail strip and a filtered Relations pane follow the results

@@ -18,6 +18,7 @@ from relconsole.console.outline import output_columns
 from relconsole.console.relationtext import relation_body, relation_text, replay_text
 from relconsole.console.screens.detail import DetailView
 from relconsole.engine import docsref
+from relconsole.engine.gate.acceptnote import base_miss_advice
 from relconsole.engine.gate.review import Review
 from relconsole.engine.relations.kinds import PICKLED_NOTE, TYPE_MISS
 
@@ -93,9 +94,13 @@ def lease_items(review: Review) -> list[tuple[str, Text, bool]]:
 def workspace_lease_items(review: Review) -> list[tuple[str, Text, bool]]:
     """The workspace leases (§5) alone: they change every few seconds, the rest does not."""
     items = [(f"w:{w.workspace}", render.workspace_lease_prompt(w), False) for w in review.workspace_leases]
-    if not review.workspace_leases:
-        note = review.lease_store_note or "no workspace leases held (b replays under one)"
-        items.append(("w:none", lit(note, "dim italic"), True))
+    if not review.workspace_leases:  # two short lines, whole in the narrowest pane (issue 36)
+        what, _, why = (review.lease_store_note or "no workspace lease held: b replays under one").partition(": ")
+        note = lit(what, "dim italic")
+        if why:
+            note.append("\n  ")
+            note.append_text(lit(why, "dim"))
+        items.append(("w:none", note, True))
     return items
 
 
@@ -256,7 +261,11 @@ def _touched_detail(review: Review, binding) -> Text:
 def _candidate_detail(review: Review, item) -> Text:
     """The strip for a quarantine candidate: valid or not, second replay, reasons, notes, provenance."""
     text = Text.assemble(lit(item.id, "bold"), ("  ✓ valid" if item.valid else "  ✗ rejected", ""))
-    text.append_text(render.replay_state_line(review.candidate_states.get(item.path), item.valid))
+    state = review.candidate_states.get(item.path)
+    text.append_text(render.replay_state_line(state, item.valid))
+    if item.valid and render.misses_on_base(state):
+        text.append("\n  ✗ ", "bold red")
+        text.append_text(lit(f"{state.base_miss}; {base_miss_advice(state)}", "red"))
     for reason in item.reasons:
         text.append("\n  • ")
         text.append_text(lit(reason, "red"))
@@ -328,10 +337,11 @@ def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None =
             if result or earlier else None
         first = result.first if result else None
         if first is None or first.source is None:
-            return DetailView(header, body=body)
+            return DetailView(header, body=body, source=(kind, oid))
         left, right = output_columns(first.source, first.followup, first.differing)
         source, followup = column_titles(relation.kind, first.note, first.differing)
-        return DetailView(header, (f"{source} (canonical)", left), (f"{followup} (canonical)", right), body=body)
+        return DetailView(header, (f"{source} (canonical)", left), (f"{followup} (canonical)", right), body=body,
+                          source=(kind, oid))
     if kind == "leases" and oid.startswith("w:"):
         lease = next((w for w in review.workspace_leases if w.workspace == oid[2:]), None)
         return DetailView(workspace_lease_text(lease)) if lease else None

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -33,12 +34,14 @@ def aligned_rows(left: list[Text], right: list[Text], widths: list[int], console
 class DetailView(NamedTuple):
     """What a detail view shows: ``header`` Text on top; ``left``/``right`` optional
     (title, lines) columns side by side (a missed relation's two canonical outputs); an
-    optional scrolling ``body``."""
+    optional scrolling ``body``; ``source``: the (pane kind, item id) it was built from, for a
+    view that follows its item (``DetailScreen.show``)."""
 
     header: Text
     left: tuple[str, list[Text]] | None = None
     right: tuple[str, list[Text]] | None = None
     body: Text | None = None
+    source: tuple[str, str] | None = None  # (pane kind, item id) it shows, so that it can be rebuilt
 
 
 class DetailScreen(Screen):
@@ -47,12 +50,36 @@ class DetailScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="view.back",
                         tooltip="a detail view: back to the panes")]
 
+    class Updated(Message):
+        """The screen shows a rebuilt view (``show``): what a test waits for."""
+
+        def __init__(self, screen: "DetailScreen"):
+            super().__init__()
+            self.screen = screen
+
     def __init__(self, view: DetailView):
         super().__init__()
         self.view = view
         self._following = False
 
+    async def show(self, view: DetailView) -> None:
+        """Show ``view`` in place of the current one (its item changed: a replay or run
+        ended), the body and columns kept at the row they were scrolled to; then post
+        ``Updated``."""
+        kept = {node.id: node.scroll_y for node in self.query(VerticalScroll)}
+        self.view = view
+        self._aligned_for = None
+        await self.recompose()
+        for node in self.query(VerticalScroll):
+            if node.id in kept:
+                node.scroll_to(y=kept[node.id], animate=False, immediate=True)
+        self._wire_columns()
+        self.post_message(self.Updated(self))
+
     def on_mount(self) -> None:
+        self._wire_columns()
+
+    def _wire_columns(self) -> None:
         """The two output columns scroll together (issue 18): the same key sits on the same
         row on both sides, so scrolling one moves the other to the same offset."""
         if self.view.left and self.view.right:

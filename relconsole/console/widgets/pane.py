@@ -300,12 +300,15 @@ class Pane(ScrollView, can_focus=True):
 
     def scroll_to_cursor(self) -> None:
         """Scroll so the highlighted item is fully visible (its top when it is taller than
-        the view), the top row staying an item's first line."""
+        the view), the top row staying an item's first line; on the last item the cursor
+        takes, the items after it (notes such as the Leases pane's last one) come too."""
         n = self._highlighted
         room = self.scrollable_content_region.height
         if n is None or not self.is_mounted or room <= 0:
             return
         top, bottom = self._starts[n], self._starts[n + 1]
+        if self._next_enabled(n, 1) is None:
+            bottom = self._starts[-1]
         y = round(self.scroll_y)
         if top < y or bottom - top >= room:
             target = top

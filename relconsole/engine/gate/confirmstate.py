@@ -29,6 +29,9 @@ UNREPLAYED, REPLAYED_ONCE, CONFIRMED, DISCARDED = STATES
 STATE_VERSION = 1
 
 
+NOT_CONFIRMED_ON_BASE = "not confirmed: misses on the base"  # a confirmed state with base misses (``said``)
+
+
 SIDES = CONFIRM_SIDES
 
 
@@ -84,6 +87,16 @@ class ConfirmState:
         first = next((seed["describe"] for side in sides for seed in side.get("per_seed", ())
                       if not seed.get("held") and seed.get("describe")), "missed")
         return f"{missed} of {runs} base runs missed: {first}"
+
+    @property
+    def said(self) -> str:
+        """The state in a reviewer's words, as ``relconsole confirm`` says it: ``not confirmed:
+        misses on the base`` for a confirmed state whose replays missed on the base (the file
+        keeps ``confirmed`` with the base-miss record, which ``accept`` reads), else the
+        state's name with spaces (``replayed once``)."""
+        if self.confirmed and self.base_miss:
+            return NOT_CONFIRMED_ON_BASE
+        return self.state.replace("_", " ")
 
     @property
     def subject_not_on_base(self) -> bool:

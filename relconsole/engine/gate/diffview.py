@@ -4,9 +4,10 @@ it (SPEC §3 covered means exercised, §9 flags): the data of the console's diff
 
 The hunks are ``git diff -M`` of the file (merge base -> HEAD, renames followed, three lines of
 context). Each added line of a changed statement carries the relations whose calls ran that
-statement on HEAD (``ran``), or is ``unexercised`` when none did; a line a review flag points at
-carries the flag's name and level. Lines that are no statement (blank, comment, docstring)
-carry neither.
+statement on HEAD (``ran``: every one of them, sorted), of which ``missed`` those whose run in
+this review missed, or is ``unexercised`` when none did; a line a review flag points at carries
+the flag's name and level. Lines that are no statement (blank, comment, docstring) carry
+neither.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ CONTEXT_LINES = 3
 class DiffLine:
     """One line of a hunk: ``kind`` (`` `` context, ``+`` added, ``-`` removed), its numbers on
     the old and new side (None where it has none), its ``text``, and for an added line of a
-    changed statement the relation ids that ran it (``ran``) or ``unexercised``; ``flags``:
-    (name, level) of the review flags at this line."""
+    changed statement the relation ids that ran it (``ran``, sorted) or ``unexercised``;
+    ``missed``: those of ``ran`` whose run in this review missed (empty where the lines come
+    from the kept record alone, as for ``bind``: it keeps no outcome); ``flags``: (name,
+    level) of the review flags at this line."""
 
     kind: str
     old: int | None
@@ -35,10 +38,12 @@ class DiffLine:
     ran: tuple[str, ...] = ()
     unexercised: bool = False
     flags: tuple[tuple[str, str], ...] = ()
+    missed: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "old": self.old, "new": self.new, "text": self.text, "ran": list(self.ran),
-                "unexercised": self.unexercised, "flags": [{"name": n, "level": lv} for n, lv in self.flags]}
+                "missed": list(self.missed), "unexercised": self.unexercised,
+                "flags": [{"name": n, "level": lv} for n, lv in self.flags]}
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ def file_diff(review, path: str, found=None) -> list[Hunk]:
     spans = exercised.review_changed(review).get(path, [])
     missing = {span for u in (review.unexercised() if found is None else found) if u.path == path for span in u.spans}
     runs = {rid: by_path.get(path, set()) for rid, by_path in ran_by(review).items()}
+    missed = {rid for rid, result in review.results.items() if getattr(result, "outcome", None) == "missed"}
     flags: dict[int, list[tuple[str, str]]] = {}
     for flag in getattr(review, "flags", []):
         if flag.path == path and flag.line:
@@ -96,13 +102,14 @@ def file_diff(review, path: str, found=None) -> list[Hunk]:
             ran = tuple(sorted(rid for rid, lines_run in runs.items()
                                if span is not None and any(n in lines_run for n in range(span[0], span[1] + 1))))
             marked.append(DiffLine(kind, old, new, text, ran, span is not None and span[:2] in missing,
-                                   tuple(flags.get(new, ())) if kind != "-" else ()))
+                                   tuple(flags.get(new, ())) if kind != "-" else (),
+                                   tuple(rid for rid in ran if rid in missed)))
         out.append(Hunk(header, tuple(marked)))
     return out
 
 
 def changed_line_marks(review, path: str, found=None) -> list[dict]:
-    """``bind --json``'s ``lines`` of ``path``: each added line with the relations that ran it or
-    ``unexercised`` (``DiffLine.to_json`` of the ``+`` lines of ``file_diff``; ``found`` as there).
+    """``bind --json``'s ``lines`` of ``path``: each added line with every relation that ran it
+    (``ran``; ``missed``: those that missed in this process's runs) or ``unexercised`` (``DiffLine.to_json`` of the ``+`` lines of ``file_diff``; ``found`` as there).
     Its ``flags`` are those the review has read (bind reads none: ``relconsole flags`` has them)."""
     return [line.to_json() for hunk in file_diff(review, path, found) for line in hunk.lines if line.kind == "+"]
