@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import posixpath
 
+from relconsole.engine.literal import counted
 from relconsole.engine.repo.treeview import TreeView
 
 OUTLINE_LIMIT_BYTES = 20_000  # about 5k tokens beside the diff's 100,000 bytes
@@ -41,7 +42,7 @@ def api_outline(view: TreeView, paths: list[str], roots: tuple[str, ...] = ("", 
         lines += block
         size += cost
     if left_out:
-        lines.append(f"[{left_out} more module(s) left out: the outline is capped at {limit} bytes]")
+        lines.append(f"[{counted(left_out, 'more module')} left out: the outline is capped at {limit} bytes]")
     return "\n".join(lines)
 
 
