@@ -86,13 +86,46 @@ def test_a_branch_naming_itself_is_refused_where_a_default_branch_exists(tmp_pat
     assert cli(capsys, "validate", "--repo", str(clone), "--today", TODAY.isoformat())[0] != EXIT_ABORT
 
 
-def test_a_setting_with_nothing_to_check_it_against_aborts_in_ci(tmp_path: Path, capsys, monkeypatch):
+@pytest.mark.parametrize("variable", ["CI", "JENKINS_URL", "TF_BUILD"])
+def test_under_ci_the_base_must_be_named(tmp_path: Path, capsys, monkeypatch, variable):
+    """A patch can push branches (main included) to the remote a CI clone fetches: there the
+    base comes from the platform (--base), never from the refs (red team, issue 36)."""
     repo = adopted(tmp_path, capsys, "master")
-    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv(variable, "true")
     code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
     assert code == EXIT_ABORT and "--base" in err, err
     code, _, err = cli(capsys, "validate", "--repo", str(repo), "--base", "master", "--today", TODAY.isoformat())
     assert code != EXIT_ABORT, err
+    monkeypatch.setenv(variable, "false")
+    assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] != EXIT_ABORT
+
+
+def test_a_clone_of_the_agents_work_directory_is_not_reviewed_against_itself(tmp_path: Path):
+    """The agent's checkout was its own branch, so the clone's origin/HEAD names the patch:
+    a default that already holds the reviewed commit is skipped (red team, issue 36)."""
+    work = committed_repo(tmp_path / "work", {"a.py": "x = 1\n"}, identity=None, message="one")
+    git(work, "checkout", "-q", "-b", "agent/fix")
+    write_files(work, {"a.py": "x = 2\n"})
+    commit_all(work, "the patch")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(work), str(clone))  # checks out agent/fix; origin/HEAD -> agent/fix
+    name, sha = resolve_base(gitio.open_repo(clone), None)
+    assert name == "origin/main" and sha != git(clone, "rev-parse", "HEAD").strip()
+
+
+def test_a_setting_naming_a_branch_that_holds_the_patch_is_refused(tmp_path: Path, capsys):
+    """A pushed branch at the patch's own commit, named by the setting: nothing would be
+    reviewed, so it is refused, unless it is the branch checked out (reviewing the base)."""
+    repo = adopted(tmp_path, capsys, "master")
+    assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] != EXIT_ABORT
+    git(repo, "checkout", "-q", "-b", "agent/fix")
+    text = (repo / "pyproject.toml").read_text().replace('base_ref = "master"', 'base_ref = "pushed"')
+    write_files(repo, {"pyproject.toml": text, "pkg/core.py": "def f(x):\n    return -x\n"})
+    commit_all(repo, "the patch")
+    git(repo, "branch", "pushed")
+    git(repo, "branch", "-q", "-D", "master")  # no default branch left to check the setting against
+    code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code == EXIT_ABORT and "already holds the reviewed commit" in err, err
 
 
 def test_a_team_that_renames_its_branch_fixes_the_setting_in_a_patch(tmp_path: Path, capsys):
@@ -137,6 +170,9 @@ def test_the_remote_default_branch_is_the_base_of_a_clone(tmp_path: Path):
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
     git(clone, "checkout", "-q", "-b", "topic")
+    git(clone, "config", "user.name", "T"), git(clone, "config", "user.email", "t@example.org")
+    write_files(clone, {"a.py": "x = 2\n"})
+    commit_all(clone, "a topic")
     repo = gitio.open_repo(clone)
     name, sha = resolve_base(repo, None)
     assert name == "develop" and sha == git(clone, "rev-parse", "origin/develop").strip()

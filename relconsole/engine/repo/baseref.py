@@ -1,12 +1,15 @@
 """The base ref of a review (SPEC §2: the oracle is read from its tip).
 
-The order, when no ``--base`` names it:
+Under CI (``in_ci``) the base must be named (``--base``, from what the platform says the pull
+request targets): a patch can push branches to the remote a CI clone fetches, ``main``
+included, so no ref there is trusted to be the base. Elsewhere, when no ``--base`` names it:
 
 1. ``[tool.relconsole] base_ref`` of the reviewed commit's ``pyproject.toml``, read there only
    to find the base. A patch must not choose its own gate, so the name is taken only when
 
    - it is a branch (``refs/heads/NAME``, else ``refs/remotes/origin/NAME``; never a sha, a
-     tag or ``HEAD~2``);
+     tag or ``HEAD~2``) that does not already hold the reviewed commit (nothing would be
+     reviewed), unless it is the checked-out branch (reviewing the base itself);
    - the repository's default branch (2 and 3 below), when it has one, is that branch, or
      named that base_ref where the reviewed branch left it: a branch the patch pushed (or
      the patch's own branch) that names itself is refused;
@@ -15,14 +18,14 @@ The order, when no ``--base`` names it:
      the default branch itself is taken as that branch (a team renaming master to main fixes
      the setting in a patch).
 
-   With no default branch to check it against (a repository with neither origin/HEAD nor
-   main) the setting is taken at its word, where whoever creates branches could move the
-   base branch itself; under CI (``CI`` set) that is an abort asking for ``--base``.
-   Everything else, the layout included, is then read from the base.
+   With no default branch to check it against (a repository with neither main nor a remote)
+   the setting is taken at its word: there, whoever creates branches could move the base
+   branch itself. Everything else, the layout included, is then read from the base.
 2. ``main`` (a local branch).
 3. The remote's default branch (``origin/HEAD``), as its local branch when one exists, else
-   ``origin/main``. A local main goes first: origin/HEAD names whatever the remote had checked
-   out, which for a clone of a work directory (the sample's, an agent's) is the patch's branch.
+   ``origin/main``. A local main goes first, and a default that already holds the reviewed
+   commit is skipped: origin/HEAD names whatever the remote had checked out, which for a
+   clone of a work directory (the sample's, an agent's) is the patch's own branch.
 
 Never guessed further: a missing default names the usual other branch the repository has.
 """
@@ -39,23 +42,41 @@ DEFAULT_BASE = "main"  # the base ref when nothing else names it
 OTHER_BASES = ("master", "trunk", "develop")  # named in the hint when main is absent
 
 
+# variables a CI service sets in its jobs (CI itself: GitHub, GitLab, CircleCI, Travis,
+# Buildkite, Drone; the others set their own)
+CI_VARIABLES = ("CI", "JENKINS_URL", "TF_BUILD", "CODEBUILD_BUILD_ID", "TEAMCITY_VERSION",
+                "BITBUCKET_BUILD_NUMBER", "BUILDKITE", "GITLAB_CI", "GITHUB_ACTIONS", "CIRCLECI", "APPVEYOR")
+
+
 def resolve_base(repo: gitio.Repository, base_ref: str | None, head_sha: str | None = None) -> tuple[str, str]:
     """(name, sha) of the base ref: ``base_ref`` when given, else the module's order for the
-    reviewed commit ``head_sha`` (default: HEAD). Raises GitError (abort) for an unknown ref,
-    a setting that names no branch or that the patch changed, and when no default exists
-    (naming master, trunk or develop when the repository has one)."""
+    reviewed commit ``head_sha`` (default: HEAD). Raises GitError (abort) for an unknown ref;
+    under CI with no ``base_ref``; for a setting that names no branch, that the patch changed
+    or whose branch already holds the reviewed commit; and when no default exists (naming
+    master, trunk or develop when the repository has one)."""
     if base_ref:
         return base_ref, gitio.resolve(repo, base_ref)
+    if in_ci():
+        raise GitError("in CI, name the base the platform gives with --base (GitHub Actions: --base "
+                       "origin/$GITHUB_BASE_REF): a patch can push branches there, so relconsole does not "
+                       "choose the base from the repository's refs")
     head_sha = head_sha or gitio.resolve(repo, "HEAD")
+    checked_out = gitio.current_branch(repo)
     configured = configured_base(repo, head_sha)
-    default = _default_or_none(repo)
+    default = _default_or_none(repo, head_sha, checked_out)
     if configured:
-        return _checked_setting(repo, configured, head_sha, default)
+        return _checked_setting(repo, configured, head_sha, default, checked_out)
     if default is None:
-        raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base with --base"
-                       f"{_base_hint(repo)}, set it once as base_ref in pyproject.toml's [tool.relconsole], "
-                       f"or fetch it (git fetch origin {DEFAULT_BASE})")
+        raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}) to review HEAD against: name the "
+                       f"base with --base{_base_hint(repo)}, set it once as base_ref in pyproject.toml's "
+                       f"[tool.relconsole], or fetch it (git fetch origin {DEFAULT_BASE})")
     return default
+
+
+def in_ci(environ=None) -> bool:
+    """Whether a CI service runs this process (one of ``CI_VARIABLES`` set, ``CI=false`` aside)."""
+    environ = os.environ if environ is None else environ
+    return any(environ.get(name, "").strip().lower() not in ("", "0", "false") for name in CI_VARIABLES)
 
 
 def configured_base(repo: gitio.Repository, commit: str) -> str | None:
@@ -72,17 +93,12 @@ def configured_base(repo: gitio.Repository, commit: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def default_base(repo: gitio.Repository) -> tuple[str, str]:
-    """(name, sha) of main, else the remote's default branch (origin/HEAD; its local branch
-    when one exists), else origin/main. Raises GitError when none exists."""
-    found = _default_or_none(repo)
-    if found is None:
-        raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}): name the base with --base"
-                       f"{_base_hint(repo)}")
-    return found
-
-
-def _default_or_none(repo: gitio.Repository) -> tuple[str, str] | None:
+def _default_or_none(repo: gitio.Repository, head_sha: str, checked_out: str | None) -> tuple[str, str] | None:
+    """The first of main, origin/HEAD's branch (local, else remote), origin/main that exists
+    and does not already hold ``head_sha``: a branch holding the reviewed commit leaves nothing
+    to review, and origin/HEAD of a clone of a work directory (an agent's) is the patch's own
+    branch (red team). The checked-out local main may hold it (reviewing main itself: init,
+    propose, confirm and accept run there)."""
     known = _branches(repo, [DEFAULT_BASE, f"origin/{DEFAULT_BASE}"], with_origin_head=True)
     remote_default = known.pop("origin/HEAD", None)
     # a local main first: origin/HEAD names what the remote had checked out, which for a clone
@@ -91,19 +107,37 @@ def _default_or_none(repo: gitio.Repository) -> tuple[str, str] | None:
         f"origin/{DEFAULT_BASE}"]
     if remote_default:
         known.update(_branches(repo, [remote_default, f"origin/{remote_default}"]))
-    return next(((name, known[name]) for name in names if name in known), None)
+    for index, name in enumerate(names):
+        if name not in known:
+            continue
+        own_checkout = index == 0 and name == checked_out
+        if own_checkout or not _holds(repo, known[name], head_sha):
+            return name, known[name]
+    return None
+
+
+def _holds(repo: gitio.Repository, tip: str, head_sha: str) -> bool:
+    """Whether the branch tip ``tip`` is ``head_sha`` or a descendant of it."""
+    if tip == head_sha:
+        return True
+    return gitio.run_git(_where(repo), "merge-base", "--is-ancestor", head_sha, tip, ok=None).returncode == 0
 
 
 def _checked_setting(repo: gitio.Repository, name: str, head_sha: str,
-                     default: tuple[str, str] | None) -> tuple[str, str]:
+                     default: tuple[str, str] | None, checked_out: str | None) -> tuple[str, str]:
     """(name, sha) for a base_ref setting read from the reviewed commit, once it names a
-    branch, the default branch agrees and the merge base agrees (module docstring). Raises
-    GitError otherwise."""
+    branch that does not already hold the reviewed commit (unless it is the checked-out one:
+    reviewing the base itself), the default branch agrees and the merge base agrees (module
+    docstring). Raises GitError otherwise."""
     known = _branches(repo, [name, f"origin/{name}"])
     shown = next((n for n in (name, f"origin/{name}") if n in known), None)
     if shown is None:
         raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r} names no branch here (nor "
                        f"origin/{name}): fetch it (git fetch origin {name}), or name the base with --base")
+    tip = known[shown]
+    if shown != checked_out and _holds(repo, tip, head_sha):
+        raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r}, but {shown} already holds the "
+                       f"reviewed commit, so nothing would be reviewed against it: name the base with --base")
     if default is not None and _short(shown) == _short(default[0]):
         return default  # the branch the commands take with no setting: naming it gains a patch nothing
     if default is not None:
@@ -112,11 +146,6 @@ def _checked_setting(repo: gitio.Repository, name: str, head_sha: str,
             raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r}, but the default branch "
                            f"{default[0]} had no such setting where this branch left it ({fork[:12]}): a patch "
                            f"does not choose its own base; name the base with --base")
-    elif default is None and os.environ.get("CI"):
-        raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r} cannot be checked here (no "
-                       f"origin/HEAD, {DEFAULT_BASE} or origin/{DEFAULT_BASE}): in CI name the base with --base "
-                       f"(the pull request's target branch)")
-    tip = known[shown]
     merge_base = gitio.merge_base(repo, tip, head_sha)
     before = configured_base(repo, merge_base)
     if before not in (name, shown):
