@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,13 @@ from bench.gitrepo import write_files
 from relconsole.engine.demo import materialise
 from relconsole.engine.oracle.catalog import load_catalog
 from relconsole.engine.relations.runner import RunPlan
+from relconsole.engine.repo.baseref import CI_VARIABLES
+
+# Under CI every command needs --base (a patch can push branches there): the suite runs the
+# same on a laptop and on a CI runner, so the runner's own CI variables are dropped for every
+# test and every process a test starts (tests set one where they mean it).
+for _name in CI_VARIABLES:
+    os.environ.pop(_name, None)
 
 # No property test may fail for being slow: the machine's load is not the product's behaviour.
 settings.register_profile("relconsole", deadline=None)
@@ -63,6 +71,5 @@ def _console_preferences(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RELCONSOLE_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
     monkeypatch.delenv("RELCONSOLE_KEYMAP", raising=False)
-    # a base_ref setting with no default branch to check it against aborts under CI: the
-    # suite runs the same on a laptop and on a CI runner (tests set CI where they mean it)
-    monkeypatch.delenv("CI", raising=False)
+    for name in CI_VARIABLES:  # see below: a fixture's test may have set one
+        monkeypatch.delenv(name, raising=False)
