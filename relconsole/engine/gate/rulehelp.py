@@ -184,8 +184,12 @@ RULES: dict[str, Rule] = _rules(
          "`package-dir`, `force-include`, `sources`, include lists, data files, `.pth`): a wheel can ship a copy "
          "of the package that no relation judged. Kind `entry_points`: scripts and entry points (a `pytest11` "
          "entry point is a plugin pytest loads in every run). Kind `build`: the build backend, `backend-path`, "
-         "build hooks, `cmdclass`, the code a `setup.py` runs. Kind `dependency_source`: a requirement from a "
-         "URL, a path or another index. Kind `dependencies`: requirements and `requires-python` (warns). The "
+         "build hooks, `cmdclass`, the code a `setup.py` runs, version sources and dynamic metadata "
+         "(`[tool.hatch.version]`, `[tool.pdm.version]`, `[tool.setuptools.dynamic]`, setuptools_scm commands "
+         "and written files): they run or import code at build time. Kind `dependency_source`: a requirement "
+         "from a URL, a path or another index. Kind `dependencies`: requirements and `requires-python` (warns). "
+         "A requirements or entry-points file that the metadata reads (`dynamic` `file = [...]`, `file:` in "
+         "`setup.cfg`) is read as those requirements or entry points; one that no metadata names is not. The "
          "message names the setting and its new value: check that the package still ships its own judged code "
          "from its usual folder. An acknowledgement clears that value at that line, not the line.",
          ACK, None, ("commits", "review-flags")),

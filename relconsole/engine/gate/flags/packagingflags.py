@@ -10,8 +10,10 @@ key order is no change; a version bump, the description, classifiers or ``[tool.
 nothing that runs; a change of file patterns that names data files only is none either,
 ``data_only``), one flag per setting changed, at the line of its key in HEAD's file (a deleted
 file's settings are each removed; a file that does not parse on one side is one ``layout``
-flag); and every ``.pth`` file the patch adds or changes (``site`` runs its import lines at
-every interpreter start once it is installed).
+flag); every ``.pth`` file the patch adds or changes (``site`` runs its import lines at
+every interpreter start once it is installed); and every file the metadata of either side reads
+as requirements or entry points, compared as such (``packagingnamed``: a ``requirements.txt``
+no metadata names is none).
 The flag's kind (``packagingkeys.KINDS``) is read back from the detail's opening words
 (``flaglevels.flag_kind``). An acknowledgement clears the setting's value, not its line
 (``acked_content``).
@@ -28,6 +30,7 @@ from relconsole.engine.gate.blobreader import BlobReader, oversized
 from relconsole.engine.gate.flags.packagingkeys import (
     CODE_SUFFIXES, DEPENDENCIES, DEPENDENCY_SOURCE, ENTRY_POINTS, KIND_WHY, KIND_WORDS, LAYOUT, PACKAGE_DATA,
     PATTERNS)
+from relconsole.engine.gate.flags.packagingnamed import NamedChange, named_changes
 from relconsole.engine.gate.flags.packagingread import MANIFEST, PACKAGING_FILES, UNPARSED, Setting, settings
 from relconsole.engine.gate.flags.patchflags import Flag
 from relconsole.engine.repo.gitio import IGNORE_NO_SUBMODULE, run_git
@@ -43,8 +46,8 @@ def packaging_changes(repo_dir: str | Path, merge_base: str, head: str, reader: 
     listing = run_git(repo_dir, "diff-tree", "-r", "-z", "--name-only", "--no-renames", IGNORE_NO_SUBMODULE,
                       merge_base, head).stdout
     flags = []
-    for raw in filter(None, listing.split(b"\0")):
-        path = raw.decode("utf-8", "surrogateescape")
+    paths = [raw.decode("utf-8", "surrogateescape") for raw in filter(None, listing.split(b"\0"))]
+    for path in paths:
         name = posixpath.basename(path)
         if name.lower().endswith(".pth"):
             after = reader.read(head, path)
@@ -55,7 +58,16 @@ def packaging_changes(repo_dir: str | Path, merge_base: str, head: str, reader: 
             before, after = reader.read(merge_base, path), reader.read(head, path)
             if before != after:
                 flags += file_changes(path, before, after)
-    return flags
+    others = [p for p in paths if posixpath.basename(p) not in PACKAGING_FILES and not p.lower().endswith(".pth")]
+    return flags + [_named_flag(change) for change in named_changes(others, merge_base, head, reader)]
+
+
+def _named_flag(change: NamedChange) -> Flag:
+    """The flag of a file packaging metadata names (``packagingnamed``), on the whole file."""
+    parts = [f"adds {_show(list(change.added))}" if change.added else "",
+             f"removes {_show(list(change.removed))}" if change.removed else ""]
+    return Flag(NAME, None, change.path, None, f"{KIND_WORDS[change.kind]}: {change.path}, read as "
+                f"{change.named_by}, {'; '.join(p for p in parts if p)}; {KIND_WHY[change.kind]}")
 
 
 def file_changes(path: str, before: bytes | None, after: bytes | None) -> list[Flag]:

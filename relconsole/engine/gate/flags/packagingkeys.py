@@ -7,7 +7,9 @@ Kinds: ``layout`` (where the shipped packages and modules come from: package fol
 include/exclude lists, ``MANIFEST.in``, data files, ``.pth`` files), ``entry_points``
 (``[project.scripts]``, gui-scripts, entry points: a ``pytest11`` group is a plugin pytest
 loads in every run), ``build`` (``[build-system]`` backend, ``backend-path`` and requirements,
-build hooks and ``cmdclass``, code a ``setup.py`` runs), ``dependencies`` (dependencies,
+build hooks and ``cmdclass``, code a ``setup.py`` runs, version sources and dynamic metadata:
+``[tool.hatch.version]``, ``[tool.pdm.version]``, ``[tool.setuptools.dynamic]``, setuptools_scm's
+commands and written files, ``[tool.flit.module]``, ``[tool.poetry.build]``), ``dependencies`` (dependencies,
 extras, ``requires-python``, dependency groups) and ``dependency_source`` (a requirement from
 a URL or a path, an index or a source other than the default one). Everything else (the
 version, the description, classifiers, URLs, ``[tool.ruff]``...) changes nothing that runs.
@@ -45,6 +47,7 @@ KIND_WHY = {
 
 REQUIREMENTS = "requirements"  # a rule's value is a list of PEP 508 strings: order and spaces do not count
 PATTERNS = "patterns"  # a rule's value is file patterns: a change that names data files only is no flag
+DIRECTIVE = "directive"  # a setup.cfg value that counts as an ``attr:`` or ``file:`` directive only
 PACKAGE_DATA = "package_data"  # PATTERNS where a bare name is a file, never a folder (setuptools package data)
 
 # what a file pattern must be able to match to count: Python code, a .pth, a compiled module
@@ -70,9 +73,13 @@ PYPROJECT_RULES: tuple[tuple[str, str | None, str | None], ...] = (
     ("tool.setuptools.script-files", ENTRY_POINTS, None),
     ("tool.setuptools.ext-modules", BUILD, None),
     ("tool.setuptools.cmdclass", BUILD, None),
-    ("tool.setuptools.dynamic.dependencies", DEPENDENCIES, None),
-    ("tool.setuptools.dynamic.optional-dependencies", DEPENDENCIES, None),
-    ("tool.setuptools.dynamic.entry-points", ENTRY_POINTS, None),
+    # dynamic metadata: ``attr`` imports a module at build time, ``file`` names a file read as the
+    # metadata (its requirement or entry-point files are read as such: ``packagingnamed``)
+    ("tool.setuptools.dynamic", BUILD, None),
+    # setuptools_scm: settings that run a command or write a file at build time (the rest names nothing)
+    *((f"tool.setuptools_scm.{key}", BUILD, None) for key in (
+        "git_describe_command", "version_file", "version_file_template", "write_to", "write_to_template",
+        "local_scheme", "version_scheme", "parse", "parentdir_prefix_version", "root", "scm")),
     # hatchling: every build setting selects files, but hooks (code) and what only names the output
     ("tool.hatch.build.targets", DESCEND, None),
     ("tool.hatch.build.hooks", BUILD, None),
@@ -87,9 +94,10 @@ PYPROJECT_RULES: tuple[tuple[str, str | None, str | None], ...] = (
     ("tool.hatch.build.*", LAYOUT, None),
     ("tool.hatch.build.targets.*.*", LAYOUT, None),
     ("tool.hatch.metadata.hooks", BUILD, None),
+    ("tool.hatch.version", BUILD, None),  # source "code" runs a file at build time; any source reads one
     ("tool.hatch.metadata.allow-direct-references", DEPENDENCY_SOURCE, None),
     # flit
-    ("tool.flit.module", LAYOUT, None),
+    ("tool.flit.module", BUILD, None),  # which module ships, and flit imports it when ast cannot read it
     ("tool.flit.sdist", LAYOUT, PATTERNS),
     ("tool.flit.external-data", LAYOUT, None),
     ("tool.flit.metadata.module", LAYOUT, None),
@@ -111,6 +119,7 @@ PYPROJECT_RULES: tuple[tuple[str, str | None, str | None], ...] = (
     ("tool.poetry.source", DEPENDENCY_SOURCE, None),
     ("tool.poetry.build", BUILD, None),
     # pdm-backend
+    ("tool.pdm.version", BUILD, None),  # source "call" runs a getter at build time
     ("tool.pdm.build.custom-hook", BUILD, None),
     ("tool.pdm.build.run-setuptools", BUILD, None),
     *((f"tool.pdm.build.{key}", LAYOUT, PATTERNS) for key in ("includes", "excludes", "source-includes")),
@@ -138,6 +147,9 @@ SETUP_CFG_RULES: dict[tuple[str, str], tuple[str, str | None]] = {
         "zip_safe_packages")},
     ("options", "scripts"): (ENTRY_POINTS, None),
     ("options", "cmdclass"): (BUILD, None),
+    ("options", "entry_points"): (ENTRY_POINTS, None),
+    ("metadata", "version"): (BUILD, DIRECTIVE),
+    ("metadata", "long_description"): (BUILD, DIRECTIVE),
     ("options", "setup_requires"): (DEPENDENCIES, REQUIREMENTS),
     ("options", "install_requires"): (DEPENDENCIES, REQUIREMENTS),
     ("options", "python_requires"): (DEPENDENCIES, None),

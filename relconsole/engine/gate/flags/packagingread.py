@@ -21,7 +21,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from relconsole.engine.gate.flags.packagingkeys import (
-    BUILD, DESCEND, LAYOUT, PACKAGE_DATA, PYPROJECT_RULES, REQUIREMENTS, SETUP_CFG_RULES, SETUP_PY_KEYWORDS,
+    BUILD, DESCEND, DIRECTIVE, LAYOUT, PACKAGE_DATA, PYPROJECT_RULES, REQUIREMENTS, SETUP_CFG_RULES, SETUP_PY_KEYWORDS,
     SETUP_PY_PATTERNS)
 
 PACKAGING_FILES = frozenset({"pyproject.toml", "setup.cfg", "setup.py", "MANIFEST.in"})
@@ -185,6 +185,8 @@ def _setup_cfg(text: str) -> dict[tuple, Setting]:
             if rule is None:
                 continue
             kind, shape = rule
+            if shape == DIRECTIVE and not value.strip().startswith(("attr:", "file:")):
+                continue  # a literal version or description: metadata, nothing runs
             items = [line.strip() for line in value.splitlines()]
             items = [item for item in items if item and not item.startswith("#")]
             normal = sorted("".join(i.split()) for i in items) if shape == REQUIREMENTS else items
