@@ -113,17 +113,19 @@ def test_a_clone_of_the_agents_work_directory_is_not_reviewed_against_itself(tmp
     assert name == "origin/main" and sha != git(clone, "rev-parse", "HEAD").strip()
 
 
-def test_a_setting_naming_a_branch_that_holds_the_patch_is_refused(tmp_path: Path, capsys):
-    """A pushed branch at the patch's own commit, named by the setting: nothing would be
-    reviewed, so it is refused, unless it is the branch checked out (reviewing the base)."""
+def test_a_setting_naming_a_pushed_branch_that_holds_the_patch_is_refused(tmp_path: Path, capsys):
+    """A branch pushed at the patch's own commit (remote-tracking here, no default branch to
+    check against), named by the setting: nothing would be reviewed, so it is refused. A local
+    branch with no commit of its own yet (a fresh topic branch) still reviews against master."""
     repo = adopted(tmp_path, capsys, "master")
+    git(repo, "checkout", "-q", "-b", "topic")
     assert cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())[0] != EXIT_ABORT
     git(repo, "checkout", "-q", "-b", "agent/fix")
     text = (repo / "pyproject.toml").read_text().replace('base_ref = "master"', 'base_ref = "pushed"')
     write_files(repo, {"pyproject.toml": text, "pkg/core.py": "def f(x):\n    return -x\n"})
     commit_all(repo, "the patch")
-    git(repo, "branch", "pushed")
-    git(repo, "branch", "-q", "-D", "master")  # no default branch left to check the setting against
+    git(repo, "update-ref", "refs/remotes/origin/pushed", "HEAD")
+    git(repo, "branch", "-q", "-D", "master", "topic")  # no default branch left to check the setting against
     code, _, err = cli(capsys, "validate", "--repo", str(repo), "--today", TODAY.isoformat())
     assert code == EXIT_ABORT and "already holds the reviewed commit" in err, err
 

@@ -83,13 +83,15 @@ def ran_by(review) -> dict[str, dict[str, set[int]]]:
     return out
 
 
-def file_diff(review, path: str, found=None) -> list[Hunk]:
+def file_diff(review, path: str, found=None, outcomes: bool = True) -> list[Hunk]:
     """The hunks of ``path`` with each line's marks (module docstring). ``found``: the review's
-    ``exercised.Unexercised`` rows when the caller has them (default ``review.unexercised()``)."""
+    ``exercised.Unexercised`` rows when the caller has them (default ``review.unexercised()``).
+    ``outcomes=False``: no ``missed`` (a caller whose process ran relations only by the way)."""
     spans = exercised.review_changed(review).get(path, [])
     missing = {span for u in (review.unexercised() if found is None else found) if u.path == path for span in u.spans}
     runs = {rid: by_path.get(path, set()) for rid, by_path in ran_by(review).items()}
-    missed = {rid for rid, result in review.results.items() if getattr(result, "outcome", None) == "missed"}
+    missed = {rid for rid, result in review.results.items()
+              if outcomes and getattr(result, "outcome", None) == "missed"}
     flags: dict[int, list[tuple[str, str]]] = {}
     for flag in getattr(review, "flags", []):
         if flag.path == path and flag.line:
@@ -110,6 +112,9 @@ def file_diff(review, path: str, found=None) -> list[Hunk]:
 
 def changed_line_marks(review, path: str, found=None) -> list[dict]:
     """``bind --json``'s ``lines`` of ``path``: each added line with every relation that ran it
-    (``ran``; ``missed``: those that missed in this process's runs) or ``unexercised`` (``DiffLine.to_json`` of the ``+`` lines of ``file_diff``; ``found`` as there).
+    (``ran``) or ``unexercised`` (``DiffLine.to_json`` of the ``+`` lines of ``file_diff``;
+    ``found`` as there). ``missed`` stays empty: bind runs no relation of its own (a full load
+    may run some for the import record, the kept-facts answer none), and both answer alike.
     Its ``flags`` are those the review has read (bind reads none: ``relconsole flags`` has them)."""
-    return [line.to_json() for hunk in file_diff(review, path, found) for line in hunk.lines if line.kind == "+"]
+    return [line.to_json() for hunk in file_diff(review, path, found, outcomes=False)
+            for line in hunk.lines if line.kind == "+"]

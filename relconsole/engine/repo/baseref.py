@@ -8,8 +8,8 @@ included, so no ref there is trusted to be the base. Elsewhere, when no ``--base
    to find the base. A patch must not choose its own gate, so the name is taken only when
 
    - it is a branch (``refs/heads/NAME``, else ``refs/remotes/origin/NAME``; never a sha, a
-     tag or ``HEAD~2``) that does not already hold the reviewed commit (nothing would be
-     reviewed), unless it is the checked-out branch (reviewing the base itself);
+     tag or ``HEAD~2``), and a remote-tracking one does not already hold the reviewed commit
+     (a branch a patch pushed at its own commit: nothing would be reviewed);
    - the repository's default branch (2 and 3 below), when it has one, is that branch, or
      named that base_ref where the reviewed branch left it: a branch the patch pushed (or
      the patch's own branch) that names itself is refused;
@@ -23,8 +23,8 @@ included, so no ref there is trusted to be the base. Elsewhere, when no ``--base
    branch itself. Everything else, the layout included, is then read from the base.
 2. ``main`` (a local branch).
 3. The remote's default branch (``origin/HEAD``), as its local branch when one exists, else
-   ``origin/main``. A local main goes first, and a default that already holds the reviewed
-   commit is skipped: origin/HEAD names whatever the remote had checked out, which for a
+   ``origin/main``. A local main goes first, and a remote default that already holds the
+   reviewed commit is skipped: origin/HEAD names whatever the remote had checked out, which for a
    clone of a work directory (the sample's, an agent's) is the patch's own branch.
 
 Never guessed further: a missing default names the usual other branch the repository has.
@@ -61,11 +61,10 @@ def resolve_base(repo: gitio.Repository, base_ref: str | None, head_sha: str | N
                        "origin/$GITHUB_BASE_REF): a patch can push branches there, so relconsole does not "
                        "choose the base from the repository's refs")
     head_sha = head_sha or gitio.resolve(repo, "HEAD")
-    checked_out = gitio.current_branch(repo)
     configured = configured_base(repo, head_sha)
-    default = _default_or_none(repo, head_sha, checked_out)
+    default = _default_or_none(repo, head_sha)
     if configured:
-        return _checked_setting(repo, configured, head_sha, default, checked_out)
+        return _checked_setting(repo, configured, head_sha, default)
     if default is None:
         raise GitError(f"no {DEFAULT_BASE} branch (nor origin/{DEFAULT_BASE}) to review HEAD against: name the "
                        f"base with --base{_base_hint(repo)}, set it once as base_ref in pyproject.toml's "
@@ -93,12 +92,12 @@ def configured_base(repo: gitio.Repository, commit: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _default_or_none(repo: gitio.Repository, head_sha: str, checked_out: str | None) -> tuple[str, str] | None:
-    """The first of main, origin/HEAD's branch (local, else remote), origin/main that exists
-    and does not already hold ``head_sha``: a branch holding the reviewed commit leaves nothing
-    to review, and origin/HEAD of a clone of a work directory (an agent's) is the patch's own
-    branch (red team). The checked-out local main may hold it (reviewing main itself: init,
-    propose, confirm and accept run there)."""
+def _default_or_none(repo: gitio.Repository, head_sha: str) -> tuple[str, str] | None:
+    """The first of main, origin/HEAD's branch (local, else remote), origin/main that exists,
+    those after the local main only when they do not already hold ``head_sha``: origin/HEAD of a
+    clone of a work directory (an agent's) is the patch's own branch, and a remote branch a
+    patch pushed at its own commit leaves nothing to review (red team). The local main is the
+    reviewer's own and may hold it (reviewing main itself, or a branch with no commit yet)."""
     known = _branches(repo, [DEFAULT_BASE, f"origin/{DEFAULT_BASE}"], with_origin_head=True)
     remote_default = known.pop("origin/HEAD", None)
     # a local main first: origin/HEAD names what the remote had checked out, which for a clone
@@ -110,8 +109,7 @@ def _default_or_none(repo: gitio.Repository, head_sha: str, checked_out: str | N
     for index, name in enumerate(names):
         if name not in known:
             continue
-        own_checkout = index == 0 and name == checked_out
-        if own_checkout or not _holds(repo, known[name], head_sha):
+        if index == 0 or not _holds(repo, known[name], head_sha):  # the local main is the reviewer's own
             return name, known[name]
     return None
 
@@ -124,18 +122,18 @@ def _holds(repo: gitio.Repository, tip: str, head_sha: str) -> bool:
 
 
 def _checked_setting(repo: gitio.Repository, name: str, head_sha: str,
-                     default: tuple[str, str] | None, checked_out: str | None) -> tuple[str, str]:
+                     default: tuple[str, str] | None) -> tuple[str, str]:
     """(name, sha) for a base_ref setting read from the reviewed commit, once it names a
-    branch that does not already hold the reviewed commit (unless it is the checked-out one:
-    reviewing the base itself), the default branch agrees and the merge base agrees (module
-    docstring). Raises GitError otherwise."""
+    branch (a remote-tracking one that does not already hold the reviewed commit: a patch
+    pushes those), the default branch agrees and the merge base agrees (module docstring).
+    Raises GitError otherwise."""
     known = _branches(repo, [name, f"origin/{name}"])
     shown = next((n for n in (name, f"origin/{name}") if n in known), None)
     if shown is None:
         raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r} names no branch here (nor "
                        f"origin/{name}): fetch it (git fetch origin {name}), or name the base with --base")
     tip = known[shown]
-    if shown != checked_out and _holds(repo, tip, head_sha):
+    if shown.startswith("origin/") and _holds(repo, tip, head_sha):
         raise GitError(f"pyproject.toml: [tool.relconsole] base_ref = {name!r}, but {shown} already holds the "
                        f"reviewed commit, so nothing would be reviewed against it: name the base with --base")
     if default is not None and _short(shown) == _short(default[0]):
