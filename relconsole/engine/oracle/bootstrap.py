@@ -261,14 +261,14 @@ def _packages(files: set[str]) -> list[str]:
     return sorted(found)
 
 
-def _package_tests(files: set[str]) -> list[str]:
+def _package_tests(files: set[str], packages: list[str]) -> list[str]:
     """``src/pkg/test/**`` for each test folder inside a package (hyperlink keeps its tests in
     ``src/hyperlink/test/``): exempt as the root's tests/ are, else every test-only patch runs
     the package's relations, or is a gap under a narrower owner line (new-user trial)."""
-    packages = [p.removesuffix("**") for p in _packages(files) if p.endswith("/**")]
+    folders = [p.removesuffix("**") for p in packages if p.endswith("/**")]
     found = set()
     for path in files:
-        folder = next((pkg for pkg in packages if path.startswith(pkg)), None)
+        folder = next((pkg for pkg in folders if path.startswith(pkg)), None)
         parts = path[len(folder):].split("/")[:-1] if folder else []
         for depth, part in enumerate(parts):
             if part in ("test", "tests"):
@@ -277,10 +277,10 @@ def _package_tests(files: set[str]) -> list[str]:
     return sorted(found)
 
 
-def _others(files: set[str], layout: Layout) -> list[str]:
+def _others(files: set[str], layout: Layout, packages: list[str]) -> list[str]:
     """Top-level paths that are neither exempt, nor a package or module, nor the oracle (a
     lock file, a script folder, .gitattributes): listed so the reviewer decides, never silent."""
-    covered = protection([*EXEMPT, *_packages(files)])
+    covered = protection([*EXEMPT, *packages])
     oracle = layout.catalog.split("/", 1)[0]
     found = set()
     for path in files:
@@ -297,10 +297,11 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
                   branch: str) -> tuple[list[FileChange], list[str]]:
     exempt = [p for p in EXEMPT if p in ALWAYS_EXEMPT or any(map(protection([p]), files))]
     owners = "".join(f'  "{p}": []\n' for p in exempt)
-    gaps = "".join(f'  # "{p}": [ ]   # the relations that guard it; until then a coverage gap\n' for p in _packages(files))
+    packages = _packages(files)  # read once: the gap lines, the tests inside them, the others and the count
+    gaps = "".join(f'  # "{p}": [ ]   # the relations that guard it; until then a coverage gap\n' for p in packages)
     # after the package lines, so that it still wins (the last match does) once one is uncommented
-    gaps += "".join(f'  "{p}": []   # tests inside a package\n' for p in _package_tests(files))
-    others = _others(files, layout)
+    gaps += "".join(f'  "{p}": []   # tests inside a package\n' for p in _package_tests(files, packages))
+    others = _others(files, layout, packages)
     gaps += "".join(f'  # "{p}": [ ]   # not code relconsole knows: exempt it ([]) or name the relations that '
                     'guard it; until then a coverage gap\n' for p in others)
     oracle_dir = posixpath.dirname(layout.catalog)
@@ -314,7 +315,7 @@ def _oracle_files(layout: Layout, files: set[str], leases: list[dict], drafts: l
                FileChange(layout.pins, b"{}\n")]
     changes += [FileChange(path, data) for path, data in schema_copies(oracle_dir).items()]
     lines = [f"{layout.catalog}: {counted(len(exempt), 'exempt pattern')}, "
-             f"{counted(len(_packages(files)), 'package or module', 'packages and modules')} and "
+             f"{counted(len(packages), 'package or module', 'packages and modules')} and "
              f"{counted(len(others), 'other top-level path')} left as {'a gap' if len(others) == 1 else 'gaps'} "
              "(commented out in owners)",
              f"{posixpath.join(oracle_dir, SCHEMAS_DIR)}/: the JSON Schemas an editor checks these files with "
