@@ -43,8 +43,11 @@ relations:
     inverse: vers:build
     input: {seeds: oracle/seeds/versions.jsonl, schema: {text: str}}
     compare: exact
+    generate: 0
     statement: a version taken apart and built again is the same text
 """
+# generate: 0: these tests are about the seed rows themselves; a str field draws any text, on
+# which int() raises (tests/test_drawn_inputs.py has the base miss on a drawn input)
 HOLDING = ['{"text": "1.0"}', '{"text": "2.0.1"}']
 LEADING_ZERO = '{"text": "1.01"}'
 

@@ -155,6 +155,7 @@ def _binding_lines(bindings) -> list[str]:
 
 def cmd_run(args) -> int:
     from relconsole.engine.gate import importrun
+    from relconsole.engine.gate.shrunkfacts import shrunk_facts, shrunk_lines
     from relconsole.engine.gate.report import miss_outputs, run_payload
     from relconsole.engine.gate.review import finish_review, load_review
     from relconsole.engine.gate.reviewrun import run_review
@@ -194,8 +195,13 @@ def cmd_run(args) -> int:
         for r in results:
             lines.append(f"{r.relation_id}: {r.verdict.decision.upper()}  {one_line(r.summary)}")
             outputs = miss_outputs(r) if r.verdict.decision != "pass" else None
+            facts = shrunk_facts(r.first) if r.verdict.decision != "pass" else None
+            if facts is not None:  # the smallest input that shows the miss first, then the whole input's
+                lines += [one_line(line) for line in shrunk_lines(facts)]
             if outputs:
-                lines.append(f"    outputs: source {one_line(outputs['source'])}  follow-up {one_line(outputs['followup'])}")
+                on = f"on {facts.whole}: " if facts is not None else ""
+                lines.append(f"    {on}outputs: source {one_line(outputs['source'])}  "
+                             f"follow-up {one_line(outputs['followup'])}")
         lines += gap_lines(review)
         code = decision.exit_code if args.relation else review.exit_code(judged)  # a coverage gap is exit 2 (§8)
         lines.append(decision_line(decision.decision, decision.reason, code))

@@ -87,9 +87,11 @@ def rerun_seed(seed: int, k: int) -> int:
 
 
 def _same_inputs(plan: RunPlan, first: RunRecord) -> RunPlan:
-    """``plan`` replaying ``first``'s run: its seed, and its hash seed when it recorded one."""
+    """``plan`` replaying ``first``'s run: its seed, its hash seed when it recorded one, and
+    the drawn or shrunk input it missed on when it did (``RunRecord.recorded_input``): the
+    base is judged on the very input that shows the miss."""
     hashseed = (first.run or {}).get("hashseed")
-    return dataclasses.replace(plan, replay_seed=first.seed,
+    return dataclasses.replace(plan, replay_seed=first.seed, given=first.recorded_input(),
                                replay_hashseed=hashseed if isinstance(hashseed, int) else None)
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import ast
 
+from relconsole.engine.relations.spans import entry_line  # noqa: F401 (the gate reads it here)
+
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 GETTERS = frozenset({"getattr", "hasattr"})
 
@@ -98,11 +100,6 @@ def _function_scopes(tree: ast.Module) -> dict:
         if isinstance(statement, FUNCTIONS):
             scopes.setdefault(owner, {}).setdefault(statement.name, statement)
     return scopes
-
-
-def entry_line(entry) -> int:
-    """The line of an evidence entry (a line number or ``(line, code name)``)."""
-    return entry if isinstance(entry, int) else entry[0]
 
 
 NEVER_CALLED = frozenset({"overload", "abstractmethod"})

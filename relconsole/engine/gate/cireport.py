@@ -29,6 +29,18 @@ _MD_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation: CommonMark lets
 _MD_AUTOLINKED = "@#"  # GitHub links @mentions and #references in rendered text
 
 
+def shrunk_text_lines(shrunk: dict) -> list[str]:
+    """A gate payload's ``shrunk`` part (``shrunkfacts.shrunk_json``) as the log's lines."""
+    tries = f" (shrunk in {counted(int(shrunk.get('tries') or 0), 'try', 'tries')})" if shrunk.get("tries") else ""
+    lines = [f"    smallest input: {shrunk.get('what')}{tries}: {shrunk.get('input')}"]
+    if shrunk.get("fields"):
+        lines.append(f"    the miss needs: {', '.join(map(str, shrunk['fields']))}")
+    if shrunk.get("error"):
+        return lines + [f"    on it: raised {shrunk['error']}"]
+    keys = f"  (disagree on {', '.join(map(str, (shrunk.get('differing') or [])[:6]))})" if shrunk.get("differing") else ""
+    return lines + [f"    on it: source {shrunk.get('source')}  follow-up {shrunk.get('followup')}{keys}"]
+
+
 def evidence_text(evidence, title: str = "") -> str:
     """An item's evidence lines as one text, ``"; "`` between them (``title`` when there are
     none): what every front end shows for a failed item (the gate's stdout and causes, the
@@ -48,9 +60,13 @@ def text_lines(payload: dict) -> list[str]:
                      f"{'  replayed' if r.get('replayed') else ''}{keys}")
         if r.get("summary") and r.get("decision") != "pass":
             lines.append(f"    run: {r['summary']}")  # the counted freeze's reruns, when there were
+        shrunk = r.get("shrunk") if isinstance(r.get("shrunk"), dict) and r.get("decision") != "pass" else None
+        if shrunk:  # the smallest input that shows the miss, before the whole input's outputs
+            lines += shrunk_text_lines(shrunk)
         outputs = r.get("outputs")
         if isinstance(outputs, dict) and r.get("decision") != "pass":
-            lines.append(f"    outputs: source {outputs.get('source')}  follow-up {outputs.get('followup')}")
+            on = f"on {shrunk.get('whole')}: " if shrunk else ""
+            lines.append(f"    {on}outputs: source {outputs.get('source')}  follow-up {outputs.get('followup')}")
         where = [w for w in r.get("where") or [] if isinstance(w, dict)]
         if where and r.get("decision") != "pass":
             lines.append(f"    {BY_WORDS.get(where[0].get('by'), 'at')}: "
@@ -321,14 +337,22 @@ def _md_relations(payload: dict) -> list[str]:
 
 
 def _md_misses(payload: dict) -> list[str]:
-    """What each relation that did not pass states, the two values and the input it missed on."""
+    """What each relation that did not pass states, the two values and the input it missed on:
+    the smallest input first (a row of its own) when the miss was shrunk, then the whole input."""
     from relconsole.engine.gate.missfacts import input_words
     rows = []
     for r in payload.get("relations", []):
         outputs = r.get("outputs") if isinstance(r.get("outputs"), dict) else {}
+        shrunk = r.get("shrunk") if isinstance(r.get("shrunk"), dict) else None
+        if r.get("decision") != "pass" and shrunk:
+            on = shrunk.get("error") and f"raised {shrunk['error']}"
+            rows.append([r.get("relation_id"), r.get("statement") or "", on or shrunk.get("source", ""),
+                         "" if on else shrunk.get("followup", ""),
+                         f"smallest input, {shrunk.get('what')}: {shrunk.get('input')}"])
         if r.get("decision") != "pass" and (r.get("statement") or outputs):
-            rows.append([r.get("relation_id"), r.get("statement") or "", outputs.get("source", ""),
-                         outputs.get("followup", ""), input_words(r.get("input"))])
+            rows.append([r.get("relation_id"), "" if shrunk else r.get("statement") or "", outputs.get("source", ""),
+                         outputs.get("followup", ""),
+                         (f"{shrunk.get('whole')}: " if shrunk else "") + input_words(r.get("input"))])
     return _md_table("What missed", ["relation", "it states", "source", "follow-up", "input"], rows)
 
 

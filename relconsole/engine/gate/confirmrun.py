@@ -176,7 +176,7 @@ def _side(commit: str, records: list[RunRecord], relation: Relation, pin: str) -
     outcome = "held" if not misses else "missed" if len(misses) == len(records) else "mixed"
     per_seed = [{"seed": r.seed, "held": r.held,
                  "signature": None if r.held else signature(relation.id, relation.kind, pin,
-                                                            failure_class(r.error_type, r.differing, r.error)),
+                                                            failure_class(*r.failure_parts())),
                  "describe": r.describe()[:300]} for r in records]
     return {"commit": commit, "outcome": outcome, "runs": len(records), "misses": len(misses),
             "signature": miss_signature(relation, pin, misses) if misses else "none",

@@ -27,6 +27,7 @@ from typing import Iterable
 
 from relconsole.engine.gate.blobreader import BlobReader
 from relconsole.engine.gate.calltime import call_time_evidence, entry_line, lambda_evidence
+from relconsole.engine.relations.spans import span_ran
 from relconsole.engine.gate.flags.flagrules import probed_by_name
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import OWNED
@@ -304,14 +305,6 @@ def review_changed(review) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-def _ran(span, ran: set[int]) -> bool:
-    """Whether a changed statement ran: a line of it ran, and for one whose effect happens in a
-    call (``(first, last, evidence)``, ``call_time_evidence``) a line of its evidence too."""
-    if not any(n in ran for n in range(span[0], span[1] + 1)):
-        return False
-    return len(span) < 3 or any(entry_line(n) in ran for n in span[2])
-
-
 def executed_by(results: Iterable) -> dict[str, set[int]]:
     """``{tree path: executed lines}`` over every run of every ``RelationResult`` given (the first
     run and the reruns; the merge base's run is not HEAD's and is left out)."""
@@ -330,7 +323,7 @@ def unexercised(changed: dict[str, list], executed: dict[str, Iterable[int]], ow
     out = []
     for path, spans in changed.items():
         ran = set(executed.get(path, ()))
-        missing = tuple((span[0], span[1]) for span in spans if not _ran(span, ran))
+        missing = tuple((span[0], span[1]) for span in spans if not span_ran(span, ran))
         if missing:
             out.append(Unexercised(path, missing, tuple(owners(path)) if owners else ()))
     return out

@@ -133,9 +133,15 @@ def relation_message(r: dict) -> str:
     parts = [f"relation {r.get('relation_id')}: {str(r.get('decision')).upper()} {r.get('reason')}{row}"]
     if r.get("statement"):
         parts.append(f"It states: {r['statement']}")
+    shrunk = r.get("shrunk")
+    if isinstance(shrunk, dict):
+        parts.append(f"Smallest input that shows it, {shrunk.get('what')}: {shrunk.get('input')}")
+        parts.append(f"On it: raised {shrunk['error']}" if shrunk.get("error") else
+                     f"On it: source {shrunk.get('source')} vs follow-up {shrunk.get('followup')}")
     outputs = r.get("outputs")
     if isinstance(outputs, dict):
-        parts.append(f"Source {outputs.get('source')} vs follow-up {outputs.get('followup')}")
+        on = f"On {shrunk.get('whole')}: source" if isinstance(shrunk, dict) else "Source"
+        parts.append(f"{on} {outputs.get('source')} vs follow-up {outputs.get('followup')}")
     if r.get("input"):
         parts.append(f"Input: {input_words(r['input'])}")
     if r.get("differing"):

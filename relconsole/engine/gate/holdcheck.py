@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from relconsole.engine.docsref import see
+from relconsole.engine.gate.shrunkfacts import input_text, shrunk_facts
 from relconsole.engine.errors import BadInputError
 from relconsole.engine.gate.oracleload import oracle_digest
 from relconsole.engine.gate.review import Review
@@ -108,6 +110,12 @@ class Finding:
             return (f"seed row {row.number} ({path}:{row.line}) {one_line(row.text.strip())}: "
                     f"{values_text(row.record)}{also}")
         where = f"corpus {path} (lease {one_line(self.relation.lease_id)})" if self.relation.lease_id else f"seeds {path}"
+        facts = shrunk_facts(self.record)
+        if facts is not None and "value" in ((self.record.shrunk or {}).get("recipe") or {}):
+            return (f"{where} hold, but an input drawn from the input schema misses, smallest "
+                    f"{one_line(input_text(facts.input))}: {values_text(self.record)}; the schema allows it: "
+                    f"tighten the field ({', '.join(facts.fields) or 'the schema'}) or set generate: 0 "
+                    f"({see('catalog', 'drawn-inputs')})")
         return f"{where}: {values_text(self.record)}" if self.record else where
 
     def to_json(self) -> dict:
@@ -218,7 +226,9 @@ def _judged(plan: RunPlan, first: RunRecord) -> Finding:
 def _rerun(missed: list[Finding], plans: dict[str, RunPlan], workers: int | None) -> None:
     """Run each first miss ``RERUNS`` more times, each on new seeds and a new fork server (a
     new hash seed, §7); one that holds once is ``intermittent``."""
-    again = [(dataclasses.replace(plans[f.relation.id], fresh_server=True, replay_seed=None), None)
+    # a miss on a drawn or shrunk input reruns on that input (new seeds for everything else)
+    again = [(dataclasses.replace(plans[f.relation.id], fresh_server=True, replay_seed=None,
+                                  given=f.record.recorded_input() if f.record else None), None)
              for f in missed for _ in range(RERUNS)]
     results = run_all(again, workers=workers)
     for finding in missed:
@@ -267,4 +277,5 @@ def _row_plan(plan: RunPlan, number: int, text: str) -> RunPlan:
     while target.exists():
         target = target.with_name("_" + target.name)
     target.write_text(text + "\n", encoding="utf-8")
-    return dataclasses.replace(plan, input_path=target, fixture_pin=sha256_stream(target), replay_seed=None)
+    return dataclasses.replace(plan, input_path=target, fixture_pin=sha256_stream(target), replay_seed=None,
+                               generate=None)  # the row alone: nothing drawn beside it

@@ -29,6 +29,7 @@ from typing import Callable
 from relconsole.engine.gate import exercised, missfacts
 from relconsole.engine.gate.checklist import merge_checklist
 from relconsole.engine.gate.report import miss_outputs
+from relconsole.engine.gate.shrunkfacts import shrunk_json
 from relconsole.engine.decision import Decision, worst
 from relconsole.engine.errors import EXIT_BAD_INPUT, EXIT_GAP, EXIT_PASS, BadInputError, RelconsoleError, UsageError
 from relconsole.engine.gate.sheets import DECISION_FILE, MANIFEST_PATTERN, Fences, decide_sheets, write_json
@@ -175,6 +176,7 @@ def _relation_json(review, rid: str, verdict: Decision, result, replayed) -> dic
         "summary": result.summary if result is not None else "",
         "differing": list(first.differing) if first is not None else [],
         "outputs": miss_outputs(result),
+        "shrunk": shrunk_json(first) if verdict.decision != "pass" else None,
         "replayed": replayed is not None,
         "sheet": str(replayed.path) if replayed is not None and replayed.path else None,
         "owns": [b.path for b in review.bindings if rid in b.relations],

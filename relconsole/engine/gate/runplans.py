@@ -17,6 +17,7 @@ from relconsole.engine.oracle.hashcache import sha256_stream
 from relconsole.engine.repo.config import Layout
 from relconsole.engine.repo.gitio import run_git
 from relconsole.engine.repo.owners import protected
+from relconsole.engine.relations.drawing import draw_count
 from relconsole.engine.relations.records import RunPlan
 from relconsole.engine.gate import exercised
 from relconsole.engine.gate.oracleload import oracle_digest
@@ -83,7 +84,18 @@ def plan_for(review: Review, relation: Relation, tree: Path, digest=None, linked
                    env={name: os.environ[name] for name in review.layout.pass_env if name in os.environ},
                    library=library_names(review.repo.working_tree_dir or review.repo.git_dir, review.merge_base,
                                          _roots(review.layout)),
-                   record_lines=wanted_lines(review) if lines else False)
+                   record_lines=wanted_lines(review) if lines else False,
+                   generate=generate_settings(relation, review.layout),
+                   targets=tuple((path, tuple(spans)) for path, spans in exercised.review_changed(review).items())
+                   if lines else ())
+
+
+def generate_settings(relation: Relation, layout: Layout) -> dict:
+    """``RunPlan.generate`` for ``relation``: how many inputs to draw (``drawing.draw_count``) and
+    the repository's budgets (``[tool.relconsole] generate_seconds``, ``shrink_seconds``,
+    ``generate_rows``)."""
+    return {"count": draw_count(relation.raw), "seconds": layout.generate_seconds,
+            "shrink_seconds": layout.shrink_seconds, "rows": layout.generate_rows}
 
 
 def wanted_lines(review: Review) -> tuple | bool:

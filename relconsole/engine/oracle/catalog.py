@@ -253,6 +253,7 @@ def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: i
     if raw.get("clock", "frozen") not in ("frozen", "real"):
         check_instant(raw["clock"], source, f"relation {raw['id']!r}: clock",
                       loaded.line_of(("relations", index, "clock")))
+    _check_patterns(raw, source, loaded, index)
     freeze = FreezePolicy(**(raw.get("freeze") or {})) if raw.get("freeze") else FreezePolicy()
     return Relation(
         id=raw["id"], kind=kind, subject=raw["subject"], input=dict(raw["input"]),
@@ -260,6 +261,23 @@ def _relation(raw: dict, source: str, line: int | None, loaded: Loaded, index: i
         params=dict(params), owner=raw.get("owner"), freeze=freeze, merge=raw.get("merge"),
         inverse=raw.get("inverse"), transform=raw.get("transform"),
         clock=raw.get("clock", "frozen"), raw=raw, line=line)
+
+
+def _check_patterns(raw: dict, source: str, loaded: Loaded, index: int) -> None:
+    """Raise BadInputError (naming the field's line) for a schema ``pattern`` that is not a
+    regular expression, or is set on a field that is not ``str``."""
+    for name, spec in ((raw.get("input") or {}).get("schema") or {}).items():
+        if not isinstance(spec, dict) or "pattern" not in spec:
+            continue
+        where = loaded.line_of(("relations", index, "input", "schema", name))
+        if spec.get("type") != "str":
+            raise BadInputError(source, f"relation {raw['id']!r}: schema field {name!r}: a pattern applies to "
+                                        "a str field only", where)
+        try:
+            re.compile(spec["pattern"])
+        except re.error as exc:
+            raise BadInputError(source, f"relation {raw['id']!r}: schema field {name!r}: pattern is not a "
+                                        f"regular expression ({exc})", where) from None
 
 
 def _quantum(raw: dict, source: str, line: int | None) -> float | None:
@@ -308,6 +326,8 @@ def row_schema(field_specs: dict[str, Any]) -> dict:
             prop["maximum"] = spec["max"]
         if "choices" in spec:
             prop["enum"] = spec["choices"]
+        if "pattern" in spec:  # the whole text matches (a JSON Schema pattern alone only searches)
+            prop["pattern"] = rf"\A(?:{spec['pattern']})\Z"
         properties[name] = prop
     required = sorted(set(properties) - optional_fields(field_specs))
     return {"type": "object", "properties": properties, "required": required,

@@ -44,7 +44,10 @@ def _request(plan: RunPlan, seed: int) -> dict:
             "library": list(plan.library), "record_lines": plan.record_lines if isinstance(plan.record_lines, bool)
             else [[row[0], list(row[1]), *([list(e) if isinstance(e, tuple) else e for e in part] for part in row[2:])]
                   for row in plan.record_lines],
-            "input": {"kind": plan.input_kind, "path": str(plan.input_path)}}
+            "input": {"kind": plan.input_kind, "path": str(plan.input_path)},
+            "generate": plan.generate, "given": plan.given,
+            "targets": [[path, [list(span[:2]) + ([list(span[2])] if len(span) > 2 else []) for span in spans]]
+                        for path, spans in plan.targets]}
 
 
 
@@ -161,6 +164,14 @@ class Worker:
 
 
 def _record(reply: dict, seed: int, seconds: float) -> RunRecord:
+    record = _outcome_record(reply, seed, seconds)
+    for name in ("drawn", "shrunk", "given"):
+        if isinstance(reply.get(name), dict):
+            setattr(record, name, reply[name])
+    return record
+
+
+def _outcome_record(reply: dict, seed: int, seconds: float) -> RunRecord:
     read = reply.get("inputs") if isinstance(reply.get("inputs"), dict) else {}
     run = reply.get("run") if isinstance(reply.get("run"), dict) else {}
     if "error" in reply:

@@ -43,6 +43,34 @@ class RunRecord:
     run: dict = field(default_factory=dict)  # sandbox, hashseed, clock, call order, tree files imported
     compared: str = ""  # how the outputs were compared, in words (relations.Check.words)
     missing_module: str = ""  # the module a ModuleNotFoundError names, else ""
+    # drawn inputs (SPEC §3): what was drawn ({"seed", "what", "asked", "tried", "extra", "unreached",
+    # "stopped", "missed_on"}), {} when none; a miss on one is this record's outcome (the input before shrinking)
+    drawn: dict = field(default_factory=dict)
+    # the smallest input on which the relation still misses ({"recipe", "input", "source", "followup",
+    # "differing", "note", ... or "error"}), {} when the miss was not shrunk; the signature is its
+    shrunk: dict = field(default_factory=dict)
+    given: dict = field(default_factory=dict)  # the recorded input this record judged exactly (RunPlan.given)
+
+    def failure_parts(self) -> tuple[str | None, list[str], str]:
+        """``(error type, disagreeing keys, error message)`` of the miss a signature is made of
+        (SPEC §7): the shrunk input's when the miss was shrunk (the smallest input that shows
+        it), else this record's own."""
+        shrunk = self.shrunk or {}
+        if isinstance(shrunk.get("error"), dict):
+            error = shrunk["error"]
+            return str(error.get("type") or "raised"), [], str(error.get("message") or "")
+        if shrunk.get("differing"):
+            return None, [str(d) for d in shrunk["differing"]], ""
+        return self.error_type, self.differing, self.error
+
+    def recorded_input(self) -> dict | None:
+        """The drawing recipe that replays this record's miss exactly (``RunPlan.given``): the
+        shrunk input's, else the drawn input it missed on, else the one it was given; None for
+        a miss on the file input that was not shrunk."""
+        for recipe in ((self.shrunk or {}).get("recipe"), (self.drawn or {}).get("missed_on"), self.given):
+            if isinstance(recipe, dict) and recipe:
+                return recipe
+        return None
 
     def describe(self) -> str:
         """One line: what missed and where."""
@@ -156,6 +184,15 @@ class RunPlan:
     # (every line), ((tree path, (line, ...)), ...) (only the patch's changed statements: a review's
     # runs, gate.runplans.wanted_lines), or False (the benchmark's anchor, the same relation unmeasured)
     record_lines: "bool | tuple" = True
+    # drawn inputs after the file input holds (SPEC §3 generated inputs): {"count", "seconds",
+    # "shrink_seconds", "rows"}, None: none drawn, and a corpus miss is not shrunk
+    generate: dict | None = None
+    # one recorded input to judge instead of the file input (a drawing recipe: a drawn row, corpus rows
+    # picked or scaled, with its evaluation seed): a base check or replay of a drawn or shrunk miss
+    given: dict | None = None
+    # the patch's changed statements (``relations.spans``) as ((path, (span, ...)), ...): drawing goes on
+    # (generate_seconds) while one in a file the relation's calls reached stays unrun; () with record_lines off
+    targets: tuple = ()
 
 
 def input_summary(plan: RunPlan, read: dict | None = None) -> dict:

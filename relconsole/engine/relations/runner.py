@@ -43,13 +43,14 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     if first.blocked or first.vacuous or first.error_type in NOT_JUDGED:
         return _not_judged(plan, first, freeze)
     sig = None if first.held else signature(relation.id, relation.kind, plan.fixture_pin,
-                                            failure_class(first.error_type, first.differing, first.error))
+                                            failure_class(*first.failure_parts()))
     reruns: list[RunRecord] = []
     if not first.held and live:
         # each rerun a run of its own: new seeds and a new fork server (a new hash seed), every
         # call a new process as always, so no module state carries from the first run (§6, §7)
         seeds = [draw_seed() for _ in range(freeze.reruns)]
-        again = dataclasses.replace(plan, fresh_server=True)
+        # reruns draw inputs of their own (new seeds) but shrink nothing: the first run's miss is shown
+        again = dataclasses.replace(plan, fresh_server=True, generate=plan.generate and dict(plan.generate, shrink=False))
         # a worker whose next request is likely another rerun boots its server meanwhile
         ahead = len(seeds) - (len(pool.all) if pool is not None else len(seeds))
         plans = [dataclasses.replace(again, spare=n < ahead) for n in range(len(seeds))]

@@ -202,9 +202,16 @@ class Server:
         """One reply line's mapping for one request (see the module docstring)."""
         import time
 
+        import functools
+
         from relconsole.engine.relations.describe import describe_inputs, scale_of
+        from relconsole.engine.relations.drawnrun import DrawnRun, with_drawn
         from relconsole.engine.relations.kinds import evaluate
         from relconsole.engine.relations.outcome import SubjectFailed
+        from relconsole.engine.relations.subject.inputs import pack_order
+
+        def wire(value) -> str:
+            return encode(value).decode("utf-8")
 
         seed = int(request.get("seed", 0))
         # a second call only says "state" when the clock stands: under a real one, time moved
@@ -217,6 +224,7 @@ class Server:
             server, second, inputs = self.fed_servers(request, fresh)
             corpus = request["input"]["kind"] == "lease"
             summary = describe_inputs(relation, inputs, seed, corpus)
+            file_inputs = inputs
             scale = scale_of(relation) if corpus else 0
             labels = None
             if scale:  # the corpus, then the corpus repeated: a path for large inputs is judged too
@@ -248,8 +256,19 @@ class Server:
                     pass  # what it imported before it failed is kept all the same
                 reply = {"held": True, "source": None, "followup": None, "differing": [], "note": "imports only"}
             else:
-                reply = outcome_reply(evaluate(relation, inputs, seed, calls_for, merge=merge,
-                                               wire=lambda value: encode(value).decode("utf-8"), labels=labels))
+                def calls_with(ops: list, index: int) -> ServerCalls:
+                    return ServerCalls(server, relation, order_rng, deadline, log, None if corpus else 0,
+                                       prefix=ops, oracle_roots=request["oracle_roots"], second=second,
+                                       input_index=index, library=request.get("library") or [],
+                                       record_lines=wanted)
+
+                drawn = DrawnRun(request, file_inputs, corpus, seed, calls_with,
+                                 functools.partial(evaluate, merge=merge, wire=wire), wire, pack_order, log, deadline)
+                if request.get("given"):
+                    reply = drawn.given(request["given"])
+                else:
+                    outcome = evaluate(relation, inputs, seed, calls_for, merge=merge, wire=wire, labels=labels)
+                    reply = with_drawn(outcome_reply(outcome), drawn.after(outcome, request.get("generate")))
         except Exception as exc:  # the subject's, the oracle's, the server's or the judge's own step's
             reply = self.failure_reply(exc, request)
         for server in fresh:

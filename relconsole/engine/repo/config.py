@@ -45,6 +45,11 @@ class Layout:
     # a changed statement no relation ran (SPEC §3 covered means exercised): "gap" (exit 2 unless
     # worse) or "warn" (listed, no effect on the exit code)
     unexercised: str = "gap"
+    # drawn inputs (SPEC §3): seconds a relation keeps drawing past its generate: N while a changed line
+    # its calls reached the file of stays unreached; seconds a miss is shrunk for; rows of a drawn scaled copy
+    generate_seconds: float = 10.0
+    shrink_seconds: float = 30.0
+    generate_rows: int = 20000
     # review flag kind or name -> "block" | "warn" | "off" (SPEC §9 flag levels; unset: the defaults)
     flags: dict = field(default_factory=dict, compare=False)
     extra: dict = field(default_factory=dict, compare=False)
@@ -74,6 +79,9 @@ _SCHEMA = {
             "type": "string", "pattern": r"^(?!PYTHON|LD_|FAKETIME|RELCONSOLE|GIT_)[A-Za-z_][A-Za-z0-9_]*$"}},
         "generated": {"type": "object", "additionalProperties": {"type": "string"}},
         "unexercised": {"enum": ["gap", "warn"]},
+        "generate_seconds": {"type": "number", "minimum": 0},
+        "shrink_seconds": {"type": "number", "minimum": 0},
+        "generate_rows": {"type": "integer", "minimum": 0},
         "flags": {"type": "object", "additionalProperties": {"enum": ["block", "warn", "off"]}},
     },
 }

@@ -15,6 +15,8 @@ and what a sheet holds in ``replaysheet``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import datetime as dt
 import hashlib
 import json
@@ -202,7 +204,11 @@ def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: Rep
         overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree,
                        review.layout.generated)
         sides.append(ReplaySide(name, commit, tree))
-    plans = {rid: {side.name: plan_for(review, review.catalog.get(rid), side.tree) for side in sides}
+    # a miss on a drawn input, or one shrunk, replays on that input on both sides
+    given = {rid: (review.results[rid].first.recorded_input() if review.results[rid].first else None)
+             for rid in runnable}
+    plans = {rid: {side.name: dataclasses.replace(plan_for(review, review.catalog.get(rid), side.tree),
+                                                  given=given[rid]) for side in sides}
              for rid in runnable}
     records = run_sides(plans, sides, options, heartbeat, progress)
     for rid in runnable:

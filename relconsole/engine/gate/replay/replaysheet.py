@@ -50,7 +50,7 @@ def environment_fault(head: list[RunRecord], base: list[RunRecord]) -> str | Non
 
 def miss_signature(relation: Relation, pin: str, misses: list[RunRecord]) -> str:
     """The signature of the most common failure class among ``misses`` (ties: the first sorted)."""
-    classes = collections.Counter(failure_class(r.error_type, r.differing, r.error) for r in misses)
+    classes = collections.Counter(failure_class(*r.failure_parts()) for r in misses)
     top = max(classes.values())
     failure = sorted(c for c, n in classes.items() if n == top)[0]
     return signature(relation.id, relation.kind, pin, failure)

@@ -1,0 +1,107 @@
+"""Hypothesis strategies for one input row, built from a relation's input schema (SPEC §3).
+
+The schema's vocabulary is five types (``str``, ``int``, ``float``, ``bool``, ``date``) with
+``min``/``max``/``choices``/``optional``; this maps each to a strategy of its own rather than
+going through JSON Schema (hypothesis-jsonschema): a ``date`` there is only a string pattern,
+so most drawn "dates" were not dates (``2013-19-47``) and an honest subject that parses one
+would miss on input the schema never meant; here a date is a calendar date written ISO.
+
+Every drawn row is JSON: text without lone surrogates, finite floats, integers within
+±2**53 when the schema gives no bound (what a JSON reader in any language keeps exact).
+``minimal_row`` is where Hypothesis shrinks each field to, so a shrunk miss can say which
+fields it needs (those left elsewhere).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+JSON_SAFE = 2 ** 53  # integers a JSON reader anywhere keeps exact: the bound of an unbounded int field
+TEXT_SIZE = 24  # characters of a drawn str field at most
+
+
+def field_spec(spec: Any) -> dict:
+    """A field's schema entry as a mapping: ``"int"`` -> ``{"type": "int"}``."""
+    return {"type": spec} if isinstance(spec, str) else dict(spec)
+
+
+def field_strategy(spec: Any):
+    """The strategy of one field (see the module docstring). Raises ValueError for an
+    unknown type (a catalog the loader accepted never has one)."""
+    from hypothesis import strategies as st
+    spec = field_spec(spec)
+    if "choices" in spec:
+        return st.sampled_from(list(spec["choices"]))
+    kind, low, high = spec["type"], spec.get("min"), spec.get("max")
+    if kind == "int":
+        low = -JSON_SAFE if low is None else _ceil(low)
+        high = JSON_SAFE if high is None else _floor(high)
+        return st.integers(low, high)
+    if kind == "float":
+        return st.floats(low, high, allow_nan=False, allow_infinity=False)
+    if kind == "bool":
+        return st.booleans()
+    if kind == "str" and "pattern" in spec:
+        return st.from_regex(spec["pattern"], fullmatch=True).filter(_no_surrogate)
+    if kind == "str":
+        return st.text(st.characters(exclude_categories=("Cs",)), max_size=TEXT_SIZE)
+    if kind == "date":
+        return st.dates().map(dt.date.isoformat)
+    raise ValueError(f"no strategy for a field of type {kind!r}")
+
+
+def row_strategy(schema: dict):
+    """A strategy of rows (dicts) with every required field of ``schema`` and, drawn, each
+    optional one."""
+    from hypothesis import strategies as st
+    required = {name: field_strategy(spec) for name, spec in schema.items()
+                if not (isinstance(spec, dict) and spec.get("optional") is True)}
+    optional = {name: field_strategy(spec) for name, spec in schema.items() if name not in required}
+    return st.fixed_dictionaries(required, optional=optional)
+
+
+def minimal_row(schema: dict) -> dict:
+    """Each field's value where Hypothesis's shrinker leaves it when the field does not
+    matter: 0 (or the bound nearest it), "", False, 2000-01-01, the first choice."""
+    return {name: _minimal(field_spec(spec)) for name, spec in schema.items()}
+
+
+def _minimal(spec: dict) -> Any:
+    if "choices" in spec:
+        return list(spec["choices"])[0] if spec["choices"] else None
+    kind = spec["type"]
+    if kind in ("int", "float"):
+        zero = 0 if kind == "int" else 0.0
+        low, high = spec.get("min"), spec.get("max")
+        if low is not None and low > 0:
+            return _ceil(low) if kind == "int" else float(low)
+        if high is not None and high < 0:
+            return _floor(high) if kind == "int" else float(high)
+        return zero
+    if kind == "str" and "pattern" in spec:
+        return None  # no one simplest text matches every pattern: a patterned field always shows
+    return {"bool": False, "str": "", "date": "2000-01-01"}.get(kind)
+
+
+def fields_that_matter(row: Any, schema: dict) -> list[str]:
+    """The fields of a shrunk ``row`` not at their minimal value (``minimal_row``): those the
+    miss needs, in schema order. [] for a row that is not a mapping."""
+    if not isinstance(row, dict):
+        return []
+    floor = minimal_row(schema)
+    return [name for name in schema if name in row and row[name] != floor.get(name)]
+
+
+def _no_surrogate(text: str) -> bool:
+    return not any("\ud800" <= char <= "\udfff" for char in text)
+
+
+def _ceil(value: float) -> int:
+    whole = int(value)
+    return whole + 1 if whole < value else whole
+
+
+def _floor(value: float) -> int:
+    whole = int(value)
+    return whole - 1 if whole > value else whole
