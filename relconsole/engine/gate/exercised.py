@@ -47,6 +47,9 @@ class Unexercised:
     path: str
     spans: tuple[tuple[int, int], ...]
     relations: tuple[str, ...] = ()
+    # the inputs drawn by the relations bound to the file that reached none of them (SPEC §3 generated
+    # inputs): (relation id, inputs tried, run seed) each
+    drawn: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def lines(self) -> tuple[int, ...]:
@@ -62,7 +65,8 @@ class Unexercised:
 
     def to_json(self) -> dict:
         return {"path": self.path, "lines": [[a, b] for a, b in self.ranges()], "statements": len(self.spans),
-                "relations": list(self.relations)}
+                "relations": list(self.relations),
+                "drawn": [{"relation": rid, "tried": tried, "seed": seed} for rid, tried, seed in self.drawn]}
 
 
 def ranges_text(ranges) -> str:
@@ -78,8 +82,11 @@ def describe(row: dict, level: str) -> str:
     word = "line" if len(ranges) == 1 and ranges[0][0] == ranges[0][1] else "lines"
     statements = int(row.get("statements") or 0)
     effect = "exit 2 unless worse" if level == "gap" else 'a warning: [tool.relconsole] unexercised = "warn"'
+    tried = [d for d in row.get("drawn") or [] if isinstance(d, dict) and d.get("tried")]
+    drawn = "".join(f"; {d.get('relation')} drew {int(d['tried'])} inputs (run seed {d.get('seed')}) and reached none"
+                    for d in tried[:3])
     return (f"unexercised: {row.get('path')} {word} {ranges_text(ranges)}: {statements} changed "
-            f"statement{'' if statements == 1 else 's'} no relation ran ({effect})")
+            f"statement{'' if statements == 1 else 's'} no relation ran{drawn} ({effect})")
 
 
 def line_ranges(lines: Iterable[int]) -> list[tuple[int, int]]:
@@ -316,14 +323,28 @@ def executed_by(results: Iterable) -> dict[str, set[int]]:
     return out
 
 
-def unexercised(changed: dict[str, list], executed: dict[str, Iterable[int]], owners=None) -> list[Unexercised]:
+def unexercised(changed: dict[str, list], executed: dict[str, Iterable[int]], owners=None,
+                drawn: dict[str, tuple[int, int]] | None = None) -> list[Unexercised]:
     """Every file of ``changed`` (path -> changed statements as ``(first, last)`` spans) with a
     statement no executed line falls in. ``executed``: path -> lines the relations ran;
-    ``owners(path)``: the relation ids bound to it (default none)."""
+    ``owners(path)``: the relation ids bound to it (default none); ``drawn``: relation id ->
+    (inputs it drew, run seed), named on the files it is bound to."""
     out = []
     for path, spans in changed.items():
         ran = set(executed.get(path, ()))
         missing = tuple((span[0], span[1]) for span in spans if not span_ran(span, ran))
         if missing:
-            out.append(Unexercised(path, missing, tuple(owners(path)) if owners else ()))
+            bound = tuple(owners(path)) if owners else ()
+            tried = tuple((rid, *drawn[rid]) for rid in bound if drawn and rid in drawn)
+            out.append(Unexercised(path, missing, bound, tried))
+    return out
+
+
+def drawn_by(results: Iterable) -> dict[str, tuple[int, int]]:
+    """``{relation id: (inputs drawn, run seed)}`` of each result's first run that drew any."""
+    out = {}
+    for result in results:
+        drawn = (result.first.drawn if result.first is not None else None) or {}
+        if drawn.get("tried"):
+            out[result.relation_id] = (int(drawn["tried"]), int(result.first.seed))
     return out

@@ -140,6 +140,8 @@ def _exercise_json(review, mine: list[str]) -> dict:
     return {"changed": [{"path": path, "spans": [list(s) for s in spans], "relations": bound.get(path, [])}
                         for path, spans in changed.items()],
             "executed": {path: sorted(ran[path]) for path in changed if path in ran},
+            "drawn": {rid: list(tried) for rid, tried in
+                      exercised.drawn_by(review.results[rid] for rid in mine if rid in review.results).items()},
             "unexercised_level": review.layout.unexercised}
 
 
@@ -155,7 +157,9 @@ def merged_unexercised(parts: list[dict]) -> list[dict]:
     changed = {row["path"]: [tuple(s) for s in row["spans"]] for row in rows
                if all(rid in judged for rid in row.get("relations", []))}
     owners = {row["path"]: row.get("relations", []) for row in rows}
-    return [u.to_json() for u in exercised.unexercised(changed, ran, lambda path: owners.get(path, ()))]
+    drawn = {rid: (int(t[0]), int(t[1])) for part in parts for rid, t in (part.get("drawn") or {}).items()
+             if isinstance(t, list) and len(t) == 2}
+    return [u.to_json() for u in exercised.unexercised(changed, ran, lambda path: owners.get(path, ()), drawn)]
 
 
 def _decision_json(d: Decision) -> dict:

@@ -168,7 +168,8 @@ class Review:
         for rid, lines_by_path in self.recorded.items():
             for path, lines in lines_by_path.items():
                 ran.setdefault(path, set()).update(lines)
-        found = exercised.unexercised(changed, ran, lambda path: bound.get(path, ()))
+        found = exercised.unexercised(changed, ran, lambda path: bound.get(path, ()),
+                                      exercised.drawn_by(self.results.values()))
         self._unexercised = (key, found)
         return found
 

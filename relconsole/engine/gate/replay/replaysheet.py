@@ -95,7 +95,8 @@ def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], record
         "signature": miss_signature(relation, pin, head_misses) if head_misses else None,
         "base_signature": miss_signature(relation, pin, base_misses) if base_misses else "none",
         "runs": {"head": side_counts(review.head_sha, head), "base": side_counts(review.merge_base, base)},
-        "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses)},
+        "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses),
+                     **input_evidence(first)},
         "sandbox": _sandbox(head + base),
     })
     fault = environment_fault(head, base)
@@ -154,6 +155,22 @@ def miss_evidence(misses: list[RunRecord]) -> dict | None:
     return {"describe": record.describe(), "differing": record.differing[:50],
             "error_type": record.error_type, "error": record.error[:EVIDENCE_CHARS],
             "source": _trim(record.source), "followup": _trim(record.followup), "seed": record.seed}
+
+
+def input_evidence(first: RunRecord | None) -> dict:
+    """What the review's first run drew and shrank (SPEC §3, §7): ``drawn`` (its summary: run
+    seed, inputs tried, the input it missed on), ``shrunk`` (the smallest input that still
+    misses and its outputs or error: what the replay runs judged on both sides) and ``whole``
+    (the miss on the whole input, before shrinking). {} when it drew and shrank nothing."""
+    if first is None:
+        return {}
+    out = {}
+    if first.drawn:
+        out["drawn"] = first.drawn
+    if first.shrunk:
+        out["shrunk"] = {k: _trim(v) if k in ("input", "source", "followup") else v for k, v in first.shrunk.items()}
+        out["whole"] = miss_evidence([first])
+    return out
 
 
 def _trim(value) -> object:
