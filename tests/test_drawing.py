@@ -205,3 +205,31 @@ def test_a_drawn_miss_is_shrunk_to_its_simplest_row_and_replays_from_its_seed():
     again, judge_again = run(2024)
     assert judge_again.seen == judge.seen  # every draw and shrink step, in order
     assert again.shrunk["recipe"] == report.shrunk["recipe"]
+
+
+class OneRecord:
+    """A worker pool whose every evaluation is ``record``."""
+
+    def __init__(self, record):
+        self.record, self.all = record, [None]
+
+    def evaluate(self, plan, seed):
+        return self.record
+
+
+def test_drawn_inputs_not_all_judged_hold_the_relation_instead_of_passing(tmp_path):
+    from relconsole.engine.oracle.catalog import load_catalog
+    from relconsole.engine.relations.records import RunPlan, RunRecord
+    from relconsole.engine.relations.runner import run_relation
+    catalog = load_catalog("owners: {}\nrelations:\n  - {id: a.b, kind: monotonic, subject: 'm:f', "
+                           "input: {seeds: s.jsonl, schema: {p: int}}, compare: exact, params: {field: p}, "
+                           "statement: s}\n", "c.yaml")
+    plan = RunPlan(catalog.get("a.b"), tmp_path, [str(tmp_path)], "seeds", tmp_path / "s.jsonl", "pin")
+    cut = RunRecord(True, 1, drawn={"asked": 100, "tried": 37, "stopped": "the relation's time ran out"})
+    result = run_relation(plan, None, OneRecord(cut))
+    assert result.verdict.decision == "hold" and result.verdict.reason == "drawn_incomplete"
+    assert "37 of 100" in result.verdict.detail
+    whole = RunRecord(True, 1, drawn={"asked": 100, "tried": 100, "stopped": ""})
+    assert run_relation(plan, None, OneRecord(whole)).verdict.decision == "pass"
+    exhausted = RunRecord(True, 1, drawn={"asked": 100, "tried": 12, "stopped": ""})  # a small domain, all drawn
+    assert run_relation(plan, None, OneRecord(exhausted)).verdict.decision == "pass"

@@ -105,6 +105,12 @@ RULES: dict[str, Rule] = _rules(
          "Both outputs were empty for a non-empty input: the relation held without judging anything.",
          "Check that the subject returns something for the relation's input; if empty outputs are right, mark "
          "the relation `empty_ok: true`.", None, ("catalog", None)),
+    Rule("drawn_incomplete", RELATION, "Drawn inputs were not all judged",
+         "The relation held on its own input, but the inputs drawn after it were not all judged: the "
+         "relation's time ran out (a subject that slows down on drawn inputs), or one could not be judged "
+         "(the oracle's or the machine's fault). Unjudged inputs are no pass, so the relation holds.",
+         "Lower the relation's `generate: N` or raise `[tool.relconsole] relation_timeout_seconds`; if the "
+         "subject is slow only on drawn inputs, that is what to review.", None, ("catalog", "drawn-inputs")),
     Rule("replays_disagree", RELATION, "A candidate's second replay disagreed with its first",
          "A drafted candidate gave another result on its second replay than on its first: it is not stable "
          "enough to judge a patch by.",

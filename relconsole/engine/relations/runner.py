@@ -42,6 +42,10 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     first = evaluate(dataclasses.replace(plan, spare=True) if live and pool is not None else plan, run_seed(plan))
     if first.blocked or first.vacuous or first.error_type in NOT_JUDGED:
         return _not_judged(plan, first, freeze)
+    if first.held and drawing_cut_short(first):
+        return RelationResult(relation.id, "held", Decision("hold", "drawn_incomplete", None, relation.id,
+                                                            drawing_cut_short(first)),
+                              f"held, but {drawing_cut_short(first)}", first, [], freeze)
     sig = None if first.held else signature(relation.id, relation.kind, plan.fixture_pin,
                                             failure_class(*first.failure_parts()))
     reruns: list[RunRecord] = []
@@ -62,6 +66,19 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     if fault and outcome == "missed":
         decision = Decision("abort", "oracle_fault", None, relation.id, fault)
     return RelationResult(relation.id, outcome, decision, summary, first, reruns, freeze, sig)
+
+
+def drawing_cut_short(record: RunRecord) -> str:
+    """Why ``record``'s drawn inputs were not all judged ("" when they were, or none were
+    asked): the relation's time ran out, or a drawn input could not be judged (the oracle's
+    or the machine's fault). A subject that slows down on drawn inputs must not pass by it:
+    the relation holds, not passes (SPEC §3 generated inputs)."""
+    drawn = record.drawn or {}
+    stopped, asked, tried = drawn.get("stopped"), int(drawn.get("asked") or 0), int(drawn.get("tried") or 0)
+    if not stopped or tried >= asked:
+        return ""
+    return (f"{tried} of {asked} drawn inputs judged ({stopped}): lower the relation's generate, or raise "
+            "[tool.relconsole] relation_timeout_seconds")
 
 
 def _not_judged(plan: RunPlan, first: RunRecord, freeze: FreezeRow | None) -> RelationResult:
