@@ -35,7 +35,7 @@ def cmd_bite(args) -> int:
         def show(result):
             if not args.json:
                 print(f"{result.outcome:<8}  {one_line(result.label)}  {one_line(result.path)}:{result.line}  "
-                      f"{result.how()}", flush=True)
+                      f"{one_line(result.how())}", flush=True)
         report = bite(review, args.relation_id, show)
         code = {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
         emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())], code=code)
