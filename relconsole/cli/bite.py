@@ -1,7 +1,8 @@
 """CLI subcommand ``bite``: mutate a relation's subject and say whether the relation catches
-each mutation (does the relation bite?). Exit 0 when it bites, 1 when it does not, 3 when it
-cannot be judged (blocked, or it misses unmutated), 5 for a bad oracle file, 64 for an
-unknown relation (SPEC §8).
+each mutation (does the relation bite?), and what caught it: the relation's own input, or only
+an input drawn from it; a survivor says how many drawn inputs held. Exit 0 when it bites, 1
+when it does not, 3 when it cannot be judged (blocked, or it misses unmutated), 5 for a bad
+oracle file, 64 for an unknown relation (SPEC §8).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def cmd_bite(args) -> int:
 
         def show(result):
             if not args.json:
-                print(f"{result.outcome:<8}  {one_line(result.label)}  {one_line(result.path)}:{result.line}", flush=True)
+                print(f"{result.outcome:<8}  {one_line(result.label)}  {one_line(result.path)}:{result.line}  "
+                      f"{one_line(result.how())}", flush=True)
         report = bite(review, args.relation_id, show)
         code = {True: EXIT_PASS, False: EXIT_REJECT, None: EXIT_ABORT}[report.bites]
         emit(args, report.to_json(), [*map(one_line, report.notes), one_line(report.verdict())], code=code)

@@ -4,7 +4,11 @@
 runs the relation once unmutated (the baseline), then for each mutant of the subject
 (``relconsole.engine.relations.mutations``) writes the mutated module into the tree, runs the relation
 once with its base seed in a worker process, and restores the file, always. A mutant is
-*caught* when the relation misses, raises or times out, *survived* when it holds. The
+*caught* when the relation misses, raises or times out, *survived* when it holds. Each run
+judges the relation's own input, then (when that holds) the inputs drawn from the shared seed
+(issue 37, ``relations.drawing``): a mutant only a drawn input caught says so, with that input
+shrunk (within ``BITE_SHRINK_SECONDS``; a catch by the own input is not shrunk, bite only
+says which input). The
 verdict (``BiteVerdict``): "bites" when the comparison caught a mutant, "bites by crash
 only" when every catch was an exception or a timeout, "does not bite" when none was caught.
 When the baseline already misses (or the relation is blocked, §4), mutation results would
@@ -58,7 +62,8 @@ from relconsole.engine.oracle.catalog import Relation
 from relconsole.engine.errors import RelconsoleError
 from relconsole.engine.gate.review import Review
 from relconsole.engine.gate.runplans import plan_for
-from relconsole.engine.gate.bite.bitereport import BiteReport, MutationResult
+from relconsole.engine.gate.shrunkfacts import shrunk_json
+from relconsole.engine.gate.bite.bitereport import DRAWN, OWN, BiteReport, MutationResult
 from relconsole.engine.gate.bite.bitefiles import through_link
 from relconsole.engine.gate.bite.bitecache import key_files, store_report, cache_key
 from relconsole.engine.gate.bite.bitetargets import Targets, _names, _relation, _targets
@@ -70,6 +75,7 @@ from relconsole.engine.literal import counted
 
 MIN_MUTANT_TIMEOUT = 10.0  # seconds; a mutant that loops forever is caught, not waited on
 SPARE_SHARE = 0.5  # other public methods get at most this many mutants per first-tier mutant
+BITE_SHRINK_SECONDS = 5.0  # at most this long shrinking each drawn kill ([tool.relconsole] shrink_seconds if less)
 
 
 def _base_seed(relation: Relation) -> int:
@@ -170,11 +176,12 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
              progress: Callable[[MutationResult], None] | None) -> BiteReport:
     path, _attr, targets = _targets(review, relation, tree)
     plan = plan_for(review, relation, tree)
+    plan = dataclasses.replace(plan, generate=_mutant_generate(plan))
     seed = _base_seed(relation)
     first = evaluate_once(plan, seed)
     keyed = key_files(review, targets.consulted | set(targets.files))
     report = BiteReport(relation.id, relation.subject, path, "held" if first.held else "missed",
-                        first.describe(), cache_key(review, relation, keyed, list(targets.files)),
+                        _baseline_detail(first), cache_key(review, relation, keyed, list(targets.files)),
                         notes=list(targets.notes))
     if not first.held:
         return report
@@ -193,6 +200,22 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
     return report
 
 
+def _mutant_generate(plan: RunPlan) -> dict | None:
+    """The plan's drawing settings for bite's runs (the unmutated one and each mutant's): the
+    same draws, a drawn miss shrunk for at most ``BITE_SHRINK_SECONDS``, a miss on the own input
+    not shrunk (bite names that input, it does not show it)."""
+    if not plan.generate:
+        return plan.generate
+    seconds = min(float(plan.generate.get("shrink_seconds") or BITE_SHRINK_SECONDS), BITE_SHRINK_SECONDS)
+    return dict(plan.generate, shrink_seconds=seconds, shrink=False)
+
+
+def _baseline_detail(record: RunRecord) -> str:
+    """The unmutated run in one line; a miss on a drawn input says which."""
+    on = (record.drawn or {}).get("missed_on") or {}
+    return record.describe() + (f" (on a drawn input: {on.get('label') or 'drawn'})" if on else "")
+
+
 def _run_mutant(plan: RunPlan, tree: Path, path: str, original: bytes, mutant: mutations.Mutant,
                 seed: int) -> MutationResult:
     """Write the mutant, run once, restore the original bytes whatever happens."""
@@ -202,9 +225,29 @@ def _run_mutant(plan: RunPlan, tree: Path, path: str, original: bytes, mutant: m
     finally:
         _write(tree, path, original)
     # a vacuous run (empty outputs) is stopped by the gate's empty-output rule, not by this relation
-    return MutationResult(mutant.operator, mutant.label, path, mutant.line, mutant.function,
-                          "survived" if record.held or record.vacuous else "caught", record.describe(), record.seconds,
-                          record.error_type is not None)
+    caught = not (record.held or record.vacuous)
+    result = MutationResult(mutant.operator, mutant.label, path, mutant.line, mutant.function,
+                            "caught" if caught else "survived", record.describe(), record.seconds,
+                            record.error_type is not None, own_input="corpus" if plan.input_kind == "lease" else "seeds")
+    return _with_kill(result, record, caught)
+
+
+def _with_kill(result: MutationResult, record: RunRecord, caught: bool) -> MutationResult:
+    """``result`` with what killed it read from ``record``: its ``drawn`` part's ``missed_on``
+    is set exactly when the own input held and a drawn input missed (``drawnrun.with_drawn``)."""
+    drawn = record.drawn if isinstance(record.drawn, dict) else {}
+    missed_on = drawn.get("missed_on") if isinstance(drawn.get("missed_on"), dict) else {}
+    result.drawn_tried = int(drawn.get("tried") or 0)
+    result.drawn_stopped = str(drawn.get("stopped") or "")
+    if not caught:
+        return result
+    if not missed_on:
+        result.killed_by = OWN
+        return result
+    result.killed_by, result.drawn_recipe = DRAWN, dict(missed_on)
+    result.drawn_on = str(missed_on.get("label") or "")
+    result.shrunk = shrunk_json(record) or {}
+    return result
 
 
 def _write(tree: Path, path: str, data: bytes) -> None:

@@ -93,6 +93,7 @@ def store_report(review: Review, report: BiteReport, files: list[str], mutated: 
     summary = report.summary
     data[report.key] = {"relation_id": report.relation_id, "bites": report.bites, "verdict": summary.verdict,
                         "caught": summary.caught, "crashed": summary.crashed, "total": summary.total,
+                        "drawn_only": summary.drawn_only,
                         "head": review.head_sha, "files": sorted(files), "paths": sorted(mutated)}
     data = dict(list(data.items())[-CACHE_ENTRIES:])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +103,10 @@ def store_report(review: Review, report: BiteReport, files: list[str], mutated: 
 
 
 def _entry_verdict(entry: dict) -> BiteVerdict | None:
-    """The verdict a cache entry holds, None when it holds none readable."""
-    counts = [entry.get(name) for name in ("caught", "crashed", "total")]
+    """The verdict a cache entry holds, None when it holds none readable. An entry without
+    ``drawn_only`` was made before mutants were judged on drawn inputs (issue 37): its counts
+    are not the ones bite finds now, so it answers nothing."""
+    counts = [entry.get(name) for name in ("caught", "crashed", "total", "drawn_only")]
     if entry.get("verdict") not in VERDICTS or not all(isinstance(n, int) and n >= 0 for n in counts):
         return None
     return BiteVerdict(entry["verdict"], *counts)
