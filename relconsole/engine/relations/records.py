@@ -185,7 +185,8 @@ class RunPlan:
     # runs, gate.runplans.wanted_lines), or False (the benchmark's anchor, the same relation unmeasured)
     record_lines: "bool | tuple" = True
     # drawn inputs after the file input holds (SPEC §3 generated inputs): {"count", "seconds",
-    # "shrink_seconds", "rows"}, None: none drawn, and a corpus miss is not shrunk
+    # "shrink_seconds", "rows", "shrink"} (shrink False: a miss on the file input is not shrunk; a drawn
+    # one still is), None: none drawn, and a corpus miss is not shrunk
     generate: dict | None = None
     # one recorded input to judge instead of the file input (a drawing recipe: a drawn row, corpus rows
     # picked or scaled, with its evaluation seed): a base check or replay of a drawn or shrunk miss

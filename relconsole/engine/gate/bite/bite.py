@@ -75,6 +75,7 @@ from relconsole.engine.literal import counted
 
 MIN_MUTANT_TIMEOUT = 10.0  # seconds; a mutant that loops forever is caught, not waited on
 SPARE_SHARE = 0.5  # other public methods get at most this many mutants per first-tier mutant
+BITE_DRAWS = 25  # drawn inputs a mutant is judged on, at most
 BITE_SHRINK_SECONDS = 5.0  # at most this long shrinking each drawn kill ([tool.relconsole] shrink_seconds if less)
 
 
@@ -202,12 +203,16 @@ def _bite_in(review: Review, relation: Relation, tree: Path,
 
 def _mutant_generate(plan: RunPlan) -> dict | None:
     """The plan's drawing settings for bite's runs (the unmutated one and each mutant's): the
-    same draws, a drawn miss shrunk for at most ``BITE_SHRINK_SECONDS``, a miss on the own input
-    not shrunk (bite names that input, it does not show it)."""
+    first ``BITE_DRAWS`` draws at most (each mutant that survives judges all of them: 100 rows
+    drawn for each of 30 mutants made one bite of a seeds relation take minutes), no drawing past
+    them for unreached lines (a mutant's lines are not the patch's), a drawn miss shrunk for at
+    most ``BITE_SHRINK_SECONDS``, a miss on the own input not shrunk (bite names that input, it
+    does not show it)."""
     if not plan.generate:
         return plan.generate
     seconds = min(float(plan.generate.get("shrink_seconds") or BITE_SHRINK_SECONDS), BITE_SHRINK_SECONDS)
-    return dict(plan.generate, shrink_seconds=seconds, shrink=False)
+    count = min(int(plan.generate.get("count") or 0), BITE_DRAWS)
+    return dict(plan.generate, count=count, seconds=0, shrink_seconds=seconds, shrink=False)
 
 
 def _baseline_detail(record: RunRecord) -> str:
