@@ -233,3 +233,19 @@ def test_drawn_inputs_not_all_judged_hold_the_relation_instead_of_passing(tmp_pa
     assert run_relation(plan, None, OneRecord(whole)).verdict.decision == "pass"
     exhausted = RunRecord(True, 1, drawn={"asked": 100, "tried": 12, "stopped": ""})  # a small domain, all drawn
     assert run_relation(plan, None, OneRecord(exhausted)).verdict.decision == "pass"
+
+
+def test_a_miss_that_needs_a_size_is_cut_to_it_in_a_few_judgements():
+    judged = []
+
+    def misses(rows):
+        judged.append(len(rows))
+        return len(rows) > 5000
+
+    found, _ = ddmin(list(range(20000)), misses, deadline=float("inf"))
+    assert len(found) == 5001 and len(judged) < 25  # bisection and three probes, no ddmin pass
+
+
+def test_two_far_rows_a_miss_needs_are_still_found_past_the_size_probe():
+    found, _ = ddmin(list(range(4001)), lambda rows: {0, 4000} <= set(rows), deadline=float("inf"))
+    assert found == [0, 4000]

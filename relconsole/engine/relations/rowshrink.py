@@ -4,7 +4,9 @@
 Zeller and Hildebrandt's minimising delta debugging: split the rows into ``n``
 parts, keep a part (or the rest without one) on which the miss stays, refine ``n`` when none
 does. What it returns is 1-minimal (no single row can go) when it finishes in time, and the
-smallest subset found so far when the time runs out. Every candidate is judged by the caller
+smallest subset found so far when the time runs out; a miss that needs a row count (dropping
+any of three probed rows of its shortest prefix makes it go: ``every_row_counts``) stops at that
+prefix. Every candidate is judged by the caller
 (``misses``: a fresh subject call per relation call, as every run); the same subset is never
 judged twice.
 """
@@ -31,6 +33,8 @@ def ddmin(rows: Rows, misses: Callable[[Rows], bool], deadline: float,
         return judged[key]
 
     current, parts = shortest_prefix(list(rows), miss, deadline, clock), 2
+    if len(current) > SIZE_PROBE_ROWS and every_row_counts(current, miss):
+        return current, len(judged)
     while len(current) >= 2 and clock() < deadline:
         chunks = _split(current, parts)
         smaller = next((c for c in chunks if clock() < deadline and miss(c)), None)
@@ -61,6 +65,19 @@ def shortest_prefix(rows: Rows, miss: Callable[[Rows], bool], deadline: float,
         else:
             low = middle
     return rows[:high]
+
+
+SIZE_PROBE_ROWS = 64  # a prefix longer than this is probed for a miss that needs a size before ddmin
+
+
+def every_row_counts(prefix: Rows, miss: Callable[[Rows], bool]) -> bool:
+    """Whether dropping any one of three rows of ``prefix`` (the shortest missing prefix: its
+    last row is known to count) makes the miss go: the first row, and the ones at a third and two
+    thirds. Then the miss needs the prefix's size (a path taken above some row count), and
+    delta debugging would judge one smaller candidate after another, every one holding, until
+    its time ran out (rows {0, 4000} of a 4001-row prefix still pass this probe: a middle row
+    dropped keeps them both)."""
+    return not any(miss(prefix[:k] + prefix[k + 1:]) for k in (0, len(prefix) // 3, 2 * len(prefix) // 3))
 
 
 def _split(rows: Rows, parts: int) -> list[Rows]:
