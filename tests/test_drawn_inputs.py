@@ -176,3 +176,32 @@ def test_the_samples_parallel_sum_is_rejected_on_at_most_five_of_its_rows(demo_r
     assert 1 <= len(shrunk["input"]) <= 5
     assert [corpus_rows[i] for i in shrunk["recipe"]["pick"]] == shrunk["input"]
     assert shrunk["held"] is False and shrunk["differing"] and shrunk["source"] != shrunk["followup"]
+
+
+# --- a base that misses on a drawn input: the catalog's keeper hears it first --------------------
+
+def test_a_base_missing_on_a_drawn_row_is_a_bad_catalog_until_the_schema_is_tightened(tmp_path: Path, capsys):
+    """validate (exit 5) names the smallest drawn row, which passes the seed rows' schema check and
+    is one the subject cannot take; a str pattern that says what the subject takes makes it hold."""
+    import re
+
+    from relconsole.engine.errors import EXIT_BAD_INPUT
+    from relconsole.engine.oracle.catalog import check_row
+    from tests.test_base_holds import CATALOG, HOLDING, versions_repo
+
+    drawn = CATALOG.replace("    generate: 0\n", "")
+    assert drawn != CATALOG
+    code, out, _ = cli(capsys, "validate", "--json", *where(versions_repo(tmp_path / "loose", HOLDING, drawn)))
+    payload = json.loads(out)
+    [found] = payload["relations"]
+    [error] = payload["errors"]
+    assert code == EXIT_BAD_INPUT and found["state"] == "missed" and "drawn" in error["message"]
+    smallest = json.loads(re.search(r"smallest (\{.*?\}):", error["message"]).group(1))
+    assert check_row(smallest, {"text": "str"}) == []
+    assert not all(part.isdigit() for part in smallest["text"].split("."))  # int() cannot take it
+    # the way out: a tighter schema (whole numbers without a leading zero, joined by dots)
+    tight = drawn.replace("schema: {text: str}", r"schema: {text: {type: str, pattern: '(0|[1-9][0-9]{0,2})(\.(0|[1-9][0-9]{0,2})){0,3}'}}")
+    assert tight != drawn
+    code, out, _ = cli(capsys, "validate", "--json", *where(versions_repo(tmp_path / "tight", HOLDING, tight)))
+    payload = json.loads(out)
+    assert code == EXIT_PASS and [r["state"] for r in payload["relations"]] == ["held"], payload["errors"]
