@@ -29,6 +29,8 @@ ROWS_SHOWN = 50  # rows of the smallest input listed before "… N more rows"
 ROW_CHARS = 400  # characters of one row shown as JSON (the narrow form)
 VALUE_CHARS = 60  # characters of one value in the strip's line
 PICKS_SHOWN = 20  # corpus row indexes named in the body
+HEADER_CELLS = 8  # cells of a field's name a table column keeps before folding it
+COLUMN_GAP = 2  # cells between two table columns
 
 
 def shrunk_words(facts: ShrunkFacts) -> str:
@@ -59,34 +61,48 @@ def _cell(row: dict, name: str) -> Text:
 
 
 class RowsView:
-    """Rows shown as a table when its columns fit the width they are drawn at, else as one
-    JSON row per line (wrapped); ``needed`` field names are marked ``*`` in the header.
-    Rows past ``ROWS_SHOWN`` are counted, not drawn."""
+    """Rows shown as a table when its columns fit the width they are drawn at, each column as
+    wide as its widest value (and at least ``HEADER_CELLS`` of its name; longer names fold),
+    else as one JSON row per line (wrapped); ``needed`` field names are marked ``*``. Rows past
+    ``ROWS_SHOWN`` are counted, not drawn."""
 
     def __init__(self, rows: list[Any], needed: list[str] = ()):
-        self.rows, self.needed = rows, set(needed)
+        self.rows, self.needed = rows[:ROWS_SHOWN], set(needed)
+        self.more = max(0, len(rows) - ROWS_SHOWN)
 
-    def table(self) -> Table | None:
+    def _columns(self) -> list[tuple[Text, list[Text]]] | None:
+        """(header, cells) per field, or None when a row is no mapping."""
         fields = _fields(self.rows)
         if not fields:
             return None
-        table = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
-        for name in fields:
-            table.add_column(lit(name + (" *" if name in self.needed else ""),
-                                 "bold underline" if name in self.needed else "bold"), overflow="fold")
-        for row in self.rows[:ROWS_SHOWN]:
-            table.add_row(*[_cell(row, name) for name in fields])
+        return [(lit(name + (" *" if name in self.needed else ""),
+                     "bold underline" if name in self.needed else "bold"),
+                 [_cell(row, name) for row in self.rows]) for name in fields]
+
+    def table(self, width: int) -> Table | None:
+        """The rows as a table at most ``width`` cells wide, or None when it cannot be."""
+        columns = self._columns()
+        if not columns:
+            return None
+        widths = [max([cell.cell_len for cell in cells] + [min(header.cell_len, HEADER_CELLS)])
+                  for header, cells in columns]
+        if sum(widths) + COLUMN_GAP * (len(widths) - 1) > width:
+            return None
+        table = Table(box=None, padding=(0, COLUMN_GAP, 0, 0), show_edge=False, pad_edge=False)
+        for (header, _cells), least in zip(columns, widths):
+            table.add_column(header, min_width=least, overflow="fold")
+        for n in range(len(self.rows)):
+            table.add_row(*[cells[n] for _header, cells in columns])
         return table
 
     def lines(self) -> Text:
-        return Text("\n").join(lit(input_text(row, ROW_CHARS)) for row in self.rows[:ROWS_SHOWN])
+        return Text("\n").join(lit(input_text(row, ROW_CHARS)) for row in self.rows)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table = self.table()
-        fits = table is not None and Measurement.get(console, options, table).minimum <= options.max_width
-        yield table if fits else self.lines()
-        if len(self.rows) > ROWS_SHOWN:
-            yield Text(f"… {counted(len(self.rows) - ROWS_SHOWN, 'more row')}", "dim")
+        table = self.table(options.max_width)
+        yield table if table is not None else self.lines()
+        if self.more:
+            yield Text(f"… {counted(self.more, 'more row')}", "dim")
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(1, options.max_width)

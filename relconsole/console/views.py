@@ -330,7 +330,7 @@ def _shrunk_view(relation, first, facts, header: Text, body: Text | None, source
     outputs and under them the whole input's (``shrunktext.shrunk_columns``)."""
     left, right = shrunk_columns(facts, first)
     titles = column_titles(relation.kind, facts.note or first.note, facts.differing or first.differing)
-    return DetailView(header, (f"{titles[0]} · smallest input", left), (f"{titles[1]} · smallest input", right),
+    return DetailView(header, (f"{titles[0]}, smallest input", left), (f"{titles[1]}, smallest input", right),
                       body=body, source=source, lead=input_band(facts))
 
 
