@@ -33,10 +33,12 @@ HEADER_CELLS = 8  # cells of a field's name a table column keeps before folding 
 COLUMN_GAP = 2  # cells between two table columns
 
 
-def shrunk_words(facts: ShrunkFacts) -> str:
-    """``"3 rows of the corpus's 344 rows, shrunk in 13 tries (1.5 s)"``: what the smallest
-    input is and what shrinking it took. Untrusted (a drawn input's label): print with ``lit``."""
-    how = f", shrunk in {counted(facts.tries, 'try', 'tries')} ({facts.seconds:.1f} s)" if facts.tries else ""
+def shrunk_words(facts: ShrunkFacts, seconds: bool = False) -> str:
+    """``"3 rows of the corpus's 344 rows, shrunk in 13 tries"`` (``seconds``: and ``" (1.5
+    s)"``): what the smallest input is and what shrinking it took. Untrusted (a drawn input's
+    label): print with ``lit``."""
+    took = f" ({facts.seconds:.1f} s)" if seconds else ""
+    how = f", shrunk in {counted(facts.tries, 'try', 'tries')}{took}" if facts.tries else ""
     return f"{facts.what}{how}"
 
 
@@ -123,7 +125,8 @@ def input_band(facts: ShrunkFacts) -> tuple[str, Group]:
 
 
 def _first_difference(facts: ShrunkFacts) -> Text:
-    """``≠ key: a vs b`` for the first disagreeing key on the smallest input, or its error."""
+    """``≠ key: source a, follow-up b`` for the first disagreeing key on the smallest input
+    (`` · N more keys``), or what it raised."""
     if facts.error:
         return Text.assemble(("raised ", "bold red"), lit(facts.error, "red"))
     if not facts.differing:
@@ -133,8 +136,7 @@ def _first_difference(facts: ShrunkFacts) -> Text:
     text = Text.assemble(("≠ ", "bold red"), lit(key, "bold"))
     if any(value is not ABSENT for value in values):
         shown = ["(absent)" if value is ABSENT else input_text(value, VALUE_CHARS) for value in values]
-        text.append(": ")
-        text.append_text(lit(f"{shown[0]} vs {shown[1]}"))
+        text.append_text(lit(f": source {shown[0]}, follow-up {shown[1]}"))
     if len(facts.differing) > 1:
         text.append(f" · {counted(len(facts.differing) - 1, 'more key')}", "dim")
     return text
@@ -142,7 +144,7 @@ def _first_difference(facts: ShrunkFacts) -> Text:
 
 def summary_lines(facts: ShrunkFacts) -> Text:
     """Two lines for the strip and the header: ``smallest input: <what, tries>[; the miss
-    needs: fields]`` and ``on it: ≠ key: a vs b`` (or what it raised)."""
+    needs: fields]`` and ``on it: ≠ key: source a, follow-up b`` (or what it raised)."""
     text = Text("smallest input: ", "bold")
     text.append_text(lit(shrunk_words(facts)))
     if facts.fields:
@@ -213,7 +215,7 @@ def input_lines(facts: ShrunkFacts | None, record) -> Text:
     if facts is None:
         return text
     text.append("\n  smallest   ", "bold")
-    text.append_text(lit(shrunk_words(facts)))
+    text.append_text(lit(shrunk_words(facts, seconds=True)))
     pick = ((record.shrunk or {}).get("recipe") or {}).get("pick")
     if isinstance(pick, list) and not missed_on:
         shown = ", ".join(str(i) for i in pick[:PICKS_SHOWN]) + (", …" if len(pick) > PICKS_SHOWN else "")
