@@ -254,12 +254,14 @@ async def test_the_two_output_columns_scroll_together_at_80x24(demo_repo):
         await until(pilot, lambda: left.scroll_y == right.scroll_y, "the left column followed")
         await pilot.press("home")
         await until(pilot, lambda: left.scroll_y == right.scroll_y == 0, "both columns at the top")
-        def aligned() -> bool:  # wrapped values never push a key off its counterpart's row
+        def aligned(shows_a_key: bool) -> bool:  # wrapped values never push a key off its counterpart's row
             keys = [[re.match(r"[│ ]*(≠ [^:]+:)?", row).group(1) for row in rows_of(app, column)]
                     for column in (left, right)]
-            return keys[0] == keys[1] and any(keys[0])
-        for _ in range(3):  # the screen is read once it has painted the scroll (a loaded machine lags)
-            await until(pilot, aligned, "each disagreeing key on the same row in both columns")
+            return keys[0] == keys[1] and (any(keys[0]) or not shows_a_key)
+        for step in range(3):  # the screen is read once it has painted the scroll (a loaded machine lags)
+            # the top rows list a disagreeing key; a shrunk miss lists one or two, so rows further
+            # down may show none (issue 37: the smallest input's outputs come first)
+            await until(pilot, lambda: aligned(step == 0), "each disagreeing key on the same row in both columns")
             await pilot.press("down")
             await until(pilot, lambda: left.scroll_y == right.scroll_y > 0, "both columns down a row")
 

@@ -28,6 +28,7 @@ from relconsole.engine.decision import ROWS, Decision
 from relconsole.engine.relations.describe import describe_inputs
 from relconsole.engine.relations.kinds import split_points
 from relconsole.engine.gate.review import load_review
+from relconsole.engine.gate.shrunkfacts import shrunk_facts
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.relations.records import RunPlan, input_summary
 from bench.gitrepo import git
@@ -257,10 +258,15 @@ async def test_enter_on_the_missed_relation_shows_inputs_outputs_reruns_and_row(
         left, right = _static(app, "#detail-left Static"), _static(app, "#detail-right Static")
         body = _static(app, "#detail-body Static")
         header = _static(app, "#detail-header")
-        for column, value in ((left, first.source), (right, first.followup)):
+        facts = shrunk_facts(first)  # the sample's miss is shrunk: its smallest input's outputs come first
+        assert facts is not None
+        for column, value, whole in ((left, facts.source, first.source), (right, facts.followup, first.followup)):
             shown = _disagreeing(column)
-            assert list(shown) == first.differing
-            assert all(shown[k] == repr(outline.resolve(value, k)) for k in first.differing)
+            assert list(shown) == facts.differing
+            assert all(shown[k] == repr(outline.resolve(value, k)) for k in facts.differing)
+            later = _disagreeing(column.split("\n▸ on the whole corpus", 1)[1])
+            assert list(later) == first.differing
+            assert all(later[k] == repr(outline.resolve(whole, k)) for k in first.differing)
         facts = first.inputs
         for fact in (facts["path"], facts["sha256"], str(facts["records"]), facts["followup"], first.note):
             assert fact in body

@@ -17,6 +17,7 @@ OUTLINE_LINES = 400  # lines of one output column before "… N more keys"
 DIFF_LINES = 60  # disagreeing keys listed at the top of each column
 VALUE_CHARS = 160  # characters of one value's repr in a column
 _ABSENT = object()
+ABSENT = _ABSENT  # what ``resolve`` gives for a key path the value does not hold
 
 
 def _ancestors(differing: set[str]) -> set[str]:

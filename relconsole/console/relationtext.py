@@ -8,14 +8,17 @@ from __future__ import annotations
 from rich.text import Text
 
 from relconsole.console.render import lit
+from relconsole.console.shrunktext import input_lines, summary_lines
 from relconsole.engine import docsref
+from relconsole.engine.gate.shrunkfacts import shrunk_facts
 from relconsole.engine.literal import counted
 
 
 def inputs_text(relation, record) -> Text:
     """The source and follow-up inputs of one run (``RunRecord.inputs``, see
     ``runner.input_summary``): which file, its digest, how many rows, the first row's
-    fields, and what the follow-up transformation did with this run's seed."""
+    fields, what the follow-up transformation did with this run's seed, and what was drawn
+    after it and the smallest input a miss was shrunk to (``shrunktext.input_lines``)."""
     facts = getattr(record, "inputs", None) or {}
     text = Text("inputs\n", "bold")
     text.append("  source     ", "bold")
@@ -41,7 +44,7 @@ def inputs_text(relation, record) -> Text:
     if record.note:
         text.append("\n  compared   ", "bold")
         text.append_text(lit(record.note))
-    return text
+    return text.append_text(input_lines(shrunk_facts(record), record))
 
 
 def decision_row_text(label: str, decision) -> Text:
@@ -160,21 +163,28 @@ def relation_text(relation, result, freeze, identity: str | None, changed: bool,
 
 def _append_result(text: Text, result, freeze, replayed: bool, reruns_line: bool) -> None:
     """The run's part of a relation's header, appended to ``text``: verdict and §8 row, the
-    exception or the disagreeing keys, the rerun summary, the freeze and the signature."""
+    smallest input a miss was shrunk to and the first difference on it (``summary_lines``),
+    the whole input's exception or disagreeing keys, the rerun summary, the freeze and the
+    signature."""
     text.append("\nrun verdict: " if not replayed else "\nrun verdict (the replay below decides): ")
     row = f" · {docsref.decision_row(result.verdict.row)}" if result.verdict.row else ""
     text.append(f"{result.verdict.decision.upper()} {result.verdict.reason}{row}", "bold")
     if result.summary != result.verdict.reason:
         text.append(" · ")
         text.append_text(lit(result.summary))
+    facts = shrunk_facts(result.first)
+    if facts is not None:  # the smallest input first (SPEC §7), then the whole input's result
+        text.append("\n")
+        text.append_text(summary_lines(facts))
+    on = f"on {facts.whole}, " if facts is not None else ""
     if result.first is not None and result.first.error_type:
-        text.append("\nraised: ", "bold red")
+        text.append(f"\n{on}raised: ", "bold red")
         text.append_text(lit(f"{result.first.error_type}: {result.first.error}", "red"))
     elif result.first is not None:
-        text.append("\nsource vs follow-up: ")
+        text.append(f"\n{on}source vs follow-up: ")
         text.append_text(lit(result.first.note or "-"))
         if result.first.differing:
-            text.append(f"\ndisagreeing keys ({len(result.first.differing)}): ")
+            text.append(f"\n{on}disagreeing keys ({len(result.first.differing)}): ")
             text.append_text(lit(", ".join(result.first.differing[:12])))
     if result.reruns and reruns_line:
         text.append("\nreruns (every one recorded): "

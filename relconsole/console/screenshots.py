@@ -22,7 +22,8 @@ from relconsole.engine.demo import TOUR_REPLAY_SEEDS, TOUR_RUN_SEED, materialise
 SIZE = (160, 48)
 TODAY = dt.date(2026, 11, 30)
 SHOTS = ("overview", "touched-diff", "missed-relation", "candidate-detail", "lease-renewal", "replay", "gate-health",
-         "merge-checklist", "candidate-confirmed", "filtered", "narrow-tabs", "lease-rehash", "lease-history")
+         "merge-checklist", "candidate-confirmed", "filtered", "narrow-tabs", "missed-relation-narrow", "lease-rehash",
+         "lease-history")
 NARROW = (80, 24)
 # the demo's recorded seeds: the same screens every time (the sample's intermittent miss shown)
 TOUR = {"run_seed": TOUR_RUN_SEED, "replay_seeds": list(TOUR_REPLAY_SEEDS)}
@@ -112,14 +113,19 @@ async def _shoot(repo: Path, out: Path) -> list[Path]:
 
 
 async def _shoot_narrow(repo: Path, out: Path) -> list[Path]:
-    """80x24: the four panes two by two (listing.layout_class); the quarantine pane is focused."""
+    """80x24: the four panes two by two (listing.layout_class); the quarantine pane is focused.
+    Then the missed relation's view: its smallest input and that input's two outputs."""
     app = ReviewApp(repo=str(repo), today=TODAY, preferences=False, **TOUR)
     async with app.run_test(size=NARROW) as pilot:
         await _settle(pilot)
         await pilot.press("4", "j")
         await pilot.pause(0.3)
         app.save_screenshot(filename="narrow-tabs.svg", path=str(out))
-    return [out / "narrow-tabs.svg"]
+        await _goto(pilot, "2", "relations", "r:penguins.order_invariant")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        app.save_screenshot(filename="missed-relation-narrow.svg", path=str(out))
+    return [out / "narrow-tabs.svg", out / "missed-relation-narrow.svg"]
 
 
 async def _shoot_rehash(repo: Path, out: Path) -> list[Path]:

@@ -17,9 +17,11 @@ from relconsole.console.itemtext import candidate_text, lease_text, workspace_le
 from relconsole.console.outline import output_columns
 from relconsole.console.relationtext import relation_body, relation_text, replay_text
 from relconsole.console.screens.detail import DetailView
+from relconsole.console.shrunktext import input_band, shrunk_columns
 from relconsole.engine import docsref
 from relconsole.engine.gate.acceptnote import base_miss_advice
 from relconsole.engine.gate.review import Review
+from relconsole.engine.gate.shrunkfacts import shrunk_facts
 from relconsole.engine.relations.kinds import PICKLED_NOTE, TYPE_MISS
 
 
@@ -322,6 +324,16 @@ def column_titles(kind: str, note: str, differing: list[str]) -> tuple[str, str]
     return COLUMN_TITLES.get(kind, ("source output", "follow-up output"))
 
 
+def _shrunk_view(relation, first, facts, header: Text, body: Text | None, source: tuple[str, str]) -> DetailView:
+    """A missed relation whose miss was shrunk (SPEC §7: the smallest input first): the
+    smallest input above the columns (``shrunktext.input_band``), the columns its two canonical
+    outputs and under them the whole input's (``shrunktext.shrunk_columns``)."""
+    left, right = shrunk_columns(facts, first)
+    titles = column_titles(relation.kind, facts.note or first.note, facts.differing or first.differing)
+    return DetailView(header, (f"{titles[0]}, smallest input", left), (f"{titles[1]}, smallest input", right),
+                      body=body, source=source, lead=input_band(facts))
+
+
 def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None = None) -> DetailView | None:
     """The full-screen view opened with enter, or None. ``saved``: relation id -> replay
     sheet saved before this session (``engine.gate.review.Replayed``), shown when this session
@@ -336,6 +348,9 @@ def detail_view(review: Review, kind: str, oid: str | None, saved: dict | None =
         body = relation_body(relation, result, review.replays.get(relation.id), earlier) \
             if result or earlier else None
         first = result.first if result else None
+        facts = shrunk_facts(first)
+        if facts is not None:
+            return _shrunk_view(relation, first, facts, header, body, (kind, oid))
         if first is None or first.source is None:
             return DetailView(header, body=body, source=(kind, oid))
         left, right = output_columns(first.source, first.followup, first.differing)

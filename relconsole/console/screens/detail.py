@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,6 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
+from relconsole.console.listing import SHORT_BELOW_HEIGHT
 from relconsole.console.widgets.keybar import KeyBar
 
 
@@ -32,9 +34,10 @@ def aligned_rows(left: list[Text], right: list[Text], widths: list[int], console
 
 
 class DetailView(NamedTuple):
-    """What a detail view shows: ``header`` Text on top; ``left``/``right`` optional
-    (title, lines) columns side by side (a missed relation's two canonical outputs); an
-    optional scrolling ``body``; ``source``: the (pane kind, item id) it was built from, for a
+    """What a detail view shows: ``header`` Text on top; an optional ``lead`` (title,
+    renderable) band under it (a shrunk miss's smallest input, scrolling when tall);
+    ``left``/``right`` optional (title, lines) columns side by side (a missed relation's two
+    canonical outputs); an optional scrolling ``body``; ``source``: the (pane kind, item id) it was built from, for a
     view that follows its item (``DetailScreen.show``)."""
 
     header: Text
@@ -42,6 +45,7 @@ class DetailView(NamedTuple):
     right: tuple[str, list[Text]] | None = None
     body: Text | None = None
     source: tuple[str, str] | None = None  # (pane kind, item id) it shows, so that it can be rebuilt
+    lead: tuple[str, RenderableType] | None = None  # (title, what) above the columns: a miss's smallest input
 
 
 class DetailScreen(Screen):
@@ -77,7 +81,13 @@ class DetailScreen(Screen):
         self.post_message(self.Updated(self))
 
     def on_mount(self) -> None:
+        self._fit_height()
         self._wire_columns()
+
+    def _fit_height(self) -> None:
+        """A short terminal (as the main screen's, ``listing.SHORT_BELOW_HEIGHT``) gives the
+        header and the smallest input less room and the columns twice the body's."""
+        self.set_class(self.size.height < SHORT_BELOW_HEIGHT, "-short")
 
     def _wire_columns(self) -> None:
         """The two output columns scroll together (issue 18): the same key sits on the same
@@ -89,6 +99,7 @@ class DetailScreen(Screen):
             self.call_after_refresh(self._align_columns)
 
     def on_resize(self) -> None:
+        self._fit_height()
         if self.view.left and self.view.right:
             self.call_after_refresh(self._align_columns)
 
@@ -115,6 +126,10 @@ class DetailScreen(Screen):
     def compose(self) -> ComposeResult:
         view = self.view
         yield Static(view.header, id="detail-header")
+        if view.lead is not None:
+            lead = VerticalScroll(Static(view.lead[1]), id="detail-lead")
+            lead.border_title = view.lead[0]
+            yield lead
         if view.left and view.right:
             with Horizontal(id="detail-columns"):
                 for column_id, (title, lines) in (("detail-left", view.left), ("detail-right", view.right)):
