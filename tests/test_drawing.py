@@ -249,3 +249,53 @@ def test_a_miss_that_needs_a_size_is_cut_to_it_in_a_few_judgements():
 def test_two_far_rows_a_miss_needs_are_still_found_past_the_size_probe():
     found, _ = ddmin(list(range(4001)), lambda rows: {0, 4000} <= set(rows), deadline=float("inf"))
     assert found == [0, 4000]
+
+
+def test_drawn_text_and_days_resemble_the_seeds_and_the_review_day():
+    """A subject wrong only on realistic values (a salt shaped like a flag name, a day of this
+    year) is reached: arbitrary text and days of years 1 to 9999 almost never were (red team)."""
+    import re
+
+    from hypothesis import find
+
+    schema = {"salt": "str", "day": "date", "n": {"type": "int", "min": 0, "max": 10 ** 9}}
+    seeds = [{"salt": "dark-mode", "day": "2013-02-01", "n": 500}]
+    today = dt.date(2026, 12, 7)
+    strategy = row_strategy(schema, seeds, today)
+    kebab = find(strategy, lambda row: re.fullmatch(r"[a-z]+-[a-z]+", row["salt"]) is not None
+                 and row["salt"] != "dark-mode")
+    assert check_row(kebab, schema) == []
+    this_year = find(strategy, lambda row: row["day"].startswith(str(today.year)))
+    near_seed = find(strategy, lambda row: 490 <= row["n"] <= 510 and row["n"] != 500)
+    assert check_row(this_year, schema) == [] and check_row(near_seed, schema) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_rows_drawn_beside_seed_values_still_pass_the_schema_check(data):
+    schema = data.draw(schemas())
+    examples = data.draw(st.lists(row_strategy(schema), max_size=3))
+    today = data.draw(st.dates(dt.date(1990, 1, 1), dt.date(2100, 1, 1)))
+    row = data.draw(row_strategy(schema, examples, today))
+    assert check_row(row, schema) == []
+
+
+class Empty(FakeRows):
+    """Empty outputs (a vacuous hold) on inputs of more than ``limit`` rows."""
+
+    def __call__(self, recipe):
+        self.now += 0.5
+        self.seen.append(recipe)
+        empty = len(recipe_rows(recipe, self.rows)) > self.limit
+        return Judged(Outcome(True, {} if empty else {"a": 1}, {} if empty else {"a": 1}, [], "n", vacuous=empty))
+
+
+def test_a_scaled_copy_with_empty_outputs_is_a_miss_and_a_subsample_with_them_is_not():
+    """A corpus whose outputs were not empty: empty ones for a copy holding all its rows is a
+    path that gives up on large inputs; for a subsample of a few rows it may be right (a
+    filter that keeps none of them), so it is no miss."""
+    big = Empty(344, limit=5000)
+    report = drawing(big, count=6).corpus(344)
+    assert report.miss is not None and "scale" in report.miss["recipe"]
+    few = Empty(10 ** 6, limit=0)  # a corpus past generate_rows: no scaled copy, subsamples only
+    assert drawing(few, count=6).corpus(10 ** 6, scale_rows=20000).miss is None

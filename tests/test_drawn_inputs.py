@@ -42,7 +42,7 @@ def drawn_miss(relation: dict) -> tuple[dict, dict]:
     first = relation["first_run"]
     assert relation["outcome"] == "missed" and first["held"] is False, relation["summary"]
     assert "missed_on" in first["drawn"], f"the miss was not on a drawn input: {first['drawn']}"
-    assert first["shrunk"] and first["shrunk"]["held"] is False
+    assert first["shrunk"] and (first["shrunk"].get("held") is False or "error" in first["shrunk"])
     return first["drawn"], first["shrunk"]
 
 
@@ -205,3 +205,75 @@ def test_a_base_missing_on_a_drawn_row_is_a_bad_catalog_until_the_schema_is_tigh
     code, out, _ = cli(capsys, "validate", "--json", *where(versions_repo(tmp_path / "tight", HOLDING, tight)))
     payload = json.loads(out)
     assert code == EXIT_PASS and [r["state"] for r in payload["relations"]] == ["held"], payload["errors"]
+
+
+# --- red team (issue 37): ways a wrong patch passed, now rejected -----------------------------
+
+def test_a_subject_exception_named_like_a_judges_verdict_is_its_miss_not_a_stop(corpus: Path, capsys):
+    """A class of the subject's called ``environment``, raised on drawn sizes the corpus never
+    has, once stopped drawing (the judge took it for the machine's fault) and passed."""
+    files = fx._totals_with(fx.SUM_LINE, "class environment(RuntimeError):\n    pass\n\n\n")
+    small = len(fx.corpus_rows()) + 1
+    files["src/totals.py"] = files["src/totals.py"].replace(
+        "    groups = {}\n", f"    if len(rows) >= {small}:\n        raise environment('a medium batch')\n"
+                            "    groups = {}\n", 1)
+    fx.patched(corpus, "named-environment", files)
+    code, relation = run_json(capsys, corpus)
+    assert code == EXIT_REJECT, relation["summary"]
+    _drawn, shrunk = drawn_miss(relation)
+    assert "environment" in shrunk["error"]["type"] and shrunk["error"]["type"] != "environment"
+    assert len(shrunk["input"]) == small  # a size: every row of the shortest prefix counts
+
+
+def test_empty_outputs_on_a_scaled_copy_are_a_miss_where_the_corpus_gave_some(corpus: Path, capsys):
+    files = {"src/totals.py": fx.TOTALS}
+    files["src/totals.py"] = files["src/totals.py"].replace(
+        "    groups = {}\n", f"    if len(rows) > {fx.BIG_ROWS}:\n        return {{}}\n    groups = {{}}\n", 1)
+    fx.patched(corpus, "empty-when-big", files)
+    code, relation = run_json(capsys, corpus)
+    assert code == EXIT_REJECT, relation["summary"]
+    drawn, shrunk = drawn_miss(relation)
+    assert "scale" in drawn["missed_on"] and len(shrunk["input"]) > fx.BIG_ROWS
+
+
+CODEC = '''def dumps(row):
+    return ",".join(f"{n:,}".replace(",", "_") for n in [row["n"]])
+'''
+STRICT_INVERSE = '''import re
+
+
+def loads(text):
+    """The inverse: refuses a text that is no grouped number (a decoder's natural way)."""
+    if not re.fullmatch(r"-?\\d{1,3}(_\\d{3})*", text):
+        raise ValueError(f"not a grouped number: {text!r}")
+    return {"n": int(text.replace("_", ""))}
+'''
+CODEC_CATALOG = """owners:
+  "codec.py": [codec.roundtrip]
+  "oracle/**": []
+relations:
+  - id: codec.roundtrip
+    kind: roundtrip
+    subject: codec:dumps
+    inverse: oracle.adapters:loads
+    input: {seeds: oracle/seeds/n.jsonl, schema: {n: int}}
+    compare: exact
+    generate: 0
+    statement: a grouped number reads back as itself
+"""
+
+
+def test_an_oracle_inverse_that_raises_only_on_the_patchs_output_is_the_patchs_miss(tmp_path: Path, capsys):
+    """New-user trial (issue 37): a roundtrip inverse that refuses a malformed encoding raised in
+    the oracle's file, and the miss was an oracle fault (abort) with no look at the base. The
+    base holds on the same input, so the patch's output is what was malformed: a reject."""
+    from bench.gitrepo import committed_repo
+    repo = committed_repo(tmp_path / "r", {"codec.py": CODEC, "oracle/__init__.py": "",
+                                           "oracle/adapters.py": STRICT_INVERSE, "oracle/catalog.yaml": CODEC_CATALOG,
+                                           "oracle/seeds/n.jsonl": '{"n": 5}\n{"n": -1234567}\n'})
+    fx.patched(repo, "sign", {"codec.py": CODEC.replace('f"{n:,}"', 'f"{abs(n):,}" if n < 0 else f"{n:,}"')
+                              .replace('.replace(",", "_")', '.replace(",", "_") + ("-" if n < 0 else "")')})
+    code, relation = run_json(capsys, repo)
+    assert code == EXIT_REJECT and relation["decision"] == "reject", relation["summary"]
+    assert relation["base_run"]["held"] is True
+    assert "ValueError" in relation["first_run"]["error_type"]

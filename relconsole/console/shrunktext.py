@@ -121,6 +121,8 @@ def input_band(facts: ShrunkFacts) -> tuple[str, Group]:
         needs.append(" (marked *; the other fields at their simplest value)", "dim")
         parts.append(needs)
     parts.append(RowsView(_as_rows(facts.input), facts.fields))
+    if facts.advice:
+        parts.append(Text(facts.advice, "dim"))  # relconsole's own words, no subject text inside
     return "smallest input that still misses", Group(*parts)
 
 

@@ -40,8 +40,12 @@ BLAMING = frozenset({"property_fail", "freeze_fail", "not_comparable"})  # reaso
 
 
 def needs_base(result: RelationResult) -> bool:
-    """Whether ``result`` blames the patch for what its subject did (see the module docstring)."""
-    return result.verdict.decision == "reject" and result.verdict.reason in BLAMING and result.first is not None
+    """Whether ``result`` blames the patch for what its subject did (see the module docstring),
+    or is an oracle fault the base settles: an adapter of the oracle raised, maybe on the
+    patch's output alone (``RelationResult.unfaulted``)."""
+    if result.first is None:
+        return False
+    return result.verdict.decision == "reject" and result.verdict.reason in BLAMING or result.unfaulted is not None
 
 
 def check_on_base(review, results: list[RelationResult], workers: int | None = None,
@@ -69,7 +73,9 @@ def check_on_base(review, results: list[RelationResult], workers: int | None = N
         first = {r.relation_id: r.first for r in results}
         again: dict[str, list[RunRecord]] = {rid: [] for rid in missed}
         if missed and not (cancel is not None and cancel.is_set()):
-            reruns = [(dataclasses.replace(plans[rid], replay_seed=rerun_seed(first[rid].seed, k)), None)
+            # new seeds, the same drawn or shrunk input when the miss was on one (red team, issue 37)
+            reruns = [(dataclasses.replace(plans[rid], replay_seed=rerun_seed(first[rid].seed, k),
+                                           given=first[rid].recorded_input()), None)
                       for rid in missed for k in range(1, BASE_RERUNS + 1)]
             for rerun in run_all(reruns, workers=workers, cancel=cancel):
                 again[rerun.relation_id].append(rerun.first)
@@ -109,9 +115,16 @@ def settle(review, result: RelationResult, base: RunRecord | None, reruns: list[
         return result
     where = f"on the merge base {review.merge_base[:10]}"
     if base.held and not base.vacuous:
+        if result.unfaulted is not None:  # the adapter raised on the patch's output only: the patch's miss
+            raised = f"the oracle's adapter raised on the patch's output ({result.first.describe()[:300]})"
+            held = dataclasses.replace(result.unfaulted, detail=f"{raised}; held {where} on the same inputs "
+                                                                 f"(seed {base.seed})")
+            return dataclasses.replace(result, verdict=held, base=base, summary=f"missed: {raised}")
         held = dataclasses.replace(result.verdict, detail=f"{result.verdict.detail}; held {where} on the same "
                                    f"inputs (seed {base.seed})".lstrip("; "))
         return dataclasses.replace(result, verdict=held, base=base)
+    if result.unfaulted is not None and result.verdict.reason == "oracle_fault":
+        return dataclasses.replace(result, base=base)  # it raised or missed on the base too: the oracle's fault
     if base.error_type == "environment":
         verdict = Decision("abort", "environment", None, rid, f"{where}: {base.error}")
     elif base.missing_module and base.missing_module == result.first.missing_module:

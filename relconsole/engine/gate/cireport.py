@@ -35,6 +35,8 @@ def shrunk_text_lines(shrunk: dict) -> list[str]:
     lines = [f"    smallest input: {shrunk.get('what')}{tries}: {shrunk.get('input')}"]
     if shrunk.get("fields"):
         lines.append(f"    the miss needs: {', '.join(map(str, shrunk['fields']))}")
+    if shrunk.get("advice"):
+        lines.append(f"    {shrunk['advice']}")
     if shrunk.get("error"):
         return lines + [f"    on it: raised {shrunk['error']}"]
     keys = f"  (disagree on {', '.join(map(str, (shrunk.get('differing') or [])[:6]))})" if shrunk.get("differing") else ""

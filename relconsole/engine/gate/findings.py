@@ -136,6 +136,8 @@ def relation_message(r: dict) -> str:
     shrunk = r.get("shrunk")
     if isinstance(shrunk, dict):
         parts.append(f"Smallest input that shows it, {shrunk.get('what')}: {shrunk.get('input')}")
+        if shrunk.get("advice"):
+            parts.append(str(shrunk["advice"]).capitalize())
         parts.append(f"On it: raised {shrunk['error']}" if shrunk.get("error") else
                      f"On it: source {shrunk.get('source')} vs follow-up {shrunk.get('followup')}")
     outputs = r.get("outputs")

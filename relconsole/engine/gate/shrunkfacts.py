@@ -39,6 +39,7 @@ class ShrunkFacts:
     tries: int = 0
     seconds: float = 0.0
     rows: int | None = None  # corpus rows in the input (None for a drawn value)
+    advice: str = ""  # for a miss only a drawn row shows: what the catalog keeper may tighten instead
 
 
 def shrunk_facts(record: RunRecord | None) -> ShrunkFacts | None:
@@ -59,6 +60,7 @@ def shrunk_facts(record: RunRecord | None) -> ShrunkFacts | None:
     if "value" in recipe:
         facts.what = f"a drawn input (run seed {record.seed})"
         facts.whole = "the drawn input before shrinking"
+        facts.advice = drawn_advice(facts.fields)
     else:
         facts.rows = len(value) if isinstance(value, list) else None
         total = shrunk.get("from_rows")
@@ -68,6 +70,16 @@ def shrunk_facts(record: RunRecord | None) -> ShrunkFacts | None:
         facts.what = f"{counted(facts.rows or 0, 'row')} of {of}"
         facts.whole = "the drawn input before shrinking" if missed_on else "the whole corpus"
     return facts
+
+
+def drawn_advice(fields: list[str]) -> str:
+    """What a miss only a drawn row shows means, for the two people who read it: the relation's
+    own seeds held, so the drawn value is either inside what the subject takes (the patch is
+    wrong there) or outside it (the schema is too wide: a catalog keeper tightens the field)."""
+    named = f"{', '.join(fields)} " if fields else ""
+    return (f"only a drawn input misses (the relation's own seeds hold): if its {named}value is one the subject "
+            "is meant to take, the patch is wrong there; if not, the catalog's input schema is too wide: tighten "
+            "the field (min, max, choices, pattern) or set generate: 0, in a catalog: commit")
 
 
 def input_text(value: Any, limit: int = INPUT_CHARS) -> str:
@@ -86,6 +98,8 @@ def shrunk_lines(facts: ShrunkFacts) -> list[str]:
     lines = [f"    smallest input: {facts.what}{shrunk_how}: {input_text(facts.input)}"]
     if facts.fields:
         lines.append(f"    the miss needs: {', '.join(facts.fields)} (the other fields at their simplest value)")
+    if facts.advice:
+        lines.append(f"    {facts.advice}")
     if facts.error:
         lines.append(f"    on it: raised {facts.error}")
     else:
@@ -105,4 +119,5 @@ def shrunk_json(record: RunRecord | None) -> dict | None:
     source, followup = short_pair(facts.source, facts.followup) if not facts.error else ("", "")
     return {"what": facts.what, "whole": facts.whole, "input": input_text(facts.input), "rows": facts.rows,
             "source": source, "followup": followup, "differing": facts.differing[:50], "error": facts.error,
-            "note": facts.note, "fields": facts.fields, "tries": facts.tries, "seconds": facts.seconds}
+            "note": facts.note, "fields": facts.fields, "tries": facts.tries, "seconds": facts.seconds,
+            "advice": facts.advice}

@@ -26,6 +26,7 @@ subject right on its whole documented domain holds on all of them.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -144,6 +145,12 @@ class Drawing:
         self.budget, self.shrink_budget, self.deadline = budget, shrink_budget, deadline
         self.unreached, self.clock = unreached, clock
         self.started = clock()
+        self.slowest = 0.0  # seconds of the slowest judgement so far: none starts that cannot finish in time
+
+    def _judged(self, recipe: dict) -> Judged:
+        judged = self.judge(recipe)
+        self.slowest = max(self.slowest, judged.seconds)
+        return judged
 
     # --- when to stop -------------------------------------------------------------------
 
@@ -155,7 +162,7 @@ class Drawing:
         time), then more only while a changed line stays unreached and the budget lasts."""
         if report.stopped:
             return False
-        if self._left() <= 1.0:
+        if self._left() <= max(1.0, 2 * self.slowest):
             report.stopped = "the relation's time ran out"
             return False
         if report.tried < self.count:
@@ -167,17 +174,19 @@ class Drawing:
 
     # --- seeds: rows drawn from the schema ---------------------------------------------------
 
-    def seeds(self, schema: dict, check_row: Callable[[Any, dict], list[str]]) -> DrawReport:
-        """Draw rows from ``schema`` (each passing ``check_row``), judge each; shrink the first
-        miss with Hypothesis. Batches of ``count`` under one ``hypothesis.find`` each, the
-        first always, the next ones while ``_may_draw`` says so."""
+    def seeds(self, schema: dict, check_row: Callable[[Any, dict], list[str]], examples: list | tuple = (),
+              today: "dt.date | None" = None) -> DrawReport:
+        """Draw rows from ``schema`` (each passing ``check_row``; values like the seed rows'
+        ``examples`` and days around ``today`` among them, ``schemadraw.row_strategy``), judge
+        each; shrink the first miss with Hypothesis. Batches of ``count`` under one
+        ``hypothesis.find`` each, the first always, the next ones while ``_may_draw`` says so."""
         from hypothesis import HealthCheck, Phase, Verbosity, assume, find, settings
         from hypothesis.errors import Flaky, NoSuchExample
 
         from relconsole.engine.relations.schemadraw import row_strategy
 
         report = DrawReport(generation_seed(self.run_seed), "rows drawn from the input schema", self.count)
-        strategy, known, misses = row_strategy(schema), {}, []
+        strategy, known, misses = row_strategy(schema, examples, today), {}, []
         shrinking = {"on": False, "until": 0.0}
 
         def condition(row: dict) -> bool:
@@ -192,7 +201,7 @@ class Drawing:
                 return False
             recipe = self._value_recipe(row, report.tried)
             try:
-                judged = self.judge(recipe)
+                judged = self._judged(recipe)
             except DrawingStopped as stop:
                 report.stopped = report.stopped or str(stop)
                 shrinking["until"] = 0.0
@@ -255,13 +264,15 @@ class Drawing:
                 break
             scaled += "scale" in recipe
             try:
-                judged = self.judge(recipe)
+                judged = self._judged(recipe)
             except DrawingStopped as stop:
                 report.stopped = str(stop)
                 break
             report.tried += 1
             report.extra = max(0, report.tried - self.count)
-            if judged.missed and judged.failure != "vacuous":
+            if judged.missed and (judged.failure != "vacuous" or "scale" in recipe):
+                # empty outputs for a copy that holds every row of a corpus whose outputs were not
+                # empty: a path that gives up on large inputs (``return {}`` above some size)
                 report.miss, report.killed_by = {"recipe": recipe, "judged": judged}, "drawn"
                 report.shrunk = self.shrink_rows(recipe, rows, judged)
                 return report

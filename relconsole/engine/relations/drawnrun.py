@@ -12,6 +12,7 @@ before shrinking).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any, Callable
 
@@ -20,10 +21,7 @@ from relconsole.engine.relations.drawing import (UNDRAWN_KINDS, Drawing, Drawing
 from relconsole.engine.relations.replies import outcome_reply
 from relconsole.engine.relations.spans import span_ran
 
-# the subject's failures that are a miss on a drawn input, as on the corpus; these are the
-# oracle's, the machine's or the clock's, and stop drawing instead
-NOT_A_MISS = frozenset({"oracle_fault", "environment"})
-RAN_OUT = "the relation's time ran out"
+TIME_LEFT = 0.5  # seconds: a call cut off this close to the relation's deadline ran out of the relation's time
 GIVEN_INDEX = 10 ** 6  # input indexes of recipes start here: never a seed row's, so no repeated-call draw
 
 
@@ -49,7 +47,8 @@ class DrawnRun:
 
     def judge(self, recipe: dict) -> Judged:
         """The relation on ``recipe``'s input, in fresh calls. Raises DrawingStopped when the
-        input could not be judged (see NOT_A_MISS) and the judge's own step's errors."""
+        input could not be judged (a failure relconsole made, ``SubjectFailed.by_judge``, or the
+        relation's time running out) and the judge's own step's errors."""
         from relconsole.engine.relations.outcome import SubjectFailed
         started = time.monotonic()
         value = recipe["value"] if "value" in recipe else [self.rows[i] for i in recipe_rows(recipe, len(self.rows))]
@@ -63,10 +62,16 @@ class DrawnRun:
         except SubjectFailed as exc:
             error = dict(exc.error) if not exc.blocked else {"type": "not comparable", "message": exc.blocked,
                                                              "where": "", "blocked": exc.blocked}
-            if error.get("type") in NOT_A_MISS or error.get("message") == RAN_OUT:
+            if exc.by_judge or self._out_of_time(error):
                 raise DrawingStopped(f"{error.get('type')}: {error.get('message', '')}"[:300]) from None
             return Judged(error=error, seconds=time.monotonic() - started)
         return Judged(outcome=outcome, seconds=time.monotonic() - started)
+
+    def _out_of_time(self, error: dict) -> bool:
+        """A call that timed out at the relation's own deadline (its limit was the time the
+        relation had left, not a hang of its own): the relation's time ran out, which stops
+        drawing (``drawn_incomplete``), never a miss of a call started too late to finish."""
+        return error.get("type") == "timeout" and time.monotonic() >= self.deadline - TIME_LEFT
 
     # --- after the file input ------------------------------------------------------------------
 
@@ -92,7 +97,7 @@ class DrawnRun:
                 report = drawing.corpus(len(self.rows), int(generate.get("rows") or 0) or 20000)
             elif schema:
                 from relconsole.engine.oracle.catalog import check_row
-                report = drawing.seeds(schema, check_row)
+                report = drawing.seeds(schema, check_row, self.inputs, _day(self.request.get("clock_today")))
             else:
                 return {}
         except DrawingStopped as stop:
@@ -151,14 +156,24 @@ def with_drawn(reply: dict, part: dict) -> dict:
     return reply
 
 
+EMPTY_ON_SCALED = "(both outputs empty on a scaled copy)"  # the differing entry of that miss
+
+
 def judged_reply(judged: Judged, recipe: dict) -> dict:
-    """A reply mapping (``outcome_reply`` or ``{"error"}``/``{"blocked"}``) for one judged recipe."""
+    """A reply mapping (``outcome_reply`` or ``{"error"}``/``{"blocked"}``) for one judged recipe.
+    Both outputs empty on a scaled copy of the corpus (which holds every corpus row) is a miss,
+    not a vacuous hold: the corpus's own outputs were not empty (``Drawing.corpus``)."""
     if judged.error is not None:
         if judged.error.get("blocked"):
             return {"blocked": judged.error["blocked"]}
         return {"error": {k: judged.error.get(k) for k in ("type", "message", "where", "files", "module")
                           if judged.error.get(k) is not None}}
-    return outcome_reply(judged.outcome)
+    reply = outcome_reply(judged.outcome)
+    if reply.get("vacuous") and "scale" in recipe:
+        reply.update(vacuous=False, held=False, differing=[EMPTY_ON_SCALED],
+                     note=f"{recipe.get('label') or 'a scaled copy'}: both outputs empty, where the corpus's "
+                          "own were not")
+    return reply
 
 
 def shrunk_reply(shrunk: dict, rows: list, schema: dict | None = None) -> dict:
@@ -192,3 +207,11 @@ def unreached_lines(targets: Any, executed: dict) -> dict:
         if missing and len(missing) < len(spans):
             out[path] = missing
     return out
+
+
+def _day(text: Any) -> "dt.date | None":
+    """The review's today (``RunPlan.clock_today``, ISO) as a date, or None."""
+    try:
+        return dt.date.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None

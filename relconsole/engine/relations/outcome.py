@@ -41,11 +41,13 @@ class SubjectFailed(Exception):
     """A subject call did not return an output: it raised, died, hung, wrote garbage or
     returned a value the judge cannot compare. ``error`` is the record's error mapping:
     ``{"type", "message", "where", "files", "classes"}``; ``blocked`` names a type that
-    needs a ``canon:`` adapter (the relation is blocked, not missed)."""
+    needs a ``canon:`` adapter (the relation is blocked, not missed). ``by_judge``: relconsole
+    made the failure itself (the relation's time ran out, a fault of its harness or of an
+    oracle adapter), never the subject's output: nothing a subject raises or writes sets it."""
 
-    def __init__(self, error: dict, blocked: str = ""):
+    def __init__(self, error: dict, blocked: str = "", by_judge: bool = False):
         super().__init__(error.get("message", ""))
-        self.error, self.blocked = error, blocked
+        self.error, self.blocked, self.by_judge = error, blocked, by_judge
 
 
 class Calls(Protocol):

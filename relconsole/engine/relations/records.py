@@ -137,6 +137,10 @@ class RelationResult:
     freeze: FreezeRow | None = None
     signature: str | None = None
     base: RunRecord | None = None  # the run on the merge base with the first run's inputs, after a miss (basecheck)
+    # the verdict the miss had before an oracle adapter's exception made it an oracle fault: the merge base
+    # settles which it is (an adapter that raises only on the patch's output, a roundtrip's inverse on a
+    # bad encoding, makes it the patch's miss); None otherwise
+    unfaulted: Decision | None = None
 
     @property
     def rerun_passes(self) -> int:

@@ -63,21 +63,23 @@ def run_relation(plan: RunPlan, freeze: FreezeRow | None, pool: WorkerPool | Non
     outcome, decision, summary = counted_verdict(relation.id, first.held, first.describe(),
                                                  [r.held for r in reruns], freeze)
     fault = oracle_fault(first, plan.protected)
+    unfaulted = None
     if fault and outcome == "missed":
-        decision = Decision("abort", "oracle_fault", None, relation.id, fault)
-    return RelationResult(relation.id, outcome, decision, summary, first, reruns, freeze, sig)
+        unfaulted, decision = decision, Decision("abort", "oracle_fault", None, relation.id, fault)
+    return RelationResult(relation.id, outcome, decision, summary, first, reruns, freeze, sig, unfaulted=unfaulted)
 
 
 def drawing_cut_short(record: RunRecord) -> str:
     """Why ``record``'s drawn inputs were not all judged ("" when they were, or none were
     asked): the relation's time ran out, or a drawn input could not be judged (the oracle's
-    or the machine's fault). A subject that slows down on drawn inputs must not pass by it:
+    or the machine's fault), among the first N or past them. A subject that slows down on drawn inputs must not pass by it:
     the relation holds, not passes (SPEC §3 generated inputs)."""
     drawn = record.drawn or {}
     stopped, asked, tried = drawn.get("stopped"), int(drawn.get("asked") or 0), int(drawn.get("tried") or 0)
-    if not stopped or tried >= asked:
+    if not stopped:  # past N too: the input drawn then to reach a changed line was not judged either
         return ""
-    return (f"{tried} of {asked} drawn inputs judged ({stopped}): lower the relation's generate, or raise "
+    return (f"{tried} of {asked} drawn inputs judged ({stopped}); a subject that slows down or stops on "
+            "drawn inputs is what to review, before lowering the relation's generate or raising "
             "[tool.relconsole] relation_timeout_seconds")
 
 

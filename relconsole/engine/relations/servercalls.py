@@ -15,6 +15,11 @@ import random
 from relconsole.engine.relations.subject.wire import Unencodable, encode
 
 
+# error types relconsole itself gives (an environment or oracle fault, the time running out): a
+# subject's exception class of one of these names is renamed, so it is its miss and nothing else
+JUDGES_WORDS = frozenset({"environment", "oracle_fault", "timeout"})
+
+
 class ServerCalls:
     """The relations' ``Calls`` over one fork server: each call a fresh child, in an order
     drawn from ``rng``, the run's common fields (subject, seed, adapters and the top-level
@@ -54,7 +59,8 @@ class ServerCalls:
         from relconsole.engine.relations.outcome import Kept, SubjectFailed
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""})
+            raise SubjectFailed({"type": "timeout", "message": "the relation's time ran out", "where": ""},
+                                by_judge=True)
         result = (server or self.server).call(self._spec(call), left, expect)
         self.log["order"].append(key)
         if result.status != "ok":
@@ -99,7 +105,7 @@ class ServerCalls:
         if fault.get("by") != "adapter":
             return SubjectFailed({"type": "environment", "where": where, "files": [], "message": (
                 f"the subject's harness raised {kind} while {step}: {message}; a fault of the harness or of "
-                "this machine, not of the patch")})
+                "this machine, not of the patch")}, by_judge=True)
         ref = str(fault.get("ref"))[:300]
         role = next((r for r in ("canon", "transform") if self.relation.get(r) == ref), "adapter")
         if files and files[-1].split("/", 1)[0].removesuffix(".py") not in self.oracle_roots:
@@ -107,7 +113,7 @@ class ServerCalls:
                                   "module": fault.get("module"),
                                   "message": f"{message} (raised by the tree's code the {role} adapter {ref} imports)"})
         return SubjectFailed({"type": "oracle_fault", "where": where, "files": files, "message": (
-            f"the {role} adapter {ref} raised {kind} while {step}: {message}")})
+            f"the {role} adapter {ref} raised {kind} while {step}: {message}")}, by_judge=True)
 
     def _elsewhere(self, calls: dict[str, dict], keys: list[str], repeated: str | None) -> str | None:
         """The one call of a run (drawn, in the first batch of two calls or more) that runs in
@@ -182,7 +188,10 @@ class ServerCalls:
                 self._same_elsewhere(spec, body.get("first"))
             if "raised" in body:
                 raised = body["raised"]
-                raise SubjectFailed({k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")})
+                error = {k: raised.get(k) for k in ("type", "message", "where", "files", "classes", "module")}
+                if error.get("type") in JUDGES_WORDS:  # a class of the subject's named like a verdict of ours
+                    error["type"] = f"{error['type']} (an exception class of the subject's)"
+                raise SubjectFailed(error)
             kept = body.get("kept")
             out[key] = kept if isinstance(kept, Kept) else WRITTEN_ALIKE if body.get("same") else body["ok"]
         return out

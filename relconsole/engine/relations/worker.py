@@ -321,6 +321,10 @@ class Server:
         if isinstance(exc, TreeImportRefused):
             return {"error": {"type": "oracle_fault", "message": str(exc), "where": "", "files": []}}
         frames = traceback.extract_tb(exc.__traceback__)
+        if isinstance(exc, ImportError) and not self.tree_files(frames):  # relconsole's own install lacks it
+            return {"error": {"type": "environment", "where": "", "files": [], "message": (
+                f"relconsole's judge could not import {getattr(exc, 'name', None) or exc}: reinstall relconsole "
+                "with its dependencies; an environment fault, not the patch's")}}
         where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
         return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
                           "files": self.tree_files(frames)}}
