@@ -112,8 +112,10 @@ class Finding:
         where = f"corpus {path} (lease {one_line(self.relation.lease_id)})" if self.relation.lease_id else f"seeds {path}"
         facts = shrunk_facts(self.record)
         if facts is not None and "value" in ((self.record.shrunk or {}).get("recipe") or {}):
+            on_it = one_line(f"raised {facts.error}") if facts.error else \
+                one_line("{} vs {}".format(*short_pair(facts.source, facts.followup)))
             return (f"{where} hold, but an input drawn from the input schema misses, smallest "
-                    f"{one_line(input_text(facts.input))}: {values_text(self.record)}; the schema allows it: "
+                    f"{one_line(input_text(facts.input))}: {on_it}; the schema allows it: "
                     f"tighten the field ({', '.join(facts.fields) or 'the schema'}) or set generate: 0 "
                     f"({see('catalog', 'drawn-inputs')})")
         return f"{where}: {values_text(self.record)}" if self.record else where

@@ -141,6 +141,8 @@ def miss_input(result) -> dict | None:
     facts = record.inputs or {}
     out = {"seed": record.seed, "note": record.note, "path": facts.get("path"), "records": facts.get("records"),
            "followup": facts.get("followup"), "shrunk": facts.get("shrunk")}
+    if (getattr(record, "drawn", None) or {}).get("missed_on"):  # the file's rows held: the input that missed was drawn
+        out.update(path=None, records=None, followup=None)
     return {key: value for key, value in out.items() if value not in (None, "")}
 
 

@@ -89,11 +89,13 @@ class DrawReport:
     miss: dict | None = None
     shrunk: dict | None = None
     killed_by: str = ""  # "drawn" when a drawn input missed, "corpus" for a shrunk corpus miss
+    seconds: float = 0.0  # wall seconds drawing, judging and shrinking took
 
     def summary(self) -> dict:
         """The JSON the run record keeps (``RunRecord.drawn``), without the outcomes."""
         out = {"seed": self.seed, "what": self.what, "asked": self.asked, "tried": self.tried,
-               "extra": self.extra, "unreached": self.unreached, "stopped": self.stopped}
+               "extra": self.extra, "unreached": self.unreached, "stopped": self.stopped,
+               "seconds": round(self.seconds, 3)}
         if self.miss is not None:
             out["missed_on"] = self.miss["recipe"]
         return out
@@ -239,6 +241,7 @@ class Drawing:
         if misses:
             report.miss, report.killed_by = misses[0], "drawn"
             report.shrunk = dict(misses[-1], candidates=len(known), seconds=round(self.clock() - self.started, 3))
+        report.seconds = self.clock() - self.started
         return report
 
     def _value_recipe(self, row: Any, number: int) -> dict:
@@ -275,9 +278,10 @@ class Drawing:
                 # empty: a path that gives up on large inputs (``return {}`` above some size)
                 report.miss, report.killed_by = {"recipe": recipe, "judged": judged}, "drawn"
                 report.shrunk = self.shrink_rows(recipe, rows, judged)
-                return report
-        if not report.stopped and report.tried >= self.count:
+                break
+        if report.miss is None and not report.stopped and report.tried >= self.count:
             report.unreached = self.unreached()
+        report.seconds = self.clock() - self.started
         return report
 
     def _corpus_recipe(self, rng: random.Random, rows: int, scale_rows: int, first_scale: bool,

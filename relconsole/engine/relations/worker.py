@@ -268,7 +268,10 @@ class Server:
                     reply = drawn.given(request["given"])
                 else:
                     outcome = evaluate(relation, inputs, seed, calls_for, merge=merge, wire=wire, labels=labels)
+                    own_calls = len(log["order"])  # the run's order: its own input's calls; drawn ones counted
                     reply = with_drawn(outcome_reply(outcome), drawn.after(outcome, request.get("generate")))
+                    run["drawn_calls"] = len(log["order"]) - own_calls
+                    del log["order"][own_calls:]
         except Exception as exc:  # the subject's, the oracle's, the server's or the judge's own step's
             reply = self.failure_reply(exc, request)
         for server in fresh:
