@@ -58,7 +58,7 @@ print(json.dumps({name: 1000 * statistics.median(t) for name, t in times.items()
 def measure(python: str, tree: Path, calls: int) -> dict[str, float]:
     """{"bwrap": ms, "process": ms}: the median milliseconds of one call, in a child run by
     ``python``. Raises RuntimeError with the child's last words when it fails."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(ROOT)}
     proc = subprocess.run([python, "-c", CHILD, str(tree), str(calls)], capture_output=True, text=True,
                           env=env, cwd=tree, timeout=600)
     if proc.returncode != 0:
