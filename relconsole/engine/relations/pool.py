@@ -2,8 +2,9 @@
 
 A ``Worker`` is one long-lived ``relconsole.engine.relations.worker`` process for one tree,
 asked one request at a time over a socket; ``WorkerPool`` lends idle workers to parallel
-runs, ``prestart`` boots them while the review loads, and ``Cancel`` kills the workers of the
-runs in flight when the caller quits.
+runs, ``prestart`` boots them while the review loads (and from then on a closed pool's
+workers, reset, wait for the next pool: one command's phases share them), and ``Cancel``
+kills the workers of the runs in flight when the caller quits.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ class Cancel:
         return None if self.is_set() else record
 
 
-_STARTED: list[Worker] = []  # worker processes booting ahead of the pool that takes them
+_STARTED: list[Worker] = []  # worker processes booting ahead of the pool that takes them, or kept from one
 _STARTED_LOCK = threading.Lock()
 _SHELF: list[int] = []  # [count] once ``prestart`` ran: a closed pool's workers wait there for the next pool
 
