@@ -82,9 +82,11 @@ def test_forgetting_a_tree_drops_its_modules_and_its_finder_and_keeps_the_rest(t
     inside.__file__ = str(tree / "oracle" / "adapters.py")
     spaced = types.ModuleType("oracle_space")
     spaced.__path__ = [str(tree / "oracle")]
-    for name, module in (("oracle_adapters", inside), ("oracle_space", spaced)):
+    named = types.ModuleType("oracle_named.part")  # a module of the finder's roots, wherever its file
+    server.finder.names.add("oracle_named")
+    for name, module in (("oracle_adapters", inside), ("oracle_space", spaced), ("oracle_named.part", named)):
         monkeypatch.setitem(sys.modules, name, module)
     fresh = worker.forget_tree(server)
-    assert "oracle_adapters" not in sys.modules and "oracle_space" not in sys.modules
+    assert not {"oracle_adapters", "oracle_space", "oracle_named.part"} & set(sys.modules)
     assert server.finder not in sys.meta_path and fresh.root is None and fresh is not server
     assert "json" in sys.modules and worker.__name__ in sys.modules

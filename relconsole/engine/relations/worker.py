@@ -341,13 +341,16 @@ def forget_tree(server: Server) -> Server:
         sys.meta_path.remove(server.finder)
     if server.root is not None:
         import importlib
-        inside = os.path.realpath(server.root) + os.sep
+        roots = (os.path.realpath(server.root) + os.sep, os.path.abspath(server.root) + os.sep)
+        names = server.finder.names if server.finder is not None else set()
         for name, module in list(sys.modules.items()):
             places = [getattr(module, "__file__", None), *(getattr(module, "__path__", None) or [])]
-            if any(isinstance(p, str) and os.path.realpath(p).startswith(inside) for p in places):
+            if name.partition(".")[0] in names or any(
+                    isinstance(p, str) and (os.path.abspath(p).startswith(roots) or os.path.realpath(p).startswith(roots))
+                    for p in places):
                 del sys.modules[name]
         for key in [k for k in sys.path_importer_cache if isinstance(k, str)
-                    and (os.path.realpath(k) + os.sep).startswith(inside)]:
+                    and (os.path.realpath(k) + os.sep).startswith(roots)]:
             del sys.path_importer_cache[key]
         importlib.invalidate_caches()
     return Server()
