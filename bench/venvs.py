@@ -2,7 +2,7 @@
 cost of a call depended on whether the venv's site folder sat under ``/tmp`` (the sandbox's
 own ``/tmp`` then holds it as a bind).
 
-``placed_venvs(scratch)`` gives ``{"under /tmp": python, "elsewhere": python}``: this
+``placed_venvs()`` gives ``{"under /tmp": python, "elsewhere": python}``: this
 interpreter for the side its venv already lies on, and for the other a venv made there (``venv``
 without pip, this interpreter's site folder copied in: an editable relconsole stays editable,
 every package the same). A copy under /tmp is made in a fresh ``/tmp/bench-venv-*`` folder
