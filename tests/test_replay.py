@@ -505,7 +505,7 @@ def _record(seed: int, held: bool = False):
     return RunRecord(held, seed)
 
 
-def _evidence_of(first, reruns=(), base=None, runs=5, seeds=None, replay_seed=None):
+def _evidence_of(first, reruns=(), base=None, runs=5, seeds=None, replay_seed=None, given=None):
     from types import SimpleNamespace
 
     from relconsole.engine.gate.replay.replay import run_phase_evidence
@@ -513,7 +513,7 @@ def _evidence_of(first, reruns=(), base=None, runs=5, seeds=None, replay_seed=No
     from relconsole.engine.decision import Decision
     result = RelationResult("r.one", "missed", Decision("reject", "property_fail"), "", first, list(reruns), base=base)
     review = SimpleNamespace(results={"r.one": result})
-    plan = SimpleNamespace(replay_seed=replay_seed)
+    plan = SimpleNamespace(replay_seed=replay_seed, given=given)
     return run_phase_evidence(review, "r.one", plan, ReplayOptions(runs=runs, seeds=seeds))
 
 
@@ -530,6 +530,8 @@ def test_a_freeze_s_reruns_count_first_then_the_first_run_and_the_base_check_wit
 def test_nothing_counts_when_the_replay_repeats_given_seeds_and_a_catalog_seed_keeps_its_own_runs():
     first, reruns = _record(11), [_record(12), _record(11)]
     assert _evidence_of(first, reruns, seeds=[1, 2]) == {"head": [], "base": []}
+    # a replay judging an input of its own (a drawn or shrunk miss) counts no run made on others
+    assert _evidence_of(first, reruns, given={"rows": [1]}) == {"head": [], "base": []}
     assert _evidence_of(first, reruns, replay_seed=11)["head"] == [reruns[1], first]
 
 

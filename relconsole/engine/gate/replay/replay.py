@@ -228,12 +228,14 @@ def run_phase_evidence(review: Review, rid: str, plan: RunPlan, options: ReplayO
     most ``options.runs``. Base: the merge base's check (``basecheck``), which ran the first
     run's seed there, when the first run is among HEAD's: both sides then keep the same
     inputs run for run. Nothing when the caller gave seeds to repeat (a second replay repeats
-    the first's runs, all of them); with a catalog seed only the runs made with that seed.
+    the first's runs, all of them), nor when the replay judges an input of its own (a plan's
+    ``given``: a drawn or shrunk input the run phase's runs did not all judge); with a catalog
+    seed only the runs made with that seed.
     Only for results the caller's own run phase has just made with drawn seeds
     (``ReplayOptions.count_run_phase``: the gate), never a console run that replayed a
     recorded seed."""
     result = review.results.get(rid)
-    if options.seeds or result is None or result.first is None:
+    if options.seeds or result is None or result.first is None or getattr(plan, "given", None) is not None:
         return {"head": [], "base": []}
     records = [*result.reruns, result.first]
     if plan.replay_seed is not None:
