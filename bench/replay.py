@@ -12,7 +12,8 @@ Prints, from one run on this machine:
   replay     on the sample repository: ``replay()`` end to end (SQLite lease store, warm pool) against
              the same work done directly (anchor): ``git worktree add --detach`` of HEAD and of the
              merge base, the oracle overlaid, and the missed touched relations run ``--runs`` times
-             per side with ``evaluate_once`` on os.cpu_count() threads, as replay runs them.
+             per side, each a run of its own (new fork servers) on a pool of os.cpu_count()
+             workers per side, one side after the other, as replay runs them.
              Target (issue): replay/anchor <= 1.5x. The cold first replay (an empty pool) is shown too.
 
 Every timed step of part 1 starts after an untimed ``sync``. On a slow disk part 1 takes minutes
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -55,7 +57,7 @@ from relconsole.engine.gate.replay.replayoptions import ReplayOptions, Shard
 from relconsole.engine.gate.review import load_review  # noqa: E402
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.gate.runplans import plan_for
-from relconsole.engine.relations.pool import evaluate_once  # noqa: E402
+from relconsole.engine.relations.pool import WorkerPool  # noqa: E402
 from relconsole.engine.repo.workspace import overlay_oracle  # noqa: E402
 from relconsole.engine.repo.worktrees import WorktreePool  # noqa: E402
 from relconsole.engine.gate.wslease.wslease import open_store  # noqa: E402
@@ -211,8 +213,8 @@ def direct(review, ids: list[str], runs: int, where: Path) -> tuple[float, dict]
     """The anchor: what replay must do, done directly. Returns (seconds, misses per side).
 
     Both commits get a fresh ``git worktree add --detach`` with the oracle overlaid; each
-    missed relation runs ``runs`` times per side (seeds seed..seed+runs-1) in a new worker
-    process, on os.cpu_count() threads. Removing the worktrees is not timed.
+    missed relation runs ``runs`` times per side (seeds seed..seed+runs-1), each on new fork
+    servers, on a pool of os.cpu_count() workers per side. Removing the worktrees is not timed.
     """
     started = time.perf_counter()
     trees = {}
@@ -220,15 +222,20 @@ def direct(review, ids: list[str], runs: int, where: Path) -> tuple[float, dict]
         tree = where / side
         git_run(review.root, "worktree", "add", "--quiet", "--detach", str(tree), commit)
         trees[side] = overlay_oracle(review.repo, commit, review.oracle_dir, review.layout.protected, tree)
-    jobs = []
-    for rid in ids:
-        relation = review.catalog.get(rid)
-        seed = int(relation.params.get("seed", 0))
-        for side, tree in trees.items():
-            plan = plan_for(review, relation, tree)
+    records = []
+    for side, tree in trees.items():
+        jobs = []
+        for rid in ids:
+            relation = review.catalog.get(rid)
+            seed = int(relation.params.get("seed", 0))
+            plan = dataclasses.replace(plan_for(review, relation, tree), fresh_server=True)
             jobs += [(side, plan, seed + n) for n in range(runs)]
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as executor:
-        records = list(executor.map(lambda job: (job[0], evaluate_once(job[1], job[2])), jobs))
+        pool = WorkerPool(min(os.cpu_count() or 1, len(jobs)), tree)
+        try:
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as executor:
+                records += list(executor.map(lambda job: (job[0], pool.evaluate(job[1], job[2])), jobs))
+        finally:
+            pool.close()
     seconds = time.perf_counter() - started
     for tree in trees.values():
         git_run(review.root, "worktree", "remove", "--force", str(tree))
@@ -270,7 +277,7 @@ def bench_replay(scratch: Path, runs: int, repeat: int, profile: bool) -> None:
             replays.append(seconds)
             same = same and anchor_misses == replay_misses
         anchor, warm = statistics.median(anchors), statistics.median(replays)
-        print(f"  direct: worktree add x2 + overlay + evaluate_once  {anchor:6.2f} s   (anchor; "
+        print(f"  direct: worktree add x2 + overlay + worker pools  {anchor:6.2f} s   (anchor; "
               f"each {', '.join(f'{s:.2f}' for s in anchors)})")
         print(f"  replay, warm pool                                  {warm:6.2f} s   "
               f"replay/anchor = {warm / anchor:.2f}x  (target <= {REPLAY_TARGET}x: "

@@ -19,6 +19,8 @@ from conftest import SHARED_DATA
 PROJECT = Path(__file__).resolve().parents[1]
 
 SMALL = {
+    "call_cost": (["--calls", "3"], "bwrap/process"),
+    "gate_sample": (["--repeat", "1", "--warmup", "0", "--only", "elsewhere"], "gate/pytest"),
     "bind": (["--paths", "400", "--patterns", "40", "--repeat", "1", "--old-sample", "20",
               "--old-shipped-sample", "2"], "bind"),
     "check_split": (["--commits", "20", "--repeat", "1"], "check-split"),

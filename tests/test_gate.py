@@ -458,3 +458,14 @@ def test_the_docs_order_the_causes_as_the_gate_does():
     for i, better in enumerate(codes):
         for worse in codes[:i]:
             assert code_of({better, worse}) == worse, (worse, better)
+
+
+def test_the_gate_counts_its_run_phase_s_head_runs_among_the_replay_s(sample_gate):
+    """The sample's miss under a live freeze was rerun with new seeds on HEAD by the run phase:
+    those reruns are the replay's HEAD runs (issue 37: the replay ran HEAD again), and the
+    base still runs all of its own."""
+    entry = next(r for r in sample_gate["decision"]["relations"] if r["relation_id"] == "penguins.order_invariant")
+    sheet = json.loads(Path(entry["sheet"]).read_text())
+    assert sheet["runs"]["head"]["runs"] == sheet["runs"]["head"]["from_run"] == 2 == sheet["runs"]["base"]["runs"]
+    assert "from_run" not in sheet["runs"]["base"]
+    assert sheet["property_result"] == "fail" and sheet["base_signature"] == "none"

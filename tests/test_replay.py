@@ -496,3 +496,77 @@ def test_cancel_kills_the_runs_in_flight_and_everything_the_subject_started(tmp_
     assert not list((tmp_path / "out").glob("*.json"))
     for tree in _worktrees(repo):
         assert git(Path(tree), "status", "--porcelain", "--ignored") == ""
+
+
+# --- the gate's run phase counted among the replay's runs (issue 37) ---------------------------
+
+def _record(seed: int, held: bool = False):
+    from relconsole.engine.relations.records import RunRecord
+    return RunRecord(held, seed)
+
+
+def _evidence_of(first, reruns=(), base=None, runs=5, seeds=None, replay_seed=None, given=None):
+    from types import SimpleNamespace
+
+    from relconsole.engine.gate.replay.replay import run_phase_evidence
+    from relconsole.engine.relations.records import RelationResult
+    from relconsole.engine.decision import Decision
+    result = RelationResult("r.one", "missed", Decision("reject", "property_fail"), "", first, list(reruns), base=base)
+    review = SimpleNamespace(results={"r.one": result})
+    plan = SimpleNamespace(replay_seed=replay_seed, given=given)
+    return run_phase_evidence(review, "r.one", plan, ReplayOptions(runs=runs, seeds=seeds))
+
+
+def test_a_freeze_s_reruns_count_first_then_the_first_run_and_the_base_check_with_it():
+    first, base = _record(11), _record(11, held=True)
+    reruns = [_record(20 + k, held=k == 1) for k in range(5)]
+    assert _evidence_of(first, reruns, base) == {"head": reruns, "base": []}  # the first run is not among them
+    two = _evidence_of(first, reruns[:2], base)
+    assert two == {"head": [*reruns[:2], first], "base": [base]}  # the base ran the first run's seed
+    assert _evidence_of(first, [], base, runs=1) == {"head": [first], "base": [base]}
+    assert _evidence_of(first, [], _record(99)) == {"head": [first], "base": []}  # another seed: not that run
+
+
+def test_nothing_counts_when_the_replay_repeats_given_seeds_and_a_catalog_seed_keeps_its_own_runs():
+    first, reruns = _record(11), [_record(12), _record(11)]
+    assert _evidence_of(first, reruns, seeds=[1, 2]) == {"head": [], "base": []}
+    # a replay judging an input of its own (a drawn or shrunk miss) counts no run made on others
+    assert _evidence_of(first, reruns, given={"rows": [1]}) == {"head": [], "base": []}
+    assert _evidence_of(first, reruns, replay_seed=11)["head"] == [reruns[1], first]
+
+
+def test_a_replay_runs_what_the_run_phase_left_each_on_a_server_of_its_own(monkeypatch, tmp_path):
+    """HEAD runs only what is left of the runs; the base runs the carried runs' seeds first (both
+    sides see the same inputs run for run) but not a seed a carried base record ran already;
+    every run asks for fresh servers."""
+    from types import SimpleNamespace
+
+    from relconsole.engine.gate.replay import replayrun
+    from relconsole.engine.relations.records import RunPlan
+    asked = []
+
+    class Pool:
+        def __init__(self, size, cwd, cancel):
+            self.cwd = cwd
+
+        def evaluate(self, plan, seed):
+            asked.append((self.cwd.name, seed, plan.fresh_server))
+            return _record(seed)
+
+        def close(self):
+            pass
+
+    drawn = iter(range(100, 200))
+    monkeypatch.setattr(replayrun, "WorkerPool", Pool)
+    monkeypatch.setattr(replayrun, "draw_seed", lambda: next(drawn))
+    sides = [replayrun.ReplaySide("head", "h", tmp_path / "head"), replayrun.ReplaySide("base", "b", tmp_path / "base")]
+    plan = RunPlan(None, tmp_path, [], "seeds", tmp_path / "seeds.jsonl", "pin")
+    carried_head, carried_base = [_record(7), _record(8)], [_record(8, held=True)]
+    records = replayrun.run_sides({"r.one": {"head": plan, "base": plan}}, sides, ReplayOptions(runs=4, workers=1),
+                                  SimpleNamespace(lost=None), None,
+                                  {"r.one": {"head": carried_head, "base": carried_base}})
+    assert [seed for side, seed, _ in asked if side == "head"] == [102, 103]
+    assert sorted(seed for side, seed, _ in asked if side == "base") == [7, 102, 103]
+    assert all(fresh for _, _, fresh in asked)
+    assert [r.seed for r in records["r.one"]["head"]] == [7, 8, 102, 103]
+    assert sorted(r.seed for r in records["r.one"]["base"]) == [7, 8, 102, 103]

@@ -859,3 +859,76 @@ def _cannot_write(tmp_path, reviewer):
     refused = result.body["ok"]  # an errno per chmod and per write; 0: the write went through
     assert 0 not in refused and errno.EROFS in refused, result.body
     assert all((reviewer / name).read_text() == "honest" for name in ("cache.pickle", "store/blob"))
+
+
+MASKED_MEMO = """
+import glob, os, sys
+
+def f(x):
+    masked = sorted(p for d in sys.path for p in glob.glob(os.path.join(d, "relconsole*")) if os.path.isdir(p))
+    seen = any(os.path.exists(os.path.join(p, "memo")) for p in masked)
+    wrote = False
+    for p in masked:
+        try:
+            with open(os.path.join(p, "memo"), "a") as handle:
+                handle.write("x")
+            wrote = True
+        except OSError:
+            pass
+    return [len(masked), seen, wrote]
+"""
+
+
+def test_the_empty_folder_shown_for_the_judge_s_own_files_keeps_nothing_a_call_writes(tmp_path, monkeypatch):
+    """The sandbox shows an empty folder where a site folder holds relconsole's own files; a
+    file one call wrote there would be read by the next: the folder is read-only."""
+    from relconsole.engine.relations.subject import server as server_module
+    if server_module.bwrap_path() is None:
+        pytest.skip("only a sandbox masks a folder")
+    site = tmp_path / "site"
+    (site / "relconsole-9.9.dist-info").mkdir(parents=True)
+    (site / "relconsole-9.9.dist-info" / "METADATA").write_text("Name: relconsole\n")
+    real = server_module.site_dirs
+    monkeypatch.setattr(server_module, "site_dirs", lambda: real() + [str(site)])
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "masked_memo.py").write_text(MASKED_MEMO)
+    forked = ForkServer(tree, [str(tree)], None, None, sandbox="bwrap")
+    try:
+        results = [forked.call({"subject": "masked_memo:f", "ops": [["value", "1"]], "seed": 1}, 30)
+                   for _ in range(2)]
+    finally:
+        forked.close()
+    assert [r.status for r in results] == ["ok", "ok"], results
+    for result in results:
+        found, seen, wrote = result.body["ok"]
+        assert found >= 1 and not seen and not wrote, result.body
+    assert sorted(os.listdir(site / "relconsole-9.9.dist-info")) == ["METADATA"]
+
+
+def test_emptying_a_folder_keeps_the_kept_paths_and_empties_the_folders_on_the_way(tmp_path):
+    """The per-call wipe of the sandbox's /tmp: a kept path (a bind: the scratch, a venv) is
+    neither removed nor walked; what lies beside it, on the way to it, is removed."""
+    from relconsole.engine.relations.subject.reaping import empty_folder
+    kept = tmp_path / "on" / "the" / "way" / "kept"
+    (kept / "inner").mkdir(parents=True)
+    (kept / "inner" / "file").write_text("stays")
+    for path in ("on/left", "on/the/left", "on/the/way/left", "beside/deeper/left"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("goes")
+    (tmp_path / "on" / "link").symlink_to(kept)
+    empty_folder(str(tmp_path), (str(kept),))
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert left == ["on", "on/the", "on/the/way", "on/the/way/kept", "on/the/way/kept/inner",
+                    "on/the/way/kept/inner/file"], left
+
+
+def test_mount_points_are_read_with_their_escapes_decoded():
+    from relconsole.engine.relations.subject.reaping import _unescaped, mount_points
+    assert _unescaped("/tmp/a\\040b\\011c") == "/tmp/a b\tc"
+    assert _unescaped("/plain") == "/plain"
+    if not os.path.exists("/proc/self/mountinfo"):
+        pytest.skip("no /proc here")
+    found = mount_points(("/proc", "/sys", "/dev"))
+    assert found and all(os.path.ismount(p) or not os.path.exists(p) for p in found), found
+    assert all(p.startswith(("/proc/", "/sys/", "/dev/")) for p in found), found

@@ -94,13 +94,13 @@ def cmd_gate(args) -> int:
 def _gate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
+    from relconsole.engine.relations.pool import prestart
+    prestart()  # the judge's processes boot while the gate's modules import and the review loads
     from relconsole.engine.gate import pipeline as gate
     from relconsole.engine.gate.replay import replay
     from relconsole.engine.gate.review import load_review
-    from relconsole.engine.relations.pool import prestart
     from relconsole.engine.gate.wslease.wslease import open_store
     from relconsole.cli.progress import progress_reporter
-    prestart()  # the judge's processes boot while the review loads
     with progress_reporter(sys.stderr, not args.json) as report:
         review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True,
                              hash_progress=report.bytes)

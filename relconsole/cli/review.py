@@ -154,14 +154,14 @@ def _binding_lines(bindings) -> list[str]:
 
 
 def cmd_run(args) -> int:
+    from relconsole.engine.relations.pool import prestart
+    prestart()  # the judge's processes boot while the run's modules import and the review loads
     from relconsole.engine.gate import importrun
     from relconsole.engine.gate.shrunkfacts import shrunk_facts, shrunk_lines
     from relconsole.engine.gate.report import miss_outputs, run_payload
     from relconsole.engine.gate.review import finish_review, load_review
     from relconsole.engine.gate.reviewrun import run_review
-    from relconsole.engine.relations.pool import prestart
     from relconsole.cli.progress import progress_reporter
-    prestart()  # the judge's processes boot while the review loads
     with progress_reporter(sys.stderr, not args.json) as report:
         review = load_review(args.repo, args.base, args.head, args.today, args.oracle_from, deferred=True,
                              hash_progress=report.bytes)

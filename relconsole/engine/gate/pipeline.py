@@ -89,8 +89,9 @@ def run_gate(review, store, options: GateOptions, progress=None) -> dict:
         return part_payload(review, shard, mine)
     extra = []
     try:
+        # the run phase just ran HEAD with drawn seeds: its runs count as HEAD runs of the replay
         replay(review, store, ReplayOptions(options.runs, options.workspace, options.holder, options.ttl_seconds,
-                                            options.artifacts, shard, options.fresh_worktrees),
+                                            options.artifacts, shard, options.fresh_worktrees, count_run_phase=True),
                progress.replay if progress is not None else None)
     except UsageError:
         raise

@@ -2,8 +2,9 @@
 
 A ``Worker`` is one long-lived ``relconsole.engine.relations.worker`` process for one tree,
 asked one request at a time over a socket; ``WorkerPool`` lends idle workers to parallel
-runs, ``prestart`` boots them while the review loads, and ``Cancel`` kills the workers of the
-runs in flight when the caller quits.
+runs, ``prestart`` boots them while the review loads (and from then on a closed pool's
+workers, reset, wait for the next pool: one command's phases share them), and ``Cancel``
+kills the workers of the runs in flight when the caller quits.
 """
 
 from __future__ import annotations
@@ -129,6 +130,23 @@ class Worker:
         self.close()
         return RunRecord(False, seed, error_type="worker died", error=f"{how}: {tail}", seconds=seconds)
 
+    def reset(self, seconds: float = 5.0) -> bool:
+        """Have the process forget its tree (``worker.forget_tree``: its fork servers, decoded
+        inputs and the oracle's modules) so that a pool for another tree can use it. True when
+        it said so within ``seconds``; otherwise it is closed and False returned."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.close()
+            return False
+        try:
+            self.channel.sendall(b'{"op": "reset"}\n')
+            line = self._read_line(time.monotonic() + seconds)
+            done = bool(line) and json.loads(line).get("reset") is True
+        except (OSError, ValueError, AttributeError):
+            done = False
+        if not done:
+            self.close()
+        return done
+
     def kill(self) -> None:
         """SIGKILL the process if it runs (from any thread): its fork servers and everything
         the subject started die with it; the ``ask`` in flight returns a died record."""
@@ -235,8 +253,9 @@ class Cancel:
         return None if self.is_set() else record
 
 
-_STARTED: list[Worker] = []  # worker processes booting ahead of the pool that takes them
+_STARTED: list[Worker] = []  # worker processes booting ahead of the pool that takes them, or kept from one
 _STARTED_LOCK = threading.Lock()
+_SHELF: list[int] = []  # [count] once ``prestart`` ran: a closed pool's workers wait there for the next pool
 
 
 def prestart(count: int | None = None) -> None:
@@ -245,9 +264,10 @@ def prestart(count: int | None = None) -> None:
     caller is still loading the review. Processes no pool took are closed at exit."""
     count = count or max(1, os.cpu_count() or 1)
     with _STARTED_LOCK:
-        if not _STARTED:
+        if not _SHELF:
             import atexit
             atexit.register(close_started)
+            _SHELF.append(count)
         while len(_STARTED) < count:
             worker = Worker(Path.cwd())
             worker._start()
@@ -265,10 +285,27 @@ def _take_started() -> Worker | None:
 
 
 def close_started() -> None:
-    """Close the processes ``prestart`` booted that no pool took (run at exit, and by the
-    command line's shutdown timer when the normal exit hangs)."""
-    while (worker := _take_started()) is not None:
+    """Close the processes ``prestart`` booted, or pools left, that no pool took (run at exit,
+    and by the command line's shutdown timer when the normal exit hangs): all are told to end
+    first, so they wind down at once."""
+    with _STARTED_LOCK:
+        workers, _STARTED[:] = list(_STARTED), []
+    for worker in workers:
+        worker.end_input()
+    for worker in workers:
         worker.close()
+
+
+def _shelve(workers: list[Worker]) -> list[Worker]:
+    """Keep ``workers`` (each reset, ``Worker.reset``) for the next pool, up to ``prestart``'s
+    count; returns the ones not kept, for the caller to close. Only once ``prestart`` ran:
+    a command that ends soon (run, gate) and closes what is left at exit; a console or a
+    library caller keeps no idle process."""
+    with _STARTED_LOCK:
+        room = _SHELF[0] - len(_STARTED) if _SHELF else 0
+        kept, rest = workers[:max(0, room)], workers[max(0, room):]
+        _STARTED.extend(kept)
+    return rest
 
 
 class WorkerPool:
@@ -298,11 +335,17 @@ class WorkerPool:
         return record
 
     def close(self) -> None:
-        for worker in self.all:
-            worker.end_input()
+        """Release the workers: with ``prestart`` on, reset for the next pool (a pool for
+        another tree, the next phase of the same command: no new process to boot); otherwise,
+        or cancelled, closed."""
         for worker in self.all:
             if self.cancel is not None:
                 self.cancel.release(worker)
+        cancelled = self.cancel is not None and self.cancel.is_set()
+        rest = self.all if cancelled or not _SHELF else _shelve([w for w in self.all if w.reset()])
+        for worker in rest:
+            worker.end_input()
+        for worker in rest:
             worker.close()
 
 

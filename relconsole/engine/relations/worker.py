@@ -1,7 +1,8 @@
 """The judge: a worker process that evaluates relations on one materialised tree (SPEC §7).
 
 Run as ``python -P -m relconsole.engine.relations.worker`` from a scratch folder. It reads one JSON
-request per line on stdin: ``{"root", "import_paths", "relation", "input": {"kind":
+request per line on stdin (or ``{"op": "reset"}``: forget the tree, ``forget_tree``, answered
+``{"reset": true}``): ``{"root", "import_paths", "relation", "input": {"kind":
 "lease"|"seeds", "path"}, "seed", "clock", "protected", "sandbox", "timeout"}``, and answers
 each with one JSON line: ``{"held", "source", "followup", "differing", "note", "vacuous",
 ...}`` or ``{"error": {"type", "message", "where", "files"}, ...}`` or ``{"blocked": why,
@@ -155,11 +156,16 @@ class Server:
 
     def boot_spare(self, request: dict, server) -> None:
         """With ``spare`` (reruns of this input follow): once ``server`` has started, boot a
-        new server for the next ``fresh_server`` request, while this request's calls run."""
+        new server for the next ``fresh_server`` request, and the second server beside it
+        (``second_server`` finds it), while this request's calls run."""
         key = self._server_key(request)
         if request.get("spare") and key not in self.spares:
             server.ready()
-            self.spares[key] = self._new_server(request)
+            spare = self.spares[key] = self._new_server(request)
+            if not request.get("imports_only"):
+                from relconsole.engine.relations.subject.environment import other_hashseed
+                self.servers[self._second_key(request, spare)] = self._new_server(
+                    request, other_hashseed(spare.hashseed), beside=spare)
 
     def merge_adapter(self, relation: dict, import_paths: list[str]):
         """The relation's merge adapter (``oracleimport.load_merge``), or None."""
@@ -350,6 +356,32 @@ def _lines_wanted(sent) -> "bool | list":
                     and isinstance(e[0], int) and isinstance(e[1], str)] for part in row[2:])] for row in sent]
     return True
 
+def forget_tree(server: Server) -> Server:
+    """A new ``Server`` for the next tree a pool gives this worker: ``server``'s fork servers
+    and spares closed, its decoded inputs dropped, its oracle finder off ``sys.meta_path`` and
+    every module imported from its tree (the oracle's adapters) dropped from ``sys.modules``,
+    so no state of one tree's oracle (an import-time draw, a cache) reaches a run on the next.
+    The judge's own modules stay loaded: they are what a worker's start costs."""
+    server.close()
+    if server.finder is not None and server.finder in sys.meta_path:
+        sys.meta_path.remove(server.finder)
+    if server.root is not None:
+        import importlib
+        roots = (os.path.realpath(server.root) + os.sep, os.path.abspath(server.root) + os.sep)
+        names = server.finder.names if server.finder is not None else set()
+        for name, module in list(sys.modules.items()):
+            places = [getattr(module, "__file__", None), *(getattr(module, "__path__", None) or [])]
+            if name.partition(".")[0] in names or any(
+                    isinstance(p, str) and (os.path.abspath(p).startswith(roots) or os.path.realpath(p).startswith(roots))
+                    for p in places):
+                del sys.modules[name]
+        for key in [k for k in sys.path_importer_cache if isinstance(k, str)
+                    and (os.path.realpath(k) + os.sep).startswith(roots)]:
+            del sys.path_importer_cache[key]
+        importlib.invalidate_caches()
+    return Server()
+
+
 def _warm_up() -> None:
     """What every request needs, loaded before the first one arrives (a worker is started
     while the review is still loading): the judge's modules and the sandbox probe."""
@@ -375,7 +407,12 @@ def main() -> int:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            reply = server.answer(json.loads(line))
+            request = json.loads(line)
+            if request.get("op") == "reset":  # a pool for another tree takes this worker
+                server = forget_tree(server)
+                reply = {"reset": True}
+            else:
+                reply = server.answer(request)
             replies.write(json.dumps(reply, default=repr) + "\n")
             replies.flush()
     finally:

@@ -2,7 +2,9 @@
 
 For every touched relation that missed (or was blocked), ``replay`` runs it ``runs``
 times on HEAD and ``runs`` times on the merge base, each side in a clean worktree of
-that commit with the oracle's protected files overlaid (§2), under one workspace lease
+that commit with the oracle's protected files overlaid (§2); the runs the caller's run
+phase has just made with drawn seeds count among them (``run_phase_evidence``), all under
+one workspace lease
 (§5) kept alive by a heartbeat. One replay sheet per relation is written to the
 artifacts directory, and only after a last check that the lease is still ours and
 fresh: a run that lost its lease (expired, taken over, store unreachable) writes no
@@ -30,6 +32,7 @@ from relconsole.engine.errors import RelconsoleError, UsageError
 from relconsole.engine.gate.review import Replayed, Review
 from relconsole.engine.gate.reviewrun import run_review
 from relconsole.engine.gate.runplans import plan_for
+from relconsole.engine.relations.records import RunPlan, RunRecord
 from relconsole.engine.gate.sheets import manifest_name, write_json
 from relconsole.engine.repo.workspace import overlay_oracle
 from relconsole.engine.repo.worktrees import WorktreePool, slug
@@ -194,6 +197,8 @@ def _write_manifest(artifacts: Path, review: Review, shard: Shard, mine: list[st
 
 def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: ReplayOptions,
                 heartbeat: Heartbeat, progress) -> dict[str, dict]:
+    """Sheets by relation id for ``ids``: a blocked one's at once, the others' from runs on both
+    sides (with ``options.count_run_phase``, the run phase's runs among them: ``run_phase_evidence``)."""
     runnable = [rid for rid in ids if review.results[rid].outcome != "blocked"]
     sheets = {rid: blocked_sheet(review, rid, options) for rid in ids if rid not in runnable}
     if not runnable:
@@ -210,10 +215,42 @@ def _replay_all(review: Review, ids: list[str], pool: WorktreePool, options: Rep
     plans = {rid: {side.name: dataclasses.replace(plan_for(review, review.catalog.get(rid), side.tree),
                                                   given=given[rid]) for side in sides}
              for rid in runnable}
-    records = run_sides(plans, sides, options, heartbeat, progress)
+    carried = {rid: run_phase_evidence(review, rid, plans[rid]["head"], options) for rid in runnable} \
+        if options.count_run_phase else {}
+    records = run_sides(plans, sides, options, heartbeat, progress, carried)
     for rid in runnable:
-        sheets[rid] = _sheet(review, review.catalog.get(rid), plans[rid], records[rid], options)
+        sheets[rid] = _sheet(review, review.catalog.get(rid), plans[rid], records[rid], options,
+                             {side: len(kept) for side, kept in carried.get(rid, {}).items()})
     return sheets
+
+
+def run_phase_evidence(review: Review, rid: str, plan: RunPlan, options: ReplayOptions) -> dict[str, list[RunRecord]]:
+    """``{"head": [...], "base": [...]}``: the runs the review's run phase made of ``rid`` that
+    count as runs of this replay (SPEC §7: several runs on each side, on its committed tree with
+    the oracle overlaid; the run phase's run trees are those trees).
+
+    HEAD: a counted freeze's reruns first (each a run of its own with a new seed and a new
+    server, as a replay run is), then the first run (the miss that asked for the replay), at
+    most ``options.runs``. Base: the merge base's check (``basecheck``), which ran the first
+    run's seed there, when the first run is among HEAD's: both sides then keep the same
+    inputs run for run. Nothing when the caller gave seeds to repeat (a second replay repeats
+    the first's runs, all of them), nor when the replay judges an input of its own (a plan's
+    ``given``: a drawn or shrunk input the run phase's runs did not all judge); with a catalog
+    seed only the runs made with that seed.
+    Only for results the caller's own run phase has just made with drawn seeds
+    (``ReplayOptions.count_run_phase``: the gate), never a console run that replayed a
+    recorded seed."""
+    result = review.results.get(rid)
+    if options.seeds or result is None or result.first is None or getattr(plan, "given", None) is not None:
+        return {"head": [], "base": []}
+    records = [*result.reruns, result.first]
+    if plan.replay_seed is not None:
+        records = [r for r in records if r.seed == plan.replay_seed]
+    head = [r for r in records if not r.blocked][:options.runs]
+    base = result.base
+    same = base is not None and not base.blocked and any(r is result.first for r in head) and \
+        base.seed == result.first.seed
+    return {"head": head, "base": [base] if same else []}
 
 
 def load_workspace_leases(review: Review, url: str | None = None) -> None:

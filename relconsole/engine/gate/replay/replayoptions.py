@@ -49,7 +49,9 @@ class ReplayOptions:
     ``ttl_seconds`` is the workspace lease's TTL (renewed every third of it);
     ``artifacts`` defaults to ``<git dir>/relconsole/replay/<head sha 12>``; ``seeds``: the run
     seeds to replay, one per run (a second replay repeats the first's); None draws ``runs``
-    seeds, the same on HEAD and on the merge base (SPEC §7).
+    seeds, the same on HEAD and on the merge base (SPEC §7). ``count_run_phase``: the review's
+    results were made a moment before by the caller's own run phase with drawn seeds (the
+    gate), so their runs count as runs of the replay (``replay.run_phase_evidence``).
     """
 
     runs: int = 5
@@ -62,6 +64,7 @@ class ReplayOptions:
     workers: int | None = None
     cancel: Cancel = field(default_factory=Cancel)
     seeds: list[int] | None = None
+    count_run_phase: bool = False
 
 
 @dataclass

@@ -81,7 +81,10 @@ def _pinned(review: Review, rel_path: str, relation: Relation) -> str | None:
 
 
 def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], records: dict[str, list[RunRecord]],
-           options: ReplayOptions) -> dict:
+           options: ReplayOptions, from_run: dict[str, int] | None = None) -> dict:
+    """The sheet of ``relation`` from its ``records`` on both sides; ``from_run``: how many of
+    each side's records the review's run phase made (``replay.run_phase_evidence``)."""
+    from_run = from_run or {}
     head, base = records["head"], records["base"]
     plan_head, plan_base = plans["head"], plans["base"]
     first = review.results[relation.id].first
@@ -94,7 +97,8 @@ def _sheet(review: Review, relation: Relation, plans: dict[str, RunPlan], record
         "fixture_pin": pin_fields(review, plan_head, plan_base, relation),
         "signature": miss_signature(relation, pin, head_misses) if head_misses else None,
         "base_signature": miss_signature(relation, pin, base_misses) if base_misses else "none",
-        "runs": {"head": side_counts(review.head_sha, head), "base": side_counts(review.merge_base, base)},
+        "runs": {"head": side_counts(review.head_sha, head, from_run.get("head", 0)),
+                 "base": side_counts(review.merge_base, base, from_run.get("base", 0))},
         "evidence": {"head": miss_evidence(head_misses), "base": miss_evidence(base_misses),
                      **input_evidence(first)},
         "sandbox": _sandbox(head + base),
@@ -142,9 +146,11 @@ def sheet_common(review: Review, relation: Relation, options: ReplayOptions) -> 
             "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
-def side_counts(commit: str, records: list[RunRecord]) -> dict:
-    """``{commit, runs, misses}`` of one side's run records (a sheet's ``runs.<side>``)."""
-    return {"commit": commit, "runs": len(records), "misses": sum(1 for r in records if not r.held)}
+def side_counts(commit: str, records: list[RunRecord], from_run: int = 0) -> dict:
+    """``{commit, runs, misses}`` of one side's run records (a sheet's ``runs.<side>``), and
+    ``from_run`` when some of them were the review's run phase's (the gate's)."""
+    counts = {"commit": commit, "runs": len(records), "misses": sum(1 for r in records if not r.held)}
+    return counts | ({"from_run": from_run} if from_run else {})
 
 
 def miss_evidence(misses: list[RunRecord]) -> dict | None:

@@ -46,7 +46,8 @@ from relconsole.engine.relations.subject.kept import is_input, keep_output, kept
 from relconsole.engine.relations.subject.namespaces import (PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE,
                                                            PR_SET_PDEATHSIG, _prctl, map_ids, own_namespaces)
 from relconsole.engine.relations.subject.pagecache import close_page_cache, page_cache_filter
-from relconsole.engine.relations.subject.reaping import kill_descendants, remove_sysv_ipc, wipe_scratch, wipe_shared
+from relconsole.engine.relations.subject.reaping import (SHARED, kill_descendants, mount_points, remove_sysv_ipc,
+                                                        wipe_scratch, wipe_shared)
 from relconsole.engine.relations.subject.wire import MAX_BYTES
 
 _SANDBOXED = [False]  # whether this server runs in a pid namespace of its own (kill(-1) is safe)
@@ -288,6 +289,8 @@ def main():
     if init is None or (init.get("parent") and os.getppid() != init["parent"]):
         return 1
     _SANDBOXED[0] = bool(init.get("sandboxed"))
+    # what each call's wipe of the sandbox's /tmp and /dev/shm leaves: the scratch and the binds
+    init["kept_shared"] = (init["scratch"], *mount_points(SHARED)) if init.get("sandboxed") else ()
     init["page_cache_filter"] = page_cache_filter(os.uname().machine)
     init["stdlib_count"] = len(sys.path)
     _add_site_dirs(init.get("site_dirs", []), set(init.get("skip_pth", [])))
@@ -338,12 +341,13 @@ def main():
             if kept is not None:  # what the judge checks of an output it does not see
                 header["kept_type"] = kept_type(kept[1])
                 header["kept_is_input"] = is_input(kept[1], item, call.get("ops", []))
-        wipe_scratch(init["scratch"])
-        if init.get("sandboxed"):
-            wipe_shared(init["scratch"])
-            remove_sysv_ipc()
         header["id"] = frame.get("id")
         _send(out, header, payload)
+        # what the call left is removed while the judge reads its answer, before the next call
+        wipe_scratch(init["scratch"])
+        if init.get("sandboxed"):
+            wipe_shared(init["kept_shared"])
+            remove_sysv_ipc()
 
 
 def _entry():

@@ -217,7 +217,9 @@ class ForkServer:
             argv += ["--ro-bind", path, self.site_inside[path]]
         for hidden in _hidden_dirs(dirs):
             shown = self._site_path(hidden)
-            argv += ["--tmpfs", shown] if os.path.isdir(hidden) else ["--ro-bind", "/dev/null", shown]
+            # an empty folder no call can write to: a file one call left there would meet the next
+            argv += ["--tmpfs", shown, "--remount-ro", shown] if os.path.isdir(hidden) else \
+                ["--ro-bind", "/dev/null", shown]
         inside = str(self.checkout)
         argv += ["--ro-bind", str(self.root), inside]
         git = self.root / ".git"
