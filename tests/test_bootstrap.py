@@ -10,6 +10,7 @@ import pytest
 
 from relconsole.cli.main import main
 from relconsole.engine.errors import EXIT_PASS, EXIT_REJECT, EXIT_USAGE
+from relconsole.engine.repo.config import layout_from_pyproject
 from relconsole.engine.repo.splitcheck import check_split
 from bench.gitrepo import commit_all, committed_repo, git, write_files
 from tests.conftest import TODAY
@@ -427,3 +428,27 @@ def test_validate_says_which_oracle_edits_it_did_not_read(textkit: Path, capsys)
     git(textkit, "commit", "-q", "-m", "catalog: a broken edit")
     code, _, err = cli(capsys, *args)
     assert code != EXIT_PASS and "catalog.yaml" in err
+
+
+@pytest.mark.parametrize("declared", [
+    '[tool.hatch.build.hooks.vcs]\nversion-file = "src/textkit/_version.py"\n',
+    '[tool.setuptools_scm]\nversion_file = "src/textkit/_version.py"\n',
+])
+def test_init_gives_a_version_file_the_build_writes_a_stub_and_the_package_imports(tmp_path: Path, capsys, declared):
+    """New-user trial on humanize (issue 37): its __init__ imports the _version.py hatch-vcs writes,
+    which git does not have, so every relation missed on the base until the user found the setting."""
+    files = {"src/textkit/__init__.py": "from ._version import __version__\nfrom .core import dumps, loads, normalize\n",
+             "src/textkit/core.py": CORE, "README.md": "# textkit\n",
+             "pyproject.toml": '[project]\nname = "textkit"\ndynamic = ["version"]\n\n' + declared}
+    repo = committed_repo(tmp_path / "textkit", files, identity=("Rita Reviewer", "rita@example.org"),
+                          message="textkit")
+    code, _out, err = cli(capsys, "init", "--repo", str(repo), "--today", TODAY.isoformat())
+    assert code == EXIT_PASS, err
+    text = git(repo, "show", "HEAD:pyproject.toml")
+    assert text.startswith(files["pyproject.toml"].split("\n\n")[0])  # the project's own lines kept
+    generated = layout_from_pyproject(text).generated
+    assert list(generated) == ["src/textkit/_version.py"]
+    namespace: dict = {}
+    exec(generated["src/textkit/_version.py"], namespace)  # the stub defines what a version module does
+    assert isinstance(namespace["__version__"], str) and isinstance(namespace["version_tuple"], tuple)
+    assert files["pyproject.toml"] != text and declared in text

@@ -117,11 +117,20 @@ def init_oracle(repo_path, base_ref: str | None, today: dt.date, corpora: list[s
     for lease in leases:  # a drafted relation, once accepted, reads its lease: the lease allows it now
         lease["allowed_relations"] = [d["id"] for d in drafts if d["input"]["lease"] == lease["id"]]
     changes, lines = _oracle_files(layout, files, leases, drafts, branch)
-    setting = base_setting_change(view.read_text("pyproject.toml"), branch)
+    pyproject = view.read_text("pyproject.toml")
+    setting = base_setting_change(pyproject, branch)
     if setting is not None:
-        changes.append(setting)
+        pyproject = setting.content.decode()
         lines.insert(-1, f"pyproject.toml: base_ref = {one_line(branch)} in [tool.relconsole], so no command needs "
                          f"--base {one_line(branch)}")
+    missing = [path for path in version_files(pyproject) if path not in files and "generated" not in layout_keys(pyproject)]
+    if missing:
+        pyproject = generated_setting(pyproject, missing)
+        setting = FileChange("pyproject.toml", pyproject.encode())
+        lines.insert(-1, f"pyproject.toml: generated = {', '.join(map(one_line, missing))} in [tool.relconsole]: the "
+                         "build writes it and git does not have it, so every tree relations run in gets a stub")
+    if setting is not None:
+        changes.append(setting)
     lines[-1:-1] = [d["skipped"] for d in drafted if "skipped" in d]
     message = f"the oracle of {one_line(PurePosixPath(repo.working_tree_dir).name)}"
     commit = commit_changes(repo, branch, "init", message, changes,
@@ -156,6 +165,46 @@ def base_setting_change(pyproject: str | None, branch: str) -> FileChange | None
         raise UsageError(f"pyproject.toml: add base_ref = {json.dumps(branch)} to [tool.relconsole] by hand "
                          "(the table is not a plain [tool.relconsole] section here)")
     return FileChange("pyproject.toml", edited.encode())
+
+
+VERSION_STUB = '__version__ = version = "0.0.0"\n__version_tuple__ = version_tuple = (0, 0, 0)\n'
+
+
+def version_files(pyproject: str | None) -> list[str]:
+    """Repository paths of the version module the build writes, as pyproject.toml declares it:
+    setuptools_scm's ``version_file``/``write_to``, hatch-vcs's build hook ``version-file``
+    (a new user's first wall on humanize, issue 37). [] when none is declared or the text
+    does not parse."""
+    try:
+        tool = tomllib.loads(pyproject or "").get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return []
+    scm = tool.get("setuptools_scm") or {}
+    hook = ((tool.get("hatch") or {}).get("build") or {}).get("hooks", {}).get("vcs") or {}
+    found = [scm.get("version_file"), scm.get("write_to"), hook.get("version-file")]
+    return list(dict.fromkeys(p.strip("/") for p in found if isinstance(p, str) and p.endswith(".py")))
+
+
+def layout_keys(pyproject: str | None) -> set[str]:
+    """The keys ``[tool.relconsole]`` sets already."""
+    return set(_relconsole_table(pyproject))
+
+
+def generated_setting(pyproject: str, paths: list[str]) -> str:
+    """``pyproject`` with ``generated = { PATH = STUB, ... }`` in ``[tool.relconsole]`` (a line
+    after its header, which the text has: ``base_setting_change`` or the caller put it there,
+    or the table appended), every other byte kept."""
+    entries = ", ".join(f"{json.dumps(path)} = {json.dumps(VERSION_STUB)}" for path in paths)
+    line = f"generated = {{ {entries} }}  # the build writes them, git does not have them (relconsole init)\n"
+    header = re.search(r"^\[tool\.relconsole\][ \t]*(#[^\n]*)?(\n|$)", pyproject, re.M)
+    if header:
+        edited = pyproject[:header.end()] + ("" if header.group(2) else "\n") + line + pyproject[header.end():]
+    else:
+        edited = pyproject + ("" if pyproject.endswith("\n") else "\n") + "\n[tool.relconsole]\n" + line
+    if set(_relconsole_table(edited).get("generated") or {}) != set(paths):
+        raise UsageError("pyproject.toml: add generated = { ... } to [tool.relconsole] by hand (the table is not a "
+                         "plain [tool.relconsole] section here)")
+    return edited
 
 
 def _relconsole_table(text: str | None) -> dict:
