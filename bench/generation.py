@@ -14,7 +14,7 @@ Prints, from one run on this machine:
             miss was shrunk to and the candidates judged.
 
 Budgets (the defaults a repository can change in ``[tool.relconsole]``): generate_seconds 10,
-shrink_seconds 30, generate_rows 20000; the figures say what they cost where they apply.
+shrink_seconds 30, generate_rows 12000; the figures say what they cost where they apply.
 
 Usage: python -m bench.generation [--repeat 3] [--flights-repeat 1] [--flights FILE] [--skip-flights]
 """

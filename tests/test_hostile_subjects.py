@@ -1755,7 +1755,7 @@ def test_a_path_only_for_inputs_larger_than_the_corpus_is_judged_with_a_scale(sa
     code, payload = run_json(repo)
     verdict = {r["relation_id"]: r for r in payload["relations"]}["penguins.order_invariant"]
     if scale is None:
-        # 344 rows never cut the slices; the drawn scaled copy (10,000 rows or more) does, so the
+        # 344 rows never cut the slices; the drawn scaled copy (6,000 rows or more) does, so the
         # branch ran (no unexercised line in it). It misses only when a copy's size leaves rows out
         # of the three slices (a size that is no multiple of 3): a miss is then on the drawn copy
         branch = [n for n, line in enumerate(CHUNKED.splitlines(), 1) if "len(rows) >= 5000" in line]

@@ -39,7 +39,7 @@ from relconsole.engine.literal import counted
 from relconsole.engine.relations.rowshrink import ddmin
 
 SUBSAMPLE_ROWS = 5000  # the largest drawn subsample: a corpus's small-input paths, cheaply
-SCALE_ROWS = 20000  # a drawn scaled copy's rows at most ([tool.relconsole] generate_rows)
+SCALE_ROWS = 12000  # a drawn scaled copy's rows at most ([tool.relconsole] generate_rows)
 UNDRAWN_KINDS = frozenset({"bound"})  # a bound states its own edge input: nothing to draw
 
 
@@ -261,8 +261,10 @@ class Drawing:
         rng = random.Random(report.seed)
         scaled = 0
         while self._may_draw(report):
-            recipe = self._corpus_recipe(rng, rows, scale_rows, first_scale=scaled == 0,
-                                         scale=report.tried % 2 == 0)
+            # the first input a scaled copy, the rest of the first N subsamples (a copy costs what the
+            # corpus costs, times its size); past N, to reach a changed line, every other one a copy
+            scale = report.tried == 0 or report.tried >= self.count and report.tried % 2 == 0
+            recipe = self._corpus_recipe(rng, rows, scale_rows, first_scale=scaled == 0, scale=scale)
             if recipe is None:
                 break
             scaled += "scale" in recipe

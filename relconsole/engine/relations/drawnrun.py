@@ -16,7 +16,7 @@ import datetime as dt
 import time
 from typing import Any, Callable
 
-from relconsole.engine.relations.drawing import (UNDRAWN_KINDS, Drawing, DrawingStopped, Judged, recipe_ops,
+from relconsole.engine.relations.drawing import (SCALE_ROWS, UNDRAWN_KINDS, Drawing, DrawingStopped, Judged, recipe_ops,
                                                  recipe_rows)
 from relconsole.engine.relations.replies import outcome_reply
 from relconsole.engine.relations.spans import span_ran
@@ -94,7 +94,7 @@ class DrawnRun:
         schema = (self.relation.get("input") or {}).get("schema")
         try:
             if self.corpus:
-                report = drawing.corpus(len(self.rows), int(generate.get("rows") or 0) or 20000)
+                report = drawing.corpus(len(self.rows), int(generate.get("rows") or 0) or SCALE_ROWS)
             elif schema:
                 from relconsole.engine.oracle.catalog import check_row
                 report = drawing.seeds(schema, check_row, self.inputs, _day(self.request.get("clock_today")))

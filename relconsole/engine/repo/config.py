@@ -49,7 +49,7 @@ class Layout:
     # its calls reached the file of stays unreached; seconds a miss is shrunk for; rows of a drawn scaled copy
     generate_seconds: float = 10.0
     shrink_seconds: float = 30.0
-    generate_rows: int = 20000
+    generate_rows: int = 12000
     # review flag kind or name -> "block" | "warn" | "off" (SPEC §9 flag levels; unset: the defaults)
     flags: dict = field(default_factory=dict, compare=False)
     extra: dict = field(default_factory=dict, compare=False)
