@@ -700,7 +700,7 @@ def test_the_cli_shows_library_paths_and_the_note_for_an_adapter(tmp_path: Path,
     lines = out.strip().splitlines()
     progress = [line for line in lines if line.startswith(("caught", "survived"))]
     assert code == EXIT_PASS and progress
-    assert all(re.search(r"  src/vers/core\.py:\d+$", line) for line in progress)
+    assert all(re.search(r"  src/vers/core\.py:\d+\b", line) for line in progress)
     assert not any("oracle/" in line for line in progress)
     notes = [line for line in lines if line not in progress][:-1]
     assert notes and any("src/vers/core.py" in line and "oracle/adapters.py" in line for line in notes)

@@ -111,7 +111,8 @@ def test_a_bucket_swapped_at_sixty_percent_is_rejected_on_a_percent_just_below_i
     # the same run seed draws the same rows and shrinks to the same one
     again_code, again = run_json(capsys, seeds, "--replay-seed", str(relation["first_run"]["seed"]))
     assert again_code == EXIT_REJECT
-    assert again["first_run"]["drawn"] == drawn
+    timeless = lambda d: {k: v for k, v in d.items() if k != "seconds"}  # noqa: E731 (the wall time differs)
+    assert timeless(again["first_run"]["drawn"]) == timeless(drawn)
     assert again["first_run"]["shrunk"]["recipe"] == shrunk["recipe"]
     assert again["first_run"]["shrunk"]["input"] == value
 

@@ -319,6 +319,9 @@ def test_a_tree_linked_to_the_store_is_never_judged_outside_the_sandbox(demo_rep
     shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(server_module, "_BWRAP_CHECKED", None)
+    from relconsole.engine.relations import pool as pool_module
+    pool_module.close_started()  # a worker kept from an earlier command in this process probed bwrap already
+    monkeypatch.setattr(pool_module, "_SHELF", [])
     review = load_review(demo_repo, "main", "HEAD", TODAY)
     try:
         results = run_review(review, ["penguins.split_merge"])
