@@ -13,7 +13,7 @@ Prints, from one run on this machine:
             run's seconds with shrinking against the same run without it (anchor), the rows the
             miss was shrunk to and the candidates judged.
 
-Budgets (the defaults a repository can change in ``[tool.relconsole]``): generate_seconds 10,
+Budgets (the defaults a repository can change in ``[tool.relconsole]``): generate_seconds 2,
 shrink_seconds 30, generate_rows 12000; the figures say what they cost where they apply.
 
 Usage: python -m bench.generation [--repeat 3] [--flights-repeat 1] [--flights FILE] [--skip-flights]

@@ -47,7 +47,7 @@ class Layout:
     unexercised: str = "gap"
     # drawn inputs (SPEC §3): seconds a relation keeps drawing past its generate: N while a changed line
     # its calls reached the file of stays unreached; seconds a miss is shrunk for; rows of a drawn scaled copy
-    generate_seconds: float = 10.0
+    generate_seconds: float = 2.0
     shrink_seconds: float = 30.0
     generate_rows: int = 12000
     # review flag kind or name -> "block" | "warn" | "off" (SPEC §9 flag levels; unset: the defaults)
