@@ -166,11 +166,13 @@ def catalog_at(view: TreeView, path: str) -> Catalog | None:
 
 def check_holds(review: Review, relations: list[Relation], commit: str, oracle_dir: Path,
                 progress: Callable[[RelationResult], None] | None = None,
-                workers: int | None = None, replay_seed: int | None = None) -> list[Finding]:
+                workers: int | None = None, replay_seed: int | None = None, draw: bool = True) -> list[Finding]:
     """One ``Finding`` per relation (in the order given), each run on ``commit``'s code with
     the oracle files in ``oracle_dir`` overlaid (``workspace.build_run_tree``). Leases and
     the layout are ``review``'s. ``progress`` is called as each first run finishes;
-    ``replay_seed``: the recorded run seed every first run replays (reruns draw new ones).
+    ``replay_seed``: the recorded run seed every first run replays (reruns draw new ones);
+    ``draw`` False: the relations' own inputs only, no drawn ones (a history's commits, judged
+    by what their rule was when they were made, not by a later relconsole's draws).
     Raises GitError and RelconsoleError as ``build_run_tree`` does."""
     scratch = scratch_dir("tmp")
     tree = scratch / checkout_name(review)  # the subject's working folder reads as a plain checkout
@@ -179,7 +181,8 @@ def check_holds(review: Review, relations: list[Relation], commit: str, oracle_d
         build_run_tree(review.repo, commit, oracle_dir, review.layout.protected, tree, link=linked,
                        generated=review.layout.generated)
         found, plans = _plan(review, relations, tree, linked)
-        plans = {rid: dataclasses.replace(plan, replay_seed=replay_seed) for rid, plan in plans.items()}
+        plans = {rid: dataclasses.replace(plan, replay_seed=replay_seed, **({} if draw else {"generate": None}))
+                 for rid, plan in plans.items()}
         for result in run_all([(plan, None) for plan in plans.values()], progress, workers):
             found[result.relation_id] = _judged(plans[result.relation_id], result.first)
         missed = [f for f in found.values() if f.state == "missed"]
