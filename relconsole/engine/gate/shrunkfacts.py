@@ -10,12 +10,11 @@ text inside is untrusted: a printer passes it through ``literal.one_line``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from relconsole.engine.literal import counted
-from relconsole.engine.relations.records import RunRecord, short_pair
+from relconsole.engine.relations.records import RunRecord, compact_text, short_pair
 
 INPUT_CHARS = 600  # characters of the shrunk input shown on one line
 
@@ -84,11 +83,7 @@ def drawn_advice(fields: list[str]) -> str:
 
 def input_text(value: Any, limit: int = INPUT_CHARS) -> str:
     """``value`` as compact JSON, cut to about ``limit`` characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return compact_text(value, limit)
 
 
 def shrunk_lines(facts: ShrunkFacts) -> list[str]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from relconsole.engine.literal import counted
+from relconsole.engine.relations.records import compact_text
 from relconsole.engine.relations.rowshrink import ddmin
 
 SUBSAMPLE_ROWS = 5000  # the largest drawn subsample: a corpus's small-input paths, cheaply
@@ -247,7 +248,7 @@ class Drawing:
     def _value_recipe(self, row: Any, number: int) -> dict:
         recipe = {"value": row}
         recipe["seed"] = recipe_seed(self.run_seed, recipe)
-        recipe["label"] = f"drawn input {_compact(row)}"
+        recipe["label"] = f"drawn input {compact_text(row, 120)}"
         return recipe
 
     # --- corpus: subsamples and scaled copies -------------------------------------------------
@@ -364,8 +365,3 @@ def _log_uniform(rng: random.Random, low: int, high: int) -> int:
     if high <= low:
         return max(1, low)
     return min(high, max(low, int(math.exp(rng.uniform(math.log(low), math.log(high + 1))))))
-
-
-def _compact(value: Any, limit: int = 120) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=repr)
-    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -22,6 +22,7 @@ import random
 from typing import Any, Callable
 
 from relconsole.engine.relations.canon import canonical, path_text
+from relconsole.engine.relations.records import compact_text
 from relconsole.engine.literal import counted
 from relconsole.engine.relations.orders import _order, structured_orders
 from relconsole.engine.relations.outcome import (WRITTEN_ALIKE, Calls, Check, Kept, Outcome, SubjectFailed, _empty,
@@ -347,7 +348,7 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
             outcome = kind(rel, x, rng=rng, calls=calls_for(index), merge=merge, wire=wire)
         except SubjectFailed as exc:  # a raise names the input it raised on, as a disagreement does
             if label and not labels:
-                exc.error = dict(exc.error, message=f"{label} {_shown(x)}: {exc.error.get('message', '')}")
+                exc.error = dict(exc.error, message=f"{label} {compact_text(x, 80)}: {exc.error.get('message', '')}")
             raise
         if label:
             outcome.note = f"{label}: {outcome.note}"
@@ -372,15 +373,6 @@ def evaluate(rel: dict, inputs: list[Any], seed: int, calls_for: Callable[[int],
                      "that reached it stays there in any order), so the relation proved nothing there "
                      "(nan_ok: true allows it)")
     return last
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    """A seed value as compact JSON, cut to about ``limit`` characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
-    except (ValueError, TypeError, RecursionError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _nan_path(value: Any, path: tuple = (), depth: int = 0) -> tuple | None:

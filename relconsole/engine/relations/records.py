@@ -101,6 +101,13 @@ def _compact(value: Any) -> str:
         return repr(value)
 
 
+def compact_text(value: Any, limit: int) -> str:
+    """``value`` as compact JSON (``repr`` for what JSON cannot write), cut to about ``limit``
+    characters with "…": a seed row in a miss, a drawn input's label, a shrunk input."""
+    text = _compact(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def short_pair(source: Any, followup: Any) -> tuple[str, str]:
     """Two values as compact JSON, each cut to about SHORT characters around where they first
     differ: ``(source_text, followup_text)``. Cutting both at their start hid the difference
