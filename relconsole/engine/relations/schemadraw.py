@@ -27,42 +27,41 @@ def field_spec(spec: Any) -> dict:
 
 
 def field_strategy(spec: Any, seen: list | tuple = (), today: dt.date | None = None):
-    """The strategy of one field: its type's own (``type_strategy``), and beside it, drawn as
-    often, values like the ones ``seen`` in the relation's seeds (``like_seen``) and, for a
-    date, days around ``today``. A subject wrong only on realistic values (a salt shaped like
+    """The strategy of one field: its type's own (``type_strategy``), and for text and dates,
+    beside it, values like the ones ``seen`` in the relation's seeds (``like_seen``) and days
+    around ``today``. A subject wrong only on realistic values (a salt shaped like
     a flag name, a day of this year) is reached, which arbitrary text and days of years 1 to
     9999 almost never are (red team, issue 37). The type's own comes first: Hypothesis shrinks
     towards it, so a field the miss does not need still ends at its simplest value."""
     from hypothesis import strategies as st
     spec = field_spec(spec)
     own = type_strategy(spec)
-    if "choices" in spec or spec["type"] == "bool" or "pattern" in spec:
+    if spec["type"] not in ("str", "date") or "choices" in spec or "pattern" in spec:
+        # numbers keep their own range alone: Hypothesis spreads it, and draws pulled towards the
+        # seeds (whose values a schema's bounds usually go past) reached a fault at 50..59 percent
+        # half as often (acceptance shape c, 100 draws)
         return own
     alike = like_seen(spec, [v for v in seen if _fits(spec, v)], today)
     return st.one_of(own, *alike) if alike else own
 
 
 def like_seen(spec: dict, seen: list, today: dt.date | None) -> list:
-    """Strategies of values like ``seen`` (the field's values in the seeds, each valid): the
-    seen values themselves; numbers a little off them, within the bounds; text of the same
+    """Strategies of values like ``seen`` (a text or date field's values in the seeds, each
+    valid): the seen values themselves; text of the same
     shape (runs of lower case, upper case and digits redrawn, other characters kept: "dark-mode"
     gives "bq-xzyt"); days within a year of them, and within five years of ``today``."""
     from hypothesis import strategies as st
     kind, out = spec["type"], []
     if seen:
         out.append(st.sampled_from(seen))
-    if kind == "int" and seen:
-        low, high = spec.get("min"), spec.get("max")
-        out.append(st.tuples(st.sampled_from(seen), st.integers(-10, 10)).map(
-            lambda pair: _clip(pair[0] + pair[1], low, high)))
-    elif kind == "str" and seen:
+    if kind == "str" and seen:
         out.append(st.sampled_from(sorted({_shape(v) for v in seen})).flatmap(
             lambda shape: st.from_regex(shape, fullmatch=True)))
     elif kind == "date":
-        days = [dt.date.fromisoformat(v) for v in seen] + ([today] if today else [])
-        spans = [(d, 366) for d in days[:-1]] + ([(today, 5 * 366)] if today else [(d, 366) for d in days[-1:]])
-        for day, span in spans[:20]:
-            out.append(st.integers(-span, span).map(lambda n, day=day: _day(day, n)))
+        near = [st.integers(-366, 366).map(lambda n, day=day: _day(day, n))
+                for day in [dt.date.fromisoformat(v) for v in seen][:20]]
+        around_today = [st.integers(-5 * 366, 5 * 366).map(lambda n: _day(today, n))] if today else []
+        out += around_today + ([st.one_of(*near)] if near else [])  # today's span weighs as all the seeds' together
     return out
 
 
@@ -123,14 +122,6 @@ def _fits(spec: dict, value: Any) -> bool:
     else:
         return False
     return ok and (spec.get("min") is None or value >= spec["min"]) and (spec.get("max") is None or value <= spec["max"])
-
-
-def _clip(value: int, low, high) -> int:
-    if low is not None:
-        value = max(value, _ceil(low))
-    if high is not None:
-        value = min(value, _floor(high))
-    return value
 
 
 def _shape(text: str) -> str:
